@@ -1,0 +1,172 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// SeedConfigDir prepares an isolated CLAUDE_CONFIG_DIR for one session so the
+// CLI starts straight at its prompt: onboarding marked done (without it the
+// CLI exits offline, CLAUDE-CLI.md §1.1), the API key approved by its last 20
+// characters, and trust recorded for the main repository root (one record
+// covers all its worktrees, §1.4). The user's own ~/.claude.json is never read
+// or written.
+//
+// An existing file (a resumed session) keeps its other fields: the CLI writes
+// state there itself. The file is replaced atomically.
+func SeedConfigDir(dir, repoRoot, apiKey string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("seed claude config: %w", err)
+	}
+	path := filepath.Join(dir, ".claude.json")
+	doc := map[string]any{}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &doc); err != nil {
+			// A corrupt file is the CLI's own state; starting from a fresh seed
+			// loses nothing of the user's (this dir is familiar's).
+			doc = map[string]any{}
+		}
+	} else if !os.IsNotExist(err) {
+		return fmt.Errorf("seed claude config: %w", err)
+	}
+	doc["hasCompletedOnboarding"] = true
+	if apiKey != "" {
+		responses, _ := doc["customApiKeyResponses"].(map[string]any)
+		if responses == nil {
+			responses = map[string]any{"approved": []any{}, "rejected": []any{}}
+		}
+		approved, _ := responses["approved"].([]any)
+		tail := apiKeyTail(apiKey)
+		found := false
+		for _, a := range approved {
+			if a == tail {
+				found = true
+			}
+		}
+		if !found {
+			approved = append(approved, tail)
+		}
+		responses["approved"] = approved
+		if _, ok := responses["rejected"]; !ok {
+			responses["rejected"] = []any{}
+		}
+		doc["customApiKeyResponses"] = responses
+	}
+	if repoRoot != "" {
+		projects, _ := doc["projects"].(map[string]any)
+		if projects == nil {
+			projects = map[string]any{}
+		}
+		p, _ := projects[repoRoot].(map[string]any)
+		if p == nil {
+			p = map[string]any{}
+		}
+		p["hasTrustDialogAccepted"] = true
+		projects[repoRoot] = p
+		doc["projects"] = projects
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return fmt.Errorf("seed claude config: %w", err)
+	}
+	return writeFileAtomic(path, b, 0o600)
+}
+
+// apiKeyTail is what the CLI stores to remember an approved key:
+// key.trim().slice(-20) (CLAUDE-CLI.md §1).
+func apiKeyTail(key string) string {
+	key = strings.TrimSpace(key)
+	if len(key) > 20 {
+		return key[len(key)-20:]
+	}
+	return key
+}
+
+// writeFileAtomic writes to a temporary file in the same dir and renames it,
+// so a crash never leaves half a file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp, mode)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
+
+// sessionVars are set by a running Claude Code for its own children. If
+// familiar itself runs under Claude Code they must not leak into the agents it
+// starts: the CLI behaves differently in a child session (CLAUDE-CLI.md §8).
+var sessionVars = map[string]bool{
+	"CLAUDECODE":                   true,
+	"CLAUDE_PID":                   true,
+	"CLAUDE_PROJECT_DIR":           true,
+	"CLAUDE_ENV_FILE":              true,
+	"CLAUDE_EFFORT":                true,
+	"CLAUDE_CONFIG_DIR":            true, // replaced by the per-session dir
+	"CLAUDE_CODE_ENTRYPOINT":       true,
+	"CLAUDE_CODE_SESSION_ID":       true,
+	"CLAUDE_CODE_CHILD_SESSION":    true,
+	"CLAUDE_CODE_EXECPATH":         true,
+	"CLAUDE_CODE_MESSAGING_SOCKET": true,
+	"CLAUDE_CODE_MESSAGING_TOKEN":  true,
+	"CLAUDE_CODE_SESSION_ATTENDED": true,
+	"CLAUDE_CODE_CHILD_NOTES_DIR":  true,
+	"AI_AGENT":                     true,
+}
+
+// SessionEnv returns the environment for one claude session: the caller's
+// environment (credentials, proxy settings, CLAUDE_CODE_* knobs the user set)
+// without the variables of a parent Claude session, plus CLAUDE_CONFIG_DIR when
+// configDir is set, plus extra (which wins).
+func SessionEnv(base []string, configDir string, extra map[string]string) []string {
+	out := make([]string, 0, len(base)+len(extra)+1)
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if sessionVars[k] {
+			continue
+		}
+		if _, overridden := extra[k]; overridden {
+			continue
+		}
+		out = append(out, kv)
+	}
+	if configDir != "" {
+		out = append(out, "CLAUDE_CONFIG_DIR="+configDir)
+	}
+	for k, v := range extra {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// LookupEnv returns the value of key in env (last one wins, as in exec).
+func LookupEnv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}

@@ -1,0 +1,74 @@
+// Command familiar runs Claude Code agents in git worktrees for an editor
+// (serve), for batch runs (run), and checks the machine (doctor).
+//
+// main only wires packages together; logic lives in the packages.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/familiar-dev/familiar/internal/doctor"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `familiar — runs Claude Code agents, one git worktree per task.
+
+Usage:
+  familiar doctor            check git, claude, credentials and the data dir
+  familiar version           print the version
+
+Environment:
+  FAMILIAR_CLAUDE            path of the claude CLI (default: .tools, then PATH)
+  FAMILIAR_TOOLS_DIR         project-local tools dir holding the pinned CLI
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "doctor":
+		return doctor.Run(ctx, doctor.Options{
+			ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
+			ToolsDir:   toolsDir(),
+			Logger:     logger,
+		}, stdout)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "familiar %s\n", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "familiar: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}
+
+// toolsDir is where the pinned claude CLI is installed for this checkout:
+// $FAMILIAR_TOOLS_DIR, else .tools in the working directory.
+func toolsDir() string {
+	if d := os.Getenv("FAMILIAR_TOOLS_DIR"); d != "" {
+		return d
+	}
+	if wd, err := os.Getwd(); err == nil {
+		return wd + "/.tools"
+	}
+	return ""
+}
