@@ -1,6 +1,83 @@
 // Package store persists familiar's state in bbolt: tasks, per-task event logs
-// with sequence numbers, the audit log and approvals, written by one goroutine
-// that commits everything pending in one transaction.
+// with sequence numbers, the audit log and settings, written by one goroutine
+// that commits everything pending in one transaction (group commit).
 //
-// It is never imported by agent or procs.
+// It is never imported by agent or procs, and it never imports orchestrator:
+// a task is an opaque JSON blob plus the few fields the store indexes
+// (TaskRecord), so the orchestrator owns the Task type and its evolution.
+//
+// # Files
+//
+// The database is <dataDir>/familiar.db (mode 0600). bbolt holds an exclusive
+// flock on it for as long as it is open; Open waits at most
+// Options.LockTimeout for it and then fails with an error that matches
+// ErrLocked ("another familiar is running for this repository (pid N)").
+// The holder's pid lives next to it in <dataDir>/familiar.pid, written
+// atomically after the lock is taken and removed by Close, because a process
+// that fails to get the lock cannot read anything inside the database. The pid
+// is only reported if that process is still alive (and, on Linux, still the
+// same process: its start time is recorded too).
+//
+// # Schema (version 2)
+//
+// All integers in keys are 8-byte big-endian so that bbolt's byte order is
+// numeric order. Times inside values are RFC 3339 with nanoseconds, UTC.
+//
+//	meta/
+//	    "version"            uint64: the schema version (see below)
+//	tasks/
+//	    <task id>            JSON {"status","createdAt","updatedAt","data"}
+//	                         data is the orchestrator's Task, untouched
+//	tasksByCreated/                                              (since v2)
+//	    <createdAt><task id> <status>
+//	                         createdAt is UnixNano with the sign bit flipped
+//	                         (sorts correctly before 1970 too); listing newest
+//	                         first, filtering by time and status, and counting
+//	                         matches never decode a task
+//	events/                  the global event log
+//	    <seq>                JSON {"taskId","taskSeq","kind","at","data"}
+//	                         the bucket's own sequence is the last global seq
+//	                         ever assigned; it lives in the same transaction as
+//	                         the event, survives restarts and deletions, so a
+//	                         seq is never reused (there may be gaps)
+//	eventsByTask/
+//	    <task id>/           one nested bucket per task; its sequence is the
+//	                         last per-task seq
+//	        <seq>            empty (the event itself is in events/)
+//	audit/                   append-only; never deleted with a task
+//	    <audit seq>          JSON {"at","taskId","action","actor","data"}
+//	                         the bucket's sequence is the last audit seq
+//	auditByTask/
+//	    <task id>/
+//	        <audit seq>      empty
+//	settings/
+//	    <name>               JSON value
+//
+// Events with an empty task id (server-wide notifications such as
+// skills/changed) are only in events/.
+//
+// # Versions and migrations
+//
+// The version is the number of migrations applied: migrations[i] takes a
+// database from version i to i+1, in its own write transaction that also
+// stores the new version, so a crash leaves a database at some whole version.
+// A new file is version 0 and goes through every migration, which keeps the
+// migration path exercised on every fresh start.
+//
+//	0 → 1  create meta, tasks, events, eventsByTask, audit, auditByTask, settings
+//	1 → 2  add tasksByCreated, built from tasks/
+//
+// Open refuses a database whose version is newer than len(migrations)
+// (ErrSchemaTooNew) without writing to it. Migrations are append-only: never
+// edit one that has shipped; add the next.
+//
+// # Writes
+//
+// Every write (PutTask, DeleteTask, AppendEvent, AppendAudit, PutSetting) is
+// validated in the caller's goroutine, then queued to the writer goroutine,
+// which applies everything pending in one bbolt transaction, commits (fsync)
+// and answers all waiters; a write call returns only after its data is
+// durable. If one queued write fails, the transaction is rolled back and the
+// rest are applied again without it, so a write lands or fails on its own.
+// Reads use bbolt read transactions directly and see only committed data.
 package store

@@ -1,0 +1,287 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent/screen"
+)
+
+// proc is what a Session needs of its child process (package procs).
+type proc interface {
+	Write(p []byte) (int, error)
+	Resize(cols, rows int) error
+	Terminate(ctx context.Context) error
+	Done() <-chan struct{}
+	PID() int
+	exitStatus() Exited
+}
+
+// Session is one running Claude Code session, under either driver. Its
+// methods are safe for concurrent use.
+type Session struct {
+	opts   Options
+	logger *slog.Logger
+	ev     *emitter
+	qs     questions
+	proc   proc
+	ctx    context.Context // cancelled when the process has exited
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // goroutines the session started (hook holds, classifiers)
+	done   chan struct{}  // closed after the Exited event was emitted
+
+	pty    *ptyDriver    // one of these is set
+	stream *streamDriver // "
+
+	mu        sync.Mutex
+	activity  Activity      // guarded by mu
+	inTurn    bool          // guarded by mu; a prompt was submitted and the turn has not ended
+	turnEpoch int           // guarded by mu; counts UserPromptSubmit, to confirm typing
+	changed   chan struct{} // guarded by mu; closed and replaced on every state change
+}
+
+// SessionID is the claude session id (for --resume).
+func (s *Session) SessionID() string { return s.opts.SessionID }
+
+// PID is the claude process id.
+func (s *Session) PID() int { return s.proc.PID() }
+
+// Driver is "pty" or "stream".
+func (s *Session) Driver() string { return s.opts.Driver }
+
+// Done is closed when the process has exited and its Exited event was sent.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Activity is what the agent was last seen doing.
+func (s *Session) Activity() Activity {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.activity
+}
+
+func (s *Session) emit(ev Event) {
+	if ev.At.IsZero() {
+		ev.At = s.opts.Clock.Now()
+	}
+	s.ev.emit(ev)
+}
+
+// notifyLocked wakes everyone waiting for a state change.
+func (s *Session) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// waitFor blocks until cond() holds (checked under mu), the deadline passes or
+// the session ends.
+func (s *Session) waitFor(ctx context.Context, d time.Duration, cond func() bool) bool {
+	t := s.opts.Clock.NewTimer(d)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		ok := cond()
+		ch := s.changed
+		s.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-t.C():
+			return false
+		case <-ctx.Done():
+			return false
+		case <-s.ctx.Done():
+			return false
+		}
+	}
+}
+
+func (s *Session) setActivity(a Activity) {
+	s.mu.Lock()
+	if s.activity == a {
+		s.mu.Unlock()
+		return
+	}
+	s.activity = a
+	s.notifyLocked()
+	s.mu.Unlock()
+	s.emit(Event{Kind: EventActivity, Activity: &a})
+}
+
+// endTurn reports a finished turn; a final message that asks the person
+// something becomes a question answered with text.
+func (s *Session) endTurn(t *TurnEnded) {
+	s.mu.Lock()
+	s.inTurn = false
+	s.notifyLocked()
+	s.mu.Unlock()
+	s.setActivity(Activity{State: ActivityIdle})
+	s.emit(Event{Kind: EventTurnEnded, Turn: t})
+	if !t.Failed && t.BackgroundTasks == 0 && endsWithQuestion(t.LastMessage) {
+		p := &pendingQuestion{
+			q:      Question{Kind: KindQuestion, Text: t.LastMessage, AllowText: true},
+			source: "prose",
+		}
+		s.qs.add(p)
+		s.emit(Event{Kind: EventQuestion, Question: &p.q})
+	}
+}
+
+// ask registers a question, emits it and waits for its answer. ok is false
+// when it was resolved some other way or the session ended.
+func (s *Session) ask(ctx context.Context, p *pendingQuestion) (Answer, bool) {
+	s.qs.add(p)
+	defer s.qs.remove(p.q.ID)
+	s.emit(Event{Kind: EventQuestion, Question: &p.q})
+	return waitAnswer(ctx, p)
+}
+
+// askChoices puts each question of an AskUserQuestion call to the person in
+// turn and returns the decision that answers them all, or nil if the session
+// ended first.
+func (s *Session) askChoices(ctx context.Context, input []byte, source string) map[string]any {
+	qs, err := choiceQuestions(input)
+	if err != nil {
+		return map[string]any{"behavior": "deny", "message": "familiar could not read the questions: " + err.Error()}
+	}
+	answers := map[string]string{}
+	for i, q := range qs {
+		p := &pendingQuestion{q: q, tool: "AskUserQuestion", input: input, source: source}
+		a, ok := s.ask(ctx, p)
+		if !ok {
+			return nil
+		}
+		answers[q.Text] = choiceAnswer(input, i, a)
+	}
+	return map[string]any{"behavior": "allow", "updatedInput": withAnswers(input, answers)}
+}
+
+// resolveElsewhere settles every pending question from source as answered
+// outside familiar (by: "terminal" or "agent").
+func (s *Session) resolveElsewhere(match func(*pendingQuestion) bool, by string) {
+	for _, p := range s.qs.all() {
+		if match(p) {
+			s.qs.remove(p.q.ID)
+			p.resolveElsewhere()
+			s.emit(Event{Kind: EventQuestionResolved, Resolved: &Resolution{QuestionID: p.q.ID, By: by}})
+		}
+	}
+}
+
+// Answer answers a pending question.
+func (s *Session) Answer(questionID string, a Answer) error {
+	p := s.qs.get(questionID)
+	if p == nil {
+		return fmt.Errorf("%w: %s", ErrNoQuestion, questionID)
+	}
+	if err := validate(p.q, a); err != nil {
+		return err
+	}
+	switch p.source {
+	case "prose", "interrupted":
+		// Answered by the next prompt.
+		s.qs.remove(questionID)
+		p.resolveElsewhere()
+		s.emit(Event{Kind: EventQuestionResolved, Resolved: &Resolution{QuestionID: questionID, By: "user", OptionID: a.OptionID}})
+		return s.SendPrompt(a.Text)
+	case "screen":
+		return s.pty.answerOnScreen(p, a)
+	}
+	select {
+	case p.answers <- a:
+	default:
+		return fmt.Errorf("%w: %s was already answered", ErrNoQuestion, questionID)
+	}
+	s.qs.remove(questionID)
+	s.emit(Event{Kind: EventQuestionResolved, Resolved: &Resolution{QuestionID: questionID, By: "user", OptionID: a.OptionID}})
+	return nil
+}
+
+// SendPrompt gives the agent a prompt (a new turn).
+func (s *Session) SendPrompt(text string) error {
+	if text == "" {
+		return errors.New("empty prompt")
+	}
+	select {
+	case <-s.ctx.Done():
+		return ErrExited
+	default:
+	}
+	if s.stream != nil {
+		return s.stream.sendPrompt(text)
+	}
+	return s.pty.sendPrompt(context.Background(), text)
+}
+
+// Interrupt stops the current turn (Esc in the TUI, an interrupt control
+// request in stream mode).
+func (s *Session) Interrupt() error {
+	if s.stream != nil {
+		return s.stream.interrupt()
+	}
+	_, err := s.proc.Write([]byte{0x1b})
+	return err
+}
+
+// Input writes raw keystrokes (the editor's terminal) to the PTY.
+func (s *Session) Input(raw []byte) error {
+	if s.stream != nil {
+		return errors.New("the stream driver has no terminal; use SendPrompt")
+	}
+	_, err := s.proc.Write(raw)
+	return err
+}
+
+// Resize changes the PTY size.
+func (s *Session) Resize(cols, rows int) error {
+	if s.stream != nil {
+		return nil
+	}
+	if cols <= 0 || rows <= 0 || cols > 1000 || rows > 1000 {
+		return fmt.Errorf("invalid size %dx%d", cols, rows)
+	}
+	s.pty.scr.Resize(cols, rows)
+	return s.proc.Resize(cols, rows)
+}
+
+// Screen returns what the terminal shows (empty for the stream driver).
+func (s *Session) Screen() screen.Snapshot {
+	if s.pty == nil {
+		return screen.Snapshot{}
+	}
+	return s.pty.scr.Snapshot()
+}
+
+// Stop terminates the process tree (SIGTERM, grace, SIGKILL) and waits until
+// every goroutine of the session has finished.
+func (s *Session) Stop(ctx context.Context) error {
+	err := s.proc.Terminate(ctx)
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return fmt.Errorf("stop agent: %w", ctx.Err())
+	}
+	return err
+}
+
+// watchExit waits for the process to end, releases everything the session
+// holds, and emits Exited last.
+func (s *Session) watchExit(cleanup func()) {
+	<-s.proc.Done()
+	s.cancel()
+	s.resolveElsewhere(func(*pendingQuestion) bool { return true }, "agent")
+	s.wg.Wait()
+	if cleanup != nil {
+		cleanup()
+	}
+	x := s.proc.exitStatus()
+	s.setActivity(Activity{State: ActivityIdle})
+	s.emit(Event{Kind: EventExited, Exit: &x})
+	s.ev.close()
+	close(s.done)
+}

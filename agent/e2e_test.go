@@ -1,0 +1,331 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/testenv"
+)
+
+// recorder collects a session's events and lets a test wait for one.
+type recorder struct {
+	mu      sync.Mutex
+	events  []agent.Event
+	changed chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
+
+func (r *recorder) add(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ev.Kind == agent.EventOutput {
+		return // many and large; the screen is checked instead
+	}
+	r.events = append(r.events, ev)
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *recorder) all() []agent.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]agent.Event(nil), r.events...)
+}
+
+// wait returns the first event from index from on that matches, or fails.
+func (r *recorder) wait(t *testing.T, from int, what string, match func(agent.Event) bool) (agent.Event, int) {
+	t.Helper()
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		for i := from; i < len(r.events); i++ {
+			if match(r.events[i]) {
+				ev := r.events[i]
+				r.mu.Unlock()
+				return ev, i + 1
+			}
+		}
+		ch := r.changed
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s; events:\n%s", what, dump(r.all()))
+		}
+	}
+}
+
+func dump(evs []agent.Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		j, _ := json.Marshal(ev)
+		fmt.Fprintf(&b, "  %s\n", j)
+	}
+	return b.String()
+}
+
+func isKind(k agent.EventKind) func(agent.Event) bool {
+	return func(ev agent.Event) bool { return ev.Kind == k }
+}
+
+func isQuestion(kind string) func(agent.Event) bool {
+	return func(ev agent.Event) bool { return ev.Kind == agent.EventQuestion && ev.Question.Kind == kind }
+}
+
+func turnEnded(ev agent.Event) bool {
+	return ev.Kind == agent.EventTurnEnded && ev.Turn.BackgroundTasks == 0
+}
+
+type harness struct {
+	t    *testing.T
+	api  *fakeapi.Server
+	repo string
+	sess *agent.Session
+	rec  *recorder
+}
+
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"},
+	} {
+		cmd := exec.Command(testenv.Git(t), args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
+}
+
+// start runs the real claude against a fake API with the given driver.
+func start(t *testing.T, driver, prompt string) *harness {
+	t.Helper()
+	claude := testenv.Claude(t)
+	api := fakeapi.Start(fakeapi.PromptScript())
+	t.Cleanup(api.Close)
+	hooks, err := agent.NewHookServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hooks.Close() })
+	h := &harness{t: t, api: api, repo: gitRepo(t), rec: newRecorder()}
+	cfgDir := t.TempDir()
+	sess, err := agent.Start(context.Background(), agent.Options{
+		CLI:           agent.CLI{Path: claude, Version: agent.MinVersion},
+		Driver:        driver,
+		Dir:           h.repo,
+		RepoRoot:      h.repo,
+		ConfigDir:     cfgDir,
+		LogPath:       filepath.Join(t.TempDir(), "out.log"),
+		Prompt:        prompt,
+		ExtraEnv:      api.Env(),
+		Hooks:         hooks,
+		ConfirmWithin: 5 * time.Second,
+		GraceTimeout:  5 * time.Second,
+		OnEvent:       h.rec.add,
+	})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	h.sess = sess
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := sess.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return h
+}
+
+func (h *harness) exists(name string) bool {
+	_, err := os.Stat(filepath.Join(h.repo, name))
+	return err == nil
+}
+
+func drivers(t *testing.T, f func(t *testing.T, driver string)) {
+	for _, d := range []string{agent.DriverPTY, agent.DriverStream} {
+		t.Run(d, func(t *testing.T) { f(t, d) })
+	}
+}
+
+func TestPermissionAllow(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		h := start(t, driver, "make a file\n@@TOOL Bash {\"command\":\"touch allowed.txt\",\"description\":\"make it\"}\n@@TEXT Made it.")
+		ev, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+		q := ev.Question
+		if q.Tool != "Bash" || !strings.Contains(string(q.Input), "touch allowed.txt") {
+			t.Fatalf("question = %+v", q)
+		}
+		if err := h.sess.Answer(q.ID, agent.Answer{OptionID: agent.OptionAllow}); err != nil {
+			t.Fatal(err)
+		}
+		ev, _ = h.rec.wait(t, next, "turn end", turnEnded)
+		if ev.Turn.LastMessage != "Made it." {
+			t.Errorf("last message = %q", ev.Turn.LastMessage)
+		}
+		if !h.exists("allowed.txt") {
+			t.Error("the allowed command did not run")
+		}
+	})
+}
+
+func TestPermissionDenyWithText(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		h := start(t, driver, "make a file\n@@TOOL Bash {\"command\":\"touch denied.txt\"}\n@@TEXT Fine.")
+		ev, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+		if err := h.sess.Answer(ev.Question.ID, agent.Answer{OptionID: agent.OptionDeny, Text: "use the Write tool instead"}); err != nil {
+			t.Fatal(err)
+		}
+		h.rec.wait(t, next, "turn end", turnEnded)
+		if h.exists("denied.txt") {
+			t.Error("the denied command ran")
+		}
+		reqs := h.api.MainRequests()
+		last := reqs[len(reqs)-1]
+		found := false
+		for _, b := range last.ToolResults() {
+			if strings.Contains(b.Content, "use the Write tool instead") && b.IsError {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("the deny text did not reach the model: %+v", last.ToolResults())
+		}
+	})
+}
+
+func TestPermissionAllowAlways(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		prompt := "twice\n@@TOOL Bash {\"command\":\"touch always.txt\"}\n@@TEXT Once."
+		h := start(t, driver, prompt)
+		ev, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+		if err := h.sess.Answer(ev.Question.ID, agent.Answer{OptionID: agent.OptionAllowAlways}); err != nil {
+			t.Fatal(err)
+		}
+		_, next = h.rec.wait(t, next, "turn end", turnEnded)
+		if err := os.Remove(filepath.Join(h.repo, "always.txt")); err != nil {
+			t.Fatalf("first run did not create the file: %v", err)
+		}
+		if err := h.sess.SendPrompt("again\n@@TOOL Bash {\"command\":\"touch always.txt\"}\n@@TEXT Twice."); err != nil {
+			t.Fatal(err)
+		}
+		ev, _ = h.rec.wait(t, next, "second turn end", func(ev agent.Event) bool {
+			return turnEnded(ev) || ev.Kind == agent.EventQuestion
+		})
+		if ev.Kind == agent.EventQuestion {
+			t.Fatalf("asked again after allow always: %+v", ev.Question)
+		}
+		if !h.exists("always.txt") {
+			t.Error("second run did not create the file")
+		}
+	})
+}
+
+func TestWritePermission(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		h := start(t, driver, "write\n@@TOOL Write {\"file_path\":\"new.txt\",\"content\":\"hello\\n\"}\n@@TEXT Written.")
+		ev, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+		if ev.Question.Tool != "Write" {
+			t.Fatalf("tool = %q", ev.Question.Tool)
+		}
+		if err := h.sess.Answer(ev.Question.ID, agent.Answer{OptionID: agent.OptionAllow}); err != nil {
+			t.Fatal(err)
+		}
+		h.rec.wait(t, next, "turn end", turnEnded)
+		b, err := os.ReadFile(filepath.Join(h.repo, "new.txt"))
+		if err != nil || string(b) != "hello\n" {
+			t.Fatalf("new.txt = %q, %v", b, err)
+		}
+	})
+}
+
+func TestAskUserQuestion(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		input := `{"questions":[{"question":"Which database?","header":"DB","multiSelect":false,"options":[{"label":"Postgres","description":"Relational"},{"label":"SQLite","description":"Embedded"}]}]}`
+		h := start(t, driver, "choose\n@@TOOL AskUserQuestion "+input+"\n@@TEXT Noted.")
+		ev, next := h.rec.wait(t, 0, "choice question", isQuestion(agent.KindChoice))
+		q := ev.Question
+		if q.Text != "Which database?" || len(q.Options) != 2 {
+			t.Fatalf("question = %+v", q)
+		}
+		if err := h.sess.Answer(q.ID, agent.Answer{OptionID: q.Options[1].ID}); err != nil {
+			t.Fatal(err)
+		}
+		h.rec.wait(t, next, "turn end", turnEnded)
+		reqs := h.api.MainRequests()
+		last := reqs[len(reqs)-1]
+		var got string
+		for _, b := range last.ToolResults() {
+			got += b.Content
+		}
+		if !strings.Contains(got, `"Which database?"="SQLite"`) {
+			t.Errorf("answer did not reach the model: %q", got)
+		}
+	})
+}
+
+func TestProseQuestion(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		h := start(t, driver, "ask me\n@@TEXT I can do A or B. Which one do you prefer?")
+		ev, _ := h.rec.wait(t, 0, "prose question", isQuestion(agent.KindQuestion))
+		if !ev.Question.AllowText || !strings.Contains(ev.Question.Text, "Which one") {
+			t.Fatalf("question = %+v", ev.Question)
+		}
+		if err := h.sess.Answer(ev.Question.ID, agent.Answer{Text: "B please"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := h.api.WaitFor(func(reqs []fakeapi.Request) bool {
+			for _, r := range reqs {
+				if strings.Contains(r.LastUserText(), "B please") {
+					return true
+				}
+			}
+			return false
+		}, 60*time.Second); !ok {
+			t.Fatal("the answer never reached the model")
+		}
+	})
+}
+
+func TestActivitySequence(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		h := start(t, driver, "run\n@@TOOL Bash {\"command\":\"touch act.txt\"}\n@@TEXT Ran.")
+		ev, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+		if err := h.sess.Answer(ev.Question.ID, agent.Answer{OptionID: agent.OptionAllow}); err != nil {
+			t.Fatal(err)
+		}
+		h.rec.wait(t, next, "turn end", turnEnded)
+		var seq []string
+		for _, ev := range h.rec.all() {
+			if ev.Kind == agent.EventActivity {
+				if len(seq) == 0 || seq[len(seq)-1] != ev.Activity.State {
+					seq = append(seq, ev.Activity.State)
+				}
+			}
+		}
+		got := strings.Join(seq, " → ")
+		if !strings.Contains(got, "thinking → running_command → thinking → idle") {
+			t.Errorf("activity sequence = %s", got)
+		}
+	})
+}

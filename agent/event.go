@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventKind says which field of an Event is set.
+type EventKind string
+
+const (
+	EventOutput           EventKind = "output"            // raw terminal (or stream) bytes
+	EventActivity         EventKind = "activity"          // what the agent is doing
+	EventQuestion         EventKind = "question"          // the agent waits on a person
+	EventQuestionResolved EventKind = "question_resolved" // a pending question went away
+	EventTurnEnded        EventKind = "turn_ended"        // the agent finished a turn
+	EventExited           EventKind = "exited"            // the process is gone
+	EventProblem          EventKind = "problem"           // something familiar could not do (e.g. a keystroke that did not take)
+	EventHook             EventKind = "hook"              // a raw hook payload (for verbose tasks)
+)
+
+// Activity values, as in PROTOCOL.md.
+const (
+	ActivityThinking       = "thinking"
+	ActivityWriting        = "writing"
+	ActivityRunningCommand = "running_command"
+	ActivityIdle           = "idle"
+	ActivityUnknown        = "unknown"
+)
+
+// Question kinds, as in PROTOCOL.md.
+const (
+	KindPermission = "permission"
+	KindChoice     = "choice"
+	KindQuestion   = "question"
+	KindDialog     = "dialog"
+)
+
+// Option ids every permission question has.
+const (
+	OptionAllow       = "allow"
+	OptionAllowAlways = "allow_always"
+	OptionDeny        = "deny"
+)
+
+// Event is one thing the agent did, as observed.
+type Event struct {
+	Kind EventKind `json:"kind"`
+	At   time.Time `json:"at"` // when familiar observed it
+
+	Output   []byte      `json:"-"`
+	Activity *Activity   `json:"activity,omitempty"`
+	Question *Question   `json:"question,omitempty"`
+	Resolved *Resolution `json:"resolved,omitempty"`
+	Turn     *TurnEnded  `json:"turn,omitempty"`
+	Exit     *Exited     `json:"exit,omitempty"`
+	Problem  string      `json:"problem,omitempty"`
+	Hook     *HookEvent  `json:"hook,omitempty"`
+}
+
+// Activity is what the agent is doing now.
+type Activity struct {
+	State  string `json:"state"`            // one of the Activity* constants
+	Detail string `json:"detail,omitempty"` // e.g. the command being run
+}
+
+// Question is something the agent waits on a person for.
+type Question struct {
+	ID        string          `json:"id"`
+	Kind      string          `json:"kind"`
+	Text      string          `json:"text"`
+	Tool      string          `json:"tool,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	Options   []Option        `json:"options"`
+	AllowText bool            `json:"allowText"`
+}
+
+// Option is one answer a Question offers.
+type Option struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// Answer to a Question: an option, free text, or both (deny with a reason),
+// and for permissions optionally a modified tool input.
+type Answer struct {
+	OptionID     string          `json:"optionId,omitempty"`
+	Text         string          `json:"text,omitempty"`
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+}
+
+// Resolution says a pending question went away and who settled it.
+type Resolution struct {
+	QuestionID string `json:"questionId"`
+	// By is "user" (answered through Answer), "terminal" (a person answered
+	// in the terminal directly) or "agent" (the agent moved on, e.g. it was
+	// interrupted).
+	By       string `json:"by"`
+	OptionID string `json:"optionId,omitempty"`
+}
+
+// TurnEnded reports the end of a turn.
+type TurnEnded struct {
+	LastMessage     string  `json:"lastMessage"`
+	BackgroundTasks int     `json:"backgroundTasks"`
+	Failed          bool    `json:"failed,omitempty"` // StopFailure / error result
+	Error           string  `json:"error,omitempty"`
+	CostUSD         float64 `json:"costUsd,omitempty"`
+	InputTokens     int     `json:"inputTokens,omitempty"`
+	OutputTokens    int     `json:"outputTokens,omitempty"`
+}
+
+// Exited reports the end of the process.
+type Exited struct {
+	Code   int    `json:"code"`
+	Signal string `json:"signal,omitempty"`
+}
+
+// HookEvent is a raw hook payload as the CLI sent it.
+type HookEvent struct {
+	Name    string          `json:"name"`
+	Payload json.RawMessage `json:"payload"`
+}

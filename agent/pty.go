@@ -1,0 +1,376 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent/screen"
+)
+
+// ptyDriver drives the interactive TUI under a PTY. Hooks are the primary
+// signal (prompt submitted, tool use, permission requests, stop); the screen
+// model covers what hooks do not (interrupts, CLI dialogs, answers typed in
+// the terminal) and is the fallback when hooks are silent.
+type ptyDriver struct {
+	s   *Session
+	scr *screen.Screen
+
+	dirty chan struct{} // 1-buffered: output arrived since the last classification
+
+	mu        sync.Mutex
+	class     screen.Classification // guarded by mu; the latest classification
+	classSeq  int                   // guarded by mu; bumps when class.State changes
+	fallback  *pendingQuestion      // guarded by mu; a question read from the screen
+	typingMu  sync.Mutex            // one prompt typed at a time
+	hookHeard bool                  // guarded by mu; any hook arrived (hooks are working)
+}
+
+// hookPayload is the union of the hook payload fields familiar reads.
+type hookPayload struct {
+	Event           string            `json:"hook_event_name"`
+	ToolName        string            `json:"tool_name"`
+	ToolInput       json.RawMessage   `json:"tool_input"`
+	ToolUseID       string            `json:"tool_use_id"`
+	Suggestions     json.RawMessage   `json:"permission_suggestions"`
+	LastMessage     string            `json:"last_assistant_message"`
+	BackgroundTasks []json.RawMessage `json:"background_tasks"`
+	SessionCrons    []json.RawMessage `json:"session_crons"`
+	StopHookActive  bool              `json:"stop_hook_active"`
+	Error           string            `json:"error"`
+	Message         string            `json:"message"`
+	AgentType       string            `json:"agent_type"`
+}
+
+// onOutput is called with every chunk of PTY output, in order.
+func (d *ptyDriver) onOutput(p []byte) {
+	d.s.emit(Event{Kind: EventOutput, Output: p})
+	_, _ = d.scr.Write(p)
+	select {
+	case d.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// classifyLoop re-reads the screen after output, at most every
+// classifyEvery: the emulator snapshot costs a full copy of the screen, and
+// a spinner repaints many times a second.
+const classifyEvery = 25 * time.Millisecond
+
+func (d *ptyDriver) classifyLoop() {
+	defer d.s.wg.Done()
+	for {
+		select {
+		case <-d.s.ctx.Done():
+			return
+		case <-d.dirty:
+		}
+		d.classify()
+		t := time.NewTimer(classifyEvery)
+		select {
+		case <-d.s.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (d *ptyDriver) classify() {
+	c := screen.Classify(d.scr.Snapshot())
+	d.mu.Lock()
+	prev := d.class
+	d.class = c
+	changed := prev.State != c.State || prev.Text != c.Text
+	if prev.State != c.State {
+		d.classSeq++
+	}
+	d.mu.Unlock()
+	if !changed {
+		return
+	}
+	d.s.mu.Lock()
+	d.s.notifyLocked()
+	d.s.mu.Unlock()
+	d.onScreenChange(prev, c)
+}
+
+func (d *ptyDriver) current() screen.Classification {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.class
+}
+
+// isDialog reports whether the screen shows something waiting on a person.
+func isDialog(st screen.State) bool {
+	return st == screen.Permission || st == screen.Choice || st == screen.Dialog
+}
+
+func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
+	s := d.s
+	// A dialog the hook is holding left the screen without familiar's answer:
+	// a person answered it in the terminal. The CLI ignores the hook's late
+	// answer and tells it nothing, so release the hook ourselves.
+	if isDialog(prev.State) && !isDialog(c.State) {
+		s.resolveElsewhere(func(p *pendingQuestion) bool { return p.source == "hook" || p.source == "screen" }, "terminal")
+		d.mu.Lock()
+		d.fallback = nil
+		d.mu.Unlock()
+	}
+	switch c.State {
+	case screen.Working:
+		// Hooks say precisely when a turn starts and ends; the spinner
+		// lingers a moment after Stop. Only a session whose hooks are silent
+		// takes its activity from the screen.
+		d.mu.Lock()
+		heard := d.hookHeard
+		d.mu.Unlock()
+		if !heard {
+			s.setActivity(Activity{State: ActivityThinking})
+		}
+	case screen.Interrupted:
+		// No hook fires for an interrupt (CLAUDE-CLI.md Part B §1.1): the turn
+		// is over and the CLI asks what to do instead.
+		s.resolveElsewhere(func(p *pendingQuestion) bool { return p.source != "interrupted" }, "agent")
+		s.mu.Lock()
+		s.inTurn = false
+		s.notifyLocked()
+		s.mu.Unlock()
+		s.setActivity(Activity{State: ActivityIdle, Detail: "interrupted"})
+		p := &pendingQuestion{
+			q:      Question{Kind: KindQuestion, Text: c.Text, AllowText: true},
+			source: "interrupted",
+		}
+		if p.q.Text == "" {
+			p.q.Text = "Interrupted · What should Claude do instead?"
+		}
+		s.qs.add(p)
+		s.emit(Event{Kind: EventQuestion, Question: &p.q})
+	case screen.Permission, screen.Choice, screen.Dialog:
+		s.wg.Add(1)
+		go d.screenFallback(c)
+	case screen.Unknown:
+		s.mu.Lock()
+		inTurn := s.inTurn
+		s.mu.Unlock()
+		if !inTurn {
+			s.setActivity(Activity{State: ActivityUnknown})
+		}
+	}
+}
+
+// screenFallback turns a dialog on screen into a question when no hook did
+// within ConfirmWithin (dialogs that are not tool permissions, or hooks that
+// are silent).
+func (d *ptyDriver) screenFallback(c screen.Classification) {
+	s := d.s
+	defer s.wg.Done()
+	if c.State != screen.Dialog {
+		hooked := func() bool {
+			for _, p := range s.qs.all() {
+				if p.source == "hook" {
+					return true
+				}
+			}
+			return false
+		}
+		if s.waitFor(context.Background(), s.opts.ConfirmWithin, func() bool {
+			return hooked() || !isDialog(d.current().State)
+		}) {
+			return
+		}
+	}
+	d.mu.Lock()
+	if d.fallback != nil || d.class.State != c.State {
+		d.mu.Unlock()
+		return
+	}
+	p := &pendingQuestion{q: Question{Kind: KindDialog, Text: c.Text}, source: "screen", extra: c}
+	switch c.State {
+	case screen.Permission:
+		p.q.Kind = KindPermission
+		p.q.Tool = c.Title
+		p.q.Options = permissionOptions()
+	case screen.Choice:
+		p.q.Kind = KindChoice
+		p.q.AllowText = false
+	}
+	if p.q.Options == nil {
+		for _, o := range c.Options {
+			p.q.Options = append(p.q.Options, Option{ID: fmt.Sprint(o.Digit), Label: o.Label})
+		}
+	}
+	d.fallback = p
+	d.mu.Unlock()
+	s.qs.add(p)
+	s.emit(Event{Kind: EventQuestion, Question: &p.q})
+}
+
+// answerOnScreen answers a question read from the screen with keys, and
+// checks that the dialog went away.
+func (d *ptyDriver) answerOnScreen(p *pendingQuestion, a Answer) error {
+	c, _ := p.extra.(screen.Classification)
+	key := a.OptionID
+	if p.q.Kind == KindPermission && len(c.Options) > 0 {
+		switch a.OptionID {
+		case OptionAllow:
+			key = fmt.Sprint(c.Options[0].Digit)
+		case OptionDeny:
+			key = fmt.Sprint(c.Options[len(c.Options)-1].Digit)
+		case OptionAllowAlways:
+			if len(c.Options) < 3 {
+				return fmt.Errorf("%w: this dialog has no allow-always option", ErrBadAnswer)
+			}
+			key = fmt.Sprint(c.Options[1].Digit)
+		}
+	}
+	s := d.s
+	s.qs.remove(p.q.ID)
+	p.resolveElsewhere()
+	d.mu.Lock()
+	d.fallback = nil
+	d.mu.Unlock()
+	s.emit(Event{Kind: EventQuestionResolved, Resolved: &Resolution{QuestionID: p.q.ID, By: "user", OptionID: a.OptionID}})
+	return d.pressUntil(context.Background(), []byte(key), func() bool { return d.current().State != c.State })
+}
+
+// pressUntil writes keys and waits for done; if nothing happened it sends
+// them once more (the CLI sometimes drops a key sent the instant a dialog
+// appears), then reports a problem.
+func (d *ptyDriver) pressUntil(ctx context.Context, keys []byte, done func() bool) error {
+	s := d.s
+	for attempt := 0; attempt < 2; attempt++ {
+		if _, err := s.proc.Write(keys); err != nil {
+			return fmt.Errorf("write to terminal: %w", err)
+		}
+		if s.waitFor(ctx, s.opts.ConfirmWithin, done) {
+			return nil
+		}
+	}
+	msg := fmt.Sprintf("keystroke %q had no visible effect after a retry", keys)
+	s.emit(Event{Kind: EventProblem, Problem: msg})
+	return fmt.Errorf("%w: %s", ErrNotReady, msg)
+}
+
+// readyTimeout bounds the wait for the idle prompt before typing.
+const readyTimeout = 60 * time.Second
+
+// sendPrompt types a prompt once the idle prompt shows, then submits it and
+// confirms the CLI took it (UserPromptSubmit, or the screen starts working).
+func (d *ptyDriver) sendPrompt(ctx context.Context, text string) error {
+	d.typingMu.Lock()
+	defer d.typingMu.Unlock()
+	s := d.s
+	if !s.waitFor(ctx, readyTimeout, func() bool { return d.current().State == screen.Idle && !s.inTurn }) {
+		return fmt.Errorf("%w: the idle prompt did not appear within %s (screen: %s)", ErrNotReady, readyTimeout, d.current().State)
+	}
+	s.mu.Lock()
+	epoch := s.turnEpoch
+	s.mu.Unlock()
+	var b bytes.Buffer
+	if strings.ContainsAny(text, "\r\n") {
+		// Bracketed paste: newlines inside stay newlines; a bare CR outside
+		// would submit early (CLAUDE-CLI.md §3).
+		b.WriteString("\x1b[200~")
+		b.WriteString(strings.ReplaceAll(text, "\x1b[201~", ""))
+		b.WriteString("\x1b[201~")
+	} else {
+		b.WriteString(text)
+	}
+	if _, err := s.proc.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("type prompt: %w", err)
+	}
+	return d.pressUntil(ctx, []byte("\r"), func() bool {
+		return s.turnEpoch != epoch || d.current().State == screen.Working
+	})
+}
+
+// hook handles one hook call from this session's CLI.
+func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage) any {
+	s := d.s
+	var p hookPayload
+	_ = json.Unmarshal(raw, &p)
+	d.mu.Lock()
+	d.hookHeard = true
+	d.mu.Unlock()
+	if s.opts.VerboseHooks {
+		s.emit(Event{Kind: EventHook, Hook: &HookEvent{Name: event, Payload: raw}})
+	}
+	switch event {
+	case "UserPromptSubmit":
+		s.mu.Lock()
+		s.inTurn = true
+		s.turnEpoch++
+		s.notifyLocked()
+		s.mu.Unlock()
+		s.setActivity(Activity{State: ActivityThinking})
+	case "PreToolUse":
+		s.setActivity(toolActivity(p.ToolName, p.ToolInput))
+	case "PostToolUse", "PostToolUseFailure":
+		// A permission still held for this call was answered in the terminal.
+		s.resolveElsewhere(func(q *pendingQuestion) bool {
+			return q.source == "hook" && q.tool == p.ToolName && jsonEqual(q.input, p.ToolInput)
+		}, "terminal")
+		s.setActivity(Activity{State: ActivityThinking})
+	case "PermissionRequest":
+		return d.permissionRequest(ctx, p)
+	case "SubagentStart":
+		s.setActivity(Activity{State: ActivityThinking, Detail: "subagent " + p.AgentType})
+	case "Stop":
+		turn := &TurnEnded{LastMessage: p.LastMessage, BackgroundTasks: len(p.BackgroundTasks) + len(p.SessionCrons)}
+		if turn.BackgroundTasks > 0 {
+			// Not done: background work will start another turn when it ends.
+			s.emit(Event{Kind: EventTurnEnded, Turn: turn})
+			return nil
+		}
+		s.endTurn(turn)
+	case "StopFailure":
+		s.endTurn(&TurnEnded{LastMessage: p.LastMessage, Failed: true, Error: strings.TrimSpace(p.Error + ": " + p.LastMessage)})
+	}
+	return nil
+}
+
+// permissionRequest holds the hook call until the person (or policy) answers,
+// the dialog is answered in the terminal, or the CLI gives up.
+func (d *ptyDriver) permissionRequest(ctx context.Context, p hookPayload) any {
+	s := d.s
+	var decision map[string]any
+	if p.ToolName == "AskUserQuestion" {
+		decision = s.askChoices(ctx, p.ToolInput, "hook")
+	} else {
+		q := &pendingQuestion{
+			q: Question{
+				Kind: KindPermission, Text: permissionText(p.ToolName, p.ToolInput),
+				Tool: p.ToolName, Input: p.ToolInput, Options: permissionOptions(), AllowText: true,
+			},
+			tool: p.ToolName, input: p.ToolInput, source: "hook",
+		}
+		a, ok := s.ask(ctx, q)
+		if !ok {
+			return nil
+		}
+		decision = permissionDecision(q, a, p.Suggestions)
+	}
+	if decision == nil {
+		return nil
+	}
+	return map[string]any{"hookSpecificOutput": map[string]any{
+		"hookEventName": "PermissionRequest",
+		"decision":      decision,
+	}}
+}
+
+// jsonEqual compares two JSON documents by value.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}

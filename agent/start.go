@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent/screen"
+	"github.com/familiar-dev/familiar/procs"
+)
+
+// procAdapter narrows a *procs.Process to what a Session uses.
+type procAdapter struct{ p *procs.Process }
+
+func (a procAdapter) Write(b []byte) (int, error) { return a.p.Write(b) }
+func (a procAdapter) Resize(cols, rows int) error {
+	return a.p.Resize(procs.Size{Cols: uint16(cols), Rows: uint16(rows)})
+}
+func (a procAdapter) Terminate(ctx context.Context) error { return a.p.Terminate(ctx) }
+func (a procAdapter) Done() <-chan struct{}               { return a.p.Done() }
+func (a procAdapter) PID() int                            { return a.p.Identity().PID }
+func (a procAdapter) exitStatus() Exited {
+	st, _ := a.p.ExitStatus()
+	x := Exited{Code: st.Code}
+	if st.Signaled() {
+		x.Signal = st.Signal.String()
+	}
+	return x
+}
+
+// Identity is the process identity to persist (pid reuse check on restart).
+func (s *Session) Identity() procs.Identity {
+	if a, ok := s.proc.(procAdapter); ok {
+		return a.p.Identity()
+	}
+	return procs.Identity{}
+}
+
+// Start starts claude for one session and returns once the process runs.
+// Events flow to opts.OnEvent until the Exited event, after which Done is
+// closed.
+func Start(ctx context.Context, opts Options) (*Session, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	s := &Session{
+		opts:    opts,
+		logger:  opts.Logger.With("session", opts.SessionID),
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+
+	var (
+		settings   map[string]any
+		unregister func()
+		argv       []string
+		extraEnv   = map[string]string{}
+	)
+	if opts.Driver == DriverPTY {
+		s.pty = &ptyDriver{s: s, dirty: make(chan struct{}, 1)}
+		url, secret, unreg := opts.Hooks.Register(s.pty.hook)
+		unregister = unreg
+		settings = HookSettings(url, secret, int(opts.HookTimeout/time.Second))
+		for k, v := range screen.RendererEnv() {
+			extraEnv[k] = v
+		}
+	} else {
+		s.stream = &streamDriver{s: s}
+	}
+	for k, v := range opts.ExtraEnv {
+		extraEnv[k] = v
+	}
+	s.ev = newEmitter(opts.OnEvent)
+	fail := func(err error) (*Session, error) {
+		if unregister != nil {
+			unregister()
+		}
+		s.cancel()
+		s.ev.close()
+		return nil, err
+	}
+	settingsPath, err := opts.prepareConfig(settings)
+	if err != nil {
+		return fail(err)
+	}
+	if opts.Driver == DriverPTY {
+		argv = append([]string{opts.CLI.Path}, opts.commonArgs(settingsPath)...)
+		if opts.Prompt != "" {
+			// A positional prompt is submitted by the CLI itself at start:
+			// no typing race with its first paint (CLAUDE-CLI.md §6).
+			argv = append(argv, "--", opts.Prompt)
+		}
+	} else {
+		argv = append([]string{opts.CLI.Path}, streamArgs(&opts)...)
+	}
+	cfg := procs.Config{
+		Argv:    argv,
+		Dir:     opts.Dir,
+		Env:     SessionEnv(opts.Env, opts.ConfigDir, extraEnv),
+		Pipes:   opts.Driver == DriverStream,
+		Size:    procs.Size{Cols: uint16(opts.Cols), Rows: uint16(opts.Rows)},
+		LogPath: opts.LogPath,
+		OnLogError: func(err error) {
+			s.emit(Event{Kind: EventProblem, Problem: "output log: " + err.Error()})
+		},
+		Grace:  opts.GraceTimeout,
+		Clock:  opts.Clock,
+		Logger: s.logger,
+	}
+	if opts.NoProgress > 0 {
+		cfg.NoProgress = opts.NoProgress
+		cfg.OnNoProgress = func() {
+			s.emit(Event{Kind: EventProblem, Problem: ProblemNoProgress})
+		}
+	}
+	p, err := procs.Start(cfg)
+	if err != nil {
+		return fail(fmt.Errorf("start claude: %w", err))
+	}
+	s.proc = procAdapter{p}
+	if wd := p.Watchdog(); wd != nil {
+		s.qs.onCount = func(n int) {
+			if n > 0 {
+				wd.Pause()
+			} else {
+				wd.Resume()
+			}
+		}
+	}
+	s.setActivity(Activity{State: ActivityThinking, Detail: "starting"})
+
+	sub := p.Output().Subscribe(procs.SubscribeOptions{MaxQueued: 64 << 20})
+	var readerDone = make(chan struct{})
+	if s.pty != nil {
+		s.pty.scr = screen.New(opts.Cols, opts.Rows, writerFunc(s.proc.Write))
+		s.wg.Add(1)
+		go s.pty.classifyLoop()
+	}
+	go func() {
+		defer close(readerDone)
+		s.readOutput(sub)
+	}()
+	if s.stream != nil {
+		// The stream driver's stderr is diagnostics; it goes to the log only.
+		if opts.Prompt != "" {
+			if err := s.stream.sendPrompt(opts.Prompt); err != nil {
+				s.emit(Event{Kind: EventProblem, Problem: err.Error()})
+			}
+		}
+	}
+	go s.watchExit(func() {
+		_ = p.Close() // terminates leftovers and drains output
+		<-readerDone
+		sub.Close()
+		if unregister != nil {
+			unregister()
+		}
+		if s.pty != nil {
+			_ = s.pty.scr.Close()
+		}
+	})
+	return s, nil
+}
+
+// ProblemNoProgress is the Problem text of the no-progress watchdog.
+const ProblemNoProgress = "no output for the no-progress timeout"
+
+// readOutput takes every output chunk in order to the driver.
+func (s *Session) readOutput(sub *procs.Subscription) {
+	for {
+		c, err := sub.Next(context.Background())
+		if c.Dropped > 0 {
+			s.emit(Event{Kind: EventProblem, Problem: fmt.Sprintf("%d bytes of output were not seen by the driver", c.Dropped)})
+		}
+		if len(c.Data) > 0 {
+			if s.pty != nil {
+				s.pty.onOutput(c.Data)
+			} else {
+				s.emit(Event{Kind: EventOutput, Output: c.Data})
+				s.stream.feed(c.Data)
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, procs.ErrClosed) {
+				s.logger.Debug("output reader stopped", "err", err)
+			}
+			return
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

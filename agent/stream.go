@@ -1,0 +1,222 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// streamDriver drives `claude -p --input-format stream-json --output-format
+// stream-json --verbose --permission-prompt-tool stdio` (CLAUDE-CLI.md §4).
+// Every can_use_tool control request becomes a Question; answers become
+// control responses. Only whole JSON lines are ever written to its stdin: a
+// stray line kills the CLI.
+type streamDriver struct {
+	s *Session
+
+	writeMu sync.Mutex // serialises lines to stdin
+
+	// Touched only by the reader goroutine (feed):
+	partial  []byte
+	lastText string
+}
+
+func streamArgs(o *Options) []string {
+	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
+		"--verbose", "--permission-prompt-tool", "stdio"}
+	return append(args, o.commonArgs("")...)
+}
+
+// maxStreamLine bounds one stdout line; a tool result can be large.
+const maxStreamLine = 64 << 20
+
+// feed takes stdout bytes in order and handles each complete line.
+func (d *streamDriver) feed(p []byte) {
+	d.partial = append(d.partial, p...)
+	for {
+		i := bytes.IndexByte(d.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := d.partial[:i]
+		d.handleLine(bytes.TrimSpace(line))
+		d.partial = d.partial[i+1:]
+	}
+	if len(d.partial) > maxStreamLine {
+		d.s.emit(Event{Kind: EventProblem, Problem: fmt.Sprintf("stream line over %d bytes dropped", maxStreamLine)})
+		d.partial = nil
+	}
+	if len(d.partial) == 0 {
+		d.partial = nil // let a big buffer go
+	}
+}
+
+type streamMessage struct {
+	Type      string          `json:"type"`
+	Subtype   string          `json:"subtype"`
+	RequestID string          `json:"request_id"`
+	Request   json.RawMessage `json:"request"`
+	Message   struct {
+		Content []struct {
+			Type  string          `json:"type"`
+			Text  string          `json:"text"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		} `json:"content"`
+	} `json:"message"`
+	// result
+	Result       string  `json:"result"`
+	IsError      bool    `json:"is_error"`
+	TotalCostUSD float64 `json:"total_cost_usd"`
+	Usage        struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"usage"`
+	TerminalReason string `json:"terminal_reason"`
+	// system/api_retry
+	Attempt int    `json:"attempt"`
+	Error   string `json:"error"`
+}
+
+type canUseTool struct {
+	Subtype     string          `json:"subtype"`
+	ToolName    string          `json:"tool_name"`
+	Input       json.RawMessage `json:"input"`
+	Suggestions json.RawMessage `json:"permission_suggestions"`
+	Reason      string          `json:"decision_reason"`
+	ToolUseID   string          `json:"tool_use_id"`
+}
+
+func (d *streamDriver) handleLine(line []byte) {
+	if len(line) == 0 {
+		return
+	}
+	var m streamMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		// The CLI writes only JSON here; anything else is reported, not fatal.
+		d.s.logger.Debug("non-JSON stream line", "len", len(line))
+		return
+	}
+	s := d.s
+	switch m.Type {
+	case "system":
+		switch m.Subtype {
+		case "init":
+			s.setActivity(Activity{State: ActivityThinking})
+		case "api_retry":
+			s.setActivity(Activity{State: ActivityThinking, Detail: fmt.Sprintf("API retry %d: %s", m.Attempt, m.Error)})
+		}
+	case "assistant":
+		for _, c := range m.Message.Content {
+			switch c.Type {
+			case "tool_use":
+				s.setActivity(toolActivity(c.Name, c.Input))
+			case "text":
+				if c.Text != "" {
+					d.lastText = c.Text
+				}
+			}
+		}
+	case "user":
+		s.setActivity(Activity{State: ActivityThinking})
+	case "control_request":
+		var req canUseTool
+		if err := json.Unmarshal(m.Request, &req); err != nil || req.Subtype != "can_use_tool" {
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			d.askPermission(m.RequestID, req)
+		}()
+	case "result":
+		msg := m.Result
+		if msg == "" {
+			msg = d.lastText
+		}
+		d.lastText = ""
+		turn := &TurnEnded{
+			LastMessage:  msg,
+			Failed:       m.IsError,
+			CostUSD:      m.TotalCostUSD,
+			InputTokens:  m.Usage.InputTokens,
+			OutputTokens: m.Usage.OutputTokens,
+		}
+		if m.IsError {
+			turn.Error = m.Result
+			if m.TerminalReason != "" {
+				turn.Error = m.TerminalReason + ": " + m.Result
+			}
+		}
+		s.endTurn(turn)
+	}
+}
+
+// askPermission puts one can_use_tool request to the person and answers it.
+// It runs in its own goroutine: the reader must keep reading meanwhile.
+func (d *streamDriver) askPermission(requestID string, req canUseTool) {
+	s := d.s
+	var decision map[string]any
+	if req.ToolName == "AskUserQuestion" {
+		decision = s.askChoices(s.ctx, req.Input, "stream")
+	} else {
+		p := &pendingQuestion{
+			q: Question{
+				Kind: KindPermission, Text: permissionText(req.ToolName, req.Input),
+				Tool: req.ToolName, Input: req.Input, Options: permissionOptions(), AllowText: true,
+			},
+			tool: req.ToolName, input: req.Input, source: "stream",
+		}
+		a, ok := s.ask(s.ctx, p)
+		if !ok {
+			return // the session is ending
+		}
+		decision = permissionDecision(p, a, req.Suggestions)
+	}
+	if decision == nil {
+		return
+	}
+	if err := d.writeJSON(map[string]any{
+		"type": "control_response",
+		"response": map[string]any{
+			"subtype": "success", "request_id": requestID, "response": decision,
+		},
+	}); err != nil {
+		s.emit(Event{Kind: EventProblem, Problem: "could not answer the permission request: " + err.Error()})
+	}
+}
+
+func (d *streamDriver) sendPrompt(text string) error {
+	return d.writeJSON(map[string]any{
+		"type":    "user",
+		"message": map[string]any{"role": "user", "content": text},
+	})
+}
+
+func (d *streamDriver) interrupt() error {
+	return d.writeJSON(map[string]any{
+		"type":       "control_request",
+		"request_id": "interrupt-" + randomHex(4),
+		"request":    map[string]any{"subtype": "interrupt"},
+	})
+}
+
+// writeJSON writes one JSON line. json.Marshal never emits a raw newline, so
+// the line cannot be split.
+func (d *streamDriver) writeJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode stream message: %w", err)
+	}
+	b = append(b, '\n')
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if _, err := d.s.proc.Write(b); err != nil {
+		return fmt.Errorf("write to claude: %w", err)
+	}
+	return nil
+}
+
+var _ = context.Background

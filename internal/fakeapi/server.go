@@ -1,0 +1,282 @@
+package fakeapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+const messagesPath = "/v1/messages"
+
+// APIKey is the key Env hands the CLI. It is longer than 20 characters on
+// purpose: the CLI remembers an approved key by its last 20 (CLAUDE-CLI.md
+// §1), and a shorter key hides mistakes in computing that tail.
+const APIKey = "sk-test-fakeapi-0123456789abcdef"
+
+// Server is a fake Messages API on 127.0.0.1. It answers POST /v1/messages
+// from its Script and every other request with a harmless empty answer, and
+// logs both. It never talks to the network beyond its own listener.
+type Server struct {
+	script Script
+	ts     *httptest.Server
+	closed chan struct{} // closed by Close, ends pending delays
+	once   sync.Once
+
+	scriptMu sync.Mutex // serializes calls of script
+
+	mu      sync.Mutex // guards the fields below
+	reqs    []Request
+	others  []Request
+	changed chan struct{} // closed and replaced whenever reqs grows
+	hooks   []func(Request, Reply)
+}
+
+// Start starts a server that answers with script. Close it when done.
+func Start(script Script) *Server {
+	s := &Server{
+		script:  script,
+		closed:  make(chan struct{}),
+		changed: make(chan struct{}),
+	}
+	// httptest listens on 127.0.0.1 only.
+	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	return s
+}
+
+// URL is the base URL, for ANTHROPIC_BASE_URL.
+func (s *Server) URL() string { return s.ts.URL }
+
+// Close stops the server: pending delays end, and it returns once every
+// handler (and every OnResponseDone hook) has returned. Safe to call twice.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		close(s.closed)
+		s.ts.CloseClientConnections()
+		s.ts.Close()
+	})
+}
+
+// Env is the environment that points a claude process at this server, with
+// non-essential traffic (telemetry, update checks, error reports) off.
+// Pass it as the extra of agent.SessionEnv, and seed the config dir with
+// APIKey approved.
+func (s *Server) Env() map[string]string {
+	return map[string]string{
+		"ANTHROPIC_BASE_URL":                       s.URL(),
+		"ANTHROPIC_API_KEY":                        APIKey,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"DISABLE_AUTOUPDATER":                      "1",
+		"DISABLE_TELEMETRY":                        "1",
+		"DISABLE_ERROR_REPORTING":                  "1",
+	}
+}
+
+// Requests returns every POST /v1/messages so far, in order of arrival,
+// side requests included.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// MainRequests returns the requests that are not side requests.
+func (s *Server) MainRequests() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if !r.IsSideRequest() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// OtherRequests returns every request that was not a POST /v1/messages
+// (count_tokens and anything unexpected), in order of arrival.
+func (s *Server) OtherRequests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.others...)
+}
+
+// WaitRequests waits until at least n requests (as Requests counts them)
+// have arrived, or timeout passes. It returns the requests so far and
+// whether there are n of them.
+func (s *Server) WaitRequests(n int, timeout time.Duration) ([]Request, bool) {
+	return s.WaitFor(func(reqs []Request) bool { return len(reqs) >= n }, timeout)
+}
+
+// WaitFor waits until cond holds for the requests so far (re-checked on
+// each arrival), or timeout passes. It returns the requests it last checked
+// and whether cond held. cond must not call the Server.
+func (s *Server) WaitFor(cond func([]Request) bool, timeout time.Duration) ([]Request, bool) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		reqs := append([]Request(nil), s.reqs...)
+		changed := s.changed
+		s.mu.Unlock()
+		if cond(reqs) {
+			return reqs, true
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return reqs, false
+		}
+	}
+}
+
+// OnResponseDone adds a hook called right after a reply was completely
+// written and flushed (for a stream: after message_stop), with the reply as
+// sent (generated IDs and stop reason filled in). Hooks run in the handler's
+// goroutine, in the order added; they must not block for long or call Close.
+// A reply whose request was cancelled before it was sent calls no hook.
+func (s *Server) OnResponseDone(hook func(Request, Reply)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hooks = append(s.hooks, hook)
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if r.Method != http.MethodPost || r.URL.Path != messagesPath {
+		s.serveOther(w, r, body)
+		return
+	}
+	req, err := ParseRequest(body)
+	req.Header = r.Header.Clone()
+	req.At = time.Now()
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(http.StatusBadRequest, err.Error()))
+		return
+	}
+
+	s.scriptMu.Lock()
+	reply := s.script(req)
+	s.scriptMu.Unlock()
+	reply = reply.resolve(newID)
+
+	if reply.Delay > 0 {
+		t := time.NewTimer(reply.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		case <-s.closed:
+			t.Stop()
+			return
+		}
+	}
+
+	model := req.Model
+	if model == "" {
+		model = "claude-fake"
+	}
+	switch {
+	case reply.Status != 0:
+		if !reply.Retryable {
+			// Honoured by the Anthropic SDK and the CLI's retry loop, so an
+			// error test does not sit through minutes of backoff.
+			w.Header().Set("X-Should-Retry", "false")
+		}
+		writeJSON(w, reply.Status, errorBody(reply.Status, reply.Error))
+	case !req.Stream:
+		b, err := messageBody(reply, newID("msg_"), model)
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, errorBody(http.StatusInternalServerError, "fakeapi: "+err.Error()))
+			return
+		}
+		writeJSON(w, http.StatusOK, b)
+	default:
+		if !s.stream(w, r, reply, model) {
+			return
+		}
+	}
+	s.responseDone(req, reply)
+}
+
+// stream writes reply as SSE, flushing after each event. It reports whether
+// the whole stream was written.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, reply Reply, model string) bool {
+	evs, err := streamEvents(reply, newID("msg_"), model)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, errorBody(http.StatusInternalServerError, "fakeapi: "+err.Error()))
+		return false
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Request-Id", newID("req_"))
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	for _, ev := range evs {
+		if r.Context().Err() != nil {
+			return false
+		}
+		if err := writeEvent(w, ev); err != nil {
+			return false
+		}
+		if err := rc.Flush(); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) responseDone(req Request, reply Reply) {
+	s.mu.Lock()
+	hooks := slices.Clone(s.hooks)
+	s.mu.Unlock()
+	for _, h := range hooks {
+		h(req, reply)
+	}
+}
+
+// serveOther logs a request that is not POST /v1/messages and answers it
+// harmlessly: count_tokens gets a small count, anything else an empty object.
+func (s *Server) serveOther(w http.ResponseWriter, r *http.Request, body []byte) {
+	s.mu.Lock()
+	s.others = append(s.others, Request{
+		Raw: body, Path: r.URL.Path, Header: r.Header.Clone(), At: time.Now(),
+	})
+	s.mu.Unlock()
+	if r.URL.Path == messagesPath+"/count_tokens" {
+		writeJSON(w, http.StatusOK, []byte(`{"input_tokens":`+strconv.Itoa(fakeInputTokens)+`}`))
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{}`))
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", newID("req_"))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+	_ = http.NewResponseController(w).Flush()
+}
+
+// newID returns a fresh random ID with the given prefix ("msg_", "toolu_"),
+// unique across servers, so a conversation resumed against a new server
+// never sees a repeated tool_use ID.
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "01fake" + hex.EncodeToString(b[:])
+}

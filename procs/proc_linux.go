@@ -1,0 +1,206 @@
+//go:build linux
+
+package procs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// procStat is the part of /proc/PID/stat that process-tree work needs.
+type procStat struct {
+	pid, ppid, pgid, sid int
+	state                byte   // R, S, D, Z, T, X, …
+	start                uint64 // field 22: start time in clock ticks after boot
+}
+
+// dead reports whether the process has finished running: a zombie holds its
+// pid until reaped, but it runs nothing and holds no files.
+func (s procStat) dead() bool { return s.state == 'Z' || s.state == 'X' || s.state == 'x' }
+
+// readStat reads /proc/PID/stat.
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(b)
+}
+
+// parseStat parses one /proc/PID/stat line. The command name (field 2) is in
+// parentheses and may itself contain spaces and parentheses, so fields are
+// counted from the last ')'.
+func parseStat(b []byte) (procStat, error) {
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 1 || end < open || end+2 > len(b) {
+		return procStat{}, fmt.Errorf("procs: malformed stat line %q", b)
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+	if err != nil {
+		return procStat{}, fmt.Errorf("procs: malformed stat pid: %w", err)
+	}
+	// rest[0] is field 3 (state); field n is rest[n-3].
+	rest := strings.Fields(string(b[end+2:]))
+	if len(rest) < 20 {
+		return procStat{}, fmt.Errorf("procs: stat of %d has %d fields after the name, want ≥ 20", pid, len(rest))
+	}
+	s := procStat{pid: pid, state: rest[0][0]}
+	for _, f := range []struct {
+		dst *int
+		i   int
+	}{{&s.ppid, 4}, {&s.pgid, 5}, {&s.sid, 6}} {
+		if *f.dst, err = strconv.Atoi(rest[f.i-3]); err != nil {
+			return procStat{}, fmt.Errorf("procs: stat of %d field %d: %w", pid, f.i, err)
+		}
+	}
+	if s.start, err = strconv.ParseUint(rest[22-3], 10, 64); err != nil {
+		return procStat{}, fmt.Errorf("procs: stat of %d field 22: %w", pid, err)
+	}
+	return s, nil
+}
+
+// readAllStats returns the stat of every process visible in /proc. Processes
+// that vanish while the directory is read are skipped.
+func readAllStats() ([]procStat, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("procs: list processes: %w", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("procs: list processes: %w", err)
+	}
+	out := make([]procStat, 0, len(names))
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if s, err := readStat(pid); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// environHas reports whether the initial environment of pid contains token.
+// Unreadable environments (other users, zombies, vanished processes) do not.
+func environHas(pid int, token string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	return err == nil && bytes.Contains(b, []byte(token))
+}
+
+var bootID = sync.OnceValues(func() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", fmt.Errorf("procs: read boot id: %w", err)
+	}
+	return string(bytes.TrimSpace(b)), nil
+})
+
+// lookupIdentity reads pid's identity from /proc. tree is recorded as given.
+func lookupIdentity(pid int, tree string) (Identity, error) {
+	s, err := readStat(pid)
+	if err != nil {
+		return Identity{}, fmt.Errorf("procs: identity of %d: %w", pid, err)
+	}
+	boot, err := bootID()
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{PID: pid, PGID: s.pgid, StartTime: s.start, BootID: boot, Tree: tree}, nil
+}
+
+func (id Identity) alive() (bool, error) {
+	if id.PID <= 0 {
+		return false, nil
+	}
+	boot, err := bootID()
+	if err != nil {
+		return false, err
+	}
+	if boot != id.BootID {
+		return false, nil
+	}
+	s, err := readStat(id.PID)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("procs: check %d: %w", id.PID, err)
+	}
+	return s.start == id.StartTime && !s.dead(), nil
+}
+
+// EnableSubreaper marks the calling process a child subreaper
+// (PR_SET_CHILD_SUBREAPER): processes orphaned below it — a Bash tool command
+// whose claude was killed, a double-forked daemon — are reparented to it
+// instead of to init, so they stay visible as its descendants and their exit
+// status is reaped by Terminate rather than lost. The setting is process-wide.
+// cmd/familiar calls it once at start; tests call it in TestMain.
+//
+// Orphans that exit on their own while their Process still runs stay zombies
+// until that Process's Terminate or Close reaps them: nothing here calls
+// wait(-1), which would steal exit statuses from os/exec in other packages.
+func EnableSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("procs: enable child subreaper: %w", err)
+	}
+	return nil
+}
+
+// pidfdOpen returns a pidfd for s.pid that is known to refer to s (not to a
+// later process that reused the pid), or -1 when that cannot be had.
+func pidfdOpen(s procStat) int {
+	fd, err := unix.PidfdOpen(s.pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return -1
+	}
+	// The pidfd pins whichever process has the pid now; check it is ours.
+	if now, err := readStat(s.pid); err != nil || now.start != s.start {
+		unix.Close(fd)
+		return -1
+	}
+	return fd
+}
+
+func pidfdClose(fd int) {
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+}
+
+// signalMember sends sig to the process m, through its pidfd when there is one
+// (immune to pid reuse), else by pid after checking its start time.
+func signalMember(m *member, sig unix.Signal) error {
+	if m.pidfd >= 0 {
+		return unix.PidfdSendSignal(m.pidfd, sig, nil, 0)
+	}
+	if now, err := readStat(m.pid); err != nil || now.start != m.start {
+		return unix.ESRCH
+	}
+	return unix.Kill(m.pid, sig)
+}
+
+// reapZombie collects the exit status of m if it is a zombie child of ours
+// (an orphan reparented to us as subreaper). It reports whether m is taken
+// care of: reaped, or not ours to reap. false means try again: m is ours
+// but not yet reapable.
+func reapZombie(m *member) bool {
+	s, err := readStat(m.pid)
+	if err != nil || s.start != m.start || s.ppid != os.Getpid() {
+		return true
+	}
+	var ws unix.WaitStatus
+	pid, err := unix.Wait4(m.pid, &ws, unix.WNOHANG, nil)
+	return pid == m.pid || err != nil
+}

@@ -1,0 +1,492 @@
+package procs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/familiar-dev/familiar/internal/clock"
+)
+
+// DefaultGrace is how long Terminate waits between SIGTERM and SIGKILL when
+// Config.Grace is zero (PROTOCOL.md's termGraceSec default).
+const DefaultGrace = 10 * time.Second
+
+// drainTimeout bounds how long Close waits for output to end after the tree is
+// gone: the stream ends when the last holder of the PTY slave or pipe exits,
+// and a process outside the tree (one that scrubbed TreeEnv and left the
+// session) could hold it forever.
+const drainTimeout = 2 * time.Second
+
+var (
+	// ErrNotPTY is returned by Resize for a process started with pipes.
+	ErrNotPTY = errors.New("not started under a PTY")
+	// ErrNotPipes is returned by CloseInput for a process started under a PTY.
+	ErrNotPipes = errors.New("not started with pipes")
+)
+
+// Size is a terminal size in character cells.
+type Size struct {
+	Rows, Cols uint16
+}
+
+// Config says what to start and how to supervise it.
+type Config struct {
+	// Argv is the program and its arguments. Argv[0] is looked up in PATH
+	// when it contains no slash.
+	Argv []string
+	// Dir is the working directory; "" means familiar's own.
+	Dir string
+	// Env is the child's environment; nil means familiar's own. TreeEnv is
+	// always added.
+	Env []string
+
+	// Pipes starts the child with stdin/stdout/stderr pipes in its own
+	// process group (for the stream-json driver) instead of under a PTY in
+	// its own session (the default).
+	Pipes bool
+	// Size is the initial PTY size; zero means 24×80.
+	Size Size
+
+	// LogPath is the file that receives every byte of output (the PTY, or
+	// stdout with Pipes). It is created with mode 0600 and must not exist:
+	// a log is never overwritten. "" means no log.
+	LogPath string
+	// StderrLogPath is the same for stderr with Pipes.
+	StderrLogPath string
+	// OnLogError is called once per stream, from its reader, with the first
+	// error writing or closing its log. It must not block: the reader (and
+	// so the child's output) waits for it.
+	OnLogError func(error)
+	// TailBytes is how much of the latest output each stream keeps in
+	// memory; zero means DefaultTailBytes.
+	TailBytes int
+
+	// Grace is the wait between SIGTERM and SIGKILL in Terminate; zero means
+	// DefaultGrace.
+	Grace time.Duration
+	// NoProgress, when positive, starts a Watchdog that calls OnNoProgress
+	// after that long without output. OnNoProgress must not call Close.
+	NoProgress   time.Duration
+	OnNoProgress func()
+
+	// Clock drives the grace period, the watchdog and the other timeouts;
+	// nil means the wall clock.
+	Clock clock.Clock
+	// Logger receives what happens to the process; nil discards.
+	Logger *slog.Logger
+
+	carryFlush time.Duration // tests only: see defaultCarryFlush
+}
+
+// ExitStatus is how a child ended.
+type ExitStatus struct {
+	// Code is the exit code, or -1 when the child was killed by a signal
+	// (or its status could not be collected, which is logged).
+	Code int
+	// Signal is the signal that killed the child, 0 when it exited.
+	Signal syscall.Signal
+	// CoreDumped is set when the signal produced a core dump.
+	CoreDumped bool
+}
+
+// Signaled reports whether the child was killed by a signal.
+func (s ExitStatus) Signaled() bool { return s.Signal != 0 }
+
+// Success reports whether the child exited with code 0.
+func (s ExitStatus) Success() bool { return s.Code == 0 && s.Signal == 0 }
+
+func (s ExitStatus) String() string {
+	if s.Signaled() {
+		return "killed by " + s.Signal.String()
+	}
+	return fmt.Sprintf("exit code %d", s.Code)
+}
+
+// Process is one started child and everything familiar keeps about it.
+//
+// Lifetime: Start starts the child, one goroutine that waits for it and one
+// reader per output stream. Done is closed when the child has exited and been
+// reaped — its output may still be draining then (descendants can hold the
+// PTY open); Output().Done() says when a stream has been read to its end.
+// Close must be called exactly once the Process is no longer needed (after
+// Done, or to stop it): it terminates what is left of the tree, waits for the
+// output to drain, and stops every goroutine of the Process.
+type Process struct {
+	id     Identity
+	cmd    *exec.Cmd
+	clk    clock.Clock
+	grace  time.Duration
+	logger *slog.Logger
+
+	pty     *os.File   // PTY master; nil with pipes
+	stdin   *os.File   // write end of stdin; nil under a PTY
+	outputs []*Output  // the PTY, or stdout then stderr
+	readers []*os.File // readers[i] is what outputs[i] reads
+	wd      *Watchdog  // nil without NoProgress
+
+	done   chan struct{}
+	status ExitStatus // written once before done is closed
+
+	wg sync.WaitGroup // the waiter and the readers
+
+	termMu sync.Mutex // serializes Terminate calls: one walk of the tree at a time
+
+	closeOnce sync.Once
+	closeErr  error // set by closeOnce
+}
+
+// Start starts cfg.Argv and returns once it runs (exec succeeded).
+func Start(cfg Config) (*Process, error) {
+	if len(cfg.Argv) == 0 || cfg.Argv[0] == "" {
+		return nil, errors.New("procs: start: empty command")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.TailBytes <= 0 {
+		cfg.TailBytes = DefaultTailBytes
+	}
+	if cfg.Size == (Size{}) {
+		cfg.Size = Size{Rows: 24, Cols: 80}
+	}
+	name := cfg.Argv[0]
+
+	cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
+	if cmd.Err != nil {
+		return nil, fmt.Errorf("procs: start %s: %w", name, cmd.Err)
+	}
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	token := newTreeToken()
+	cmd.Env = withTreeToken(env, token)
+	cmd.Dir = cfg.Dir
+
+	// closers are released if Start fails.
+	var closers []*os.File
+	fail := func(err error) (*Process, error) {
+		for _, f := range closers {
+			_ = f.Close()
+		}
+		return nil, fmt.Errorf("procs: start %s: %w", name, err)
+	}
+	openLog := func(path string) (*os.File, error) {
+		if path == "" {
+			return nil, nil
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("create output log: %w", err)
+		}
+		closers = append(closers, f)
+		return f, nil
+	}
+	outLog, err := openLog(cfg.LogPath)
+	if err != nil {
+		return fail(err)
+	}
+	var errLog *os.File
+	if cfg.Pipes {
+		if errLog, err = openLog(cfg.StderrLogPath); err != nil {
+			return fail(err)
+		}
+	}
+
+	p := &Process{
+		cmd:    cmd,
+		clk:    cfg.Clock,
+		grace:  cfg.Grace,
+		logger: cfg.Logger,
+		done:   make(chan struct{}),
+	}
+	// childEnds are the child's side of the PTY or pipes: closed in the
+	// parent after the child has them, so EOF is seen when the tree exits.
+	var childEnds []*os.File
+	if cfg.Pipes {
+		var ends [3][2]*os.File // [i][0] read end, [i][1] write end
+		for i := range ends {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return fail(fmt.Errorf("pipe: %w", err))
+			}
+			ends[i] = [2]*os.File{r, w}
+			closers = append(closers, r, w)
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = ends[0][0], ends[1][1], ends[2][1]
+		childEnds = []*os.File{ends[0][0], ends[1][1], ends[2][1]}
+		p.stdin = ends[0][1]
+		p.readers = []*os.File{ends[1][0], ends[2][0]}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	} else {
+		master, tty, err := pty.Open()
+		if err != nil {
+			return fail(fmt.Errorf("open pty: %w", err))
+		}
+		closers = append(closers, tty)
+		if err := pty.Setsize(tty, &pty.Winsize{Rows: cfg.Size.Rows, Cols: cfg.Size.Cols}); err != nil {
+			_ = master.Close()
+			return fail(fmt.Errorf("set pty size: %w", err))
+		}
+		if master, err = pollable(master); err != nil {
+			return fail(err)
+		}
+		closers = append(closers, master)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+		childEnds = []*os.File{tty}
+		p.pty = master
+		p.readers = []*os.File{master}
+		// Ctty is a child fd: 0 is the tty.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	}
+
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	for _, f := range childEnds {
+		_ = f.Close()
+	}
+	pid := cmd.Process.Pid
+	// Read before the waiter can reap the child, so the pid is still ours.
+	p.id, err = lookupIdentity(pid, token)
+	if err != nil {
+		p.logger.Warn("procs: no start time for the child; a restarted familiar cannot verify it", "pid", pid, "err", err)
+		p.id = Identity{PID: pid, Tree: token}
+	}
+	p.id.PGID = pid // Setsid / Setpgid made it the leader of its own group
+
+	if cfg.NoProgress > 0 {
+		onStuck := cfg.OnNoProgress
+		if onStuck == nil {
+			onStuck = func() {}
+		}
+		p.wd = NewWatchdog(cfg.Clock, cfg.NoProgress, onStuck)
+	}
+	if cfg.Pipes {
+		p.outputs = []*Output{
+			newOutput("stdout", cfg.TailBytes, outLog, cfg.LogPath, cfg.OnLogError, p.wd.Kick, cfg.Logger),
+			newOutput("stderr", cfg.TailBytes, errLog, cfg.StderrLogPath, cfg.OnLogError, p.wd.Kick, cfg.Logger),
+		}
+	} else {
+		p.outputs = []*Output{newOutput("pty", cfg.TailBytes, outLog, cfg.LogPath, cfg.OnLogError, p.wd.Kick, cfg.Logger)}
+	}
+
+	if cfg.carryFlush > 0 {
+		for _, o := range p.outputs {
+			o.carryFlush = cfg.carryFlush
+		}
+	}
+	p.wg.Add(1 + len(p.outputs))
+	go p.wait()
+	for i, o := range p.outputs {
+		go func() {
+			defer p.wg.Done()
+			o.run(p.readers[i])
+		}()
+	}
+	p.logger.Info("procs: started", "pid", pid, "cmd", name, "dir", cfg.Dir, "pipes", cfg.Pipes)
+	return p, nil
+}
+
+// pollable returns f's descriptor as an *os.File in non-blocking mode, so
+// reads can have deadlines and be interrupted. creack/pty hands the master
+// out in blocking mode (it calls Fd), where a blocked Read can be neither.
+func pollable(f *os.File) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	_ = f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("dup pty master: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("pty master non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+// wait is the one goroutine that waits for the child.
+func (p *Process) wait() {
+	defer p.wg.Done()
+	err := p.cmd.Wait()
+	var ws syscall.WaitStatus
+	ok := false
+	if ps := p.cmd.ProcessState; ps != nil {
+		ws, ok = ps.Sys().(syscall.WaitStatus)
+	}
+	switch {
+	case !ok:
+		p.logger.Error("procs: could not collect the exit status", "pid", p.id.PID, "err", err)
+		p.status = ExitStatus{Code: -1}
+	case ws.Signaled():
+		p.status = ExitStatus{Code: -1, Signal: ws.Signal(), CoreDumped: ws.CoreDump()}
+	default:
+		p.status = ExitStatus{Code: ws.ExitStatus()}
+	}
+	p.wd.halt() // an exited child is not stuck; the orchestrator sees Done
+	p.logger.Info("procs: exited", "pid", p.id.PID, "status", p.status.String())
+	close(p.done)
+}
+
+// Identity returns the child's pid, process group, start time and tree token.
+func (p *Process) Identity() Identity { return p.id }
+
+// Done is closed when the child has exited and its status was collected.
+// Output may still be draining: see Output.Done.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitStatus returns how the child ended; ok is false until Done is closed.
+func (p *Process) ExitStatus() (status ExitStatus, ok bool) {
+	select {
+	case <-p.done:
+		return p.status, true
+	default:
+		return ExitStatus{}, false
+	}
+}
+
+// Wait waits for the child to exit (not for its output to drain).
+func (p *Process) Wait(ctx context.Context) (ExitStatus, error) {
+	select {
+	case <-p.done:
+		return p.status, nil
+	case <-ctx.Done():
+		return ExitStatus{}, fmt.Errorf("procs: wait for %d: %w", p.id.PID, ctx.Err())
+	}
+}
+
+// Output returns the PTY stream, or stdout with pipes.
+func (p *Process) Output() *Output { return p.outputs[0] }
+
+// Stderr returns the stderr stream with pipes, nil under a PTY (where stderr
+// is the terminal).
+func (p *Process) Stderr() *Output {
+	if len(p.outputs) < 2 {
+		return nil
+	}
+	return p.outputs[1]
+}
+
+// Watchdog returns the no-progress watchdog, nil without Config.NoProgress
+// (a nil *Watchdog's methods do nothing).
+func (p *Process) Watchdog() *Watchdog { return p.wd }
+
+// Write writes input: keystrokes into the PTY, or bytes to stdin. It blocks
+// while the child's input buffer is full; Close unblocks it.
+func (p *Process) Write(b []byte) (int, error) {
+	f := p.pty
+	if f == nil {
+		f = p.stdin
+	}
+	n, err := f.Write(b)
+	if err != nil {
+		return n, fmt.Errorf("procs: write input to %d: %w", p.id.PID, err)
+	}
+	return n, nil
+}
+
+// CloseInput closes stdin of a child started with pipes, so it reads EOF.
+func (p *Process) CloseInput() error {
+	if p.stdin == nil {
+		return fmt.Errorf("procs: close input of %d: %w", p.id.PID, ErrNotPipes)
+	}
+	if err := p.stdin.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return fmt.Errorf("procs: close input of %d: %w", p.id.PID, err)
+	}
+	return nil
+}
+
+// Resize sets the PTY size; the kernel sends SIGWINCH to the child's
+// foreground process group.
+func (p *Process) Resize(sz Size) error {
+	if p.pty == nil {
+		return fmt.Errorf("procs: resize %d: %w", p.id.PID, ErrNotPTY)
+	}
+	rc, err := p.pty.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("procs: resize %d: %w", p.id.PID, err)
+	}
+	var ioctlErr error
+	err = rc.Control(func(fd uintptr) {
+		ioctlErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: sz.Rows, Col: sz.Cols})
+	})
+	if err = errors.Join(err, ioctlErr); err != nil {
+		return fmt.Errorf("procs: resize %d to %dx%d: %w", p.id.PID, sz.Rows, sz.Cols, err)
+	}
+	return nil
+}
+
+// Terminate stops the child and every descendant: SIGTERM (and SIGCONT) to
+// all of them and their process groups, up to the grace period for them to
+// exit, then SIGKILL, then it checks (polling /proc until a deadline) that
+// nothing is left. Descendants are found before the first signal and again
+// after each round, by parent links and by TreeEnv, so those that started
+// their own session or were reparented are included. A done ctx cuts the grace
+// short (straight to SIGKILL); it does not leave the tree running.
+// It returns once the child's status was collected and the tree is gone, or
+// an error naming the survivors. Calling it after the child exited still
+// stops descendants it left behind.
+func (p *Process) Terminate(ctx context.Context) error {
+	p.termMu.Lock()
+	defer p.termMu.Unlock()
+	t := &terminator{
+		root:   p.id,
+		exited: p.done,
+		grace:  p.grace,
+		clk:    p.clk,
+		logger: p.logger,
+	}
+	if err := t.run(ctx); err != nil {
+		return fmt.Errorf("procs: terminate %d: %w", p.id.PID, err)
+	}
+	return nil
+}
+
+// Close terminates what is left of the process tree (see Terminate; with the
+// full grace), waits for the output to drain (at most drainTimeout once the
+// tree is gone), closes the PTY or pipes and stops the watchdog. Every
+// goroutine the Process started has returned when Close returns.
+// It is safe to call more than once; later calls return the first result.
+func (p *Process) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.close() })
+	return p.closeErr
+}
+
+func (p *Process) close() error {
+	err := p.Terminate(context.Background())
+	timeout := p.clk.NewTimer(drainTimeout)
+	defer timeout.Stop()
+	for i, o := range p.outputs {
+		select {
+		case <-o.Done():
+		case <-timeout.C():
+			p.logger.Warn("procs: output still open after the tree exited; something outside it holds the terminal", "pid", p.id.PID, "stream", o.name)
+			for j := i; j < len(p.outputs); j++ {
+				p.outputs[j].stop(p.readers[j])
+			}
+		}
+	}
+	p.wg.Wait()
+	p.wd.Stop()
+	for _, f := range append(p.readers, p.stdin) {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	return err
+}

@@ -1,0 +1,569 @@
+package protocol
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// ProtocolVersion is the version of PROTOCOL.md this package implements.
+const ProtocolVersion = 1
+
+// ServerName is serverInfo.name in the initialize result.
+const ServerName = "familiar"
+
+// Method names of requests (client → server).
+const (
+	MethodInitialize     = "initialize"
+	MethodShutdown       = "shutdown"
+	MethodSettingsUpdate = "settings/update"
+	MethodTaskCreate     = "task/create"
+	MethodTaskGet        = "task/get"
+	MethodTaskList       = "task/list"
+	MethodTaskCancel     = "task/cancel"
+	MethodTaskRespond    = "task/respond"
+	MethodTaskSend       = "task/send"
+	MethodTaskInput      = "task/input"
+	MethodTaskResize     = "task/resize"
+	MethodTaskScreen     = "task/screen"
+	MethodTaskOutput     = "task/output"
+	MethodTaskPause      = "task/pause"
+	MethodTaskResume     = "task/resume"
+	MethodTaskReorder    = "task/reorder"
+	MethodTaskRetry      = "task/retry"
+	MethodTaskSetMode    = "task/setMode"
+	MethodTaskDiff       = "task/diff"
+	MethodTaskMerge      = "task/merge"
+	MethodTaskUndo       = "task/undo"
+	MethodTaskRemove     = "task/remove"
+	MethodTaskEvents     = "task/events"
+	MethodProfilesList   = "profiles/list"
+	MethodSkillsList     = "skills/list"
+	MethodSkillsGet      = "skills/get"
+	MethodMcpPresets     = "mcp/presets"
+	MethodMcpCheck       = "mcp/check"
+	MethodAuditList      = "audit/list"
+	MethodServerStats    = "server/stats"
+)
+
+// Client → server notifications. The transport handles both itself.
+const (
+	MethodExit          = "exit"
+	MethodCancelRequest = "$/cancelRequest"
+)
+
+// Server is the behaviour behind every request of PROTOCOL.md, one Go method
+// per JSON-RPC method. The orchestrator implements it; package jsonrpc decodes
+// and validates params (Validate has passed before a method is called) and
+// maps the returned error to a JSON-RPC error code.
+//
+// ctx is cancelled when the client sends $/cancelRequest for the request or
+// disconnects; a method that returns ctx.Err() (or an error wrapping
+// context.Canceled) is answered with -32800. Errors should be *Error (via
+// the constructors in errors.go), possibly wrapped with %w; any other error
+// reaches the client as -32603 with a generic message and is logged.
+//
+// Methods whose result is {} in PROTOCOL.md return only an error.
+// Embed Unimplemented to implement a subset.
+type Server interface {
+	// Initialize is called once per connection before any other method.
+	Initialize(ctx context.Context, p *InitializeParams) (*InitializeResult, error)
+	// Shutdown terminates running agents gracefully and saves state; the
+	// response is null. The client then sends exit.
+	Shutdown(ctx context.Context) error
+	SettingsUpdate(ctx context.Context, p *SettingsUpdateParams) (*Settings, error)
+
+	TaskCreate(ctx context.Context, p *TaskCreateParams) (*Task, error)
+	TaskGet(ctx context.Context, p *TaskGetParams) (*Task, error)
+	TaskList(ctx context.Context, p *TaskListParams) (*TaskListResult, error)
+	TaskCancel(ctx context.Context, p *TaskCancelParams) (*Task, error)
+	TaskRespond(ctx context.Context, p *TaskRespondParams) (*Task, error)
+	TaskSend(ctx context.Context, p *TaskSendParams) (*Task, error)
+	TaskInput(ctx context.Context, p *TaskInputParams) error
+	TaskResize(ctx context.Context, p *TaskResizeParams) error
+	TaskScreen(ctx context.Context, p *TaskScreenParams) (*TaskScreenResult, error)
+	TaskOutput(ctx context.Context, p *TaskOutputParams) (*TaskOutputResult, error)
+	TaskPause(ctx context.Context, p *TaskPauseParams) (*Task, error)
+	TaskResume(ctx context.Context, p *TaskResumeParams) (*Task, error)
+	TaskReorder(ctx context.Context, p *TaskReorderParams) (*Task, error)
+	TaskRetry(ctx context.Context, p *TaskRetryParams) (*Task, error)
+	TaskSetMode(ctx context.Context, p *TaskSetModeParams) (*Task, error)
+	TaskDiff(ctx context.Context, p *TaskDiffParams) (*TaskDiffResult, error)
+	TaskMerge(ctx context.Context, p *TaskMergeParams) (*Task, error)
+	TaskUndo(ctx context.Context, p *TaskUndoParams) (*Task, error)
+	TaskRemove(ctx context.Context, p *TaskRemoveParams) error
+	TaskEvents(ctx context.Context, p *TaskEventsParams) (*TaskEventsResult, error)
+
+	ProfilesList(ctx context.Context, p *ProfilesListParams) ([]Profile, error)
+	SkillsList(ctx context.Context, p *SkillsListParams) ([]Skill, error)
+	SkillsGet(ctx context.Context, p *SkillsGetParams) (*SkillDetail, error)
+	McpPresets(ctx context.Context, p *McpPresetsParams) ([]McpPreset, error)
+	McpCheck(ctx context.Context, p *McpCheckParams) (*McpCheckResult, error)
+	AuditList(ctx context.Context, p *AuditListParams) (*AuditListResult, error)
+	ServerStats(ctx context.Context, p *ServerStatsParams) (*ServerStats, error)
+}
+
+// ---- lifecycle ----
+
+type InitializeParams struct {
+	// WorkspaceRoot is the git repository familiar works on.
+	WorkspaceRoot string          `json:"workspaceRoot"`
+	ClientInfo    *ClientInfo     `json:"clientInfo,omitempty"`
+	Settings      *SettingsUpdate `json:"settings,omitempty"`
+}
+
+type ClientInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+type InitializeResult struct {
+	ServerInfo      ServerInfo    `json:"serverInfo"`
+	ProtocolVersion int           `json:"protocolVersion"`
+	Capabilities    Capabilities  `json:"capabilities"`
+	Workspace       WorkspaceInfo `json:"workspace"`
+	Claude          ClaudeStatus  `json:"claude"`
+	Git             GitStatus     `json:"git"`
+}
+
+type ServerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+type Capabilities struct {
+	Drivers []Driver `json:"drivers"`
+}
+
+func (c Capabilities) MarshalJSON() ([]byte, error) {
+	type plain Capabilities
+	p := plain(c)
+	p.Drivers = nonNil(p.Drivers)
+	return json.Marshal(p)
+}
+
+type WorkspaceInfo struct {
+	Root         string `json:"root"`
+	DataDir      string `json:"dataDir"`
+	WorktreesDir string `json:"worktreesDir"`
+}
+
+// ClaudeStatus reports the claude CLI; a missing CLI is not an initialize
+// error: Available is false and Problem says what to do.
+type ClaudeStatus struct {
+	Available bool   `json:"available"`
+	Path      string `json:"path"`
+	Version   string `json:"version"`
+	Problem   string `json:"problem,omitempty"`
+}
+
+type GitStatus struct {
+	Available bool   `json:"available"`
+	Version   string `json:"version"`
+}
+
+type SettingsUpdateParams struct {
+	Settings *SettingsUpdate `json:"settings"`
+}
+
+// ---- tasks ----
+
+type TaskCreateParams struct {
+	Title              string   `json:"title"`
+	Description        string   `json:"description"`
+	AcceptanceCriteria []string `json:"acceptanceCriteria,omitempty"`
+	Type               TaskType `json:"type,omitempty"`
+	Profile            string   `json:"profile,omitempty"`
+	// PromptOverride replaces the profile's prompt template entirely.
+	PromptOverride string               `json:"promptOverride,omitempty"`
+	Mode           Mode                 `json:"mode,omitempty"`
+	Priority       int                  `json:"priority,omitempty"`
+	BaseRef        string               `json:"baseRef,omitempty"`
+	Driver         Driver               `json:"driver,omitempty"`
+	McpServers     map[string]McpServer `json:"mcpServers,omitempty"`
+	Skills         []string             `json:"skills,omitempty"`
+	Hints          *Hints               `json:"hints,omitempty"`
+	Directives     *Directives          `json:"directives,omitempty"`
+	// NoProgressTimeoutSec overrides the setting for this task.
+	NoProgressTimeoutSec *int    `json:"noProgressTimeoutSec,omitempty"`
+	PermissionPolicy     *Policy `json:"permissionPolicy,omitempty"`
+}
+
+// Hints point the agent at files and facts the person already knows about.
+type Hints struct {
+	Files []string `json:"files,omitempty"`
+	Notes string   `json:"notes,omitempty"`
+}
+
+// Directives switch on agent behaviours for one task.
+type Directives struct {
+	Think    bool `json:"think,omitempty"`
+	Verbose  bool `json:"verbose,omitempty"`
+	Elevated bool `json:"elevated,omitempty"`
+}
+
+// TaskIDParams is the params of every method that takes only a task id.
+type TaskIDParams struct {
+	ID string `json:"id"`
+}
+
+// Per-method names for {id} params; aliases, so a method that later gains a
+// field can get its own struct without touching the others.
+type (
+	TaskGetParams    = TaskIDParams
+	TaskCancelParams = TaskIDParams
+	TaskScreenParams = TaskIDParams
+	TaskPauseParams  = TaskIDParams
+	TaskResumeParams = TaskIDParams
+	TaskRetryParams  = TaskIDParams
+	TaskUndoParams   = TaskIDParams
+)
+
+// Limits of task/list.
+const (
+	DefaultTaskListLimit = 20
+	MaxTaskListLimit     = 200
+)
+
+type TaskListParams struct {
+	Status []Status `json:"status,omitempty"`
+	// Query matches title, description, summary and error text.
+	Query string `json:"query,omitempty"`
+	Since Time   `json:"since,omitzero"`
+	Until Time   `json:"until,omitzero"`
+	// Limit 0 means DefaultTaskListLimit.
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// EffectiveLimit is Limit with the default applied.
+func (p *TaskListParams) EffectiveLimit() int { return orDefault(p.Limit, DefaultTaskListLimit) }
+
+// TaskListResult lists tasks newest first.
+type TaskListResult struct {
+	Tasks      []Task `json:"tasks"`
+	Total      int    `json:"total"`
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+func (r TaskListResult) MarshalJSON() ([]byte, error) {
+	type plain TaskListResult
+	p := plain(r)
+	p.Tasks = nonNil(p.Tasks)
+	return json.Marshal(p)
+}
+
+// TaskRespondParams answers a task's pendingQuestion: OptionID, Text, or
+// both when the question allows text (e.g. deny with instructions).
+type TaskRespondParams struct {
+	ID         string `json:"id"`
+	QuestionID string `json:"questionId"`
+	OptionID   string `json:"optionId,omitempty"`
+	Text       string `json:"text,omitempty"`
+	// UpdatedInput replaces a permission request's tool input (stream driver).
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+}
+
+type TaskSendParams struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+}
+
+// TaskInputParams carries raw keystrokes for the task's PTY.
+type TaskInputParams struct {
+	ID   string `json:"id"`
+	Data string `json:"data"`
+}
+
+// Terminal size limits of task/resize.
+const MaxTerminalSize = 10000
+
+type TaskResizeParams struct {
+	ID   string `json:"id"`
+	Cols int    `json:"cols"`
+	Rows int    `json:"rows"`
+}
+
+// TaskScreenResult is the current screen of a task's terminal as text.
+type TaskScreenResult struct {
+	Cols   int      `json:"cols"`
+	Rows   int      `json:"rows"`
+	Lines  []string `json:"lines"`
+	Cursor Cursor   `json:"cursor"`
+}
+
+func (r TaskScreenResult) MarshalJSON() ([]byte, error) {
+	type plain TaskScreenResult
+	p := plain(r)
+	p.Lines = nonNil(p.Lines)
+	return json.Marshal(p)
+}
+
+type Cursor struct {
+	Row int `json:"row"`
+	Col int `json:"col"`
+}
+
+// Limits of task/output. The maximum keeps a response well under the 16 MiB
+// frame limit clients commonly share with us, even after JSON escaping.
+const (
+	DefaultOutputLimit = 65536
+	MaxOutputLimit     = 1 << 20
+)
+
+type TaskOutputParams struct {
+	ID     string `json:"id"`
+	Offset int64  `json:"offset,omitempty"`
+	// Limit 0 means DefaultOutputLimit.
+	Limit int `json:"limit,omitempty"`
+}
+
+func (p *TaskOutputParams) EffectiveLimit() int { return orDefault(p.Limit, DefaultOutputLimit) }
+
+// TaskOutputResult is one page of a task's raw output log.
+type TaskOutputResult struct {
+	Data       string `json:"data"`
+	Offset     int64  `json:"offset"`
+	NextOffset int64  `json:"nextOffset"`
+	Size       int64  `json:"size"`
+	Truncated  bool   `json:"truncated"`
+}
+
+// TaskReorderParams moves a queued task: to a new priority, before another
+// queued task, or both.
+type TaskReorderParams struct {
+	ID       string `json:"id"`
+	Priority *int   `json:"priority,omitempty"`
+	Before   string `json:"before,omitempty"`
+}
+
+type TaskSetModeParams struct {
+	ID   string `json:"id"`
+	Mode Mode   `json:"mode"`
+}
+
+type TaskDiffParams struct {
+	ID string `json:"id"`
+	// Path limits the diff to one file.
+	Path string `json:"path,omitempty"`
+}
+
+// TaskDiffResult is a task's changes against its baseCommit.
+type TaskDiffResult struct {
+	Files []DiffFile `json:"files"`
+	Patch string     `json:"patch"`
+}
+
+func (r TaskDiffResult) MarshalJSON() ([]byte, error) {
+	type plain TaskDiffResult
+	p := plain(r)
+	p.Files = nonNil(p.Files)
+	return json.Marshal(p)
+}
+
+type DiffFile struct {
+	Path      string     `json:"path"`
+	Status    FileStatus `json:"status"`
+	Additions int        `json:"additions"`
+	Deletions int        `json:"deletions"`
+}
+
+type TaskMergeParams struct {
+	ID       string        `json:"id"`
+	Strategy MergeStrategy `json:"strategy,omitempty"`
+	Message  string        `json:"message,omitempty"`
+}
+
+type TaskRemoveParams struct {
+	ID           string `json:"id"`
+	DeleteBranch bool   `json:"deleteBranch,omitempty"`
+	// Force removes a worktree even if it holds uncommitted work.
+	Force bool `json:"force,omitempty"`
+}
+
+// Limits of task/events.
+const (
+	DefaultEventsLimit = 1000
+	MaxEventsLimit     = 10000
+)
+
+// TaskEventsParams asks for the events after SinceSeq (of one task when ID is
+// set). SinceSeq is required by PROTOCOL.md; an absent one reads as 0, which
+// replays from the start and is therefore harmless.
+type TaskEventsParams struct {
+	ID       string `json:"id,omitempty"`
+	SinceSeq int64  `json:"sinceSeq"`
+	Limit    int    `json:"limit,omitempty"`
+}
+
+func (p *TaskEventsParams) EffectiveLimit() int { return orDefault(p.Limit, DefaultEventsLimit) }
+
+type TaskEventsResult struct {
+	Events  []Event `json:"events"`
+	LastSeq int64   `json:"lastSeq"`
+}
+
+func (r TaskEventsResult) MarshalJSON() ([]byte, error) {
+	type plain TaskEventsResult
+	p := plain(r)
+	p.Events = nonNil(p.Events)
+	return json.Marshal(p)
+}
+
+// ---- profiles, skills, MCP, audit, stats ----
+
+type ProfilesListParams struct{}
+
+type Profile struct {
+	Name        string     `json:"name"`
+	Description string     `json:"description"`
+	TaskTypes   []TaskType `json:"taskTypes"`
+	Source      Source     `json:"source"`
+}
+
+func (p Profile) MarshalJSON() ([]byte, error) {
+	type plain Profile
+	q := plain(p)
+	q.TaskTypes = nonNil(q.TaskTypes)
+	return json.Marshal(q)
+}
+
+type SkillsListParams struct{}
+
+type Skill struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Mode        Mode   `json:"mode,omitempty"`
+	Source      Source `json:"source"`
+	Path        string `json:"path"`
+}
+
+type SkillsGetParams struct {
+	Name string `json:"name"`
+}
+
+// SkillDetail is a Skill with its content (skills/get).
+type SkillDetail struct {
+	Skill
+	Content string `json:"content"`
+}
+
+type McpPresetsParams struct{}
+
+type McpPreset struct {
+	Name   string    `json:"name"`
+	Server McpServer `json:"server"`
+	// Requires lists what must be installed or set for the preset to work.
+	Requires []string `json:"requires"`
+}
+
+func (p McpPreset) MarshalJSON() ([]byte, error) {
+	type plain McpPreset
+	q := plain(p)
+	q.Requires = nonNil(q.Requires)
+	return json.Marshal(q)
+}
+
+// McpCheckParams checks Servers, or the session's settings when absent.
+type McpCheckParams struct {
+	Servers map[string]McpServer `json:"servers,omitempty"`
+}
+
+type McpCheckResult struct {
+	Servers []McpServerCheck `json:"servers"`
+}
+
+func (r McpCheckResult) MarshalJSON() ([]byte, error) {
+	type plain McpCheckResult
+	p := plain(r)
+	p.Servers = nonNil(p.Servers)
+	return json.Marshal(p)
+}
+
+type McpServerCheck struct {
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Problem   string `json:"problem,omitempty"`
+}
+
+// Limits of audit/list.
+const (
+	DefaultAuditLimit = 100
+	MaxAuditLimit     = 1000
+)
+
+type AuditListParams struct {
+	TaskID string `json:"taskId,omitempty"`
+	Action string `json:"action,omitempty"`
+	Since  Time   `json:"since,omitzero"`
+	Until  Time   `json:"until,omitzero"`
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+func (p *AuditListParams) EffectiveLimit() int { return orDefault(p.Limit, DefaultAuditLimit) }
+
+type AuditListResult struct {
+	Entries    []AuditEntry `json:"entries"`
+	NextCursor string       `json:"nextCursor,omitempty"`
+}
+
+func (r AuditListResult) MarshalJSON() ([]byte, error) {
+	type plain AuditListResult
+	p := plain(r)
+	p.Entries = nonNil(p.Entries)
+	return json.Marshal(p)
+}
+
+// AuditEntry is one audited action; secrets in Data are already masked.
+type AuditEntry struct {
+	Seq    int64           `json:"seq"`
+	At     time.Time       `json:"at"`
+	TaskID string          `json:"taskId,omitempty"`
+	Action string          `json:"action"`
+	Actor  string          `json:"actor"`
+	Data   json.RawMessage `json:"data"`
+}
+
+func (e AuditEntry) MarshalJSON() ([]byte, error) {
+	type plain AuditEntry
+	p := plain(e)
+	p.At = utc(p.At)
+	return json.Marshal(p)
+}
+
+type ServerStatsParams struct{}
+
+type ServerStats struct {
+	Tasks          TaskCounts    `json:"tasks"`
+	SuccessRate    float64       `json:"successRate"`
+	AvgDurationSec float64       `json:"avgDurationSec"`
+	QueueDepth     int           `json:"queueDepth"`
+	Running        int           `json:"running"`
+	Approvals      ApprovalStats `json:"approvals"`
+}
+
+type TaskCounts struct {
+	ByStatus map[Status]int `json:"byStatus"`
+}
+
+type ApprovalStats struct {
+	Count          int     `json:"count"`
+	AvgResponseSec float64 `json:"avgResponseSec"`
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func (c TaskCounts) MarshalJSON() ([]byte, error) {
+	type plain TaskCounts
+	p := plain(c)
+	if p.ByStatus == nil {
+		p.ByStatus = map[Status]int{}
+	}
+	return json.Marshal(p)
+}

@@ -1,0 +1,100 @@
+package protocol
+
+import "encoding/json"
+
+// Notification method names (server → client).
+const (
+	NotifyTaskUpdated          = "task/updated"
+	NotifyTaskOutput           = "task/output"
+	NotifyTaskQuestion         = "task/question"
+	NotifyTaskQuestionResolved = "task/questionResolved"
+	NotifyTaskCompleted        = "task/completed"
+	NotifySkillsChanged        = "skills/changed"
+	NotifyServerMessage        = "server/message"
+)
+
+// Notification is the params of a server → client notification. Seq is
+// global, strictly increasing and persisted, so task/events can replay what a
+// disconnected client missed.
+type Notification interface {
+	Method() string
+	Sequence() int64
+}
+
+// TaskUpdatedNotification is sent on every status, activity or queue change.
+type TaskUpdatedNotification struct {
+	Seq  int64 `json:"seq"`
+	Task Task  `json:"task"`
+}
+
+// TaskOutputNotification carries raw terminal output, coalesced, never split
+// inside a UTF-8 character.
+type TaskOutputNotification struct {
+	Seq  int64  `json:"seq"`
+	ID   string `json:"id"`
+	Data string `json:"data"`
+}
+
+type TaskQuestionNotification struct {
+	Seq      int64    `json:"seq"`
+	ID       string   `json:"id"`
+	Question Question `json:"question"`
+}
+
+type TaskQuestionResolvedNotification struct {
+	Seq        int64     `json:"seq"`
+	ID         string    `json:"id"`
+	QuestionID string    `json:"questionId"`
+	DecidedBy  DecidedBy `json:"decidedBy"`
+	OptionID   string    `json:"optionId,omitempty"`
+}
+
+type TaskCompletedNotification struct {
+	Seq    int64      `json:"seq"`
+	ID     string     `json:"id"`
+	Result TaskResult `json:"result"`
+}
+
+type SkillsChangedNotification struct {
+	Seq     int64        `json:"seq"`
+	Added   []string     `json:"added"`
+	Updated []string     `json:"updated"`
+	Removed []string     `json:"removed"`
+	Errors  []SkillError `json:"errors"`
+}
+
+func (n SkillsChangedNotification) MarshalJSON() ([]byte, error) {
+	type plain SkillsChangedNotification
+	p := plain(n)
+	p.Added, p.Updated, p.Removed = nonNil(p.Added), nonNil(p.Updated), nonNil(p.Removed)
+	p.Errors = nonNil(p.Errors)
+	return json.Marshal(p)
+}
+
+// SkillError is a skill file that could not be loaded.
+type SkillError struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+type ServerMessageNotification struct {
+	Seq   int64        `json:"seq"`
+	Level MessageLevel `json:"level"`
+	Text  string       `json:"text"`
+}
+
+func (TaskUpdatedNotification) Method() string          { return NotifyTaskUpdated }
+func (TaskOutputNotification) Method() string           { return NotifyTaskOutput }
+func (TaskQuestionNotification) Method() string         { return NotifyTaskQuestion }
+func (TaskQuestionResolvedNotification) Method() string { return NotifyTaskQuestionResolved }
+func (TaskCompletedNotification) Method() string        { return NotifyTaskCompleted }
+func (SkillsChangedNotification) Method() string        { return NotifySkillsChanged }
+func (ServerMessageNotification) Method() string        { return NotifyServerMessage }
+
+func (n TaskUpdatedNotification) Sequence() int64          { return n.Seq }
+func (n TaskOutputNotification) Sequence() int64           { return n.Seq }
+func (n TaskQuestionNotification) Sequence() int64         { return n.Seq }
+func (n TaskQuestionResolvedNotification) Sequence() int64 { return n.Seq }
+func (n TaskCompletedNotification) Sequence() int64        { return n.Seq }
+func (n SkillsChangedNotification) Sequence() int64        { return n.Seq }
+func (n ServerMessageNotification) Sequence() int64        { return n.Seq }

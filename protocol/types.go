@@ -1,0 +1,341 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"time"
+)
+
+// Task is one unit of work given to an agent, as clients see it.
+type Task struct {
+	ID                 string   `json:"id"`
+	Title              string   `json:"title"`
+	Description        string   `json:"description"`
+	AcceptanceCriteria []string `json:"acceptanceCriteria"`
+	Type               TaskType `json:"type"`
+	Profile            string   `json:"profile"`
+	Mode               Mode     `json:"mode"`
+	Priority           int      `json:"priority"`
+	Driver             Driver   `json:"driver"`
+	Status             Status   `json:"status"`
+	// Activity is meaningful while Status is running.
+	Activity Activity `json:"activity"`
+
+	// QueuePosition and EstimatedStartSec are set while queued; pointers
+	// because position 0 and "starts now" are real values.
+	QueuePosition     *int `json:"queuePosition,omitempty"`
+	EstimatedStartSec *int `json:"estimatedStartSec,omitempty"`
+
+	Worktree        *Worktree   `json:"worktree,omitempty"`
+	Agent           *AgentInfo  `json:"agent,omitempty"`
+	PendingQuestion *Question   `json:"pendingQuestion,omitempty"`
+	Result          *TaskResult `json:"result,omitempty"`
+	Blocked         *Blocked    `json:"blocked,omitempty"`
+
+	Attempt           int    `json:"attempt"`
+	PreviousAttemptID string `json:"previousAttemptId,omitempty"`
+
+	CreatedAt  time.Time `json:"createdAt"`
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+}
+
+// MarshalJSON writes acceptanceCriteria as [] when empty and times in UTC.
+func (t Task) MarshalJSON() ([]byte, error) {
+	type plain Task // no methods, so no recursion
+	p := plain(t)
+	p.AcceptanceCriteria = nonNil(p.AcceptanceCriteria)
+	p.CreatedAt, p.StartedAt = utc(p.CreatedAt), utc(p.StartedAt)
+	p.FinishedAt, p.UpdatedAt = utc(p.FinishedAt), utc(p.UpdatedAt)
+	return json.Marshal(p)
+}
+
+// Worktree is the git worktree a task works in.
+type Worktree struct {
+	Path       string `json:"path"`
+	Branch     string `json:"branch"`
+	BaseRef    string `json:"baseRef"`
+	BaseCommit string `json:"baseCommit"`
+}
+
+// AgentInfo identifies the claude process working on a task.
+type AgentInfo struct {
+	PID           int    `json:"pid"`
+	SessionID     string `json:"sessionId"`
+	ClaudeVersion string `json:"claudeVersion"`
+}
+
+// TaskResult is what a finished task produced.
+type TaskResult struct {
+	Success      bool          `json:"success"`
+	Summary      string        `json:"summary"`
+	ChangedFiles []ChangedFile `json:"changedFiles"`
+	Commits      []Commit      `json:"commits"`
+	// CostUSD is absent when the driver could not tell.
+	CostUSD *float64 `json:"costUsd,omitempty"`
+}
+
+func (r TaskResult) MarshalJSON() ([]byte, error) {
+	type plain TaskResult
+	p := plain(r)
+	p.ChangedFiles, p.Commits = nonNil(p.ChangedFiles), nonNil(p.Commits)
+	return json.Marshal(p)
+}
+
+// ChangedFile is one file a task changed; OldPath is set for renames.
+type ChangedFile struct {
+	Path    string     `json:"path"`
+	Status  FileStatus `json:"status"`
+	OldPath string     `json:"oldPath,omitempty"`
+}
+
+// Commit is one commit on a task's branch.
+type Commit struct {
+	SHA     string `json:"sha"`
+	Subject string `json:"subject"`
+}
+
+// Blocked says why a task could not finish.
+type Blocked struct {
+	Reason BlockedReason `json:"reason"`
+	Detail string        `json:"detail"`
+}
+
+// Question is something an agent waits on a person (or a policy) for.
+type Question struct {
+	ID   string       `json:"id"`
+	Kind QuestionKind `json:"kind"`
+	Text string       `json:"text"`
+	// Tool and Input are set for permission questions.
+	Tool      string          `json:"tool,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	Options   []Option        `json:"options"`
+	AllowText bool            `json:"allowText"`
+	ExpiresAt time.Time       `json:"expiresAt,omitzero"`
+}
+
+func (q Question) MarshalJSON() ([]byte, error) {
+	type plain Question
+	p := plain(q)
+	p.Options = nonNil(p.Options)
+	p.ExpiresAt = utc(p.ExpiresAt)
+	return json.Marshal(p)
+}
+
+// Option is one answer a Question offers.
+type Option struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// Defaults of Settings, from PROTOCOL.md.
+const (
+	DefaultMaxConcurrent        = 3
+	DefaultApprovalTimeoutSec   = 300
+	DefaultNoProgressTimeoutSec = 900
+	DefaultTermGraceSec         = 10
+	DefaultOutputRetentionDays  = 7
+	DefaultUndoWindowSec        = 300
+	DefaultDriver               = DriverPTY
+)
+
+// Ranges Validate accepts for Settings. They are wide on purpose: they catch
+// typos (a timeout in milliseconds, a negative count), not preferences.
+const (
+	MaxConcurrentLimit      = 64
+	MaxTimeoutSec           = 7 * 24 * 3600
+	MaxTermGraceSec         = 3600
+	MaxOutputRetentionDays  = 3650
+	MaxUndoWindowSec        = 7 * 24 * 3600
+	MinApprovalTimeoutSec   = 1
+	MinNoProgressTimeoutSec = 1
+)
+
+// Settings is the whole configuration of a familiar session, as settings/update
+// returns it. A Settings value is always complete; partial changes travel as
+// SettingsUpdate.
+type Settings struct {
+	MaxConcurrent        int    `json:"maxConcurrent"`
+	DefaultProfile       string `json:"defaultProfile"`
+	DefaultDriver        Driver `json:"defaultDriver"`
+	ApprovalTimeoutSec   int    `json:"approvalTimeoutSec"`
+	NoProgressTimeoutSec int    `json:"noProgressTimeoutSec"`
+	// TermGraceSec is the wait between SIGTERM and SIGKILL; 0 kills at once.
+	TermGraceSec        int                  `json:"termGraceSec"`
+	McpServers          map[string]McpServer `json:"mcpServers"`
+	OutputRetentionDays int                  `json:"outputRetentionDays"`
+	// UndoWindowSec is how long task/undo is allowed; 0 disables undo.
+	UndoWindowSec    int    `json:"undoWindowSec"`
+	PermissionPolicy Policy `json:"permissionPolicy"`
+}
+
+// DefaultSettings returns the settings of PROTOCOL.md's defaults; the
+// permission policy asks about everything.
+func DefaultSettings() Settings {
+	return Settings{
+		MaxConcurrent:        DefaultMaxConcurrent,
+		DefaultDriver:        DefaultDriver,
+		ApprovalTimeoutSec:   DefaultApprovalTimeoutSec,
+		NoProgressTimeoutSec: DefaultNoProgressTimeoutSec,
+		TermGraceSec:         DefaultTermGraceSec,
+		McpServers:           map[string]McpServer{},
+		OutputRetentionDays:  DefaultOutputRetentionDays,
+		UndoWindowSec:        DefaultUndoWindowSec,
+		PermissionPolicy:     Policy{Default: PolicyAsk},
+	}
+}
+
+func (s Settings) MarshalJSON() ([]byte, error) {
+	type plain Settings
+	p := plain(s)
+	if p.McpServers == nil {
+		p.McpServers = map[string]McpServer{}
+	}
+	return json.Marshal(p)
+}
+
+// Apply returns s with the fields u sets replaced. mcpServers and
+// permissionPolicy are replaced whole, not merged, so a client can remove an
+// MCP server or a rule by sending the set it wants. s is not modified.
+func (s Settings) Apply(u *SettingsUpdate) Settings {
+	s.McpServers = maps.Clone(s.McpServers)
+	if u == nil {
+		return s
+	}
+	set(&s.MaxConcurrent, u.MaxConcurrent)
+	set(&s.DefaultProfile, u.DefaultProfile)
+	set(&s.DefaultDriver, u.DefaultDriver)
+	set(&s.ApprovalTimeoutSec, u.ApprovalTimeoutSec)
+	set(&s.NoProgressTimeoutSec, u.NoProgressTimeoutSec)
+	set(&s.TermGraceSec, u.TermGraceSec)
+	set(&s.OutputRetentionDays, u.OutputRetentionDays)
+	set(&s.UndoWindowSec, u.UndoWindowSec)
+	if u.McpServers != nil {
+		s.McpServers = maps.Clone(u.McpServers)
+	}
+	if u.PermissionPolicy != nil {
+		s.PermissionPolicy = *u.PermissionPolicy
+	}
+	return s
+}
+
+func set[T any](dst *T, src *T) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+// SettingsUpdate is Settings as a client sends it (initialize, settings/update):
+// every field is optional, and nil means "keep the current value". It exists
+// because 0 is a meaningful value for some settings (termGraceSec,
+// undoWindowSec), so "absent" cannot be told from a zero int.
+type SettingsUpdate struct {
+	MaxConcurrent        *int                 `json:"maxConcurrent,omitempty"`
+	DefaultProfile       *string              `json:"defaultProfile,omitempty"`
+	DefaultDriver        *Driver              `json:"defaultDriver,omitempty"`
+	ApprovalTimeoutSec   *int                 `json:"approvalTimeoutSec,omitempty"`
+	NoProgressTimeoutSec *int                 `json:"noProgressTimeoutSec,omitempty"`
+	TermGraceSec         *int                 `json:"termGraceSec,omitempty"`
+	McpServers           map[string]McpServer `json:"mcpServers,omitempty"`
+	OutputRetentionDays  *int                 `json:"outputRetentionDays,omitempty"`
+	UndoWindowSec        *int                 `json:"undoWindowSec,omitempty"`
+	PermissionPolicy     *Policy              `json:"permissionPolicy,omitempty"`
+}
+
+// Policy decides permission requests without asking a person. A rule is a
+// Claude permission rule such as "Bash(go test:*)", "Read" or "Edit"; deny
+// rules win over allow rules.
+type Policy struct {
+	Default PolicyDefault `json:"default"`
+	Allow   []string      `json:"allow,omitempty"`
+	Deny    []string      `json:"deny,omitempty"`
+}
+
+// McpServer is how to reach one MCP server: Command (and Args, Env) for
+// type stdio; URL (and Headers) for http and sse.
+type McpServer struct {
+	Type    McpServerType     `json:"type"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// Event is one notification as task/events replays it: Method is the
+// notification's method (e.g. "task/updated") and Params exactly the params it
+// carried, seq included, so a reconnecting client handles both the same way.
+type Event struct {
+	Seq    int64           `json:"seq"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// NewEvent records n as an Event.
+func NewEvent(n Notification) (Event, error) {
+	params, err := json.Marshal(n)
+	if err != nil {
+		return Event{}, fmt.Errorf("encoding %s event: %w", n.Method(), err)
+	}
+	return Event{Seq: n.Sequence(), Method: n.Method(), Params: params}, nil
+}
+
+// Time is an RFC 3339 instant in request params (since, until). It exists
+// instead of time.Time so that a malformed value is reported as an
+// ill-typed field (-32602 with data.field) rather than an anonymous error.
+type Time struct{ time.Time }
+
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		if v, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			t.Time = v
+			return nil
+		}
+	}
+	// encoding/json fills in Field (the JSON path) for this error type only.
+	return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[Time]()}
+}
+
+func (t Time) MarshalJSON() ([]byte, error) {
+	return json.Marshal(t.Time.UTC().Format(time.RFC3339Nano))
+}
+
+// jsonKind names the kind of a JSON value the way encoding/json's errors do,
+// without echoing the value (it may be long or private).
+func jsonKind(b []byte) string {
+	switch b = bytes.TrimSpace(b); {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '"':
+		return "string"
+	case b[0] == '{':
+		return "object"
+	case b[0] == '[':
+		return "array"
+	case b[0] == 't' || b[0] == 'f':
+		return "bool"
+	case b[0] == 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}

@@ -1,0 +1,305 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// maxIDLen bounds task ids and setting names; bbolt keys may be up to 32 KiB,
+// but an id that long is a bug upstream, better reported than stored.
+const maxIDLen = 1024
+
+// TaskRecord is a task as the store sees it: the orchestrator's Task as an
+// opaque JSON blob, plus the fields the store indexes.
+type TaskRecord struct {
+	ID        string
+	Status    string    // indexed for ListTasks; the store gives it no meaning
+	CreatedAt time.Time // orders ListTasks; zero on PutTask keeps the stored one, or now
+	UpdatedAt time.Time // zero on PutTask means now
+	Data      json.RawMessage
+}
+
+// taskValue is a task as stored in the tasks bucket (the id is the key).
+type taskValue struct {
+	Status    string          `json:"status"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+	Data      json.RawMessage `json:"data,omitempty"`
+}
+
+func (v taskValue) record(id string) TaskRecord {
+	return TaskRecord{ID: id, Status: v.Status, CreatedAt: v.CreatedAt.UTC(), UpdatedAt: v.UpdatedAt.UTC(), Data: v.Data}
+}
+
+func validID(what, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: empty %s", ErrInvalid, what)
+	}
+	if len(id) > maxIDLen {
+		return fmt.Errorf("%w: %s is %d bytes, at most %d allowed", ErrInvalid, what, len(id), maxIDLen)
+	}
+	return nil
+}
+
+func validJSON(what string, data json.RawMessage) error {
+	if len(data) > 0 && !json.Valid(data) {
+		return fmt.Errorf("%w: %s is not valid JSON", ErrInvalid, what)
+	}
+	return nil
+}
+
+// PutTask creates or replaces the task rec.ID. It returns once the task is
+// durable (see submit for what ctx cancellation means).
+func (s *Store) PutTask(ctx context.Context, rec TaskRecord) error {
+	if err := validID("task id", rec.ID); err != nil {
+		return fmt.Errorf("store: put task: %w", err)
+	}
+	if rec.Status == "" {
+		return fmt.Errorf("store: put task %q: %w: empty status", rec.ID, ErrInvalid)
+	}
+	if err := validJSON("task data", rec.Data); err != nil {
+		return fmt.Errorf("store: put task %q: %w", rec.ID, err)
+	}
+	now := s.clock.Now().UTC()
+	if rec.UpdatedAt.IsZero() {
+		rec.UpdatedAt = now
+	}
+	for _, t := range []time.Time{rec.CreatedAt, rec.UpdatedAt} {
+		if !t.IsZero() && !storableTime(t) {
+			return fmt.Errorf("store: put task %q: %w: time %v out of range", rec.ID, ErrInvalid, t)
+		}
+	}
+	// The caller may reuse Data once we return, which on ctx cancellation
+	// is before the writer has encoded it.
+	rec.Data = bytes.Clone(rec.Data)
+	id := []byte(rec.ID)
+
+	err := s.submit(ctx, func(tx *bolt.Tx) error {
+		tasks, idx := tx.Bucket(bucketTasks), tx.Bucket(bucketTasksByCreated)
+		created := rec.CreatedAt
+		if old := tasks.Get(id); old != nil {
+			var ov taskValue
+			if err := json.Unmarshal(old, &ov); err != nil {
+				return fmt.Errorf("stored task is corrupt: %w", err)
+			}
+			if created.IsZero() {
+				created = ov.CreatedAt
+			}
+			if err := idx.Delete(createdKey(ov.CreatedAt, rec.ID)); err != nil {
+				return err
+			}
+		}
+		if created.IsZero() {
+			created = now
+		}
+		v, err := json.Marshal(taskValue{Status: rec.Status, CreatedAt: created.UTC(), UpdatedAt: rec.UpdatedAt.UTC(), Data: rec.Data})
+		if err != nil {
+			return err
+		}
+		if err := tasks.Put(id, v); err != nil {
+			return err
+		}
+		return idx.Put(createdKey(created, rec.ID), []byte(rec.Status))
+	})
+	if err != nil {
+		return fmt.Errorf("store: put task %q: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// GetTask returns the task id, or an error matching ErrNotFound.
+func (s *Store) GetTask(id string) (TaskRecord, error) {
+	var rec TaskRecord
+	err := s.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketTasks).Get([]byte(id))
+		if v == nil {
+			return ErrNotFound
+		}
+		var tv taskValue
+		if err := json.Unmarshal(v, &tv); err != nil {
+			return fmt.Errorf("stored task is corrupt: %w", err)
+		}
+		rec = tv.record(id)
+		return nil
+	})
+	if err != nil {
+		return TaskRecord{}, fmt.Errorf("store: get task %q: %w", id, err)
+	}
+	return rec, nil
+}
+
+// DeleteTask removes the task id and its events (their global seqs are not
+// reused). Its audit entries stay: the audit log is append-only. It returns
+// an error matching ErrNotFound if there was neither a task nor events.
+func (s *Store) DeleteTask(ctx context.Context, id string) error {
+	if err := validID("task id", id); err != nil {
+		return fmt.Errorf("store: delete task: %w", err)
+	}
+	key := []byte(id)
+	err := s.submit(ctx, func(tx *bolt.Tx) error {
+		found := false
+		tasks := tx.Bucket(bucketTasks)
+		if old := tasks.Get(key); old != nil {
+			found = true
+			var ov taskValue
+			if err := json.Unmarshal(old, &ov); err != nil {
+				return fmt.Errorf("stored task is corrupt: %w", err)
+			}
+			if err := tx.Bucket(bucketTasksByCreated).Delete(createdKey(ov.CreatedAt, id)); err != nil {
+				return err
+			}
+			if err := tasks.Delete(key); err != nil {
+				return err
+			}
+		}
+		byTask := tx.Bucket(bucketEventsByTask)
+		if tb := byTask.Bucket(key); tb != nil {
+			found = true
+			events := tx.Bucket(bucketEvents)
+			if err := tb.ForEach(func(seq, _ []byte) error { return events.Delete(seq) }); err != nil {
+				return err
+			}
+			if err := byTask.DeleteBucket(key); err != nil {
+				return err
+			}
+		}
+		if !found {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete task %q: %w", id, err)
+	}
+	return nil
+}
+
+// TaskFilter selects tasks for ListTasks. Zero fields select everything.
+type TaskFilter struct {
+	Statuses []string  // any of these statuses
+	Since    time.Time // CreatedAt >= Since
+	Until    time.Time // CreatedAt < Until
+	Limit    int       // page size; <= 0 means DefaultLimit
+	Cursor   string    // nextCursor of the previous page; "" starts at the newest
+	// Match, if set, further filters on the whole record (e.g. the protocol's
+	// free-text query). It runs inside a read transaction: it must not call
+	// the Store.
+	Match func(TaskRecord) bool
+}
+
+const taskCursorPrefix = "t1."
+
+// ListTasks returns one page of the tasks matching f, newest (CreatedAt)
+// first, the number of tasks matching f on all pages, and the cursor of the
+// next page ("" on the last page).
+func (s *Store) ListTasks(f TaskFilter) ([]TaskRecord, int, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	var after []byte // the page starts at the newest key below this one
+	if f.Cursor != "" {
+		raw, ok := bytes.CutPrefix([]byte(f.Cursor), []byte(taskCursorPrefix))
+		k, err := base64.RawURLEncoding.DecodeString(string(raw))
+		if !ok || err != nil || len(k) < 8 {
+			return nil, 0, "", fmt.Errorf("store: list tasks: %w: malformed cursor", ErrInvalid)
+		}
+		after = k
+	}
+	var statuses map[string]bool
+	if len(f.Statuses) > 0 {
+		statuses = make(map[string]bool, len(f.Statuses))
+		for _, st := range f.Statuses {
+			statuses[st] = true
+		}
+	}
+	var lower []byte
+	if !f.Since.IsZero() {
+		lower = createdKeyTime(f.Since)
+	}
+
+	var (
+		page  []TaskRecord
+		total int
+		next  string
+	)
+	err := s.view(func(tx *bolt.Tx) error {
+		tasks := tx.Bucket(bucketTasks)
+		load := func(id []byte) (TaskRecord, error) {
+			var tv taskValue
+			v := tasks.Get(id)
+			if v == nil {
+				return TaskRecord{}, fmt.Errorf("index names task %q, which is missing", id)
+			}
+			if err := json.Unmarshal(v, &tv); err != nil {
+				return TaskRecord{}, fmt.Errorf("stored task %q is corrupt: %w", id, err)
+			}
+			return tv.record(string(id)), nil
+		}
+
+		c := tx.Bucket(bucketTasksByCreated).Cursor()
+		var k, v []byte
+		if f.Until.IsZero() {
+			k, v = c.Last()
+		} else if k, v = c.Seek(createdKeyTime(f.Until)); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		var lastKey []byte
+		more := false
+		// The whole time range is walked (keys and statuses only, unless
+		// Match needs records) because total counts every page.
+		for ; k != nil; k, v = c.Prev() {
+			if lower != nil && bytes.Compare(k, lower) < 0 {
+				break
+			}
+			if statuses != nil && !statuses[string(v)] {
+				continue
+			}
+			id := k[8:]
+			var rec TaskRecord
+			loaded := false
+			if f.Match != nil {
+				var err error
+				if rec, err = load(id); err != nil {
+					return err
+				}
+				loaded = true
+				if !f.Match(rec) {
+					continue
+				}
+			}
+			total++
+			if after != nil && bytes.Compare(k, after) >= 0 {
+				continue
+			}
+			if len(page) == limit {
+				more = true
+				continue
+			}
+			if !loaded {
+				var err error
+				if rec, err = load(id); err != nil {
+					return err
+				}
+			}
+			page = append(page, rec)
+			lastKey = bytes.Clone(k)
+		}
+		if more {
+			next = taskCursorPrefix + base64.RawURLEncoding.EncodeToString(lastKey)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, "", fmt.Errorf("store: list tasks: %w", err)
+	}
+	return page, total, next, nil
+}

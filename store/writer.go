@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// writeOp is one queued write. apply runs in the writer goroutine inside the
+// group transaction; it may run more than once (when another write in the
+// same batch fails, the batch is rolled back and replayed), so it must only
+// touch tx and variables it owns, and it must set every result afresh.
+type writeOp struct {
+	apply func(tx *bolt.Tx) error
+	done  chan error // capacity 1, so the writer never waits on a caller that gave up
+}
+
+// submit queues apply for the writer and waits until it is durable.
+//
+// If ctx is done before the write is queued, nothing is written. If ctx is
+// done while waiting, submit returns ctx.Err() at once, but the write stays
+// queued and may still be committed: callers that must know (e.g. to avoid a
+// duplicate event) have to look. Cancellation cannot take a write back out of
+// a transaction that other callers share.
+func (s *Store) submit(ctx context.Context, apply func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	op := &writeOp{apply: apply, done: make(chan error, 1)}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.pending = append(s.pending, op)
+	s.mu.Unlock()
+	s.signalWriter()
+
+	select {
+	case err := <-op.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Store) signalWriter() {
+	select {
+	case s.wake <- struct{}{}:
+	default: // a wake-up is already pending; the writer will see our op
+	}
+}
+
+// writer is the only goroutine that writes to the database. It takes all
+// pending writes (up to maxBatch), applies them in one transaction, answers
+// them, and repeats; it returns once Close has been called and everything
+// queued before it is answered.
+func (s *Store) writer() {
+	defer close(s.writerDone)
+	for range s.wake {
+		for {
+			s.mu.Lock()
+			n := min(len(s.pending), maxBatch)
+			batch := slices.Clone(s.pending[:n])
+			s.pending = slices.Delete(s.pending, 0, n)
+			closed := s.closed
+			more := len(s.pending) > 0
+			s.mu.Unlock()
+
+			if len(batch) > 0 {
+				s.commit(batch)
+			}
+			if more {
+				continue
+			}
+			// closed was read together with the queue, and submit refuses to
+			// queue once closed is set, so nothing can arrive after this.
+			if closed {
+				return
+			}
+			break
+		}
+	}
+}
+
+// commit applies batch in one transaction and answers every op in it.
+func (s *Store) commit(batch []*writeOp) {
+	for len(batch) > 0 {
+		if s.beforeCommit != nil {
+			s.beforeCommit()
+		}
+		failed := -1
+		var failErr error
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			for i, op := range batch {
+				if err := op.apply(tx); err != nil {
+					failed, failErr = i, err
+					return err
+				}
+			}
+			return nil
+		})
+		if failed >= 0 {
+			// Only this op is at fault: answer it and replay the others
+			// without it in a fresh transaction.
+			batch[failed].done <- failErr
+			batch = slices.Delete(batch, failed, failed+1)
+			continue
+		}
+		n := s.commits.Add(1)
+		if err != nil {
+			err = fmt.Errorf("store: commit %d writes: %w", len(batch), err)
+			s.log.Error("store: commit failed", "writes", len(batch), "err", err)
+		} else if len(batch) > 1 {
+			s.log.Debug("store: group commit", "writes", len(batch), "commits", n)
+		}
+		for _, op := range batch {
+			op.done <- err
+		}
+		return
+	}
+}

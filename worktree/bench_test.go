@@ -1,0 +1,77 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/familiar-dev/familiar/internal/testenv"
+)
+
+// benchRepo makes a repository of 100 directories × 100 small files in one
+// commit: the size where checkout dominates `git worktree add`, so what
+// familiar adds on top shows as a ratio.
+func benchRepo(b *testing.B) string {
+	b.Helper()
+	dir := newRepo(b, nil)
+	for d := range 100 {
+		sub := filepath.Join(dir, fmt.Sprintf("dir%03d", d))
+		must(b, os.Mkdir(sub, 0o755))
+		for f := range 100 {
+			content := fmt.Sprintf("package p%d\n\n// file %d of dir %d\n", d, f, d)
+			must(b, os.WriteFile(filepath.Join(sub, fmt.Sprintf("file%03d.go", f)), []byte(content), 0o644))
+		}
+	}
+	gitT(b, dir, "add", "-A")
+	gitT(b, dir, "commit", "-q", "-m", "10k files")
+	return dir
+}
+
+// removeBench undoes one iteration, untimed, so every iteration adds to a
+// repository with the same single worktree.
+func removeBench(b *testing.B, dir, path, branch string) {
+	b.StopTimer()
+	gitT(b, dir, "worktree", "remove", "--force", path)
+	gitT(b, dir, "branch", "-q", "-D", branch)
+	b.StartTimer()
+}
+
+// BenchmarkCreate measures Create; compare with BenchmarkGitWorktreeAdd
+// (the goal is under 10% more).
+func BenchmarkCreate(b *testing.B) {
+	dir := benchRepo(b)
+	r := openRepo(b, dir)
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		i++
+		wt, err := r.Create(ctx, CreateOptions{TaskID: strconv.Itoa(i), Title: "bench task"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		removeBench(b, dir, wt.Path, wt.Branch)
+	}
+}
+
+// BenchmarkGitWorktreeAdd is the floor: plain `git worktree add -b`.
+func BenchmarkGitWorktreeAdd(b *testing.B) {
+	git := testenv.Git(b)
+	dir := benchRepo(b)
+	root := b.TempDir()
+	i := 0
+	for b.Loop() {
+		i++
+		path := filepath.Join(root, strconv.Itoa(i))
+		branch := "bench/" + strconv.Itoa(i)
+		cmd := exec.Command(git, "worktree", "add", "-b", branch, path, "HEAD")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git worktree add: %v\n%s", err, out)
+		}
+		removeBench(b, dir, path, branch)
+	}
+}
