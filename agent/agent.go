@@ -136,9 +136,14 @@ func (s *Session) endTurn(t *TurnEnded) {
 // when it was resolved some other way or the session ended.
 func (s *Session) ask(ctx context.Context, p *pendingQuestion) (Answer, bool) {
 	s.qs.add(p)
-	defer s.qs.remove(p.q.ID)
 	s.emit(Event{Kind: EventQuestion, Question: &p.q})
-	return waitAnswer(ctx, p)
+	a, ok := waitAnswer(ctx, p)
+	if !ok && s.qs.remove(p.q.ID) {
+		// The CLI withdrew the request (Esc cancels a held hook) or the
+		// session ended: nobody will answer it now.
+		s.emit(Event{Kind: EventQuestionResolved, Resolved: &Resolution{QuestionID: p.q.ID, By: "agent"}})
+	}
+	return a, ok
 }
 
 // askChoices puts each question of an AskUserQuestion call to the person in
@@ -165,8 +170,7 @@ func (s *Session) askChoices(ctx context.Context, input []byte, source string) m
 // outside familiar (by: "terminal" or "agent").
 func (s *Session) resolveElsewhere(match func(*pendingQuestion) bool, by string) {
 	for _, p := range s.qs.all() {
-		if match(p) {
-			s.qs.remove(p.q.ID)
+		if match(p) && s.qs.remove(p.q.ID) {
 			p.resolveElsewhere()
 			s.emit(Event{Kind: EventQuestionResolved, Resolved: &Resolution{QuestionID: p.q.ID, By: by}})
 		}
@@ -185,19 +189,19 @@ func (s *Session) Answer(questionID string, a Answer) error {
 	switch p.source {
 	case "prose", "interrupted":
 		// Answered by the next prompt.
-		s.qs.remove(questionID)
+		if !s.qs.remove(questionID) {
+			return fmt.Errorf("%w: %s was already settled", ErrNoQuestion, questionID)
+		}
 		p.resolveElsewhere()
 		s.emit(Event{Kind: EventQuestionResolved, Resolved: &Resolution{QuestionID: questionID, By: "user", OptionID: a.OptionID}})
 		return s.SendPrompt(a.Text)
 	case "screen":
 		return s.pty.answerOnScreen(p, a)
 	}
-	select {
-	case p.answers <- a:
-	default:
-		return fmt.Errorf("%w: %s was already answered", ErrNoQuestion, questionID)
+	if !s.qs.remove(questionID) {
+		return fmt.Errorf("%w: %s was already settled", ErrNoQuestion, questionID)
 	}
-	s.qs.remove(questionID)
+	p.answers <- a // buffered 1, and only the remover sends
 	s.emit(Event{Kind: EventQuestionResolved, Resolved: &Resolution{QuestionID: questionID, By: "user", OptionID: a.OptionID}})
 	return nil
 }

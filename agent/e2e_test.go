@@ -14,6 +14,7 @@ import (
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/mcptest"
 	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
@@ -119,6 +120,11 @@ func gitRepo(t *testing.T) string {
 // start runs the real claude against a fake API with the given driver.
 func start(t *testing.T, driver, prompt string) *harness {
 	t.Helper()
+	return startWith(t, driver, prompt, nil)
+}
+
+func startWith(t *testing.T, driver, prompt string, edit func(*agent.Options)) *harness {
+	t.Helper()
 	claude := testenv.Claude(t)
 	api := fakeapi.Start(fakeapi.PromptScript())
 	t.Cleanup(api.Close)
@@ -129,7 +135,7 @@ func start(t *testing.T, driver, prompt string) *harness {
 	t.Cleanup(func() { hooks.Close() })
 	h := &harness{t: t, api: api, repo: gitRepo(t), rec: newRecorder()}
 	cfgDir := t.TempDir()
-	sess, err := agent.Start(context.Background(), agent.Options{
+	opts := agent.Options{
 		CLI:           agent.CLI{Path: claude, Version: agent.MinVersion},
 		Driver:        driver,
 		Dir:           h.repo,
@@ -142,7 +148,11 @@ func start(t *testing.T, driver, prompt string) *harness {
 		ConfirmWithin: 5 * time.Second,
 		GraceTimeout:  5 * time.Second,
 		OnEvent:       h.rec.add,
-	})
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	sess, err := agent.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -328,4 +338,92 @@ func TestActivitySequence(t *testing.T) {
 			t.Errorf("activity sequence = %s", got)
 		}
 	})
+}
+
+func TestMCPToolPermission(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	drivers(t, func(t *testing.T, driver string) {
+		cfg := filepath.Join(t.TempDir(), "mcp.json")
+		b, _ := json.Marshal(mcptest.Config(exe))
+		if err := os.WriteFile(cfg, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var h *harness
+		marker := filepath.Join(t.TempDir(), "marker.txt")
+		h = startWith(t, driver, "mark\n@@TOOL mcp__study__write_marker {\"path\":\""+marker+"\"}\n@@TEXT Marked.", func(o *agent.Options) {
+			o.MCPConfigPath = cfg
+		})
+		ev, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+		if ev.Question.Tool != "mcp__study__write_marker" {
+			t.Fatalf("tool = %q", ev.Question.Tool)
+		}
+		if err := h.sess.Answer(ev.Question.ID, agent.Answer{OptionID: agent.OptionAllow}); err != nil {
+			t.Fatal(err)
+		}
+		h.rec.wait(t, next, "turn end", turnEnded)
+		if b, err := os.ReadFile(marker); err != nil || string(b) != "marker" {
+			t.Fatalf("marker = %q, %v", b, err)
+		}
+	})
+}
+
+func isResolved(by string) func(agent.Event) bool {
+	return func(ev agent.Event) bool { return ev.Kind == agent.EventQuestionResolved && ev.Resolved.By == by }
+}
+
+// A person answers the permission dialog in the terminal: the CLI ignores the
+// held hook from then on, so familiar must notice and release it.
+func TestPTYAnsweredInTerminal(t *testing.T) {
+	h := start(t, agent.DriverPTY, "make\n@@TOOL Bash {\"command\":\"touch typed.txt\"}\n@@TEXT Typed.")
+	ev, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+	// Wait until the dialog is on screen before typing into it.
+	waitScreen(t, h.sess, "Do you want to proceed?")
+	if err := h.sess.Input([]byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := h.rec.wait(t, next, "resolved in terminal", isResolved("terminal"))
+	if res.Resolved.QuestionID != ev.Question.ID {
+		t.Errorf("resolved %s, want %s", res.Resolved.QuestionID, ev.Question.ID)
+	}
+	h.rec.wait(t, next, "turn end", turnEnded)
+	if !h.exists("typed.txt") {
+		t.Error("the command answered in the terminal did not run")
+	}
+	if err := h.sess.Answer(ev.Question.ID, agent.Answer{OptionID: agent.OptionAllow}); err == nil {
+		t.Error("answering a question resolved in the terminal succeeded")
+	}
+}
+
+// Esc in the dialog interrupts the turn; no hook fires, the screen says so.
+func TestPTYInterrupted(t *testing.T) {
+	h := start(t, agent.DriverPTY, "make\n@@TOOL Bash {\"command\":\"touch never.txt\"}\n@@TEXT Never.")
+	_, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+	waitScreen(t, h.sess, "Do you want to proceed?")
+	if err := h.sess.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.wait(t, next, "resolved by the agent", isResolved("agent"))
+	ev, _ := h.rec.wait(t, next, "interrupted question", isQuestion(agent.KindQuestion))
+	if !strings.Contains(ev.Question.Text, "Interrupted") {
+		t.Errorf("question text = %q", ev.Question.Text)
+	}
+	if h.exists("never.txt") {
+		t.Error("the interrupted command ran")
+	}
+}
+
+func waitScreen(t *testing.T, s *agent.Session, text string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if strings.Contains(s.Screen().String(), text) {
+			return
+		}
+		// The screen has no change notification for tests; poll briefly.
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("screen never showed %q:\n%s", text, s.Screen().String())
 }

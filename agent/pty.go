@@ -229,7 +229,9 @@ func (d *ptyDriver) answerOnScreen(p *pendingQuestion, a Answer) error {
 		}
 	}
 	s := d.s
-	s.qs.remove(p.q.ID)
+	if !s.qs.remove(p.q.ID) {
+		return fmt.Errorf("%w: %s was already settled", ErrNoQuestion, p.q.ID)
+	}
 	p.resolveElsewhere()
 	d.mu.Lock()
 	d.fallback = nil

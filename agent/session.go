@@ -224,16 +224,18 @@ func (qs *questions) get(id string) *pendingQuestion {
 	return qs.byID[id]
 }
 
-func (qs *questions) remove(id string) {
+// remove reports whether id was pending (false: someone else settled it).
+func (qs *questions) remove(id string) bool {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	if _, ok := qs.byID[id]; !ok {
-		return
+		return false
 	}
 	delete(qs.byID, id)
 	if qs.onCount != nil {
 		qs.onCount(len(qs.byID))
 	}
+	return true
 }
 
 func (qs *questions) all() []*pendingQuestion {

@@ -300,14 +300,13 @@ func (o *Output) run(f *os.File) {
 			}
 			return
 		}
-		// Wake up to flush held-back bytes if nothing completes them.
-		if carry := o.hasCarry(); carry != deadlineSet {
-			deadlineSet = carry
-			var d time.Time
-			if carry {
-				d = time.Now().Add(o.carryFlush)
-			}
-			o.setDeadline(f, d)
+		// Wake up to flush held-back bytes if nothing completes them soon.
+		if o.hasCarry() {
+			deadlineSet = true
+			o.setDeadline(f, time.Now().Add(o.carryFlush))
+		} else if deadlineSet {
+			deadlineSet = false
+			o.setDeadline(f, time.Time{})
 		}
 	}
 }

@@ -180,6 +180,9 @@ func TestLargeOutput(t *testing.T) {
 	p := startHelper(t, Config{LogPath: log}, "write", itoa(n))
 	sub := p.Output().Subscribe(SubscribeOptions{Replay: true, MaxQueued: 256 << 10})
 	defer sub.Close()
+	// A subscriber that reads nothing until the end must not hold anything up.
+	stalled := p.Output().Subscribe(SubscribeOptions{MaxQueued: 64 << 10})
+	defer stalled.Close()
 
 	ctx := testContext(t)
 	var first, next, delivered, dropped int64 = -1, 0, 0, 0
@@ -214,6 +217,22 @@ func TestLargeOutput(t *testing.T) {
 		t.Errorf("Dropped() = %d, chunks reported %d", sub.Dropped(), dropped)
 	}
 	t.Logf("subscriber got %d bytes, missed %d", delivered, dropped)
+
+	c, err := stalled.Next(ctx)
+	if err != nil || len(c.Data) == 0 || len(c.Data) > 64<<10+readBufSize || c.Dropped != 0 {
+		t.Fatalf("stalled subscriber's first chunk: %d bytes at %d, %d dropped, %v", len(c.Data), c.Offset, c.Dropped, err)
+	}
+	if !bytes.Equal(c.Data, patternAt(c.Offset, c.Offset+int64(len(c.Data)))) {
+		t.Error("stalled subscriber's chunk differs from the stream")
+	}
+	end := c.Offset + int64(len(c.Data))
+	gap, err := stalled.Next(ctx)
+	if err != nil || len(gap.Data) != 0 || gap.Offset != n || gap.Offset-gap.Dropped != end || stalled.Dropped() != gap.Dropped {
+		t.Fatalf("stalled subscriber's gap = %d bytes at %d, %d dropped (total %d), %v; want the rest up to %d", len(gap.Data), gap.Offset, gap.Dropped, stalled.Dropped(), err, n)
+	}
+	if _, err := stalled.Next(ctx); err != io.EOF {
+		t.Errorf("stalled subscriber at end: %v", err)
+	}
 
 	want := sha256.New()
 	if err := writePattern(want, n); err != nil {

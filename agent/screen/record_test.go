@@ -38,6 +38,7 @@ import (
 var (
 	recordFlag = flag.Bool("record", false, "record screens from the real claude CLI into testdata/<version>/")
 	recordOnly = flag.String("record.only", "", "comma-separated scenario names to record (default: all)")
+	recordDump = flag.String("record.dump", "", "also write each scenario's whole PTY output to this dir (for study)")
 )
 
 const (
@@ -79,11 +80,20 @@ var scenarios = []scenario{
 		s.wait(hasAll("finished the slow answer", "? for shortcuts"))
 	}},
 	{name: "interrupted", run: func(s *session) {
+		// The turn must have made progress (here: a Read ran) for Esc to show
+		// "Interrupted"; before that, Esc puts the prompt back into the box.
+		s.waitIdle()
+		s.submit(fmt.Sprintf("@@TOOL Read {\"file_path\":%q}\n@@DELAY 60s\n@@TEXT too late", filepath.Join(s.repo, "README.md")))
+		s.wait(hasAll("esc to interrupt", "Read 1 file"))
+		s.keys("\x1b")
+		s.capture("interrupted", hasAll("Interrupted", "? for shortcuts"))
+	}},
+	{name: "interrupted-early", run: func(s *session) {
 		s.waitIdle()
 		s.submit("@@DELAY 60s\n@@TEXT too late")
 		s.wait(hasAll("esc to interrupt"))
 		s.keys("\x1b")
-		s.capture("interrupted", hasAll("Interrupted", "? for shortcuts"))
+		s.capture("interrupted-early", lacks("esc to interrupt"), hasAll("@@TEXT too late"))
 	}},
 	{name: "permission-bash", run: func(s *session) {
 		s.waitIdle()
@@ -141,17 +151,17 @@ var scenarios = []scenario{
 	{name: "api-error", run: func(s *session) {
 		s.waitIdle()
 		s.submit("@@ERROR 400 fake bad request")
-		s.capture("api-error", hasAll("fake bad request", "? for shortcuts"))
+		s.capture("api-error", hasAll("API Error: 400", "? for shortcuts"))
 	}},
 	{name: "api-error-500", run: func(s *session) {
 		s.waitIdle()
 		s.submit("@@ERROR 500 fake server error")
-		s.capture("api-error-500", hasAll("fake server error", "? for shortcuts"))
+		s.capture("api-error-500", hasAll("API Error: 500", "? for shortcuts"))
 	}},
 	{name: "login-error", run: func(s *session) {
 		s.waitIdle()
 		s.submit("@@ERROR 401 fake invalid x-api-key")
-		s.capture("login-error", hasAll("? for shortcuts"), lacks("esc to interrupt"), hasAny("401", "login", "API key"))
+		s.capture("login-error", hasAll("Invalid API key", "? for shortcuts"))
 	}},
 	{name: "dialog-api-key", noKeyAllow: true, run: func(s *session) {
 		s.capture("dialog-api-key", hasAll("Detected a custom API key", "Enter to confirm"))
@@ -202,6 +212,7 @@ func TestRecord(t *testing.T) {
 // session is one claude process under a PTY, its Screen and its raw output.
 type session struct {
 	t       *testing.T
+	name    string // the scenario's
 	version string
 	outDir  string
 	repo    string
@@ -247,7 +258,7 @@ func startSession(t *testing.T, claude, git, version, outDir string, srv *fakeap
 		t.Fatalf("start claude: %v", err)
 	}
 	s := &session{
-		t: t, version: version, outDir: outDir, repo: repo, cmd: cmd, ptmx: ptmx,
+		t: t, name: sc.name, version: version, outDir: outDir, repo: repo, cmd: cmd, ptmx: ptmx,
 		scr:     screen.New(recordCols, recordRows, ptmx),
 		exited:  make(chan struct{}),
 		readEnd: make(chan struct{}),
@@ -301,6 +312,14 @@ func (s *session) stop() {
 	_ = s.ptmx.Close()
 	<-s.readEnd
 	_ = s.scr.Close()
+	if *recordDump != "" {
+		s.mu.Lock()
+		raw := slices.Clone(s.raw.Bytes())
+		s.mu.Unlock()
+		if err := os.WriteFile(filepath.Join(*recordDump, s.name+".raw"), raw, 0o644); err != nil {
+			s.t.Error(err)
+		}
+	}
 }
 
 // cond is a condition on the screen, described for failure messages.

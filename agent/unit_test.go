@@ -1,0 +1,211 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func fakeCLI(t *testing.T, version string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\necho '" + version + " (Claude Code)'\n"
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFindCLI(t *testing.T) {
+	ctx := context.Background()
+	t.Run("configured and recent", func(t *testing.T) {
+		c, err := FindCLI(ctx, fakeCLI(t, "2.1.331"), "")
+		if err != nil || c.Version != "2.1.331" {
+			t.Fatalf("FindCLI = %+v, %v", c, err)
+		}
+	})
+	t.Run("too old", func(t *testing.T) {
+		_, err := FindCLI(ctx, fakeCLI(t, "2.0.9"), "")
+		if !errors.Is(err, ErrCLIUnavailable) || !strings.Contains(err.Error(), "older than the minimum") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("configured path missing", func(t *testing.T) {
+		_, err := FindCLI(ctx, "/nonexistent/claude", "")
+		if !errors.Is(err, ErrCLIUnavailable) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("not on PATH", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		_, err := FindCLI(ctx, "", t.TempDir())
+		if !errors.Is(err, ErrCLIUnavailable) || !strings.Contains(err.Error(), "npm install") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("tools dir", func(t *testing.T) {
+		tools := t.TempDir()
+		bin := filepath.Join(tools, "node_modules", ".bin")
+		os.MkdirAll(bin, 0o755)
+		os.Rename(fakeCLI(t, "2.1.330"), filepath.Join(bin, "claude"))
+		c, err := FindCLI(ctx, "", tools)
+		if err != nil || c.Path != filepath.Join(bin, "claude") {
+			t.Fatalf("FindCLI = %+v, %v", c, err)
+		}
+	})
+}
+
+func TestSeedConfigDirKeepsStateAndApprovesKeyTail(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".claude.json")
+	os.WriteFile(path, []byte(`{"numStartups":7,"projects":{"/other":{"x":1}}}`), 0o600)
+	key := "sk-ant-0123456789abcdefghijklmnopqrstuvwxyz"
+	if err := SeedConfigDir(dir, "/repo", key); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Onboarded bool           `json:"hasCompletedOnboarding"`
+		Startups  int            `json:"numStartups"`
+		Projects  map[string]any `json:"projects"`
+		Keys      struct {
+			Approved []string `json:"approved"`
+		} `json:"customApiKeyResponses"`
+	}
+	b, _ := os.ReadFile(path)
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !doc.Onboarded || doc.Startups != 7 || doc.Projects["/other"] == nil || doc.Projects["/repo"] == nil {
+		t.Errorf("seeded doc = %s", b)
+	}
+	if len(doc.Keys.Approved) != 1 || doc.Keys.Approved[0] != key[len(key)-20:] {
+		t.Errorf("approved = %v", doc.Keys.Approved)
+	}
+	if bytes.Contains(b, []byte(key)) {
+		t.Error("the whole key was written")
+	}
+	fi, _ := os.Stat(path)
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode = %v", fi.Mode())
+	}
+}
+
+func TestSessionEnvScrubsParentSession(t *testing.T) {
+	env := SessionEnv([]string{
+		"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_SESSION_ID=x", "CLAUDE_CODE_ENTRYPOINT=cli",
+		"CLAUDE_CODE_MAX_RETRIES=2", "ANTHROPIC_API_KEY=k", "HTTPS_PROXY=http://p", "CLAUDE_CONFIG_DIR=/home/u/.claude",
+	}, "/cfg", map[string]string{"TERM": "xterm-256color"})
+	got := strings.Join(env, " ")
+	for _, gone := range []string{"CLAUDECODE=", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "/home/u/.claude"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("%s not scrubbed: %s", gone, got)
+		}
+	}
+	for _, kept := range []string{"PATH=/bin", "CLAUDE_CODE_MAX_RETRIES=2", "ANTHROPIC_API_KEY=k", "HTTPS_PROXY=http://p", "CLAUDE_CONFIG_DIR=/cfg", "TERM=xterm-256color"} {
+		if !strings.Contains(got, kept) {
+			t.Errorf("%s missing: %s", kept, got)
+		}
+	}
+}
+
+func TestHookServerRejectsCallsWithoutTheSecret(t *testing.T) {
+	h, err := NewHookServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	called := false
+	url, secret, unregister := h.Register(func(ctx context.Context, event string, payload json.RawMessage) any {
+		called = true
+		return map[string]string{"ok": event}
+	})
+	body := `{"hook_event_name":"Stop"}`
+	for _, tc := range []struct {
+		name, auth string
+		want       int
+	}{
+		{"no secret", "", http.StatusUnauthorized},
+		{"wrong secret", "Bearer nope", http.StatusUnauthorized},
+		{"right secret", "Bearer " + secret, http.StatusOK},
+	} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: status %d, want %d", tc.name, resp.StatusCode, tc.want)
+		}
+	}
+	if !called {
+		t.Error("the authorised call did not reach the handler")
+	}
+	unregister()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("after unregister: status %d", resp.StatusCode)
+	}
+}
+
+func TestEndsWithQuestion(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"I can do A or B. Which one do you prefer?": true,
+		"Done.\n\nShould I also add tests?**":        true,
+		"Is it? No. Done.":                           false,
+		"All done.":                                  false,
+	} {
+		if got := endsWithQuestion(msg); got != want {
+			t.Errorf("endsWithQuestion(%q) = %v", msg, got)
+		}
+	}
+}
+
+func TestValidateAnswer(t *testing.T) {
+	perm := Question{Kind: KindPermission, Options: permissionOptions(), AllowText: true}
+	choice := Question{Kind: KindChoice, Options: []Option{{ID: "1"}, {ID: "2"}}}
+	for _, tc := range []struct {
+		q    Question
+		a    Answer
+		okay bool
+	}{
+		{perm, Answer{OptionID: "allow"}, true},
+		{perm, Answer{OptionID: "deny", Text: "no"}, true},
+		{perm, Answer{OptionID: "maybe"}, false},
+		{perm, Answer{}, false},
+		{perm, Answer{OptionID: "allow", UpdatedInput: json.RawMessage(`{"command":"ls"}`)}, true},
+		{perm, Answer{OptionID: "allow", UpdatedInput: json.RawMessage(`{`)}, false},
+		{choice, Answer{OptionID: "2"}, true},
+		{choice, Answer{Text: "free"}, false},
+		{choice, Answer{OptionID: "1", UpdatedInput: json.RawMessage(`{}`)}, false},
+	} {
+		err := validate(tc.q, tc.a)
+		if (err == nil) != tc.okay {
+			t.Errorf("validate(%s, %+v) = %v", tc.q.Kind, tc.a, err)
+		}
+	}
+}
+
+func TestAlwaysRulesAreSessionScoped(t *testing.T) {
+	sugg := json.RawMessage(`[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"python3 *"}],"behavior":"allow","destination":"localSettings"}]`)
+	rules := alwaysRules("Bash", json.RawMessage(`{"command":"python3 -c 1"}`), sugg)
+	b, _ := json.Marshal(rules)
+	if strings.Contains(string(b), "localSettings") || !strings.Contains(string(b), `"ruleContent":"python3 -c 1"`) {
+		t.Errorf("rules = %s", b)
+	}
+}

@@ -1,0 +1,255 @@
+package jsonrpc
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ServeStdio serves one client on in/out (familiar serve --stdio) until the
+// client closes in, sends exit, or ctx is done. out receives frames only.
+//
+// To stop reading, ServeStdio sets a past read deadline on in if it supports
+// one and closes it if it is an io.Closer. A blocking os.Stdin supports
+// neither in a way that interrupts a read in progress, so jsonrpc2's read
+// goroutine may outlive ServeStdio until that read returns; the process is
+// exiting by then. out is never closed.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	return s.ServeConn(ctx, &stdioConn{in: in, out: out})
+}
+
+type stdioConn struct {
+	in  io.Reader
+	out io.Writer
+}
+
+func (c *stdioConn) Read(p []byte) (int, error)  { return c.in.Read(p) }
+func (c *stdioConn) Write(p []byte) (int, error) { return c.out.Write(p) }
+
+func (c *stdioConn) Close() error {
+	interruptRead(c.in)
+	if cl, ok := c.in.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}
+
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// interruptRead makes a read in progress on r return, if r allows it.
+func interruptRead(r io.Reader) bool {
+	d, ok := r.(readDeadliner)
+	return ok && d.SetReadDeadline(time.Unix(1, 0)) == nil
+}
+
+// ErrSocketInUse is returned (wrapped) by Listen when a live familiar already
+// listens on the socket; the caller can Forward to it instead.
+var ErrSocketInUse = errors.New("another familiar is already listening on the socket")
+
+// Listener accepts clients on a unix socket; see Server.Listen.
+type Listener struct {
+	srv    *Server
+	path   string
+	ln     *net.UnixListener
+	file   fs.FileInfo // the socket file we made, so Close removes only ours
+	cancel context.CancelFunc
+
+	wg        sync.WaitGroup // the accept loop, its ctx watcher, every connection
+	closeOnce sync.Once
+}
+
+// Listen binds addr ("unix:PATH") with mode 0600 and serves every client
+// that connects, each with ServeConn, until ctx is done or Close is called.
+// All of them receive the Hub's notifications once initialized.
+//
+// The socket is bound under a random name in the same directory, chmod'ed
+// to 0600 and then renamed to PATH, so it is never reachable at PATH with
+// the umask's looser mode. A stale socket at PATH (nobody accepting) is
+// replaced; a live one makes Listen fail with ErrSocketInUse; anything that
+// is not a socket is left alone and is an error.
+func (s *Server) Listen(ctx context.Context, addr string) (*Listener, error) {
+	path, ok := strings.CutPrefix(addr, "unix:")
+	if !ok || path == "" {
+		return nil, fmt.Errorf("listen address %q is not of the form unix:PATH", addr)
+	}
+	if err := checkExisting(path); err != nil {
+		return nil, err
+	}
+	ln, file, err := listenPrivate(path)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	l := &Listener{srv: s, path: path, ln: ln, file: file, cancel: cancel}
+	l.wg.Add(2)
+	go func() {
+		defer l.wg.Done()
+		<-ctx.Done()
+		ln.Close() // unblocks Accept
+	}()
+	go func() {
+		defer l.wg.Done()
+		l.accept(ctx)
+	}()
+	s.log.Info("listening", "socket", path)
+	return l, nil
+}
+
+// Path is the socket's path.
+func (l *Listener) Path() string { return l.path }
+
+// Close stops accepting, closes every connection, waits for them to end and
+// removes the socket file. It must be called even after ctx is done (that
+// stops serving but leaves the socket file); it may be called more than once.
+func (l *Listener) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		l.cancel()
+		l.wg.Wait()
+		if fi, statErr := os.Lstat(l.path); statErr == nil && os.SameFile(fi, l.file) {
+			err = os.Remove(l.path)
+		}
+	})
+	return err
+}
+
+func (l *Listener) accept(ctx context.Context) {
+	var backoff time.Duration
+	for {
+		conn, err := l.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: retrying at once would
+			// spin, so back off a little, up to a second.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			l.srv.log.Warn("accepting a client failed", "err", err, "retryIn", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		backoff = 0
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			if err := l.srv.ServeConn(ctx, conn); err != nil {
+				l.srv.log.Warn("client connection ended with an error", "err", err)
+			}
+		}()
+	}
+}
+
+// checkExisting refuses to take over PATH unless it is free or a stale socket.
+func checkExisting(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSocket == 0 {
+		return fmt.Errorf("%s exists and is not a socket; not replacing it", path)
+	}
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return nil // stale: nobody accepts; listenPrivate's rename replaces it
+	}
+	conn.Close()
+	return fmt.Errorf("%s: %w", path, ErrSocketInUse)
+}
+
+func listenPrivate(path string) (*net.UnixListener, fs.FileInfo, error) {
+	// Short, because a socket path is limited to ~104 bytes.
+	tmp := filepath.Join(filepath.Dir(path), ".f"+rand.Text()[:8])
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, nil, err
+	}
+	// The file will be at path, not tmp; Close removes it itself.
+	ln.SetUnlinkOnClose(false)
+	fail := func(err error) (*net.UnixListener, fs.FileInfo, error) {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, nil, err
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fail(err)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	return ln, fi, nil
+}
+
+// Forward joins stdio to the familiar already listening on socketPath (how
+// a second familiar serve --stdio for the same repository joins the running
+// daemon): bytes from in go to the socket and bytes from the socket go to
+// out, unchanged — framing is the daemon's business.
+//
+// When in ends, Forward half-closes the socket; the daemon answers the
+// requests it has read and closes, and Forward returns nil. When the daemon
+// closes (or ctx is done, which returns ctx.Err()), Forward returns at once;
+// it stops its reader of in by setting a past read deadline when in supports
+// one, and otherwise leaves it blocked in a read that cannot be interrupted
+// (a blocking os.Stdin) — that goroutine ends at the next read, and the
+// process exits after Forward anyway. Forward never closes in or out.
+func Forward(ctx context.Context, socketPath string, in io.Reader, out io.Writer) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", socketPath)
+	if err != nil {
+		return fmt.Errorf("connecting to familiar at %s: %w", socketPath, err)
+	}
+	conn := c.(*net.UnixConn)
+	defer conn.Close()
+
+	upDone := make(chan struct{})
+	go func() { // in → daemon
+		defer close(upDone)
+		io.Copy(conn, in)
+		// The daemon treats this like the end of stdin: it finishes what it
+		// has and closes, which ends the other pump.
+		conn.CloseWrite()
+	}()
+	downDone := make(chan error, 1)
+	go func() { // daemon → out
+		_, err := io.Copy(out, conn)
+		downDone <- err
+	}()
+
+	select {
+	case err = <-downDone:
+	case <-ctx.Done():
+		conn.Close()
+		<-downDone
+		err = ctx.Err()
+	}
+	conn.Close() // a pending write from in now fails
+	if interruptRead(in) {
+		<-upDone
+	}
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("forwarding from familiar at %s: %w", socketPath, err)
+	}
+	return err
+}
