@@ -45,7 +45,7 @@ func (r *recorder) all() []agent.Event {
 }
 
 // wait returns the first event from index from on that matches, or fails.
-func (r *recorder) wait(t *testing.T, from int, what string, match func(agent.Event) bool) (agent.Event, int) {
+func (r *recorder) wait(t testing.TB, from int, what string, match func(agent.Event) bool) (agent.Event, int) {
 	t.Helper()
 	deadline := time.NewTimer(60 * time.Second)
 	defer deadline.Stop()
@@ -90,14 +90,14 @@ func turnEnded(ev agent.Event) bool {
 }
 
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	api  *fakeapi.Server
 	repo string
 	sess *agent.Session
 	rec  *recorder
 }
 
-func gitRepo(t *testing.T) string {
+func gitRepo(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, args := range [][]string{
@@ -123,7 +123,7 @@ func start(t *testing.T, driver, prompt string) *harness {
 	return startWith(t, driver, prompt, nil)
 }
 
-func startWith(t *testing.T, driver, prompt string, edit func(*agent.Options)) *harness {
+func startWith(t testing.TB, driver, prompt string, edit func(*agent.Options)) *harness {
 	t.Helper()
 	claude := testenv.Claude(t)
 	api := fakeapi.Start(fakeapi.PromptScript())

@@ -5,4 +5,47 @@
 // no-progress watchdog.
 //
 // It never knows what program it runs: nothing here is specific to claude.
+//
+// # Lifetime
+//
+// Start starts the child under a PTY (Setsid+Setctty: its own session, the
+// PTY as controlling terminal) or with pipes (Setpgid: its own process group).
+// It owns three kinds of goroutines, all waited for by Process.Close: exactly
+// one waiter per child, which collects the exit status and then closes Done;
+// one reader per output stream; and the watchdog's timer callbacks.
+// Done does not wait for output: descendants can keep the PTY or pipe open
+// after the child exits, so each stream says separately when it has been read
+// to its end (Output.Done). Close terminates whatever is left, waits for the
+// streams, and releases everything.
+//
+// # Output
+//
+// Every byte goes, in order, to the stream's log file (mode 0600), to a ring
+// buffer of the tail, and to each subscriber's bounded queue. A slow
+// subscriber never slows the child: when its queue is full it misses output,
+// and the next chunk it gets says how many bytes it missed, as a range of the
+// log file (see Output.Subscribe). Subscribers get text cut only at UTF-8
+// character boundaries. A log write error stops the log and is reported
+// (Output.LogErr, Config.OnLogError); the child is not affected.
+//
+// # Termination
+//
+// Terminate sends SIGTERM to the child, to every descendant and to their
+// process groups, waits the grace period on the injected clock, then sends
+// SIGKILL, and polls /proc until nothing of the tree is left. The tree is
+// found by parent links and by a token in the environment (TreeEnv) that
+// descendants inherit, so it includes commands that started their own session
+// (claude runs each Bash tool command with setsid; those survive a SIGKILL of
+// claude) and processes reparented after their parent died. EnableSubreaper
+// makes such orphans reparent to familiar instead of init; Terminate reaps
+// the ones that belong to the tree. Signals go through pidfds where the kernel
+// has them, so a recycled pid is never signalled.
+//
+// An Identity (pid, process group, start time, boot, tree token) outlives
+// familiar: a restarted familiar uses Identity.Alive to see whether a task's
+// process is still the same one, and TerminateTree to stop it.
+//
+// # Platform
+//
+// Linux only: process trees are read from /proc.
 package procs

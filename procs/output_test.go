@@ -22,11 +22,11 @@ func TestCompleteUTF8(t *testing.T) {
 		{"a\xe2\x82", 1},     // 2 of 3
 		{"a\xf0\x9f\x98", 1}, // 3 of 4
 		{"\xf0\x9f\x98\x80", 4},
-		{"a\xff", 2},        // invalid: passes now
-		{"a\xe2x", 3},       // broken sequence: passes
+		{"a\xff", 2},         // invalid: passes now
+		{"a\xe2x", 3},        // broken sequence: passes
 		{"a\x82\x82\x82", 4}, // stray continuation bytes pass
-		{"a\xf0\x82", 3},    // not a valid prefix (F0 needs 90..BF next)
-		{"a\xed\xa0", 3},    // surrogate prefix: never valid
+		{"a\xf0\x82", 3},     // not a valid prefix (F0 needs 90..BF next)
+		{"a\xed\xa0", 3},     // surrogate prefix: never valid
 	} {
 		if got := completeUTF8([]byte(tc.in)); got != tc.want {
 			t.Errorf("completeUTF8(%q) = %d, want %d", tc.in, got, tc.want)

@@ -226,8 +226,12 @@ func (t *terminator) gone() bool { return t.rootExited() && len(t.live()) == 0 }
 // signal sends sig to every live member and to each of their process groups
 // (which also reaches anything forked into a group since the last scan).
 // Groups are signalled only while a known member is in them, so a group id
-// is never one that was freed and reused.
+// is never one that was freed and reused. SIGTERM is followed by SIGCONT:
+// a stopped process would otherwise not act on it until the SIGKILL.
 func (t *terminator) signal(sig unix.Signal) {
+	if sig == unix.SIGTERM {
+		defer t.signal(unix.SIGCONT)
+	}
 	selfGroup := unix.Getpgrp()
 	groups := make(map[int]bool)
 	if !t.rootExited() && t.root.PGID > 1 {

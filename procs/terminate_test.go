@@ -1,6 +1,7 @@
 package procs
 
 import (
+	"context"
 	"regexp"
 	"strconv"
 	"syscall"
@@ -42,6 +43,23 @@ func TestTerminateAfterGrace(t *testing.T) {
 	}
 	if st, ok := p.ExitStatus(); !ok || st.Signal != syscall.SIGKILL {
 		t.Errorf("status = %v, %v; want killed by SIGKILL", st, ok)
+	}
+}
+
+// TestTerminateDoneContext: a done context cuts the grace short; the tree
+// is still killed.
+func TestTerminateDoneContext(t *testing.T) {
+	checkLeaks(t)
+	clk := clock.NewFake(time.Unix(1000, 0))
+	p := startHelper(t, Config{Clock: clk}, "ignore-term")
+	waitOutput(t, p.Output(), "ready")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Terminate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := p.ExitStatus(); st.Signal != syscall.SIGKILL {
+		t.Errorf("status = %v, want killed by SIGKILL", st)
 	}
 }
 

@@ -62,9 +62,12 @@ func (s *Store) writer() {
 	for range s.wake {
 		for {
 			s.mu.Lock()
-			n := min(len(s.pending), maxBatch)
-			batch := slices.Clone(s.pending[:n])
-			s.pending = slices.Delete(s.pending, 0, n)
+			batch := s.pending
+			if len(batch) > maxBatch {
+				batch, s.pending = batch[:maxBatch:maxBatch], slices.Clone(batch[maxBatch:])
+			} else {
+				s.pending = nil
+			}
 			closed := s.closed
 			more := len(s.pending) > 0
 			s.mu.Unlock()

@@ -84,7 +84,7 @@ var scenarios = []scenario{
 		// "Interrupted"; before that, Esc puts the prompt back into the box.
 		s.waitIdle()
 		s.submit(fmt.Sprintf("@@TOOL Read {\"file_path\":%q}\n@@DELAY 60s\n@@TEXT too late", filepath.Join(s.repo, "README.md")))
-		s.wait(hasAll("esc to interrupt", "Read 1 file"))
+		s.wait(hasAll("esc to interrupt"), hasAny("Reading README.md", "Read 1 file"))
 		s.keys("\x1b")
 		s.capture("interrupted", hasAll("Interrupted", "? for shortcuts"))
 	}},

@@ -60,8 +60,12 @@ func newRepo(t *testing.T) string {
 // the run outlives runTimeout or the test, so nothing is left behind.
 func runClaude(t *testing.T, srv *fakeapi.Server, repo, prompt string, args ...string) run {
 	t.Helper()
+	return runClaudeIn(t, srv, repo, filepath.Join(t.TempDir(), "claude-config"), prompt, args...)
+}
+
+func runClaudeIn(t *testing.T, srv *fakeapi.Server, repo, configDir, prompt string, args ...string) run {
+	t.Helper()
 	claude := testenv.Claude(t)
-	configDir := filepath.Join(t.TempDir(), "claude-config")
 	if err := agent.SeedConfigDir(configDir, repo, fakeapi.APIKey); err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +119,13 @@ func TestExplore(t *testing.T) {
 	srv := fakeapi.Start(fakeapi.PromptScript())
 	defer srv.Close()
 	repo := newRepo(t)
-	r := runClaude(t, srv, repo, os.Getenv("FAKEAPI_PROMPT"), splitArgs(os.Getenv("FAKEAPI_ARGS"))...)
+	r := runClaudeIn(t, srv, repo, filepath.Join(filepath.Dir(repo), "cfg"), os.Getenv("FAKEAPI_PROMPT"), splitArgs(os.Getenv("FAKEAPI_ARGS"))...)
 	t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	if p2 := os.Getenv("FAKEAPI_PROMPT2"); p2 != "" {
+		sid, _ := r.lines[0]["session_id"].(string)
+		r2 := runClaudeIn(t, srv, repo, filepath.Join(filepath.Dir(repo), "cfg"), p2, "--resume", sid)
+		t.Logf("stdout2:\n%s\nstderr:\n%s", r2.stdout, r2.stderr)
+	}
 	for i, req := range srv.Requests() {
 		os.WriteFile(filepath.Join(dump, "req"+string(rune('0'+i))+".json"), req.Raw, 0o644)
 		h, _ := json.Marshal(req.Header)
