@@ -121,7 +121,8 @@ func (s *Session) endTurn(t *TurnEnded) {
 	s.notifyLocked()
 	s.mu.Unlock()
 	s.setActivity(Activity{State: ActivityIdle})
-	s.emit(Event{Kind: EventTurnEnded, Turn: t})
+	// The question goes first, so a consumer that sees TurnEnded already
+	// knows the turn ended waiting on the person rather than done.
 	if !t.Failed && t.BackgroundTasks == 0 && endsWithQuestion(t.LastMessage) {
 		p := &pendingQuestion{
 			q:      Question{Kind: KindQuestion, Text: t.LastMessage, AllowText: true},
@@ -129,7 +130,9 @@ func (s *Session) endTurn(t *TurnEnded) {
 		}
 		s.qs.add(p)
 		s.emit(Event{Kind: EventQuestion, Question: &p.q})
+		t.Asks = p.q.ID
 	}
+	s.emit(Event{Kind: EventTurnEnded, Turn: t})
 }
 
 // ask registers a question, emits it and waits for its answer. ok is false

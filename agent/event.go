@@ -108,6 +108,8 @@ type TurnEnded struct {
 	CostUSD         float64 `json:"costUsd,omitempty"`
 	InputTokens     int     `json:"inputTokens,omitempty"`
 	OutputTokens    int     `json:"outputTokens,omitempty"`
+	// Asks is the id of the prose question the turn ended with, if any.
+	Asks string `json:"asks,omitempty"`
 }
 
 // Exited reports the end of the process.

@@ -166,9 +166,9 @@ func TestHookServerRejectsCallsWithoutTheSecret(t *testing.T) {
 func TestEndsWithQuestion(t *testing.T) {
 	for msg, want := range map[string]bool{
 		"I can do A or B. Which one do you prefer?": true,
-		"Done.\n\nShould I also add tests?**":        true,
-		"Is it? No. Done.":                           false,
-		"All done.":                                  false,
+		"Done.\n\nShould I also add tests?**":       true,
+		"Is it? No. Done.":                          false,
+		"All done.":                                 false,
 	} {
 		if got := endsWithQuestion(msg); got != want {
 			t.Errorf("endsWithQuestion(%q) = %v", msg, got)

@@ -56,6 +56,7 @@ func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) error {
 	// Add is only ever called on the read goroutine, which is the one that
 	// runs drain, so Wait here cannot race with Add.
 	c.stream.drain = c.handlers.Wait
+	c.slots = make(chan struct{}, maxInFlight)
 	c.async = jsonrpc2.AsyncHandler(handlerFunc(c.serve))
 	log.Debug("connection open")
 	rpc := jsonrpc2.NewConn(ctx, c.stream, c, jsonrpc2.SetLogger(printfLogger{log}))
@@ -78,6 +79,13 @@ func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) error {
 	return err
 }
 
+// maxInFlight bounds the requests of one connection that run at once. Past
+// it, Handle waits for one to finish before reading on, so a client that
+// floods requests (or never reads their responses) is slowed down by TCP-like
+// backpressure instead of growing goroutines and buffered params without
+// bound. No real client comes near it.
+const maxInFlight = 128
+
 type initState int
 
 const (
@@ -97,6 +105,8 @@ type connection struct {
 
 	// handlers counts running request handlers; ServeConn waits for them.
 	handlers sync.WaitGroup
+	// slots holds one token per running request (see maxInFlight).
+	slots chan struct{}
 
 	mu sync.Mutex
 	// state, initDone, shutdown, closed, pending and subscriber are guarded by mu.
@@ -131,9 +141,15 @@ func (c *connection) Handle(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonrp
 		c.notification(rpc, req)
 		return
 	}
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		<-c.slots
 		return // nobody would read the response
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -178,17 +194,18 @@ func (c *connection) admitLocked(method string) (early error, waitInit chan stru
 // serve runs one request on its own goroutine and sends exactly one response.
 func (c *connection) serve(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	defer c.handlers.Done()
+	defer func() { <-c.slots }()
 	cl := ctx.Value(callKey{}).(*call)
 	defer cl.cancel()
-	if cl.registered {
-		defer func() {
-			c.mu.Lock()
-			delete(c.pending, req.ID)
-			c.mu.Unlock()
-		}()
-	}
 	start := time.Now()
 	result, err := c.run(ctx, rpc, req, cl)
+	if cl.registered {
+		// Before replying: a client may reuse the id as soon as it has the
+		// response.
+		c.mu.Lock()
+		delete(c.pending, req.ID)
+		c.mu.Unlock()
+	}
 	c.reply(rpc, req, result, err, time.Since(start))
 	if cl.isInit {
 		c.finishInitialize(err == nil)

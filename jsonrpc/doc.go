@@ -21,7 +21,8 @@
 //     -32601 for unknown methods, $/cancelRequest cancels the request's
 //     context (-32800), shutdown then exit closes the connection. Requests run
 //     on their own goroutines (jsonrpc2.AsyncHandler), so a slow method never
-//     blocks reading.
+//     blocks reading; at most maxInFlight (128) run at once per connection,
+//     beyond which reading waits (backpressure rather than unbounded memory).
 //
 // errors.go holds rpcError, the one function that turns errors into codes.
 //

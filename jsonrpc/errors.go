@@ -21,6 +21,9 @@ func rpcError(err error, log *slog.Logger, method string) *jsonrpc2.Error {
 	switch {
 	case errors.As(err, &pe):
 		e := &jsonrpc2.Error{Code: int64(pe.Code), Message: pe.Message}
+		if e.Message == "" {
+			e.Message = "familiar could not complete the request."
+		}
 		if pe.Data != nil {
 			if data, merr := json.Marshal(pe.Data); merr == nil {
 				e.Data = (*json.RawMessage)(&data)

@@ -83,24 +83,33 @@ func newHarness(t *testing.T, maxQueuedBytes int) *harness {
 	return h
 }
 
-// pipe serves one connection over net.Pipe and returns its client end and
-// ServeConn's result.
-func (h *harness) pipe(t *testing.T) (*client, <-chan error) {
+// pipe serves one connection over net.Pipe. It returns the client end and
+// a function that waits for ServeConn to return and gives its result.
+func (h *harness) pipe(t *testing.T) (*client, func() error) {
 	a, b := net.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.srv.ServeConn(ctx, a) }()
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = h.srv.ServeConn(ctx, a)
+	}()
+	wait := func() error {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(waitTimeout):
+			t.Fatal("ServeConn did not return")
+		}
+		return err
+	}
 	c := newClient(t, b, b, b)
 	t.Cleanup(func() {
 		cancel()
 		b.Close()
-		select {
-		case <-done:
-		case <-time.After(waitTimeout):
-			t.Error("ServeConn did not return")
-		}
+		wait()
 	})
-	return c, done
+	return c, wait
 }
 
 // syncBuffer is a goroutine-safe log sink; it outlives the test harmlessly.
@@ -334,8 +343,8 @@ func leakedGoroutines() []string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var leaked []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "jsonrpc.leakedGoroutines") {
-			continue // this goroutine
+		if strings.Contains(g, "jsonrpc.leakedGoroutines") || strings.Contains(g, "testing.tRunner(") {
+			continue // this goroutine, and tests running subtests
 		}
 		if strings.Contains(g, "familiar/jsonrpc.") || strings.Contains(g, "sourcegraph/jsonrpc2") {
 			leaked = append(leaked, g)

@@ -137,11 +137,11 @@ func TestInvalidRequests(t *testing.T) {
 func TestBrokenHeadersCloseConnection(t *testing.T) {
 	checkLeaks(t)
 	h := newHarness(t, 0)
-	c, done := h.pipe(t)
+	c, wait := h.pipe(t)
 	io.WriteString(c.w, "Content-Type: application/json\r\n\r\n{}")
 	wantError(t, c.next(), protocol.CodeParseError, "-")
 	c.waitClosed()
-	if err := await(t, "ServeConn", done); err == nil {
+	if err := wait(); err == nil {
 		t.Error("ServeConn returned nil after a framing error")
 	}
 }
@@ -149,7 +149,7 @@ func TestBrokenHeadersCloseConnection(t *testing.T) {
 func TestLifecycle(t *testing.T) {
 	checkLeaks(t)
 	h := newHarness(t, 0)
-	c, done := h.pipe(t)
+	c, wait := h.pipe(t)
 
 	wantError(t, c.call(protocol.MethodTaskGet, map[string]any{"id": "x"}), protocol.CodeServerNotInitialized, "-")
 	wantError(t, c.call("no/such", nil), protocol.CodeServerNotInitialized, "-")
@@ -166,7 +166,7 @@ func TestLifecycle(t *testing.T) {
 	wantError(t, c.call(protocol.MethodTaskGet, map[string]any{"id": "x"}), protocol.CodeInvalidRequest, "-")
 	c.notify(protocol.MethodExit, nil)
 	c.waitClosed()
-	if err := await(t, "ServeConn", done); err != nil {
+	if err := wait(); err != nil {
 		t.Errorf("ServeConn after exit: %v", err)
 	}
 }
@@ -386,8 +386,8 @@ func TestForward(t *testing.T) {
 		if err := await(t, "Forward", done); err != nil {
 			t.Errorf("Forward: %v", err)
 		}
-		c.waitClosed() // Forward never closes out; the cleanup does
-		outW.Close()
+		outW.Close() // Forward never closes out
+		c.waitClosed()
 	})
 	t.Run("daemon closes", func(t *testing.T) {
 		checkLeaks(t)

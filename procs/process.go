@@ -118,7 +118,7 @@ func (s ExitStatus) String() string {
 // reader per output stream. Done is closed when the child has exited and been
 // reaped — its output may still be draining then (descendants can hold the
 // PTY open); Output().Done() says when a stream has been read to its end.
-// Close must be called exactly once the Process is no longer needed (after
+// Close must be called once the Process is no longer needed (after
 // Done, or to stop it): it terminates what is left of the tree, waits for the
 // output to drain, and stops every goroutine of the Process.
 type Process struct {

@@ -36,8 +36,9 @@ type ErrorData struct {
 	Field string `json:"field,omitempty"`
 	// Status is the task's state that forbade the action (-32003).
 	Status Status `json:"status,omitempty"`
-	// Files are the conflicting paths (-32004).
-	Files []string `json:"files,omitempty"`
+	// Files are the conflicting paths (-32004). omitzero, not omitempty, so
+	// a Conflict sends [] rather than no files key.
+	Files []string `json:"files,omitzero"`
 	// Kind and ID say what was not found (-32001).
 	Kind string `json:"kind,omitempty"`
 	ID   string `json:"id,omitempty"`

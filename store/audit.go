@@ -32,8 +32,8 @@ type auditValue struct {
 }
 
 // AppendAudit appends e to the audit log and returns its audit seq (a
-// sequence of its own, unrelated to event seqs) once it is durable. See
-// submit for what ctx cancellation means.
+// sequence of its own, unrelated to event seqs) once it is durable. If ctx
+// ends first, see Cancellation in the package doc.
 func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (uint64, error) {
 	if e.Action == "" {
 		return 0, fmt.Errorf("store: append audit: %w: empty action", ErrInvalid)

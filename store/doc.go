@@ -80,4 +80,15 @@
 // durable. If one queued write fails, the transaction is rolled back and the
 // rest are applied again without it, so a write lands or fails on its own.
 // Reads use bbolt read transactions directly and see only committed data.
+//
+// # Cancellation
+//
+// A write whose context is done before it is queued writes nothing. Once
+// queued, it shares a transaction with other callers' writes and cannot be
+// taken back: if the context ends while the caller waits, the call returns
+// ctx.Err() at once, and the write may still be committed. A caller that
+// must know (say, to avoid appending an event twice) has to look.
+//
+// Close commits everything queued before it, stops the writer and waits for
+// it; writes after Close return ErrClosed.
 package store

@@ -37,70 +37,110 @@ type eventValue struct {
 // Seqs increase in commit order. Calls from different goroutines may return
 // in any order, so a caller that must publish events in seq order has to
 // serialize its appends and publishes (one goroutine, or a lock) itself.
-// See submit for what ctx cancellation means.
+// If ctx ends first, see Cancellation in the package doc.
 func (s *Store) AppendEvent(ctx context.Context, taskID, kind string, data json.RawMessage) (uint64, error) {
+	seqs, err := s.AppendEvents(ctx, []NewEvent{{TaskID: taskID, Kind: kind, Data: data}})
+	if err != nil {
+		return 0, err
+	}
+	return seqs[0], nil
+}
+
+// NewEvent is one event to append.
+type NewEvent struct {
+	TaskID string
+	Kind   string
+	Data   json.RawMessage
+}
+
+// AppendEvents appends evs in one write, with consecutive seqs in the order
+// given, and returns their seqs once they are durable. A publisher that must
+// send events in seq order uses it to persist everything it has queued with
+// one commit instead of one commit per event.
+func (s *Store) AppendEvents(ctx context.Context, evs []NewEvent) ([]uint64, error) {
+	tails := make([][]byte, len(evs))
+	for i, e := range evs {
+		tail, err := encodeEventTail(e.TaskID, e.Kind, e.Data)
+		if err != nil {
+			return nil, err
+		}
+		tails[i] = tail
+	}
+	seqs := make([]uint64, len(evs))
+	err := s.submit(ctx, func(tx *bolt.Tx) error {
+		for i, e := range evs {
+			n, err := appendEventTx(tx, s.clock.Now().UTC(), e.TaskID, tails[i])
+			if err != nil {
+				return err
+			}
+			seqs[i] = n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: append %d events: %w", len(evs), err)
+	}
+	return seqs, nil
+}
+
+// encodeEventTail validates an event and encodes everything but the fields
+// the writer assigns, in the caller's goroutine: encoding validates and
+// compacts data, which is linear in its size, and the writer is shared by
+// everyone.
+func encodeEventTail(taskID, kind string, data json.RawMessage) ([]byte, error) {
 	if len(taskID) > maxIDLen {
-		return 0, fmt.Errorf("store: append event: %w: task id is %d bytes", ErrInvalid, len(taskID))
+		return nil, fmt.Errorf("store: append event: %w: task id is %d bytes", ErrInvalid, len(taskID))
 	}
 	if kind == "" {
-		return 0, fmt.Errorf("store: append event for %q: %w: empty kind", taskID, ErrInvalid)
+		return nil, fmt.Errorf("store: append event for %q: %w: empty kind", taskID, ErrInvalid)
 	}
 	if err := validJSON("event data", data); err != nil {
-		return 0, fmt.Errorf("store: append event %s for %q: %w", kind, taskID, err)
+		return nil, fmt.Errorf("store: append event %s for %q: %w", kind, taskID, err)
 	}
-	// Encode everything but the fields the writer assigns here, in the
-	// caller's goroutine: encoding validates and compacts data, which is
-	// linear in its size, and the writer is shared by everyone.
 	tail, err := json.Marshal(struct {
 		TaskID string          `json:"taskId,omitempty"`
 		Kind   string          `json:"kind"`
 		Data   json.RawMessage `json:"data,omitempty"`
 	}{taskID, kind, data})
 	if err != nil {
-		return 0, fmt.Errorf("store: append event %s for %q: %w", kind, taskID, err)
+		return nil, fmt.Errorf("store: append event %s for %q: %w", kind, taskID, err)
 	}
-	tail = tail[1:] // drop '{': the writer prepends its own fields
+	return tail[1:], nil // drop '{': the writer prepends its own fields
+}
 
-	var seq uint64
-	err = s.submit(ctx, func(tx *bolt.Tx) error {
-		events := tx.Bucket(bucketEvents)
-		n, err := events.NextSequence()
-		if err != nil {
-			return err
-		}
-		var taskSeq uint64
-		if taskID != "" {
-			tb, err := tx.Bucket(bucketEventsByTask).CreateBucketIfNotExists([]byte(taskID))
-			if err != nil {
-				return err
-			}
-			if taskSeq, err = tb.NextSequence(); err != nil {
-				return err
-			}
-			if err := tb.Put(u64(n), []byte{}); err != nil {
-				return err
-			}
-		}
-		// Stamped here, not at the call, so that At never goes backwards as
-		// seq goes forward (with a monotonic clock).
-		at := s.clock.Now().UTC()
-		v := make([]byte, 0, 64+len(tail))
-		v = append(v, `{"taskSeq":`...)
-		v = strconv.AppendUint(v, taskSeq, 10)
-		v = append(v, `,"at":"`...)
-		v = at.AppendFormat(v, time.RFC3339Nano)
-		v = append(v, `",`...)
-		v = append(v, tail...)
-		if err := events.Put(u64(n), v); err != nil {
-			return err
-		}
-		seq = n
-		return nil
-	})
+// appendEventTx writes one event in the writer's transaction. at is stamped
+// here, not at the call, so that At never goes backwards as seq goes forward
+// (with a monotonic clock).
+func appendEventTx(tx *bolt.Tx, at time.Time, taskID string, tail []byte) (uint64, error) {
+	events := tx.Bucket(bucketEvents)
+	n, err := events.NextSequence()
 	if err != nil {
-		return 0, fmt.Errorf("store: append event %s for %q: %w", kind, taskID, err)
+		return 0, err
 	}
-	return seq, nil
+	var taskSeq uint64
+	if taskID != "" {
+		tb, err := tx.Bucket(bucketEventsByTask).CreateBucketIfNotExists([]byte(taskID))
+		if err != nil {
+			return 0, err
+		}
+		if taskSeq, err = tb.NextSequence(); err != nil {
+			return 0, err
+		}
+		if err := tb.Put(u64(n), []byte{}); err != nil {
+			return 0, err
+		}
+	}
+	v := make([]byte, 0, 64+len(tail))
+	v = append(v, `{"taskSeq":`...)
+	v = strconv.AppendUint(v, taskSeq, 10)
+	v = append(v, `,"at":"`...)
+	v = at.AppendFormat(v, time.RFC3339Nano)
+	v = append(v, `",`...)
+	v = append(v, tail...)
+	if err := events.Put(u64(n), v); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // Events returns up to limit (<= 0 means DefaultLimit) events with seq >

@@ -10,7 +10,7 @@ import (
 )
 
 // PutSetting stores value (JSON) under name, replacing any previous value.
-// See submit for what ctx cancellation means.
+// If ctx ends first, see Cancellation in the package doc.
 func (s *Store) PutSetting(ctx context.Context, name string, value json.RawMessage) error {
 	if err := validID("setting name", name); err != nil {
 		return fmt.Errorf("store: put setting: %w", err)

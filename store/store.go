@@ -57,7 +57,7 @@ type Options struct {
 }
 
 // Store is familiar's embedded database. Its methods are safe for concurrent
-// use. Close it exactly once when done (further calls are no-ops).
+// use. Close it when done; later calls of Close return the first one's result.
 type Store struct {
 	db      *bolt.DB
 	path    string

@@ -383,3 +383,39 @@ func TestFailedWriteDoesNotSinkBatch(t *testing.T) {
 		t.Errorf("events of a = %+v, %v; want one with TaskSeq 1", evs, err)
 	}
 }
+
+// TestBatchIsBounded: more than maxBatch queued writes are split over
+// transactions of at most maxBatch, and all of them land.
+func TestBatchIsBounded(t *testing.T) {
+	leakcheck(t)
+	ctx := context.Background()
+	s := openStore(t, t.TempDir(), nil)
+	entered, release := holdWriter(s)
+	defer release()
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := s.AppendEvent(ctx, "", "blocker", nil); err != nil {
+			t.Error(err)
+		}
+	})
+	<-entered
+	const n = maxBatch + 10
+	for i := range n {
+		wg.Go(func() {
+			if _, err := s.AppendEvent(ctx, fmt.Sprintf("task-%d", i%7), "tick", nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitFor(t, "all writes queued", func() bool { return pendingWrites(s) == n })
+	before := s.commits.Load()
+	release()
+	wg.Wait()
+	if got := s.commits.Load() - before; got != 3 {
+		t.Errorf("commits = %d, want 3 (the blocker, %d, then 10)", got, maxBatch)
+	}
+	if last, err := s.LastSeq(); err != nil || last != n+1 {
+		t.Errorf("LastSeq = %d, %v; want %d", last, err, n+1)
+	}
+}

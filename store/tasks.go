@@ -55,7 +55,7 @@ func validJSON(what string, data json.RawMessage) error {
 }
 
 // PutTask creates or replaces the task rec.ID. It returns once the task is
-// durable (see submit for what ctx cancellation means).
+// durable (if ctx ends first, see Cancellation in the package doc).
 func (s *Store) PutTask(ctx context.Context, rec TaskRecord) error {
 	if err := validID("task id", rec.ID); err != nil {
 		return fmt.Errorf("store: put task: %w", err)

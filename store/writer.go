@@ -17,13 +17,9 @@ type writeOp struct {
 	done  chan error // capacity 1, so the writer never waits on a caller that gave up
 }
 
-// submit queues apply for the writer and waits until it is durable.
-//
-// If ctx is done before the write is queued, nothing is written. If ctx is
-// done while waiting, submit returns ctx.Err() at once, but the write stays
-// queued and may still be committed: callers that must know (e.g. to avoid a
-// duplicate event) have to look. Cancellation cannot take a write back out of
-// a transaction that other callers share.
+// submit queues apply for the writer and waits until it is durable, or
+// until ctx is done (see Cancellation in the package doc: the write stays
+// queued and may still be committed).
 func (s *Store) submit(ctx context.Context, apply func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err

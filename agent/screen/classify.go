@@ -71,6 +71,7 @@ type Option struct {
 	Label       string
 	Description string // the line(s) under the label, if any
 	Selected    bool   // highlighted by ❯: Enter chooses it
+	Checked     bool   // an OptionToggle whose box is ticked
 	Kind        OptionKind
 }
 
@@ -80,7 +81,11 @@ type OptionKind int
 const (
 	// OptionAnswer answers with the label.
 	OptionAnswer OptionKind = iota
-	// OptionTypeSomething turns into a text field: type the answer, then Enter.
+	// OptionToggle ticks or unticks a box of a multi-select question; the
+	// answer is sent from the review tab.
+	OptionToggle
+	// OptionTypeSomething ("Type something.") turns into a text field: type
+	// the answer, then Enter.
 	OptionTypeSomething
 	// OptionChat ("Chat about this") leaves the question to talk instead.
 	OptionChat
@@ -93,9 +98,7 @@ func Classify(s Snapshot) Classification {
 	for _, p := range patterns {
 		if c, ok := p.match(v); ok {
 			c.State = p.state
-			if c.Pattern == "" {
-				c.Pattern = p.name
-			}
+			c.Pattern = p.name
 			return c
 		}
 	}

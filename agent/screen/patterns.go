@@ -7,102 +7,120 @@ import (
 )
 
 // This file is everything familiar knows about the text of Claude Code's
-// screens (CLI 2.1.330, fullscreen renderer, see RendererEnv). Each pattern is
-// proven by the recordings under testdata/<version>/ named in its comment;
-// when a new CLI version changes a screen, re-record (record_test.go) and fix
-// the pattern here.
+// screens (CLI 2.1.330, fullscreen renderer: see RendererEnv). Each pattern
+// names the recordings under testdata/<version>/ that prove it. When a new
+// CLI version changes a screen, re-record (record_test.go) and fix it here.
 
 // Text the TUI draws, as matched.
 var (
-	// A horizontal rule: the top and bottom of the input box and of dialogs.
+	// A horizontal rule: the top and bottom of the input box, the top of a
+	// dialog.
 	reRule = regexp.MustCompile(`^\s*─{8,}\s*$`)
-	// The input line of the prompt box; the text typed so far follows.
-	rePromptLine = regexp.MustCompile(`^❯[ \x{00a0}]?(.*)$`)
+	// The input line of the prompt box, with what is in it.
+	rePromptLine = regexp.MustCompile(`^❯(?: (.*))?$`)
+	// A prompt of the conversation, echoed in the transcript.
+	reEchoedPrompt = regexp.MustCompile(`^❯ \S`)
 	// The footer while a turn runs.
 	reEscToInterrupt = regexp.MustCompile(`esc to interrupt`)
-	// The spinner line: glyph, random verb with an ellipsis, "(4s · ↓ 5 tokens)".
-	reSpinner = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+\S.*…`)
+	// The spinner line: a glyph, a random verb and an ellipsis, maybe
+	// "(4s · ↓ 5 tokens)".
+	reSpinner = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+\S+…`)
 
-	// Tool permission dialogs (§2.3–2.5).
+	// Tool permission dialogs.
 	rePermissionQuestion = regexp.MustCompile(`^\s*(Do you want to (?:proceed|create .+|make this edit to .+|.+)\?)\s*$`)
 	rePermissionFooter   = regexp.MustCompile(`^\s*Esc to cancel · Tab to amend`)
-	rePermissionTip      = regexp.MustCompile(`^\s*Tip: `)
-	reDashedRule         = regexp.MustCompile(`^\s*╌{8,}\s*$`)
+	// Body lines of a permission dialog that are not about the call.
+	rePermissionNoise = regexp.MustCompile(`^\s*(Tip: .*|╌{8,})\s*$`)
 
-	// AskUserQuestion (§2.7).
+	// AskUserQuestion: the tab header ("←  ☐ Database  ☐ Features  ✔ Submit  →"
+	// or " ☐ Color") and the footer.
+	reChoiceHeader = regexp.MustCompile(`^\s*(?:←\s+)?[☐☒✔] \S`)
 	reChoiceFooter = regexp.MustCompile(`^\s*Enter to select · .*Esc to cancel`)
-	reChoiceHeader = regexp.MustCompile(`[☐☒✔]`)
 
 	// A numbered option: "❯ 1. Yes", "  2. No", "  4. [ ] Type something".
 	reNumbered = regexp.MustCompile(`^(\s*)(❯\s*)?(\d)\.\s+(.*)$`)
 	// A multi-select checkbox before a label: "[ ] Auth", "[✔] Export".
-	reCheckbox = regexp.MustCompile(`^\[[ ✔xX]\]\s*`)
+	reCheckbox = regexp.MustCompile(`^\[([ ✔])\]\s+`)
 	// The highlighted line of an unnumbered list: "❯ No, exit".
-	reSelected = regexp.MustCompile(`^(\s*)❯\s(.*)$`)
+	reSelected = regexp.MustCompile(`^(\s*)❯ (.*)$`)
 
-	// After Esc, a rejected permission, or an interrupting message (§2.2, §2.6).
-	reInterrupted = regexp.MustCompile(`Interrupted · What should Claude do instead\?`)
+	// Outcomes of the last turn, shown under its echoed prompt.
+	reInterrupted = regexp.MustCompile(`^\s*⎿\s+(Interrupted · What should Claude do instead\?)\s*$`)
+	reAPIError    = regexp.MustCompile(`^\s*[●⎿]\s+(API Error: (\d{3})\b.*)$`)
+	reLoginError  = regexp.MustCompile(`^\s*[●⎿]\s+((?:Invalid API key|OAuth token has expired|Not logged in)\b.*|.*Please run /login.*)$`)
 
-	// Errors the API returned, shown in the transcript above the prompt.
-	reAPIError   = regexp.MustCompile(`API Error: (\d{3})\b.*`)
-	reLoginError = regexp.MustCompile(`(?i)(invalid api key|please run /login|authentication_error|x-api-key)`)
-
-	// Dialogs that are not tool permissions (§1.2, §1.3, §1.5, §1.6).
+	// Dialogs that are not tool permissions.
 	reConfirmFooter = regexp.MustCompile(`^\s*Enter to confirm · Esc to cancel`)
+
+	// The window title while a turn runs: a turning half circle
+	// ("◐ Claude Code", "◑ Claude Code"). Idle or waiting on a person it is
+	// "✳ Claude Code".
+	reTitleWorking = regexp.MustCompile(`^[◐◓◑◒] `)
 )
 
-// Special AskUserQuestion options (§2.7).
+// placeholders are hints the CLI writes into an empty input box (dimmed,
+// which a Snapshot does not keep). testdata: api-error-500, login-error.
+var placeholders = map[string]bool{
+	"Resend your message to try again": true,
+	"Once fixed, resend your message":  true,
+}
+
+// Special AskUserQuestion options.
 var optionKinds = map[string]OptionKind{
 	"Type something.": OptionTypeSomething,
 	"Type something":  OptionTypeSomething, // multi-select spells it without the dot
 	"Chat about this": OptionChat,
 }
 
-// selectDialogs are the first-run and safety dialogs: a title, a body, an
-// unnumbered list moved with Up/Down, "Enter to confirm · Esc to cancel".
-var selectDialogs = []struct {
-	name  string
-	title *regexp.Regexp
-}{
-	// testdata: dialog-trust. Default highlight is "No, exit"; digits do nothing.
-	{"trust", regexp.MustCompile(`^\s*Accessing workspace:`)},
-	// testdata: dialog-api-key. Default highlight is "No (recommended)".
-	{"api-key", regexp.MustCompile(`^\s*Detected a custom API key in your environment`)},
-	// CLAUDE-CLI.md §1.5 (not recorded: needs --dangerously-skip-permissions).
-	{"bypass-permissions", regexp.MustCompile(`^\s*WARNING: Claude Code running in Bypass Permissions mode`)},
-	// CLAUDE-CLI.md §1.6 (not recorded: familiar passes --strict-mcp-config).
-	{"mcp-server", regexp.MustCompile(`^\s*New MCP server found in this project`)},
-}
-
 // patterns are tried in order; the first match wins. Dialogs come first: they
-// replace the prompt box. Working comes before the prompt-box patterns because
-// the box stays on screen while a turn runs.
+// take the place of the prompt box. Working comes before the patterns that
+// read the prompt box, which stays on screen while a turn runs.
 var patterns = []pattern{
 	// testdata: permission-bash, permission-bash-rule, permission-write,
-	// permission-edit. Title is the dialog's title line, Text the question,
-	// Detail the body (command, file, description), Options the numbered
-	// answers (the last one is "No").
+	// permission-edit. Title is the dialog's title line, Text its question,
+	// Detail the body (description, command or file, diff), Options the
+	// numbered answers; the first is "Yes", the last "No".
 	{name: "permission", state: Permission, match: matchPermission},
 	// testdata: choice-single, choice-multi, choice-multi-select,
-	// choice-review. Title is the tab header, Text the question, Options the
-	// numbered answers with their descriptions.
+	// choice-review. Title is the tab header, Text the question, Options
+	// the numbered answers with their descriptions, Detail what the review
+	// tab summarises.
 	{name: "choice", state: Choice, match: matchChoice},
-	// testdata: dialog-trust, dialog-api-key. The Classification's Pattern
-	// is the dialog's name from selectDialogs; Title its title, Text its
-	// question, Options the list (no digits: Up/Down and Enter).
-	{name: "select-dialog", state: Dialog, match: matchSelectDialog},
+	// The first-run and safety dialogs: a title, a body, an unnumbered list
+	// moved with Up/Down and chosen with Enter (digits do nothing), and
+	// "Enter to confirm · Esc to cancel". Title is the first line, Text the
+	// question (the title if there is none), Detail the body, Options the
+	// list.
+	//
+	// testdata: dialog-trust. "No, exit" is highlighted at first.
+	{name: "trust", state: Dialog, match: selectDialog(`^\s*Accessing workspace:`)},
+	// testdata: dialog-api-key. "No (recommended)" is highlighted at first.
+	{name: "api-key", state: Dialog, match: selectDialog(`^\s*Detected a custom API key in your environment`)},
+	// Not recorded (needs --dangerously-skip-permissions): tested with the
+	// screen of CLAUDE-CLI.md §1.5.
+	{name: "bypass-permissions", state: Dialog, match: selectDialog(`^\s*WARNING: Claude Code running in Bypass Permissions mode`)},
+	// Not recorded (familiar passes --strict-mcp-config): tested with the
+	// screen of CLAUDE-CLI.md §1.6.
+	{name: "mcp-server", state: Dialog, match: selectDialog(`^\s*New MCP server found in this project`)},
 	// testdata: working. Text is the spinner line, Detail the footer.
 	{name: "working", state: Working, match: matchWorking},
-	// testdata: interrupted, interrupted-permission.
+	// testdata: interrupted, interrupted-permission. Text is the question.
 	{name: "interrupted", state: Interrupted, match: matchInterrupted},
-	// testdata: login-error. Text is the error line, Detail the status.
+	// testdata: login-error. Text is the message.
 	{name: "login-error", state: Dialog, match: matchLoginError},
-	// testdata: api-error, api-error-500. Text is the error line, Detail the
+	// testdata: api-error, api-error-500. Text is the message, Detail the
 	// HTTP status.
 	{name: "api-error", state: Dialog, match: matchAPIError},
-	// testdata: idle, idle-after-turn. Text is what is typed in the box,
-	// Detail the footer.
+	// testdata: idle, idle-after-turn, interrupted-early. Text is what is
+	// typed in the box (several lines joined by "\n"), Detail the footer.
 	{name: "idle", state: Idle, match: matchIdle},
+}
+
+// TitleWorking reports whether a window title (Snapshot.Title) says a turn
+// is running. testdata: working (title "◐ Claude Code"), idle ("✳ Claude
+// Code").
+func TitleWorking(title string) bool {
+	return reTitleWorking.MatchString(title)
 }
 
 func matchPermission(v *view) (Classification, bool) {
@@ -114,22 +132,20 @@ func matchPermission(v *view) (Classification, bool) {
 	if q < 0 {
 		return Classification{}, false
 	}
-	opts := v.numberedOptions(q+1, footer-1, false)
+	opts, _ := v.numberedOptions(q+1, footer-1, false)
 	if len(opts) == 0 {
 		return Classification{}, false
 	}
 	top := v.lastMatch(reRule, 0, q-1)
-	if top < 0 {
+	title := v.nextNonBlank(top)
+	if top < 0 || title >= q {
 		return Classification{}, false
 	}
-	title := v.nextNonBlank(top)
 	var body []string
 	for i := title + 1; i < q; i++ {
-		l := v.trimmed(i)
-		if l == "" || reDashedRule.MatchString(l) || rePermissionTip.MatchString(l) {
-			continue
+		if l := v.trimmed(i); l != "" && !rePermissionNoise.MatchString(l) {
+			body = append(body, l)
 		}
-		body = append(body, l)
 	}
 	return Classification{
 		Title:   v.trimmed(title),
@@ -140,57 +156,57 @@ func matchPermission(v *view) (Classification, bool) {
 }
 
 func matchChoice(v *view) (Classification, bool) {
-	footer := v.lastMatch(reChoiceFooter, v.last-1, v.last)
-	if footer < 0 {
-		return Classification{}, false
-	}
-	header := v.lastMatch(reChoiceHeader, 0, footer-1)
-	if header < 0 {
+	header := v.lastMatch(reChoiceHeader, 0, v.last)
+	if header < 1 || !reRule.MatchString(v.line(header-1)) {
 		return Classification{}, false
 	}
 	q := v.nextNonBlank(header)
-	if q < 0 || q >= footer {
+	if q < 0 {
 		return Classification{}, false
 	}
-	opts := v.numberedOptions(q+1, footer-1, true)
-	if len(opts) == 0 {
+	end := v.last
+	if reChoiceFooter.MatchString(v.line(end)) {
+		end = v.prevNonBlank(end)
+	}
+	opts, used := v.numberedOptions(q+1, end, true)
+	// Everything from the question down is the dialog: an unexpected line
+	// at the bottom means this is something else.
+	if len(opts) == 0 || used != end {
 		return Classification{}, false
 	}
-	for i := range opts {
-		opts[i].Label = reCheckbox.ReplaceAllString(opts[i].Label, "")
-		opts[i].Kind = optionKinds[opts[i].Label]
-	}
+	first := v.firstMatch(reNumbered, q+1, end)
 	return Classification{
 		Title:   v.trimmed(header),
 		Text:    v.trimmed(q),
 		Options: opts,
+		Detail:  v.join(q+1, first-1),
 	}, true
 }
 
-func matchSelectDialog(v *view) (Classification, bool) {
-	footer := v.lastMatch(reConfirmFooter, v.last-1, v.last)
-	if footer < 0 {
-		return Classification{}, false
-	}
-	for _, d := range selectDialogs {
-		title := v.lastMatch(d.title, 0, footer-1)
-		if title < 0 {
-			continue
+// selectDialog matches a select dialog whose title line matches title.
+func selectDialog(title string) func(v *view) (Classification, bool) {
+	reTitle := regexp.MustCompile(title)
+	return func(v *view) (Classification, bool) {
+		footer := v.lastMatch(reConfirmFooter, v.last-1, v.last)
+		if footer < 0 {
+			return Classification{}, false
 		}
-		opts, first := v.selectList(title+1, footer-1)
+		top := v.lastMatch(reTitle, 0, footer-1)
+		if top < 0 {
+			return Classification{}, false
+		}
+		opts, first := v.selectList(top+1, footer-1)
 		if len(opts) == 0 {
 			return Classification{}, false
 		}
-		c := Classification{Pattern: d.name, Title: v.trimmed(title), Options: opts}
+		c := Classification{Title: v.trimmed(top), Text: v.trimmed(top), Options: opts}
 		var body []string
-		for i := title + 1; i < first; i++ {
+		for i := top + 1; i < first; i++ {
 			if l := v.trimmed(i); l != "" {
 				body = append(body, l)
 			}
 		}
-		// The question is the last body line that asks one; otherwise the
-		// title says what the dialog wants.
-		c.Text = c.Title
+		// The question, if the dialog asks one, is its last line ending in "?".
 		for i := len(body) - 1; i >= 0; i-- {
 			if strings.HasSuffix(body[i], "?") {
 				c.Text = body[i]
@@ -201,7 +217,6 @@ func matchSelectDialog(v *view) (Classification, bool) {
 		c.Detail = strings.Join(body, "\n")
 		return c, true
 	}
-	return Classification{}, false
 }
 
 func matchWorking(v *view) (Classification, bool) {
@@ -216,76 +231,44 @@ func matchWorking(v *view) (Classification, bool) {
 	return c, true
 }
 
-// promptBox finds the input box at the bottom: a rule, "❯ " and what is
-// typed (maybe several lines), a rule, then the footer. It returns the
-// indexes of the two rules.
-func (v *view) promptBox() (top, bottom int, ok bool) {
-	// The footer is one or two lines under the box.
-	bottom = v.lastMatch(reRule, v.last-3, v.last)
-	if bottom < 0 {
-		return 0, 0, false
-	}
-	top = v.lastMatch(reRule, 0, bottom-1)
-	if top < 0 || top == bottom-1 {
-		return 0, 0, false
-	}
-	if !rePromptLine.MatchString(v.line(top + 1)) {
-		return 0, 0, false
-	}
-	return top, bottom, true
-}
-
-// aboveBox returns the indexes of the last few non-blank lines above the
-// prompt box, nearest first: where the last turn's outcome is shown.
-func (v *view) aboveBox(top, n int) []int {
-	var out []int
-	for i := v.prevNonBlank(top); i >= 0 && len(out) < n; i = v.prevNonBlank(i) {
-		out = append(out, i)
-	}
-	return out
-}
-
 func matchInterrupted(v *view) (Classification, bool) {
-	top, _, ok := v.promptBox()
+	from, to, ok := v.lastTurn()
 	if !ok {
 		return Classification{}, false
 	}
-	for _, i := range v.aboveBox(top, 3) {
-		if m := reInterrupted.FindString(v.line(i)); m != "" {
-			return Classification{Text: m}, true
-		}
+	if i := v.lastMatch(reInterrupted, from, to); i >= 0 {
+		return Classification{Text: reInterrupted.FindStringSubmatch(v.line(i))[1]}, true
 	}
 	return Classification{}, false
 }
 
 func matchLoginError(v *view) (Classification, bool) {
-	top, _, ok := v.promptBox()
+	from, to, ok := v.lastTurn()
 	if !ok {
 		return Classification{}, false
 	}
-	for _, i := range v.aboveBox(top, 3) {
-		if reLoginError.MatchString(v.line(i)) {
-			c := Classification{Text: trimTranscriptMark(v.line(i))}
-			if m := reAPIError.FindStringSubmatch(v.line(i)); m != nil {
-				c.Detail = m[1]
-			}
-			return c, true
-		}
+	if i := v.lastMatch(reLoginError, from, to); i >= 0 {
+		return Classification{Text: reLoginError.FindStringSubmatch(v.line(i))[1]}, true
 	}
 	return Classification{}, false
 }
 
 func matchAPIError(v *view) (Classification, bool) {
-	top, _, ok := v.promptBox()
+	from, to, ok := v.lastTurn()
 	if !ok {
 		return Classification{}, false
 	}
-	for _, i := range v.aboveBox(top, 3) {
-		if m := reAPIError.FindStringSubmatch(v.line(i)); m != nil {
-			return Classification{Text: trimTranscriptMark(v.line(i)), Detail: m[1]}, true
-		}
+	i := v.lastMatch(reAPIError, from, to)
+	if i < 0 {
+		return Classification{}, false
 	}
-	return Classification{}, false
+	m := reAPIError.FindStringSubmatch(v.line(i))
+	// A long message wraps onto indented lines.
+	text := m[1]
+	for j := i + 1; j <= to && indent(v.line(j)) == 2; j++ {
+		text += " " + v.trimmed(j)
+	}
+	return Classification{Text: text, Detail: m[2]}, true
 }
 
 func matchIdle(v *view) (Classification, bool) {
@@ -296,43 +279,77 @@ func matchIdle(v *view) (Classification, bool) {
 	var typed []string
 	for i := top + 1; i < bottom; i++ {
 		l := v.line(i)
-		if m := rePromptLine.FindStringSubmatch(l); m != nil && i == top+1 {
-			l = m[1]
+		if i == top+1 {
+			l = rePromptLine.FindStringSubmatch(l)[1]
 		}
 		typed = append(typed, strings.TrimSpace(l))
 	}
-	return Classification{
-		Text:   strings.TrimSpace(strings.Join(typed, "\n")),
-		Detail: v.join(bottom+1, v.last),
-	}, true
-}
-
-// trimTranscriptMark drops the "⎿" or "●" the transcript puts before a line.
-func trimTranscriptMark(s string) string {
-	s = strings.TrimSpace(s)
-	for _, mark := range []string{"⎿", "●"} {
-		s = strings.TrimSpace(strings.TrimPrefix(s, mark))
+	text := strings.TrimSpace(strings.Join(typed, "\n"))
+	if placeholders[text] {
+		text = ""
 	}
-	return s
+	return Classification{Text: text, Detail: v.join(bottom+1, v.last)}, true
 }
 
-// numberedOptions reads "❯ 1. label" lines in [from, to]. A line indented to
-// the label's column or deeper continues the option before it: its
-// description when describe is set (AskUserQuestion), otherwise a wrapped
-// label. Other lines (rules, "Submit") end nothing and are skipped.
-func (v *view) numberedOptions(from, to int, describe bool) []Option {
-	var opts []Option
-	labelCol := -1
+// promptBox finds the input box at the bottom of the screen: a rule, "❯ "
+// with what is typed (maybe several lines), a rule, then the footer. It
+// returns the indexes of the two rules.
+func (v *view) promptBox() (top, bottom int, ok bool) {
+	bottom = v.lastMatch(reRule, v.last-2, v.last) // the footer is one or two lines
+	if bottom < 0 {
+		return 0, 0, false
+	}
+	top = v.lastMatch(reRule, 0, bottom-1)
+	if top < 0 || top == bottom-1 || !rePromptLine.MatchString(v.line(top+1)) {
+		return 0, 0, false
+	}
+	return top, bottom, true
+}
+
+// lastTurn returns the lines between the last prompt echoed in the
+// transcript and the input box (the top of the screen if the prompt has
+// scrolled away): where the CLI reports how the turn ended.
+func (v *view) lastTurn() (from, to int, ok bool) {
+	top, _, ok := v.promptBox()
+	if !ok {
+		return 0, 0, false
+	}
+	return v.lastMatch(reEchoedPrompt, 0, top-1) + 1, top - 1, true
+}
+
+// numberedOptions reads the "❯ 1. label" lines in [from, to]. A line
+// indented to the label's column or deeper continues the option before it:
+// as its description when describe is set (AskUserQuestion), otherwise as a
+// wrapped label. Rules and other lines are skipped. It also returns the
+// index of the last line that belonged to an option.
+func (v *view) numberedOptions(from, to int, describe bool) (opts []Option, last int) {
+	last = -1
+	labelCol := 0
 	for i := max(from, 0); i <= min(to, len(v.lines)-1); i++ {
 		l := v.lines[i]
 		if m := reNumbered.FindStringSubmatch(l); m != nil {
 			d, _ := strconv.Atoi(m[3])
-			opts = append(opts, Option{Digit: d, Label: strings.TrimSpace(m[4]), Selected: m[2] != ""})
+			o := Option{Digit: d, Label: strings.TrimSpace(m[4]), Selected: m[2] != ""}
 			labelCol = len([]rune(l)) - len([]rune(m[4]))
+			if cb := reCheckbox.FindStringSubmatch(o.Label); cb != nil {
+				o.Label = strings.TrimSpace(o.Label[len(cb[0]):])
+				o.Kind = OptionToggle
+				o.Checked = cb[1] != " "
+				labelCol += len([]rune(cb[0]))
+			}
+			if k, ok := optionKinds[o.Label]; ok {
+				o.Kind = k
+			}
+			opts = append(opts, o)
+			last = i
 			continue
 		}
 		t := strings.TrimSpace(l)
-		if len(opts) == 0 || t == "" || reRule.MatchString(l) || indent(l) < labelCol {
+		if reRule.MatchString(l) {
+			last = i
+			continue
+		}
+		if len(opts) == 0 || t == "" || indent(l) < labelCol {
 			continue
 		}
 		o := &opts[len(opts)-1]
@@ -341,20 +358,21 @@ func (v *view) numberedOptions(from, to int, describe bool) []Option {
 		} else {
 			o.Label += " " + t
 		}
+		last = i
 	}
-	return opts
+	return opts, last
 }
 
 // selectList reads an unnumbered list in [from, to]: the line marked "❯ "
-// and the lines around it that start at the same column as its text. It
-// returns the options and the index of the first one.
+// and the lines around it that start at the column of its text. It returns
+// the options and the index of the first one.
 func (v *view) selectList(from, to int) ([]Option, int) {
 	sel := v.lastMatch(reSelected, from, to)
 	if sel < 0 {
 		return nil, -1
 	}
 	m := reSelected.FindStringSubmatch(v.line(sel))
-	col := len(m[1]) + 2 // "❯ " is two columns
+	col := len(m[1]) + 2 // "❯ " takes two columns
 	member := func(i int) bool {
 		l := v.line(i)
 		return strings.TrimSpace(l) != "" && indent(l) == col

@@ -116,6 +116,17 @@ var scenarios = []scenario{
 		s.keys("1")
 		s.wait(hasAll("? for shortcuts"))
 	}},
+	{name: "permission-write-long", run: func(s *session) {
+		s.waitIdle()
+		var content strings.Builder
+		for i := range 120 {
+			fmt.Fprintf(&content, "line %d of a long file\n", i+1)
+		}
+		s.submit(fmt.Sprintf(`@@TOOL Write {"file_path":%q,"content":%q}`, filepath.Join(s.repo, "long.txt"), content.String()))
+		s.capture("permission-write-long", hasAll("Do you want to create long.txt?", "Esc to cancel"))
+		s.keys("3")
+		s.wait(hasAll("? for shortcuts"))
+	}},
 	{name: "permission-edit", files: map[string]string{"hello.txt": "hello world\n"}, run: func(s *session) {
 		s.waitIdle()
 		path := filepath.Join(s.repo, "hello.txt")
@@ -128,7 +139,11 @@ var scenarios = []scenario{
 		s.waitIdle()
 		s.submit(`@@TOOL AskUserQuestion {"questions":[{"question":"Which color?","header":"Color","options":[{"label":"Red","description":"Warm and bright"},{"label":"Blue","description":"Cool and calm"}],"multiSelect":false}]}`)
 		s.capture("choice-single", hasAll("Which color?", "Enter to select"))
-		s.keys("2")
+		s.keys("3")
+		s.wait(lacks("Red"))
+		s.keys("Green")
+		s.capture("choice-typing", hasAll("Green"))
+		s.keys("\r")
 		s.wait(hasAll("? for shortcuts"))
 	}},
 	{name: "choice-multi", run: func(s *session) {
@@ -142,7 +157,7 @@ var scenarios = []scenario{
 		s.keys("1")
 		s.wait(hasAll("[✔] Auth"))
 		s.keys("3")
-		s.wait(hasAll("[✔] Export"))
+		s.capture("choice-multi-checked", hasAll("[✔] Auth", "[✔] Export"))
 		s.keys("\x1b[C") // Right: the review tab
 		s.capture("choice-review", hasAll("Review your answers"))
 		s.keys("1")
@@ -379,7 +394,10 @@ func (s *session) waitFor(timeout time.Duration, conds []cond) screen.Snapshot {
 		case <-s.changed:
 		case <-s.exited:
 			// Output written just before exit may still be in the reader.
-			<-s.readEnd
+			select {
+			case <-s.readEnd:
+			case <-time.After(quietMax):
+			}
 			if snap := s.scr.Snapshot(); holds(snap, conds) {
 				return snap
 			}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/familiar-dev/familiar/internal/doctor"
+	"github.com/familiar-dev/familiar/procs"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -22,6 +23,7 @@ var version = "dev"
 const usage = `familiar — runs Claude Code agents, one git worktree per task.
 
 Usage:
+  familiar serve --stdio     serve an editor over JSON-RPC on stdin/stdout
   familiar doctor            check git, claude, credentials and the data dir
   familiar version           print the version
 
@@ -43,6 +45,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "serve":
+		// Orphaned descendants of agents reparent to familiar, so stopping
+		// a task can find and reap them.
+		if err := procs.EnableSubreaper(); err != nil {
+			logger.Warn("cannot become a subreaper; orphaned tool processes may outlive their task", "err", err)
+		}
+		return serve(ctx, args[1:], os.Stdin, stdout, stderr, logger)
 	case "doctor":
 		return doctor.Run(ctx, doctor.Options{
 			ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,9 +20,18 @@ import (
 	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
+// End-to-end tests: the real claude CLI in -p mode against the fake API.
+//
+// Traffic seen with CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (what Env
+// sets), CLI 2.1.330: only POST /v1/messages?beta=true, one per model turn,
+// no side requests, in -p mode and in the TUI alike. With non-essential
+// traffic enabled the CLI also calls /api/hello on the base URL, and the TUI
+// (not -p) sends a session-title request after each prompt
+// (testdata/requests/tui_title.json).
+
 // runTimeout bounds one claude run. A trivial turn takes 1–2 s; the margin
 // is for a loaded 2-core machine.
-const runTimeout = 60 * time.Second
+const runTimeout = 90 * time.Second
 
 // run is one finished `claude -p` process.
 type run struct {
@@ -55,17 +66,15 @@ func newRepo(t *testing.T) string {
 	return dir
 }
 
-// runClaude runs `claude -p` with prompt in repo against srv and waits for
-// it to exit. The process runs in its own process group, which is killed if
-// the run outlives runTimeout or the test, so nothing is left behind.
+// runClaude runs `claude -p` with prompt in repo against srv, with a fresh
+// config dir, and waits for it to exit. claude runs in its own process
+// group, killed when the run outlives runTimeout; afterwards no process may
+// be left that carries the run's config dir in its environment (Bash tool
+// commands run in sessions of their own, so the group alone proves nothing).
 func runClaude(t *testing.T, srv *fakeapi.Server, repo, prompt string, args ...string) run {
 	t.Helper()
-	return runClaudeIn(t, srv, repo, filepath.Join(t.TempDir(), "claude-config"), prompt, args...)
-}
-
-func runClaudeIn(t *testing.T, srv *fakeapi.Server, repo, configDir, prompt string, args ...string) run {
-	t.Helper()
 	claude := testenv.Claude(t)
+	configDir := filepath.Join(t.TempDir(), "claude-config")
 	if err := agent.SeedConfigDir(configDir, repo, fakeapi.APIKey); err != nil {
 		t.Fatal(err)
 	}
@@ -78,121 +87,201 @@ func runClaudeIn(t *testing.T, srv *fakeapi.Server, repo, configDir, prompt stri
 	defer cancel()
 	argv := append([]string{"-p", "--output-format", "stream-json", "--verbose",
 		"--permission-mode", "default"}, args...)
-	argv = append(argv, "--", prompt)
+	argv = append(argv, "--", prompt) // a prompt after --allowedTools would be read as a tool
 	cmd := exec.CommandContext(ctx, claude, argv...)
 	cmd.Dir = repo
 	cmd.Env = agent.SessionEnv(os.Environ(), configDir, extra)
-	cmd.Stdin = nil
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
+	cmd.WaitDelay = 10 * time.Second
 
 	start := time.Now()
 	err := cmd.Run()
 	t.Logf("claude ran %v (exit: %v)", time.Since(start).Round(time.Millisecond), err)
 	if ctx.Err() != nil {
-		t.Fatalf("claude did not finish within %v\nstdout:\n%s\nstderr:\n%s", runTimeout, stdout.String(), stderr.String())
+		t.Errorf("claude did not finish within %v\nstdout:\n%s\nstderr:\n%s", runTimeout, stdout.String(), stderr.String())
 	}
-	// Anything of the group still alive (a tool's child) goes too.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the group's stragglers, if any
+	if pids := processesWithEnv("CLAUDE_CONFIG_DIR=" + configDir); len(pids) > 0 {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Errorf("processes left behind by claude: %v", pids)
+	}
 
 	r := run{stdout: stdout.String(), stderr: stderr.String(), err: err}
 	sc := bufio.NewScanner(strings.NewReader(r.stdout))
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
 		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			r.lines = append(r.lines, m)
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Errorf("stdout line is not JSON: %q", sc.Text())
+			continue
 		}
+		r.lines = append(r.lines, m)
+	}
+	if r.result() == nil {
+		t.Fatalf("no result line\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
 	return r
 }
 
-// TestExplore dumps the raw requests of a run to $FAKEAPI_DUMP (a dir).
-func TestExplore(t *testing.T) {
-	dump := os.Getenv("FAKEAPI_DUMP")
-	if dump == "" {
-		t.Skip("set FAKEAPI_DUMP=dir to dump real traffic")
+// processesWithEnv returns the pids of processes whose environment holds
+// the exact entry kv (Linux /proc; elsewhere it finds nothing).
+func processesWithEnv(kv string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		for _, v := range bytes.Split(b, []byte{0}) {
+			if string(v) == kv {
+				pids = append(pids, pid)
+				break
+			}
+		}
 	}
-	srv := fakeapi.Start(fakeapi.PromptScript())
-	defer srv.Close()
-	repo := newRepo(t)
-	r := runClaudeIn(t, srv, repo, filepath.Join(filepath.Dir(repo), "cfg"), os.Getenv("FAKEAPI_PROMPT"), splitArgs(os.Getenv("FAKEAPI_ARGS"))...)
-	t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
-	if p2 := os.Getenv("FAKEAPI_PROMPT2"); p2 != "" {
-		sid, _ := r.lines[0]["session_id"].(string)
-		r2 := runClaudeIn(t, srv, repo, filepath.Join(filepath.Dir(repo), "cfg"), p2, "--resume", sid)
-		t.Logf("stdout2:\n%s\nstderr:\n%s", r2.stdout, r2.stderr)
-	}
-	for i, req := range srv.Requests() {
-		os.WriteFile(filepath.Join(dump, "req"+string(rune('0'+i))+".json"), req.Raw, 0o644)
-		h, _ := json.Marshal(req.Header)
-		os.WriteFile(filepath.Join(dump, "req"+string(rune('0'+i))+".header"), h, 0o644)
+	return pids
+}
+
+// noSideTraffic checks what the package doc promises about the CLI's
+// traffic with non-essential traffic disabled.
+func noSideTraffic(t *testing.T, srv *fakeapi.Server) {
+	t.Helper()
+	for i, r := range srv.Requests() {
+		if r.IsSideRequest() {
+			t.Errorf("request %d is a side request (%s): %s", i, r.SideKind(), r.Raw)
+		}
 	}
 	for _, o := range srv.OtherRequests() {
-		t.Logf("other: %s %s", o.Path, o.Raw)
+		t.Errorf("unexpected request %s: %s", o.Path, o.Raw)
 	}
 }
 
-// TestExploreTUI runs the interactive CLI under tmux and dumps its traffic.
-func TestExploreTUI(t *testing.T) {
-	dump := os.Getenv("FAKEAPI_DUMP_TUI")
-	if dump == "" {
-		t.Skip("set FAKEAPI_DUMP_TUI=dir")
-	}
-	claude := testenv.Claude(t)
+func TestCLIPlainText(t *testing.T) {
+	t.Parallel()
 	srv := fakeapi.Start(fakeapi.PromptScript())
 	defer srv.Close()
 	repo := newRepo(t)
-	configDir := filepath.Join(t.TempDir(), "cfg")
-	agent.SeedConfigDir(configDir, repo, fakeapi.APIKey)
-	extra := srv.Env()
-	extra["HOME"] = t.TempDir()
-	if os.Getenv("FAKEAPI_NO_DISABLE") != "" {
-		delete(extra, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
+	prompt := "Say hello\n@@TEXT Hello from the script.\\nSecond line."
+	r := runClaude(t, srv, repo, prompt)
+
+	res := r.result()
+	if res["is_error"] != false || res["subtype"] != "success" || res["result"] != "Hello from the script.\nSecond line." {
+		t.Errorf("result %v\nstderr:\n%s", res, r.stderr)
 	}
-	env := agent.SessionEnv(os.Environ(), configDir, extra)
-	var sh strings.Builder
-	sh.WriteString("#!/bin/sh\n")
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		sh.WriteString("export " + k + "='" + strings.ReplaceAll(v, "'", `'\''`) + "'\n")
+	if r.err != nil {
+		t.Errorf("exit: %v", r.err)
 	}
-	sh.WriteString("cd " + repo + "\nexec " + claude + " --permission-mode default\n")
-	script := filepath.Join(t.TempDir(), "run.sh")
-	os.WriteFile(script, []byte(sh.String()), 0o755)
-	tm := func(args ...string) string {
-		out, _ := exec.Command("tmux", append([]string{"-L", "fakeapi-explore"}, args...)...).CombinedOutput()
-		return string(out)
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests, want 1", len(reqs))
 	}
-	tm("new-session", "-d", "-x", "160", "-y", "50", "-s", "x", script)
-	defer tm("kill-server")
-	time.Sleep(4 * time.Second)
-	tm("send-keys", "-t", "x", "-l", os.Getenv("FAKEAPI_PROMPT"))
-	time.Sleep(500 * time.Millisecond)
-	tm("send-keys", "-t", "x", "Enter")
-	time.Sleep(10 * time.Second)
-	t.Logf("screen:\n%s", tm("capture-pane", "-p", "-t", "x"))
-	if p2 := os.Getenv("FAKEAPI_PROMPT2"); p2 != "" {
-		tm("send-keys", "-t", "x", "-l", p2)
-		time.Sleep(500 * time.Millisecond)
-		tm("send-keys", "-t", "x", "Enter")
-		time.Sleep(8 * time.Second)
-		t.Logf("screen:\n%s", tm("capture-pane", "-p", "-t", "x"))
+	req := reqs[0]
+	if req.LastUserText() != prompt || !req.Stream || !req.HasTool("Bash") || req.SessionID() != res["session_id"] {
+		t.Errorf("request: last user text %q, stream %v, tools %q, session %q (result's %v)",
+			req.LastUserText(), req.Stream, req.Tools, req.SessionID(), res["session_id"])
 	}
-	for i, req := range srv.Requests() {
-		os.WriteFile(filepath.Join(dump, "req"+string(rune('a'+i))+".json"), req.Raw, 0o644)
+	if init := r.lines[0]; init["subtype"] != "init" || init["model"] != req.Model {
+		t.Errorf("init %v; request model %q", init, req.Model)
 	}
-	for _, o := range srv.OtherRequests() {
-		t.Logf("other: %s %s", o.Path, o.Raw)
-	}
+	noSideTraffic(t, srv)
 }
 
-func splitArgs(s string) []string {
-	if s == "" {
-		return nil
+func TestCLIToolUse(t *testing.T) {
+	t.Parallel()
+	srv := fakeapi.Start(fakeapi.PromptScript())
+	defer srv.Close()
+	var (
+		mu      sync.Mutex
+		replies []fakeapi.Reply
+	)
+	srv.OnResponseDone(func(_ fakeapi.Request, reply fakeapi.Reply) {
+		mu.Lock()
+		defer mu.Unlock()
+		replies = append(replies, reply)
+	})
+	repo := newRepo(t)
+	r := runClaude(t, srv, repo, "make a file\n@@TOOL Bash {\"command\":\"echo hi > created.txt\"}\n@@TEXT Created it.",
+		"--allowedTools", "Bash")
+
+	if b, err := os.ReadFile(filepath.Join(repo, "created.txt")); err != nil || string(b) != "hi\n" {
+		t.Errorf("created.txt: %q, %v", b, err)
 	}
-	return strings.Split(s, "|")
+	if res := r.result(); res["is_error"] != false || res["result"] != "Created it." {
+		t.Errorf("result %v", res)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(replies) != 2 || len(replies[0].ToolUses) != 1 || replies[0].StopReason != "tool_use" {
+		t.Fatalf("replies sent: %+v", replies)
+	}
+	results := reqs[1].ToolResults()
+	if len(results) != 1 || results[0].ToolUseID != replies[0].ToolUses[0].ID || results[0].IsError {
+		t.Errorf("second request's tool results %+v; tool_use id %s", results, replies[0].ToolUses[0].ID)
+	}
+	if reqs[1].LastUserText() != reqs[0].LastUserText() {
+		t.Errorf("the tool result was taken for a prompt: %q", reqs[1].LastUserText())
+	}
+	noSideTraffic(t, srv)
+}
+
+func TestCLIHTTPError(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		script  fakeapi.Script
+		prompt  string
+		message string
+		resends bool // whether the CLI may send the turn again
+	}{
+		// On a 400 the CLI resends the turn with fewer beta features (five
+		// times with 2.1.330); every resend must get the error too.
+		{"400 directive", fakeapi.PromptScript(), "fail\n@@ERROR 400 fake bad request", "fake bad request", true},
+		{"400 sequence", fakeapi.Sequence(fakeapi.Reply{Status: 400, Error: "fake bad request"}, fakeapi.Reply{Text: "not for a resend"}),
+			"fail", "fake bad request", true},
+		// A 5xx would be retried with backoff; Reply sets x-should-retry:
+		// false, so the CLI gives up at once.
+		{"500 directive", fakeapi.PromptScript(), "fail\n@@ERROR 500 fake server error", "fake server error", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := fakeapi.Start(tt.script)
+			defer srv.Close()
+			repo := newRepo(t)
+			r := runClaude(t, srv, repo, tt.prompt)
+			res := r.result()
+			if res["is_error"] != true {
+				t.Errorf("result is not an error: %v", res)
+			}
+			if s, _ := res["result"].(string); !strings.Contains(s, tt.message) {
+				t.Errorf("result %q does not carry %q", s, tt.message)
+			}
+			if r.err == nil {
+				t.Error("claude exited 0 after an error result")
+			}
+			reqs := srv.Requests()
+			t.Logf("%d requests for one turn", len(reqs))
+			if len(reqs) == 0 || (!tt.resends && len(reqs) != 1) {
+				t.Errorf("%d requests", len(reqs))
+			}
+			for i, req := range reqs {
+				if req.LastUserText() != tt.prompt || len(req.ToolResults()) != 0 || req.IsSideRequest() {
+					t.Errorf("request %d is not a resend of the turn: %q", i, req.LastUserText())
+				}
+			}
+		})
+	}
 }

@@ -19,8 +19,14 @@ type Request struct {
 	Messages  []Message
 	Stream    bool
 	MaxTokens int
-	Header    http.Header
-	At        time.Time // when the request arrived
+	// Thinking is the type of the thinking config ("adaptive", "enabled",
+	// "disabled"); "" when the request has none, as the CLI's one-shot
+	// helper calls do.
+	Thinking string
+	// OutputFormat is output_config.format (structured output), if set.
+	OutputFormat json.RawMessage
+	Header       http.Header
+	At           time.Time // when the request arrived
 }
 
 // Message is one entry of the request's messages list. The CLI's list can
@@ -54,6 +60,13 @@ type wireRequest struct {
 	Messages  []wireMessage   `json:"messages"`
 	Stream    bool            `json:"stream"`
 	MaxTokens int             `json:"max_tokens"`
+	Thinking  struct {
+		Type string `json:"type"`
+	} `json:"thinking"`
+	OutputConfig struct {
+		Format json.RawMessage `json:"format"`
+	} `json:"output_config"`
+	OutputFormat json.RawMessage `json:"output_format"` // the older, top-level spelling
 }
 
 type wireTool struct {
@@ -88,6 +101,11 @@ func ParseRequest(body []byte) (Request, error) {
 	r.Model = w.Model
 	r.Stream = w.Stream
 	r.MaxTokens = w.MaxTokens
+	r.Thinking = w.Thinking.Type
+	r.OutputFormat = w.OutputConfig.Format
+	if len(r.OutputFormat) == 0 {
+		r.OutputFormat = w.OutputFormat
+	}
 	sys, err := parseContent(w.System)
 	if err != nil {
 		return r, fmt.Errorf("parse messages request: system: %w", err)
@@ -242,6 +260,21 @@ func (r Request) ToolResults() []Block {
 // §8), which tells the sessions sharing one server apart.
 func (r Request) SessionID() string { return r.Header.Get("X-Claude-Code-Session-Id") }
 
+// conversationKey identifies the conversation a request carries: the
+// session and its user and assistant messages, which a resend of the same
+// turn repeats. Tools, beta features and the system-role environment entry
+// may differ between resends, so they are left out.
+func (r Request) conversationKey() string {
+	var turns []Message
+	for _, m := range r.Messages {
+		if m.Role != "system" {
+			turns = append(turns, m)
+		}
+	}
+	b, _ := json.Marshal(turns)
+	return r.SessionID() + "\x00" + string(b)
+}
+
 // HasTool reports whether a tool of that name was offered.
 func (r Request) HasTool(name string) bool {
 	for _, t := range r.Tools {
@@ -251,7 +284,3 @@ func (r Request) HasTool(name string) bool {
 	}
 	return false
 }
-
-// IsSideRequest reports whether the request is one of the CLI's auxiliary
-// calls rather than a turn of the conversation.
-func (r Request) IsSideRequest() bool { return false }

@@ -67,23 +67,40 @@ const (
 
 // Sequence answers the i-th main request with replies[i] and every main
 // request after the last with Reply{Text: DoneText}; side requests get a
-// short harmless text and do not use up a reply.
+// harmless answer (SideReply) and do not use up a reply.
+//
+// After a non-retryable error reply (Status set, Retryable false) the CLI
+// may still resend the same conversation: on a 400 it retries with fewer
+// beta features (five resends observed with 2.1.330). Such resends get the
+// same error and do not use up a reply either, so the next reply answers the
+// next turn, as the test meant.
 func Sequence(replies ...Reply) Script {
 	var (
-		mu   sync.Mutex // the server serializes calls; this makes the script safe on its own too
-		next int
+		mu       sync.Mutex // the server serializes calls; this makes the script safe on its own too
+		next     int
+		lastKey  string // conversation of the last main request, when it got a final error
+		lastFail Reply
 	)
 	return func(req Request) Reply {
 		if req.IsSideRequest() {
-			return Reply{Text: SideText}
+			return SideReply(req)
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		key := req.conversationKey()
+		if lastKey != "" && key == lastKey {
+			return lastFail
+		}
+		lastKey = ""
 		if next >= len(replies) {
 			return Reply{Text: DoneText}
 		}
+		reply := replies[next]
 		next++
-		return replies[next-1]
+		if reply.Status != 0 && !reply.Retryable {
+			lastKey, lastFail = key, reply
+		}
+		return reply
 	}
 }
 
@@ -112,11 +129,13 @@ const (
 // several sessions sharing a server.
 //
 // A conversation without directives gets NoDirectiveText; once the steps are
-// used up, main requests get DoneText; side requests get SideText.
+// used up, main requests get DoneText; side requests get SideReply. A resend
+// of a turn (the CLI's retries) carries the same conversation and so gets
+// the same step: an @@ERROR step ends the turn with an error result.
 func PromptScript() Script {
 	return func(req Request) Reply {
 		if req.IsSideRequest() {
-			return Reply{Text: SideText}
+			return SideReply(req)
 		}
 		steps, turns, ok := req.promptSteps()
 		switch {
@@ -146,12 +165,19 @@ func (r Request) promptSteps() (steps []Reply, turns int, ok bool) {
 	if at < 0 {
 		return nil, 0, false
 	}
-	prev := ""
+	// A system-role entry can sit anywhere (CLAUDE-CLI.md, top); only a
+	// user message ends a run of assistant messages.
+	inTurn := false
 	for _, m := range r.Messages[at+1:] {
-		if m.Role == "assistant" && prev != "assistant" {
-			turns++
+		switch m.Role {
+		case "assistant":
+			if !inTurn {
+				turns++
+			}
+			inTurn = true
+		case "user":
+			inTurn = false
 		}
-		prev = m.Role
 	}
 	return steps, turns, true
 }

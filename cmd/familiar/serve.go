@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/familiar-dev/familiar/jsonrpc"
+	"github.com/familiar-dev/familiar/orchestrator"
+)
+
+// serve runs familiar for editors: JSON-RPC on stdio and on a unix socket in
+// the workspace's data dir. A second `familiar serve --stdio` for the same
+// repository finds that socket and forwards its stdio to the running
+// familiar, so every editor window sees the same tasks.
+func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	stdio := fs.Bool("stdio", false, "serve one client on stdin/stdout")
+	listen := fs.String("listen", "", "also serve clients on unix:PATH (mode 0600)")
+	workspace := fs.String("workspace", "", "the git repository to serve (default: the current directory, else the client's workspaceRoot)")
+	dataDir := fs.String("data-dir", "", "where familiar keeps its state (default: $XDG_STATE_HOME/familiar/<repo>-<hash>)")
+	worktrees := fs.String("worktrees", "", "where task worktrees are made (default: $XDG_DATA_HOME/familiar/worktrees)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if !*stdio && *listen == "" {
+		fmt.Fprintln(stderr, "familiar serve: give --stdio, --listen unix:PATH, or both")
+		return 2
+	}
+	hub := jsonrpc.NewHub(logger, 0)
+	opts := orchestrator.WorkspaceOptions{
+		DataDir: *dataDir, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
+		ToolsDir: toolsDir(), Notifier: hub, Logger: logger, Version: version,
+	}
+	open := func(ctx context.Context, root string) (*orchestrator.Workspace, error) {
+		return orchestrator.OpenWorkspace(ctx, root, opts)
+	}
+
+	// Open the workspace now when we know it, so the shared socket can be
+	// found by the next window before any client initializes.
+	root := *workspace
+	if root == "" {
+		if wd, err := os.Getwd(); err == nil && isGitDir(wd) {
+			root = wd
+		}
+	}
+	var ws *orchestrator.Workspace
+	if root != "" {
+		dd := *dataDir
+		if dd == "" {
+			abs, _ := filepath.Abs(root)
+			if real, err := filepath.EvalSymlinks(abs); err == nil {
+				abs = real
+			}
+			dd = orchestrator.DefaultDataDir(repoTop(abs))
+		}
+		sock := orchestrator.SocketPath(dd)
+		if *stdio && socketLive(sock) {
+			logger.Info("joining the familiar already serving this repository", "socket", sock)
+			if err := jsonrpc.Forward(ctx, sock, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+				logger.Error("forward", "err", err)
+				return 1
+			}
+			return 0
+		}
+		var err error
+		ws, err = open(ctx, root)
+		if err != nil {
+			fmt.Fprintf(stderr, "familiar serve: %v\n", err)
+			return 1
+		}
+		opts.DataDir = ws.DataDir
+	}
+	svc := orchestrator.NewService(open, ws, version)
+	srv := jsonrpc.NewServer(svc, hub, logger)
+	defer func() {
+		if w := svc.Workspace(); w != nil {
+			if err := w.Close(); err != nil {
+				logger.Error("close workspace", "err", err)
+			}
+		}
+	}()
+	var listeners []*jsonrpc.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	if ws != nil {
+		l, err := srv.Listen(ctx, "unix:"+orchestrator.SocketPath(ws.DataDir))
+		if err != nil {
+			logger.Warn("no shared socket; other editor windows cannot join", "err", err)
+		} else {
+			listeners = append(listeners, l)
+		}
+	}
+	if *listen != "" {
+		l, err := srv.Listen(ctx, *listen)
+		if err != nil {
+			fmt.Fprintf(stderr, "familiar serve: %v\n", err)
+			return 1
+		}
+		listeners = append(listeners, l)
+	}
+	if *stdio {
+		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil {
+			logger.Error("stdio", "err", err)
+			return 1
+		}
+		return 0
+	}
+	<-ctx.Done()
+	return 0
+}

@@ -1,0 +1,139 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+
+	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/store"
+)
+
+// publisher gives every notification its global seq by appending it to the
+// store, then sends it to the clients — in the order publish was called, and
+// only once it is durable, so a client never sees a seq that a restart could
+// lose. It runs in one goroutine so that a slow commit never blocks the
+// caller (which may hold the orchestrator's lock).
+type publisher struct {
+	st       *store.Store
+	notifier Notifier
+	logger   *slog.Logger
+	done     chan struct{}
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  []pending // guarded by mu
+	closed bool      // guarded by mu
+}
+
+type pending struct {
+	taskID string
+	n      protocol.Notification
+}
+
+// maxOutputNotification bounds how much output one task/output carries when
+// consecutive ones are merged while the store is busy.
+const maxOutputNotification = 64 << 10
+
+func newPublisher(st *store.Store, n Notifier, logger *slog.Logger) *publisher {
+	p := &publisher{st: st, notifier: n, logger: logger, done: make(chan struct{})}
+	p.cond = sync.NewCond(&p.mu)
+	go p.run()
+	return p
+}
+
+func (p *publisher) publish(taskID string, n protocol.Notification) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	if out, ok := n.(protocol.TaskOutputNotification); ok && len(p.queue) > 0 {
+		last := &p.queue[len(p.queue)-1]
+		if prev, ok := last.n.(protocol.TaskOutputNotification); ok && prev.ID == out.ID && len(prev.Data)+len(out.Data) <= maxOutputNotification {
+			prev.Data += out.Data
+			last.n = prev
+			return
+		}
+	}
+	p.queue = append(p.queue, pending{taskID: taskID, n: n})
+	p.cond.Signal()
+}
+
+func (p *publisher) run() {
+	defer close(p.done)
+	for {
+		p.mu.Lock()
+		for len(p.queue) == 0 && !p.closed {
+			p.cond.Wait()
+		}
+		if len(p.queue) == 0 {
+			p.mu.Unlock()
+			return
+		}
+		// Everything queued goes into one commit: a lone commit costs
+		// milliseconds here, so per-notification commits would throttle
+		// several busy agents.
+		batch := p.queue
+		p.queue = nil
+		p.mu.Unlock()
+		p.send(batch)
+	}
+}
+
+func (p *publisher) send(batch []pending) {
+	evs := make([]store.NewEvent, 0, len(batch))
+	kept := batch[:0]
+	for _, item := range batch {
+		data, err := json.Marshal(item.n)
+		if err != nil {
+			p.logger.Error("encode notification", "method", item.n.Method(), "err", err)
+			continue
+		}
+		evs = append(evs, store.NewEvent{TaskID: item.taskID, Kind: item.n.Method(), Data: data})
+		kept = append(kept, item)
+	}
+	if len(evs) == 0 {
+		return
+	}
+	seqs, err := p.st.AppendEvents(context.Background(), evs)
+	if err != nil {
+		// Not persisted means no seq a client could rely on: drop them and
+		// say so; the tasks themselves are saved separately.
+		p.logger.Error("persist notifications", "count", len(evs), "err", err)
+		return
+	}
+	if p.notifier == nil {
+		return
+	}
+	for i, item := range kept {
+		params, err := withSeq(evs[i].Data, int64(seqs[i]))
+		if err != nil {
+			p.logger.Error("encode notification", "method", item.n.Method(), "err", err)
+			continue
+		}
+		p.notifier.Notify(item.n.Method(), params)
+	}
+}
+
+// close sends what is queued, then stops.
+func (p *publisher) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.cond.Signal()
+	p.mu.Unlock()
+	<-p.done
+}
+
+// withSeq sets "seq" in a notification's params: the store assigns it after
+// the params were encoded.
+func withSeq(params json.RawMessage, seq int64) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(params, &m); err != nil {
+		return nil, err
+	}
+	s, _ := json.Marshal(seq)
+	m["seq"] = s
+	return json.Marshal(m)
+}

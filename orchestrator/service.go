@@ -1,0 +1,237 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// Opener opens the workspace (repository) a Service serves.
+type Opener func(ctx context.Context, root string) (*Workspace, error)
+
+// Service implements protocol.Server: initialize opens the workspace once;
+// every other method goes to its Orchestrator. One Service serves every
+// client of one familiar (stdio and socket), so all of them see the same
+// tasks.
+type Service struct {
+	protocol.Unimplemented
+	open    Opener
+	version string
+
+	mu sync.Mutex
+	ws *Workspace // guarded by mu; set by the first successful initialize
+}
+
+// NewService returns a Service that opens its workspace with open. ws, when
+// not nil, is already open (familiar serve was started in a repository).
+func NewService(open Opener, ws *Workspace, version string) *Service {
+	return &Service{open: open, ws: ws, version: version}
+}
+
+// Workspace returns the open workspace, nil before initialize.
+func (s *Service) Workspace() *Workspace {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ws
+}
+
+func (s *Service) orch() (*Orchestrator, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ws == nil {
+		return nil, protocol.ServerNotInitialized()
+	}
+	return s.ws.Orch, nil
+}
+
+// Initialize opens the workspace (or checks the client names the one
+// already open) and reports what this familiar can do.
+func (s *Service) Initialize(ctx context.Context, p *protocol.InitializeParams) (*protocol.InitializeResult, error) {
+	root, err := filepath.Abs(p.WorkspaceRoot)
+	if err != nil {
+		return nil, protocol.InvalidParams("workspaceRoot", err.Error())
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	s.mu.Lock()
+	ws := s.ws
+	if ws == nil {
+		ws, err = s.open(ctx, root)
+		if err != nil {
+			s.mu.Unlock()
+			var pe *protocol.Error
+			if errors.As(err, &pe) {
+				return nil, err
+			}
+			return nil, protocol.InvalidParams("workspaceRoot", err.Error())
+		}
+		s.ws = ws
+	}
+	s.mu.Unlock()
+	if !ws.Contains(root) {
+		return nil, protocol.InvalidParams("workspaceRoot", fmt.Sprintf("this familiar serves %s, not %s; start another familiar for that repository", ws.Root, root))
+	}
+	if p.Settings != nil {
+		if _, err := ws.Orch.UpdateSettings(ctx, p.Settings); err != nil {
+			return nil, err
+		}
+	}
+	res := &protocol.InitializeResult{
+		ServerInfo:      protocol.ServerInfo{Name: protocol.ServerName, Version: s.version},
+		ProtocolVersion: protocol.ProtocolVersion,
+		Capabilities:    protocol.Capabilities{Drivers: protocol.Drivers},
+		Workspace:       protocol.WorkspaceInfo{Root: ws.Root, DataDir: ws.DataDir, WorktreesDir: ws.WorktreesDir},
+		Claude:          protocol.ClaudeStatus{Available: ws.CLIErr == nil, Path: ws.CLI.Path, Version: ws.CLI.Version},
+		Git:             protocol.GitStatus{Available: true, Version: ws.GitVersion},
+	}
+	if ws.CLIErr != nil {
+		res.Claude.Problem = ws.CLIErr.Error()
+		ws.Orch.pub.publish("", protocol.ServerMessageNotification{Level: protocol.LevelWarning,
+			Text: "claude is not available, so tasks cannot start: " + ws.CLIErr.Error()})
+	}
+	return res, nil
+}
+
+// Shutdown stops every agent gracefully; state is saved.
+func (s *Service) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	ws := s.ws
+	s.mu.Unlock()
+	if ws == nil {
+		return nil
+	}
+	return ws.Orch.Close()
+}
+
+func (s *Service) SettingsUpdate(ctx context.Context, p *protocol.SettingsUpdateParams) (*protocol.Settings, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.UpdateSettings(ctx, p.Settings)
+}
+
+func (s *Service) TaskCreate(ctx context.Context, p *protocol.TaskCreateParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskCreate(ctx, p)
+}
+
+func (s *Service) TaskGet(ctx context.Context, p *protocol.TaskGetParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskGet(ctx, p)
+}
+
+func (s *Service) TaskList(ctx context.Context, p *protocol.TaskListParams) (*protocol.TaskListResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskList(ctx, p)
+}
+
+func (s *Service) TaskCancel(ctx context.Context, p *protocol.TaskCancelParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskCancel(ctx, p)
+}
+
+func (s *Service) TaskRespond(ctx context.Context, p *protocol.TaskRespondParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskRespond(ctx, p)
+}
+
+func (s *Service) TaskSend(ctx context.Context, p *protocol.TaskSendParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskSend(ctx, p)
+}
+
+func (s *Service) TaskInput(ctx context.Context, p *protocol.TaskInputParams) error {
+	o, err := s.orch()
+	if err != nil {
+		return err
+	}
+	return o.TaskInput(ctx, p)
+}
+
+func (s *Service) TaskResize(ctx context.Context, p *protocol.TaskResizeParams) error {
+	o, err := s.orch()
+	if err != nil {
+		return err
+	}
+	return o.TaskResize(ctx, p)
+}
+
+func (s *Service) TaskScreen(ctx context.Context, p *protocol.TaskScreenParams) (*protocol.TaskScreenResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskScreen(ctx, p)
+}
+
+func (s *Service) TaskOutput(ctx context.Context, p *protocol.TaskOutputParams) (*protocol.TaskOutputResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskOutput(ctx, p)
+}
+
+func (s *Service) TaskReorder(ctx context.Context, p *protocol.TaskReorderParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskReorder(ctx, p)
+}
+
+func (s *Service) TaskDiff(ctx context.Context, p *protocol.TaskDiffParams) (*protocol.TaskDiffResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskDiff(ctx, p)
+}
+
+func (s *Service) TaskRemove(ctx context.Context, p *protocol.TaskRemoveParams) error {
+	o, err := s.orch()
+	if err != nil {
+		return err
+	}
+	return o.TaskRemove(ctx, p)
+}
+
+func (s *Service) TaskEvents(ctx context.Context, p *protocol.TaskEventsParams) (*protocol.TaskEventsResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskEvents(ctx, p)
+}
+
+func (s *Service) ServerStats(ctx context.Context, p *protocol.ServerStatsParams) (*protocol.ServerStats, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.ServerStats(ctx)
+}

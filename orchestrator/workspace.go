@@ -1,0 +1,134 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/store"
+	"github.com/familiar-dev/familiar/worktree"
+)
+
+// Workspace is one repository familiar serves, with everything opened for
+// it: the git repository, the store in its data dir, the hook listener and
+// the orchestrator.
+type Workspace struct {
+	Root         string
+	DataDir      string
+	WorktreesDir string
+	CLI          agent.CLI
+	CLIErr       error
+	GitVersion   string
+	Orch         *Orchestrator
+	Store        *store.Store
+	Hooks        *agent.HookServer
+	Repo         *worktree.Repo
+}
+
+// WorkspaceOptions configure OpenWorkspace.
+type WorkspaceOptions struct {
+	DataDir       string // "" = DefaultDataDir(root)
+	WorktreesRoot string // "" = worktree's default
+	ClaudePath    string // configured claude binary
+	ToolsDir      string // project-local tools dir
+	Notifier      Notifier
+	Clock         clock.Clock
+	Logger        *slog.Logger
+	Version       string
+	StartHook     func(ctx context.Context, opts *agent.Options)
+}
+
+// DefaultDataDir is $XDG_STATE_HOME/familiar/<repo-name>-<short-hash>.
+func DefaultDataDir(root string) string {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".local", "state")
+	}
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(base, "familiar", filepath.Base(root)+"-"+hex.EncodeToString(sum[:])[:8])
+}
+
+// SocketPath is where a workspace's familiar listens for more clients.
+func SocketPath(dataDir string) string { return filepath.Join(dataDir, "familiar.sock") }
+
+// OpenWorkspace opens the repository containing root and everything familiar
+// keeps for it. A second familiar on the same data dir fails with
+// store.ErrLocked.
+func OpenWorkspace(ctx context.Context, root string, o WorkspaceOptions) (*Workspace, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	repo, err := worktree.Open(ctx, root, worktree.Options{Root: o.WorktreesRoot, Logger: o.Logger})
+	if err != nil {
+		if errors.Is(err, worktree.ErrNotFound) || errors.Is(err, worktree.ErrInvalid) {
+			return nil, protocol.InvalidParams("workspaceRoot", fmt.Sprintf("%s is not a git repository", root))
+		}
+		return nil, fmt.Errorf("open repository %s: %w", root, err)
+	}
+	ws := &Workspace{Root: repo.Root(), WorktreesDir: repo.WorktreesDir(), Repo: repo}
+	ws.DataDir = o.DataDir
+	if ws.DataDir == "" {
+		ws.DataDir = DefaultDataDir(ws.Root)
+	}
+	if err := os.MkdirAll(ws.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	ws.GitVersion, _ = repo.GitVersion(ctx)
+	ws.CLI, ws.CLIErr = agent.FindCLI(ctx, o.ClaudePath, o.ToolsDir)
+	st, err := store.Open(filepath.Join(ws.DataDir, store.FileName), store.Options{Logger: o.Logger, Clock: o.Clock})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return nil, protocol.Unavailable(err.Error())
+		}
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	ws.Store = st
+	hooks, err := agent.NewHookServer(o.Logger)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	ws.Hooks = hooks
+	settings := protocol.DefaultSettings()
+	if b, err := st.GetSetting("settings"); err == nil {
+		if err := json.Unmarshal(b, &settings); err != nil {
+			o.Logger.Warn("stored settings unreadable; using defaults", "err", err)
+			settings = protocol.DefaultSettings()
+		}
+	}
+	orch, err := New(Config{
+		Repo: repo, Store: st, DataDir: ws.DataDir, Hooks: hooks, CLI: ws.CLI, CLIErr: ws.CLIErr,
+		Notifier: o.Notifier, Settings: settings, Clock: o.Clock, Logger: o.Logger,
+		Version: o.Version, GitVer: ws.GitVersion, StartHook: o.StartHook,
+	})
+	if err != nil {
+		hooks.Close()
+		st.Close()
+		return nil, err
+	}
+	ws.Orch = orch
+	return ws, nil
+}
+
+// Contains reports whether dir is the workspace root or inside it.
+func (ws *Workspace) Contains(dir string) bool {
+	return dir == ws.Root || strings.HasPrefix(dir, ws.Root+string(filepath.Separator))
+}
+
+// Close stops the agents and closes everything the workspace opened.
+func (ws *Workspace) Close() error {
+	err := ws.Orch.Close()
+	err = errors.Join(err, ws.Hooks.Close())
+	return errors.Join(err, ws.Store.Close())
+}
