@@ -139,8 +139,8 @@ var scenarios = []scenario{
 		s.waitIdle()
 		s.submit(`@@TOOL AskUserQuestion {"questions":[{"question":"Which color?","header":"Color","options":[{"label":"Red","description":"Warm and bright"},{"label":"Blue","description":"Cool and calm"}],"multiSelect":false}]}`)
 		s.capture("choice-single", hasAll("Which color?", "Enter to select"))
-		s.keys("3")
-		s.wait(lacks("Red"))
+		s.keys("3") // the option becomes a text field
+		s.wait(hasAll("❯ 3. ", "ctrl+g to edit"))
 		s.keys("Green")
 		s.capture("choice-typing", hasAll("Green"))
 		s.keys("\r")
@@ -501,7 +501,8 @@ func (s *session) submit(prompt string) {
 		return
 	}
 	s.keys(prompt)
-	s.wait(hasAll(prompt[:min(len(prompt), 40)]))
+	// A long line typed at once counts as a paste and shows collapsed.
+	s.wait(hasAny(prompt[:min(len(prompt), 40)], "[Pasted text"))
 	s.keys("\r")
 }
 

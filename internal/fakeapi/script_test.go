@@ -287,7 +287,13 @@ func TestSideReply(t *testing.T) {
 func TestSequenceRepeatsAFinalErrorForResends(t *testing.T) {
 	first := loadRequest(t, "p_first.json")
 	resend := loadRequest(t, "p_first.json")
-	resend.Tools = resend.Tools[:3] // a resend may offer other tools; the conversation is the same
+	// A resend may offer other tools and reword its environment entry; the
+	// conversation is the same.
+	resend.Tools = resend.Tools[:3]
+	if resend.Messages[1].Role != "system" {
+		t.Fatalf("p_first.json: message 1 is %q, want the system entry", resend.Messages[1].Role)
+	}
+	resend.Messages[1] = env()
 	next := loadRequest(t, "p_tool_result.json")
 	tests := []struct {
 		name  string

@@ -37,7 +37,8 @@ type Server struct {
 	hooks   []func(Request, Reply)
 }
 
-// Start starts a server that answers with script. Close it when done.
+// Start starts a server that answers with script. Close it when done. The
+// script must not block for long: Close waits for it.
 func Start(script Script) *Server {
 	s := &Server{
 		script:  script,
@@ -145,18 +146,19 @@ func (s *Server) OnResponseDone(hook func(Request, Reply)) {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	if r.Method != http.MethodPost || r.URL.Path != messagesPath {
-		s.serveOther(w, r, body)
+		s.serveOther(w, r, body, at)
 		return
 	}
 	req, err := ParseRequest(body)
 	req.Header = r.Header.Clone()
-	req.At = time.Now()
+	req.At = at
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	close(s.changed)
@@ -167,10 +169,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	s.scriptMu.Lock()
-	reply := s.script(req)
-	s.scriptMu.Unlock()
-	reply = reply.resolve(newID)
+	reply := s.callScript(req).resolve(newID)
 
 	if reply.Delay > 0 {
 		t := time.NewTimer(reply.Delay)
@@ -240,6 +239,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, reply Reply, mod
 	return true
 }
 
+// callScript runs the script, one call at a time; the lock is released even
+// if the script panics (net/http recovers a handler's panic, and a held lock
+// would hang every later request).
+func (s *Server) callScript(req Request) Reply {
+	s.scriptMu.Lock()
+	defer s.scriptMu.Unlock()
+	return s.script(req)
+}
+
 func (s *Server) responseDone(req Request, reply Reply) {
 	s.mu.Lock()
 	hooks := slices.Clone(s.hooks)
@@ -251,10 +259,10 @@ func (s *Server) responseDone(req Request, reply Reply) {
 
 // serveOther logs a request that is not POST /v1/messages and answers it
 // harmlessly: count_tokens gets a small count, anything else an empty object.
-func (s *Server) serveOther(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) serveOther(w http.ResponseWriter, r *http.Request, body []byte, at time.Time) {
 	s.mu.Lock()
 	s.others = append(s.others, Request{
-		Raw: body, Path: r.URL.Path, Header: r.Header.Clone(), At: time.Now(),
+		Raw: body, Path: r.URL.Path, Header: r.Header.Clone(), At: at,
 	})
 	s.mu.Unlock()
 	if r.URL.Path == messagesPath+"/count_tokens" {

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/familiar-dev/familiar/internal/editor"
+	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/testenv"
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// mainEnv makes the test binary run familiar's main instead of the tests, so
+// the end-to-end tests drive the real program over its real stdio.
+const mainEnv = "FAMILIAR_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) != "" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+type familiarProc struct {
+	cmd    *exec.Cmd
+	client *editor.Client
+	stdin  io.WriteCloser
+	stderr *strings.Builder
+}
+
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	run := func(args ...string) {
+		cmd := exec.Command(testenv.Git(t), args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(dir, "README.md"), []byte("hello\n"), 0o644)
+	run("add", "README.md")
+	run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
+	real, _ := filepath.EvalSymlinks(dir)
+	return real
+}
+
+// startFamiliar runs `familiar serve --stdio` in repo with claude pointed at
+// api, and returns an editor client talking to it.
+func startFamiliar(t *testing.T, repo string, api *fakeapi.Server, extraEnv ...string) *familiarProc {
+	t.Helper()
+	claude := testenv.Claude(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	cmd := exec.Command(exe, "serve", "--stdio")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "FAMILIAR_CLAUDE="+claude,
+		"XDG_STATE_HOME="+filepath.Join(state, "state"), "XDG_DATA_HOME="+filepath.Join(state, "data"))
+	for k, v := range api.Env() {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, extraEnv...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	p := &familiarProc{cmd: cmd, stdin: stdin, stderr: &strings.Builder{}}
+	cmd.Stderr = &lockedWriter{b: p.stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.client = editor.New(t, stdout, stdin)
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("familiar did not exit after stdin closed\n%s", p.stderr)
+		}
+		if t.Failed() {
+			t.Logf("familiar stderr:\n%s", p.stderr)
+		}
+	})
+	return p
+}
+
+type lockedWriter struct {
+	b *strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) { return w.b.Write(p) }
+
+func TestServeStdioTaskLifecycle(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	repo := gitRepo(t)
+	f := startFamiliar(t, repo, api)
+	c := f.client
+
+	// Requests before initialize are refused.
+	if m := c.Call("task/list", map[string]any{}); m.Error == nil || m.Error.Code != protocol.CodeServerNotInitialized {
+		t.Fatalf("task/list before initialize = %+v", m)
+	}
+	var init protocol.InitializeResult
+	c.Result("initialize", map[string]any{"workspaceRoot": repo}, &init)
+	if !init.Claude.Available || init.Workspace.Root != repo || !init.Git.Available {
+		t.Fatalf("initialize = %+v", init)
+	}
+
+	// Bad input: a clear error naming the field, and the connection keeps working.
+	if m := c.Call("task/create", map[string]any{"description": "x"}); m.Error == nil || m.Error.Code != protocol.CodeInvalidParams || !strings.Contains(string(m.Error.Data), "title") {
+		t.Fatalf("task/create without title = %+v", m.Error)
+	}
+	c.WriteRaw([]byte("{not json"))
+	if m := c.Call("task/get", map[string]any{"id": "nope"}); m.Error == nil || m.Error.Code != protocol.CodeNotFound {
+		t.Fatalf("task/get unknown = %+v", m.Error)
+	}
+
+	var task protocol.Task
+	c.Result("task/create", map[string]any{
+		"title":       "Make a file",
+		"description": "Create made.txt.\n@@TOOL Bash {\"command\":\"touch made.txt\",\"description\":\"make it\"}\n@@TEXT Created made.txt as asked.",
+	}, &task)
+	if task.Status != protocol.StatusQueued || task.Attempt != 1 {
+		t.Fatalf("created task = %+v", task)
+	}
+	q, next := c.WaitNotification(0, "task/question", editor.Method("task/question", task.ID))
+	var qn protocol.TaskQuestionNotification
+	json.Unmarshal(q.Params, &qn)
+	if qn.Question.Kind != protocol.QuestionPermission || qn.Question.Tool != "Bash" || qn.Seq == 0 {
+		t.Fatalf("question = %s", q.Params)
+	}
+	var waiting protocol.Task
+	c.Result("task/get", map[string]any{"id": task.ID}, &waiting)
+	if waiting.Status != protocol.StatusWaiting || waiting.PendingQuestion == nil {
+		t.Fatalf("task while asking = %+v", waiting)
+	}
+	c.Result("task/respond", map[string]any{"id": task.ID, "questionId": qn.Question.ID, "optionId": "allow"}, nil)
+	c.WaitNotification(next, "questionResolved", editor.Method("task/questionResolved", task.ID, `"decidedBy":"user"`))
+	done, _ := c.WaitNotification(next, "task/completed", editor.Method("task/completed", task.ID))
+	var comp protocol.TaskCompletedNotification
+	json.Unmarshal(done.Params, &comp)
+	if !comp.Result.Success || comp.Result.Summary != "Created made.txt as asked." {
+		t.Errorf("result = %+v", comp.Result)
+	}
+	if len(comp.Result.ChangedFiles) != 1 || comp.Result.ChangedFiles[0].Path != "made.txt" || comp.Result.ChangedFiles[0].Status != protocol.FileAdded {
+		t.Errorf("changed files = %+v", comp.Result.ChangedFiles)
+	}
+	if len(comp.Result.Commits) != 1 || comp.Result.Commits[0].Subject != "familiar: Make a file" {
+		t.Errorf("commits = %+v", comp.Result.Commits)
+	}
+	var final protocol.Task
+	c.Result("task/get", map[string]any{"id": task.ID}, &final)
+	if final.Status != protocol.StatusMerging || final.Worktree == nil || final.Agent == nil {
+		t.Fatalf("final task = %+v", final)
+	}
+	if _, err := os.Stat(filepath.Join(final.Worktree.Path, "made.txt")); err != nil {
+		t.Errorf("made.txt not in the worktree: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "made.txt")); err == nil {
+		t.Error("the task wrote into the user's checkout")
+	}
+
+	// Seqs are strictly increasing, and task/events replays the same objects.
+	var last int64
+	for _, n := range c.Notifications() {
+		var s struct{ Seq int64 }
+		json.Unmarshal(n.Params, &s)
+		if s.Seq <= last {
+			t.Fatalf("seq %d after %d (%s)", s.Seq, last, n.Method)
+		}
+		last = s.Seq
+	}
+	var evs protocol.TaskEventsResult
+	c.Result("task/events", map[string]any{"id": task.ID, "sinceSeq": 0, "limit": 1000}, &evs)
+	if len(evs.Events) == 0 || evs.LastSeq < last {
+		t.Errorf("events = %d, lastSeq %d (saw %d)", len(evs.Events), evs.LastSeq, last)
+	}
+	var out protocol.TaskOutputResult
+	c.Result("task/output", map[string]any{"id": task.ID}, &out)
+	if out.Size == 0 || out.Data == "" {
+		t.Errorf("task/output = %+v", out)
+	}
+	var list protocol.TaskListResult
+	c.Result("task/list", map[string]any{"query": "made.txt"}, &list)
+	if list.Total != 1 || len(list.Tasks) != 1 {
+		t.Errorf("task/list query = %+v", list)
+	}
+
+	c.Result("shutdown", nil, nil)
+	c.Notify("exit", nil)
+	select {
+	case <-c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("familiar did not close the connection after exit")
+	}
+	_ = context.Background
+}
