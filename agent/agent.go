@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent/screen"
+	"github.com/familiar-dev/familiar/procs"
 )
 
 // proc is what a Session needs of its child process (package procs).
@@ -33,6 +34,8 @@ type Session struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // goroutines the session started (hook holds, classifiers)
 	done   chan struct{}  // closed after the Exited event was emitted
+
+	watchdog *procs.Watchdog // nil without NoProgress (its methods are nil-safe)
 
 	pty    *ptyDriver    // one of these is set
 	stream *streamDriver // "

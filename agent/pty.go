@@ -90,6 +90,9 @@ func (d *ptyDriver) classify() {
 		d.classSeq++
 	}
 	d.mu.Unlock()
+	if prev.State != c.State {
+		d.s.watchdog.Kick()
+	}
 	if !changed {
 		return
 	}
@@ -296,6 +299,7 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	s := d.s
 	var p hookPayload
 	_ = json.Unmarshal(raw, &p)
+	s.watchdog.Kick()
 	d.mu.Lock()
 	d.hookHeard = true
 	d.mu.Unlock()

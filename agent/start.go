@@ -75,6 +75,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	}
 	s.ev = newEmitter(opts.OnEvent)
 	fail := func(err error) (*Session, error) {
+		s.watchdog.Stop()
 		if unregister != nil {
 			unregister()
 		}
@@ -111,9 +112,18 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		Logger: s.logger,
 	}
 	if opts.NoProgress > 0 {
-		cfg.NoProgress = opts.NoProgress
-		cfg.OnNoProgress = func() {
+		// Progress is what the agent does, not bytes: the TUI's spinner
+		// repaints while a turn hangs. Hooks, stream lines and changes of the
+		// classified screen kick it; questions pause it.
+		s.watchdog = procs.NewWatchdog(opts.Clock, opts.NoProgress, func() {
 			s.emit(Event{Kind: EventProblem, Problem: ProblemNoProgress})
+		})
+		s.qs.onCount = func(n int) {
+			if n > 0 {
+				s.watchdog.Pause()
+			} else {
+				s.watchdog.Resume()
+			}
 		}
 	}
 	p, err := procs.Start(cfg)
@@ -121,15 +131,6 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		return fail(fmt.Errorf("start claude: %w", err))
 	}
 	s.proc = procAdapter{p}
-	if wd := p.Watchdog(); wd != nil {
-		s.qs.onCount = func(n int) {
-			if n > 0 {
-				wd.Pause()
-			} else {
-				wd.Resume()
-			}
-		}
-	}
 	s.setActivity(Activity{State: ActivityThinking, Detail: "starting"})
 
 	sub := p.Output().Subscribe(procs.SubscribeOptions{MaxQueued: 64 << 20})
@@ -152,6 +153,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		}
 	}
 	go s.watchExit(func() {
+		s.watchdog.Stop()
 		_ = p.Close() // terminates leftovers and drains output
 		<-readerDone
 		sub.Close()

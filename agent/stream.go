@@ -93,6 +93,7 @@ func (d *streamDriver) handleLine(line []byte) {
 	if len(line) == 0 {
 		return
 	}
+	d.s.watchdog.Kick()
 	var m streamMessage
 	if err := json.Unmarshal(line, &m); err != nil {
 		// The CLI writes only JSON here; anything else is reported, not fatal.

@@ -239,14 +239,33 @@ func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams)
 	}
 	o.mu.Lock()
 	sess, status := t.sess, t.T.Status
-	if sess != nil && status == protocol.StatusMerging {
-		// A follow-up on finished work: the agent continues it.
-		_ = o.setStatusLocked(t, protocol.StatusRunning)
+	if status == protocol.StatusMerging && sess != nil && t.stopping {
+		// The finished agent is still stopping: let it go first.
+		o.mu.Unlock()
+		select {
+		case <-sess.Done():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		o.mu.Lock()
+		sess, status = t.sess, t.T.Status
+	}
+	if status == protocol.StatusMerging && sess == nil {
+		// A follow-up on finished work: the agent resumes its session with
+		// it when a slot is free.
+		if err := o.setStatusLocked(t, protocol.StatusQueued); err != nil {
+			o.mu.Unlock()
+			return nil, err
+		}
+		t.FollowUp = p.Text
 		t.T.Result = nil
 		o.touchLocked(t)
+		o.mu.Unlock()
+		o.poke()
+		return o.view(t), nil
 	}
 	o.mu.Unlock()
-	if sess == nil {
+	if sess == nil || (status != protocol.StatusRunning && status != protocol.StatusWaiting) {
 		return nil, errTransition("send a message to", status)
 	}
 	if err := sess.SendPrompt(p.Text); err != nil {

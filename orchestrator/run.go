@@ -239,12 +239,15 @@ func (o *Orchestrator) agentOptions(t *task) (agent.Options, error) {
 		Logger:       o.logger.With("task", t.T.ID),
 	}
 	if t.T.Agent != nil && t.T.Agent.SessionID != "" {
+		// The conversation goes on where it stopped (task/send on a
+		// finished task, resume after a pause or a restart).
 		opts.SessionID = t.T.Agent.SessionID
 		opts.Resume = true
-		opts.Prompt = ""
+		opts.Prompt = t.FollowUp
+		t.FollowUp = ""
 	}
-	id := t.T.ID
-	opts.OnEvent = func(ev agent.Event) { o.onAgentEvent(id, ev) }
+	id, gen := t.T.ID, t.Starts
+	opts.OnEvent = func(ev agent.Event) { o.onAgentEvent(id, gen, ev) }
 	return opts, nil
 }
 
@@ -267,10 +270,11 @@ func (o *Orchestrator) blockLocked(t *task, reason protocol.BlockedReason, detai
 
 // onAgentEvent handles what the agent of task id did. It runs on the agent's
 // event goroutine, one event at a time.
-func (o *Orchestrator) onAgentEvent(id string, ev agent.Event) {
+func (o *Orchestrator) onAgentEvent(id string, gen int, ev agent.Event) {
 	o.mu.Lock()
 	t := o.tasks[id]
-	if t == nil {
+	if t == nil || gen != t.Starts {
+		// An earlier agent of a task that has been started again.
 		o.mu.Unlock()
 		return
 	}
@@ -410,6 +414,16 @@ func (o *Orchestrator) complete(t *task, turn *agent.TurnEnded) {
 	t.T.Activity = protocol.ActivityIdle
 	o.touchLocked(t)
 	o.pub.publish(t.T.ID, protocol.TaskCompletedNotification{ID: t.T.ID, Result: result})
+	// The finished agent would hold ~200 MB while idle: stop it. Its session
+	// is kept, so task/send resumes the conversation.
+	if t.sess != nil {
+		t.stopping = true
+		o.wg.Add(1)
+		go func() {
+			defer o.wg.Done()
+			o.stopAgent(t, "", "")
+		}()
+	}
 }
 
 // summarize takes the summary from the agent's final message: the profile

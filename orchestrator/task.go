@@ -30,6 +30,7 @@ type persisted struct {
 	LastError            string                        `json:"lastError,omitempty"`
 	Starts               int                           `json:"starts,omitempty"` // agent starts so far
 	Logs                 []string                      `json:"logs,omitempty"`   // one raw output log per start
+	FollowUp             string                        `json:"followUp,omitempty"` // prompt for the next start (task/send on a finished task)
 	Seq                  int64                         `json:"seq"` // FIFO order within a priority
 }
 

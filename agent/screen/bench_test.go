@@ -56,3 +56,17 @@ func BenchmarkSnapshotClassify(b *testing.B) {
 		_ = screen.Classify(s.Snapshot())
 	}
 }
+
+// BenchmarkOSCFilter measures the filter alone: its share of Write.
+func BenchmarkOSCFilter(b *testing.B) {
+	stream := tuiStream(b)
+	f := screen.NewOSCFilter(io.Discard)
+	b.SetBytes(int64(len(stream)))
+	for b.Loop() {
+		for p := stream; len(p) > 0; {
+			n := min(4096, len(p))
+			f.Write(p[:n])
+			p = p[n:]
+		}
+	}
+}

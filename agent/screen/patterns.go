@@ -25,6 +25,8 @@ var (
 	// The spinner line: a glyph, a random verb and an ellipsis, maybe
 	// "(4s · ↓ 5 tokens)".
 	reSpinner = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+\S+…`)
+	// The spinner line while the CLI backs off after an API error.
+	reRetrying = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+(API error · retrying .*)$`)
 
 	// Tool permission dialogs.
 	rePermissionQuestion = regexp.MustCompile(`^\s*(Do you want to (?:proceed|create .+|make this edit to .+|.+)\?)\s*$`)
@@ -36,6 +38,9 @@ var (
 	// or " ☐ Color") and the footer.
 	reChoiceHeader = regexp.MustCompile(`^\s*(?:←\s+)?[☐☒✔] \S`)
 	reChoiceFooter = regexp.MustCompile(`^\s*Enter to select · .*Esc to cancel`)
+	// In the footer while the highlighted "Type something." is a text field
+	// (its label is then what has been typed).
+	reChoiceEditing = regexp.MustCompile(`ctrl\+g to edit`)
 
 	// A numbered option: "❯ 1. Yes", "  2. No", "  4. [ ] Type something".
 	reNumbered = regexp.MustCompile(`^(\s*)(❯\s*)?(\d)\.\s+(.*)$`)
@@ -102,6 +107,9 @@ var patterns = []pattern{
 	// Not recorded (familiar passes --strict-mcp-config): tested with the
 	// screen of CLAUDE-CLI.md §1.6.
 	{name: "mcp-server", state: Dialog, match: selectDialog(`^\s*New MCP server found in this project`)},
+	// testdata: api-retry. Text is the retry line ("API error · retrying in
+	// 1s · attempt 2/10"), Detail the footer.
+	{name: "api-retry", state: Working, match: matchRetrying},
 	// testdata: working. Text is the spinner line, Detail the footer.
 	{name: "working", state: Working, match: matchWorking},
 	// testdata: interrupted, interrupted-permission. Text is the question.
@@ -136,19 +144,24 @@ func matchPermission(v *view) (Classification, bool) {
 	if len(opts) == 0 {
 		return Classification{}, false
 	}
-	top := v.lastMatch(reRule, 0, q-1)
-	title := v.nextNonBlank(top)
-	if top < 0 || title >= q {
-		return Classification{}, false
+	// A dialog taller than the screen (a long file to create) has its top,
+	// and with it the title, scrolled away: the title is then "".
+	title, bodyFrom := "", 0
+	if top := v.lastMatch(reRule, 0, q-1); top >= 0 {
+		t := v.nextNonBlank(top)
+		if t >= q {
+			return Classification{}, false
+		}
+		title, bodyFrom = v.trimmed(t), t+1
 	}
 	var body []string
-	for i := title + 1; i < q; i++ {
+	for i := bodyFrom; i < q; i++ {
 		if l := v.trimmed(i); l != "" && !rePermissionNoise.MatchString(l) {
 			body = append(body, l)
 		}
 	}
 	return Classification{
-		Title:   v.trimmed(title),
+		Title:   title,
 		Text:    rePermissionQuestion.FindStringSubmatch(v.line(q))[1],
 		Options: opts,
 		Detail:  strings.Join(body, "\n"),
@@ -164,8 +177,9 @@ func matchChoice(v *view) (Classification, bool) {
 	if q < 0 {
 		return Classification{}, false
 	}
-	end := v.last
+	end, editing := v.last, false
 	if reChoiceFooter.MatchString(v.line(end)) {
+		editing = reChoiceEditing.MatchString(v.line(end))
 		end = v.prevNonBlank(end)
 	}
 	opts, used := v.numberedOptions(q+1, end, true)
@@ -173,6 +187,11 @@ func matchChoice(v *view) (Classification, bool) {
 	// at the bottom means this is something else.
 	if len(opts) == 0 || used != end {
 		return Classification{}, false
+	}
+	for i := range opts {
+		if editing && opts[i].Selected {
+			opts[i].Kind = OptionTypeSomething
+		}
 	}
 	first := v.firstMatch(reNumbered, q+1, end)
 	return Classification{
@@ -228,6 +247,20 @@ func matchWorking(v *view) (Classification, bool) {
 	if sp := v.lastMatch(reSpinner, 0, footer-1); sp >= 0 {
 		c.Text = v.trimmed(sp)
 	}
+	return c, true
+}
+
+func matchRetrying(v *view) (Classification, bool) {
+	c, ok := matchWorking(v)
+	if !ok {
+		return Classification{}, false
+	}
+	footer := v.lastMatch(reEscToInterrupt, v.last-1, v.last)
+	i := v.lastMatch(reRetrying, 0, footer-1)
+	if i < 0 {
+		return Classification{}, false
+	}
+	c.Text = reRetrying.FindStringSubmatch(v.line(i))[1]
 	return c, true
 }
 

@@ -63,6 +63,7 @@ type scenario struct {
 	name       string
 	noTrust    bool // leave the trust record out: the trust dialog shows
 	noKeyAllow bool // leave the API key unapproved: the key dialog shows
+	script     fakeapi.Script // default: fakeapi.PromptScript()
 	files      map[string]string
 	run        func(s *session)
 }
@@ -173,6 +174,18 @@ var scenarios = []scenario{
 		s.submit("@@ERROR 500 fake server error")
 		s.capture("api-error-500", hasAll("API Error: 500", "? for shortcuts"))
 	}},
+	{name: "api-retry", script: fakeapi.Sequence(
+		fakeapi.Reply{Status: 529, Error: "fake overloaded", Retryable: true},
+		fakeapi.Reply{Status: 529, Error: "fake overloaded", Retryable: true},
+		fakeapi.Reply{Status: 529, Error: "fake overloaded", Retryable: true},
+		fakeapi.Reply{Status: 529, Error: "fake overloaded", Retryable: true},
+		fakeapi.Reply{Text: "made it after retries"},
+	), run: func(s *session) {
+		s.waitIdle()
+		s.submit("go")
+		s.capture("api-retry", hasAll("esc to interrupt"), hasAny("Retrying", "retrying", "attempt"))
+		s.wait(hasAll("made it after retries", "? for shortcuts"))
+	}},
 	{name: "login-error", run: func(s *session) {
 		s.waitIdle()
 		s.submit("@@ERROR 401 fake invalid x-api-key")
@@ -215,7 +228,11 @@ func TestRecord(t *testing.T) {
 			continue
 		}
 		t.Run(sc.name, func(t *testing.T) {
-			srv := fakeapi.Start(fakeapi.PromptScript())
+			script := sc.script
+			if script == nil {
+				script = fakeapi.PromptScript()
+			}
+			srv := fakeapi.Start(script)
 			defer srv.Close()
 			s := startSession(t, claude, git, version, dir, srv, sc)
 			defer s.stop()

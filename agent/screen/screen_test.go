@@ -120,11 +120,13 @@ func TestScreenCloseStopsGoroutines(t *testing.T) {
 	// Close waited for its goroutines, so none of the 40 is left; allow for
 	// unrelated runtime goroutines coming and going.
 	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for runtime.NumGoroutine() > before+2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("goroutines: %d before, %d after closing every Screen", before, runtime.NumGoroutine())
 		}
-		runtime.Gosched()
+		<-tick.C
 	}
 }
 

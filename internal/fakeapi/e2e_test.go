@@ -35,10 +35,11 @@ const runTimeout = 90 * time.Second
 
 // run is one finished `claude -p` process.
 type run struct {
-	lines  []map[string]any // stream-json lines of stdout
-	stdout string
-	stderr string
-	err    error // from Wait
+	lines     []map[string]any // stream-json lines of stdout
+	stdout    string
+	stderr    string
+	err       error  // from Wait
+	configDir string // CLAUDE_CONFIG_DIR of the run, for a --resume
 }
 
 // result returns the final "result" line, or nil.
@@ -73,8 +74,13 @@ func newRepo(t *testing.T) string {
 // commands run in sessions of their own, so the group alone proves nothing).
 func runClaude(t *testing.T, srv *fakeapi.Server, repo, prompt string, args ...string) run {
 	t.Helper()
+	return runClaudeIn(t, srv, repo, filepath.Join(t.TempDir(), "claude-config"), prompt, args...)
+}
+
+// runClaudeIn is runClaude with a given config dir (seeded again if it exists).
+func runClaudeIn(t *testing.T, srv *fakeapi.Server, repo, configDir, prompt string, args ...string) run {
+	t.Helper()
 	claude := testenv.Claude(t)
-	configDir := filepath.Join(t.TempDir(), "claude-config")
 	if err := agent.SeedConfigDir(configDir, repo, fakeapi.APIKey); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +117,7 @@ func runClaude(t *testing.T, srv *fakeapi.Server, repo, prompt string, args ...s
 		t.Errorf("processes left behind by claude: %v", pids)
 	}
 
-	r := run{stdout: stdout.String(), stderr: stderr.String(), err: err}
+	r := run{stdout: stdout.String(), stderr: stderr.String(), err: err, configDir: configDir}
 	sc := bufio.NewScanner(strings.NewReader(r.stdout))
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
@@ -284,4 +290,42 @@ func TestCLIHTTPError(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCaptureRequests refreshes testdata/requests/p_*.json from the
+// installed CLI: FAKEAPI_CAPTURE=dir go test -run TestCaptureRequests
+// writes each request of a tool turn, a --tools "" turn and a /compact.
+func TestCaptureRequests(t *testing.T) {
+	dir := os.Getenv("FAKEAPI_CAPTURE")
+	if dir == "" {
+		t.Skip("set FAKEAPI_CAPTURE=dir to capture the CLI's requests")
+	}
+	write := func(name string, req fakeapi.Request) {
+		if err := os.WriteFile(filepath.Join(dir, name), req.Raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := fakeapi.Start(fakeapi.PromptScript())
+	defer srv.Close()
+	repo := newRepo(t)
+	prompt := "go\n@@TOOL Bash {\"command\":\"echo hi > created.txt\",\"description\":\"Create a file\"}\n@@TEXT All done here."
+	r := runClaude(t, srv, repo, prompt, "--allowedTools", "Bash")
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	write("p_first.json", reqs[0])
+	write("p_tool_result.json", reqs[1])
+
+	runClaude(t, srv, repo, "hello there", "--tools", "")
+	write("p_no_tools.json", srv.Requests()[2])
+
+	// /compact needs a conversation: resume the first one, with its config.
+	sid, _ := r.result()["session_id"].(string)
+	runClaudeIn(t, srv, repo, r.configDir, "/compact", "--resume", sid)
+	last := srv.Requests()[len(srv.Requests())-1]
+	if last.SideKind() != fakeapi.SideCompact {
+		t.Errorf("last request is %q, not a compaction", last.SideKind())
+	}
+	write("p_compact.json", last)
 }

@@ -57,9 +57,11 @@ func (r Reply) resolve(newID func(prefix string) string) Reply {
 
 // Texts the stock scripts answer with.
 const (
-	// DoneText answers main requests after a Sequence ran out.
+	// DoneText answers main requests once a Sequence or a prompt's
+	// directives are used up.
 	DoneText = "done"
-	// SideText answers side requests (titles, topics, quota checks).
+	// SideText answers side requests (SideReply); it is also the title
+	// given to a title request.
 	SideText = "Fake session"
 	// NoDirectiveText answers a PromptScript prompt that has no directives.
 	NoDirectiveText = "OK, this is the fake API answering."

@@ -196,7 +196,7 @@ func TestCapturedRequests(t *testing.T) {
 		{"p_first.json", SideNone, prompt, 0, true},
 		{"p_tool_result.json", SideNone, prompt, 1, true},
 		{"p_no_tools.json", SideNone, "hello there", 0, false},
-		{"p_compact.json", SideCompact, "", 0, true},
+		{"p_compact.json", SideCompact, "", 1, true}, // the summary request shares the tool_result message
 		{"tui_first.json", SideNone, "Please refactor the parser module", 0, true},
 		{"tui_title.json", SideTitle, "", 0, false},
 	}

@@ -1,0 +1,333 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/testenv"
+	"github.com/familiar-dev/familiar/orchestrator"
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// notes records notifications and lets a test wait for one.
+type notes struct {
+	mu      sync.Mutex
+	list    []note
+	changed chan struct{}
+}
+
+type note struct {
+	method string
+	params json.RawMessage
+}
+
+func (n *notes) Notify(method string, params any) {
+	b, _ := params.(json.RawMessage)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.list = append(n.list, note{method, b})
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+func (n *notes) wait(t *testing.T, what string, match func(note) bool) note {
+	t.Helper()
+	deadline := time.NewTimer(90 * time.Second)
+	defer deadline.Stop()
+	for {
+		n.mu.Lock()
+		for _, x := range n.list {
+			if match(x) {
+				n.mu.Unlock()
+				return x
+			}
+		}
+		ch := n.changed
+		n.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s; notifications:\n%s", what, n.dump())
+		}
+	}
+}
+
+func (n *notes) dump() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var b strings.Builder
+	for _, x := range n.list {
+		if x.method != protocol.NotifyTaskOutput {
+			b.WriteString("  " + x.method + " " + string(x.params) + "\n")
+		}
+	}
+	return b.String()
+}
+
+func is(method string, contains ...string) func(note) bool {
+	return func(x note) bool {
+		if x.method != method {
+			return false
+		}
+		for _, c := range contains {
+			if !strings.Contains(string(x.params), c) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func statusIs(id string, s protocol.Status) func(note) bool {
+	return is(protocol.NotifyTaskUpdated, `"id":"`+id+`"`, `"status":"`+string(s)+`"`)
+}
+
+type env struct {
+	ws    *orchestrator.Workspace
+	o     *orchestrator.Orchestrator
+	notes *notes
+	repo  string
+	api   *fakeapi.Server
+}
+
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"},
+	} {
+		cmd := exec.Command(testenv.Git(t), args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	return real
+}
+
+func open(t *testing.T, clk clock.Clock, settings *protocol.SettingsUpdate) *env {
+	t.Helper()
+	claude := testenv.Claude(t)
+	api := fakeapi.Start(fakeapi.PromptScript())
+	t.Cleanup(api.Close)
+	e := &env{notes: &notes{changed: make(chan struct{})}, repo: gitRepo(t), api: api}
+	ws, err := orchestrator.OpenWorkspace(context.Background(), e.repo, orchestrator.WorkspaceOptions{
+		DataDir:       t.TempDir(),
+		WorktreesRoot: t.TempDir(),
+		ClaudePath:    claude,
+		Notifier:      e.notes,
+		Clock:         clk,
+		StartHook: func(ctx context.Context, o *agent.Options) {
+			if o.ExtraEnv == nil {
+				o.ExtraEnv = map[string]string{}
+			}
+			for k, v := range api.Env() {
+				o.ExtraEnv[k] = v
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ws.Close(); err != nil {
+			t.Errorf("close workspace: %v", err)
+		}
+	})
+	e.ws, e.o = ws, ws.Orch
+	if settings != nil {
+		if _, err := e.o.UpdateSettings(context.Background(), settings); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+func (e *env) create(t *testing.T, title, script string, priority int) *protocol.Task {
+	t.Helper()
+	task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{Title: title, Description: script, Priority: priority})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+func (e *env) get(t *testing.T, id string) *protocol.Task {
+	t.Helper()
+	task, err := e.o.TaskGet(context.Background(), &protocol.TaskIDParams{ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+func askBash(file string) string {
+	return "go\n@@TOOL Bash {\"command\":\"touch " + file + "\"}\n@@TEXT Done with " + file + "."
+}
+
+func intp(i int) *int { return &i }
+
+func TestQueueOrderReorderAndCancel(t *testing.T) {
+	e := open(t, nil, &protocol.SettingsUpdate{MaxConcurrent: intp(1)})
+	a := e.create(t, "first", askBash("a.txt"), 0)
+	// a holds the only slot while it waits on its question.
+	e.notes.wait(t, "a waiting", statusIs(a.ID, protocol.StatusWaiting))
+	b := e.create(t, "second", askBash("b.txt"), 0)
+	c := e.create(t, "urgent", askBash("c.txt"), 5)
+	if got := e.get(t, c.ID); got.Status != protocol.StatusQueued || got.QueuePosition == nil || *got.QueuePosition != 0 {
+		t.Fatalf("c = %+v", got)
+	}
+	if got := e.get(t, b.ID); *got.QueuePosition != 1 || got.EstimatedStartSec == nil {
+		t.Fatalf("b = %+v", got)
+	}
+	if _, err := e.o.TaskReorder(context.Background(), &protocol.TaskReorderParams{ID: b.ID, Before: c.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(t, b.ID); *got.QueuePosition != 0 {
+		t.Fatalf("after reorder b is at %d", *got.QueuePosition)
+	}
+	if got, err := e.o.TaskCancel(context.Background(), &protocol.TaskIDParams{ID: c.ID}); err != nil || got.Status != protocol.StatusCancelled {
+		t.Fatalf("cancel queued = %+v, %v", got, err)
+	}
+	if _, err := e.o.TaskReorder(context.Background(), &protocol.TaskReorderParams{ID: c.ID, Priority: intp(1)}); err == nil {
+		t.Fatal("reordered a cancelled task")
+	}
+	// Answer a; it completes and b gets the slot.
+	q := e.get(t, a.ID).PendingQuestion
+	if _, err := e.o.TaskRespond(context.Background(), &protocol.TaskRespondParams{ID: a.ID, QuestionID: q.ID, OptionID: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "a completed", is(protocol.NotifyTaskCompleted, a.ID))
+	e.notes.wait(t, "b waiting", statusIs(b.ID, protocol.StatusWaiting))
+	if got := e.get(t, a.ID); got.Status != protocol.StatusMerging || got.Result == nil || len(got.Result.ChangedFiles) != 1 {
+		t.Fatalf("a = %+v", got)
+	}
+}
+
+func TestCancelRunningKeepsWorktree(t *testing.T) {
+	e := open(t, nil, nil)
+	a := e.create(t, "to cancel", askBash("x.txt"), 0)
+	e.notes.wait(t, "waiting", statusIs(a.ID, protocol.StatusWaiting))
+	running := e.get(t, a.ID)
+	got, err := e.o.TaskCancel(context.Background(), &protocol.TaskIDParams{ID: a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "cancelled", statusIs(a.ID, protocol.StatusCancelled))
+	got = e.get(t, a.ID)
+	if got.Blocked == nil || got.Blocked.Reason != protocol.BlockedCancelledByUser {
+		t.Errorf("cancelled task = %+v", got)
+	}
+	if _, err := os.Stat(running.Worktree.Path); err != nil {
+		t.Errorf("worktree gone after cancel: %v", err)
+	}
+	if err := processGone(running.Agent.PID); err != nil {
+		t.Error(err)
+	}
+	if _, err := e.o.TaskCancel(context.Background(), &protocol.TaskIDParams{ID: a.ID}); err == nil {
+		t.Error("cancelling twice succeeded")
+	}
+}
+
+func processGone(pid int) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(filepath.Join("/proc", itoa(pid))); os.IsNotExist(err) {
+			return nil
+		}
+		b, _ := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
+		if strings.Contains(string(b), ") Z ") {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond) // polling /proc: no event to wait on
+	}
+	return &os.PathError{Op: "agent still alive", Path: itoa(pid)}
+}
+
+func itoa(i int) string { return formatInt(i) }
+
+func formatInt(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+// The approval timeout runs on the injected clock: five minutes in no time.
+func TestApprovalTimeoutDenies(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	e := open(t, clk, nil)
+	a := e.create(t, "nobody answers", askBash("late.txt"), 0)
+	e.notes.wait(t, "waiting", statusIs(a.ID, protocol.StatusWaiting))
+	q := e.get(t, a.ID).PendingQuestion
+	if q.ExpiresAt.IsZero() {
+		t.Fatal("permission question without expiresAt")
+	}
+	clk.Advance(301 * time.Second)
+	e.notes.wait(t, "resolved by timeout", is(protocol.NotifyTaskQuestionResolved, a.ID, `"decidedBy":"timeout"`))
+	e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, a.ID))
+	if _, err := os.Stat(filepath.Join(e.get(t, a.ID).Worktree.Path, "late.txt")); err == nil {
+		t.Error("the timed-out command ran")
+	}
+	reqs := e.api.MainRequests()
+	found := false
+	for _, b := range reqs[len(reqs)-1].ToolResults() {
+		found = found || strings.Contains(b.Content, "approval timeout")
+	}
+	if !found {
+		t.Error("the agent was not told nobody answered in time")
+	}
+}
+
+func TestNoProgressBlocksTask(t *testing.T) {
+	e := open(t, nil, nil)
+	// The fake model takes a minute to answer; one second without progress
+	// is enough to give up.
+	task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{
+		Title: "stuck", Description: "hang\n@@DELAY 60s\n@@TEXT too late", NoProgressTimeoutSec: intp(1),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "blocked", statusIs(task.ID, protocol.StatusBlocked))
+	got := e.get(t, task.ID)
+	if got.Blocked == nil || got.Blocked.Reason != protocol.BlockedTimeout {
+		t.Fatalf("blocked = %+v", got.Blocked)
+	}
+}
+
+func TestCreateRefusesBadInput(t *testing.T) {
+	e := open(t, nil, nil)
+	for _, tc := range []struct {
+		p     protocol.TaskCreateParams
+		field string
+	}{
+		{protocol.TaskCreateParams{Title: "x", Description: "d", BaseRef: "--upload-pack=touch x"}, "baseRef"},
+		{protocol.TaskCreateParams{Title: "x", Description: "d", BaseRef: "no-such-branch"}, "baseRef"},
+		{protocol.TaskCreateParams{Title: "x", Description: "d", Hints: &protocol.Hints{Files: []string{"../../etc/passwd"}}}, "hints.files[0]"},
+	} {
+		_, err := e.o.TaskCreate(context.Background(), &tc.p)
+		pe, ok := err.(*protocol.Error)
+		if !ok || pe.Code != protocol.CodeInvalidParams || !strings.Contains(formatData(pe.Data), tc.field) {
+			t.Errorf("create %+v = %v", tc.p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.repo, "x")); err == nil {
+		t.Error("a hostile baseRef ran a command")
+	}
+}
+
+func formatData(d any) string {
+	b, _ := json.Marshal(d)
+	return string(b)
+}
