@@ -46,20 +46,23 @@ func (s State) String() string {
 }
 
 // Classification is what a pattern read from a screen. Which fields are set
-// depends on the State; see each pattern in patterns.go.
+// depends on the pattern; patterns.go says for each.
 type Classification struct {
 	State   State
 	Pattern string // the name of the pattern that matched; "" when Unknown
-	// Title is the dialog's title: "Bash command", "Create file", "Edit
-	// file", "Tool use"; the question's tab header; the dialog's first line.
+	// Title names the dialog: a permission dialog's title ("Bash command",
+	// "Create file", "Edit file", "Tool use"; "" when a tall dialog has
+	// scrolled it away), a question's tab header, a select dialog's first
+	// line.
 	Title string
-	// Text is what is asked or shown: the permission or choice question, the
-	// interrupt question, the error message, the spinner line while working,
-	// the text typed into the prompt at idle.
+	// Text is what is asked or shown: the permission or choice question,
+	// the interrupt question, the error message, the spinner line while
+	// working, what is typed in the prompt box at idle.
 	Text    string
 	Options []Option
-	// Detail is secondary text: the body of a permission dialog (the
-	// command, the file), the footer's mode line, an error's status.
+	// Detail is secondary text: the body of a permission or select dialog
+	// (description, command, file, diff), the answers a review tab
+	// summarises, the footer, an API error's HTTP status.
 	Detail string
 }
 
@@ -116,11 +119,10 @@ type pattern struct {
 type view struct {
 	lines []string
 	last  int // index of the last non-blank line; -1 if the screen is blank
-	title string
 }
 
 func newView(s Snapshot) *view {
-	v := &view{lines: s.Lines, last: -1, title: s.Title}
+	v := &view{lines: s.Lines, last: -1}
 	for i := len(s.Lines) - 1; i >= 0; i-- {
 		if strings.TrimSpace(s.Lines[i]) != "" {
 			v.last = i

@@ -209,3 +209,84 @@ func TestServeStdioTaskLifecycle(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// A second `familiar serve --stdio` for the same repository joins the first
+// (another editor window): both see the same tasks and notifications.
+func TestSecondWindowJoinsTheRunningFamiliar(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	repo := gitRepo(t)
+	state := t.TempDir()
+	env := []string{"XDG_STATE_HOME=" + filepath.Join(state, "state"), "XDG_DATA_HOME=" + filepath.Join(state, "data")}
+	first := startFamiliar(t, repo, api, env...)
+	var init protocol.InitializeResult
+	first.client.Result("initialize", map[string]any{"workspaceRoot": repo}, &init)
+	sock := filepath.Join(init.Workspace.DataDir, "familiar.sock")
+	waitFile(t, sock)
+
+	second := startFamiliar(t, repo, api, env...)
+	second.client.Result("initialize", map[string]any{"workspaceRoot": repo}, nil)
+	var task protocol.Task
+	second.client.Result("task/create", map[string]any{"title": "from window two", "description": "@@TEXT hello"}, &task)
+	// The first window hears about the second window's task.
+	first.client.WaitNotification(0, "task/updated from the other window", editor.Method("task/updated", task.ID))
+	var got protocol.Task
+	first.client.Result("task/get", map[string]any{"id": task.ID}, &got)
+	if got.Title != "from window two" {
+		t.Fatalf("first window sees %+v", got)
+	}
+
+	// A second server (not a window) on the same data dir exits at once,
+	// naming the running one.
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, "serve", "--listen", "unix:"+filepath.Join(t.TempDir(), "x.sock"))
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), append(env, mainEnv+"=1", "FAMILIAR_CLAUDE="+testenv.Claude(t))...)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another familiar is running for this repository (pid ") {
+		t.Fatalf("second server: err=%v\n%s", err, out)
+	}
+}
+
+func TestInitializeRefusesNonRepository(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	notRepo := t.TempDir()
+	f := startFamiliar(t, notRepo, api)
+	m := f.client.Call("initialize", map[string]any{"workspaceRoot": notRepo})
+	if m.Error == nil || m.Error.Code != protocol.CodeInvalidParams || !strings.Contains(string(m.Error.Data), "workspaceRoot") {
+		t.Fatalf("initialize on a plain dir = %+v", m.Error)
+	}
+	// The connection still works: initialize with a real repository.
+	repo := gitRepo(t)
+	f.client.Result("initialize", map[string]any{"workspaceRoot": repo}, nil)
+}
+
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // no event for a file appearing in another process
+	}
+	t.Fatalf("%s never appeared", path)
+}
+
+func TestMissingClaudeIsReportedNotFatal(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	repo := gitRepo(t)
+	f := startFamiliar(t, repo, api, "FAMILIAR_CLAUDE=/nonexistent/claude")
+	var init protocol.InitializeResult
+	f.client.Result("initialize", map[string]any{"workspaceRoot": repo}, &init)
+	if init.Claude.Available || init.Claude.Problem == "" {
+		t.Fatalf("claude status = %+v", init.Claude)
+	}
+	f.client.WaitNotification(0, "warning", editor.Method("server/message", `"level":"warning"`, "claude"))
+	m := f.client.Call("task/create", map[string]any{"title": "t", "description": "d"})
+	if m.Error == nil || m.Error.Code != protocol.CodeUnavailable {
+		t.Fatalf("task/create without claude = %+v", m.Error)
+	}
+}
