@@ -258,6 +258,7 @@ func processGone(pid int) error {
 
 func itoa(i int) string { return formatInt(i) }
 
+
 func formatInt(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
@@ -330,4 +331,102 @@ func TestCreateRefusesBadInput(t *testing.T) {
 func formatData(d any) string {
 	b, _ := json.Marshal(d)
 	return string(b)
+}
+
+func TestPauseAndResumeContinueTheSession(t *testing.T) {
+	e := open(t, nil, nil)
+	a := e.create(t, "pausable", askBash("p.txt"), 0)
+	e.notes.wait(t, "waiting", statusIs(a.ID, protocol.StatusWaiting))
+	before := e.get(t, a.ID)
+	if _, err := e.o.TaskPause(context.Background(), &protocol.TaskIDParams{ID: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "paused", statusIs(a.ID, protocol.StatusPaused))
+	if err := processGone(before.Agent.PID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.o.TaskResume(context.Background(), &protocol.TaskIDParams{ID: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "completed after resume", is(protocol.NotifyTaskCompleted, a.ID))
+	after := e.get(t, a.ID)
+	if after.Agent.SessionID != before.Agent.SessionID || after.Worktree.Path != before.Worktree.Path {
+		t.Errorf("resumed with another session or worktree: %+v vs %+v", after.Agent, before.Agent)
+	}
+}
+
+func TestRetryStartsAFreshAttempt(t *testing.T) {
+	e := open(t, nil, nil)
+	a := e.create(t, "fails", "try\n@@TEXT BLOCKED: the build server is down", 0)
+	e.notes.wait(t, "blocked", statusIs(a.ID, protocol.StatusBlocked))
+	first := e.get(t, a.ID)
+	if first.Blocked.Reason != protocol.BlockedAgentFailed || !strings.Contains(first.Blocked.Detail, "build server is down") {
+		t.Fatalf("blocked = %+v", first.Blocked)
+	}
+	retry, err := e.o.TaskRetry(context.Background(), &protocol.TaskIDParams{ID: a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if retry.Attempt != 2 || retry.PreviousAttemptID != a.ID || retry.ID == a.ID {
+		t.Fatalf("retry = %+v", retry)
+	}
+	e.notes.wait(t, "retry blocked too", statusIs(retry.ID, protocol.StatusBlocked))
+	second := e.get(t, retry.ID)
+	if second.Worktree.Path == first.Worktree.Path || second.Worktree.BaseCommit != first.Worktree.BaseCommit {
+		t.Errorf("retry worktree %+v, first %+v", second.Worktree, first.Worktree)
+	}
+	// The previous attempt's blocked reason reached the model in the prompt.
+	found := false
+	for _, r := range e.api.MainRequests() {
+		found = found || strings.Contains(r.LastUserText(), "build server is down") && strings.Contains(r.LastUserText(), "Previous attempt")
+	}
+	if !found {
+		t.Error("the retry prompt did not carry the previous attempt")
+	}
+}
+
+// familiar stops (or dies) while an agent works: the task is blocked
+// {interrupted}; a familiar started with ResumeInterrupted continues it.
+func TestRestartResumesInterruptedTasks(t *testing.T) {
+	claude := testenv.Claude(t)
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	repo, dataDir, wtRoot := gitRepo(t), t.TempDir(), t.TempDir()
+	openWS := func(n *notes, resume bool) *orchestrator.Workspace {
+		ws, err := orchestrator.OpenWorkspace(context.Background(), repo, orchestrator.WorkspaceOptions{
+			DataDir: dataDir, WorktreesRoot: wtRoot, ClaudePath: claude, Notifier: n, ResumeInterrupted: resume,
+			StartHook: func(ctx context.Context, o *agent.Options) {
+				o.ExtraEnv = api.Env()
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ws
+	}
+	n1 := &notes{changed: make(chan struct{})}
+	ws := openWS(n1, false)
+	task, err := ws.Orch.TaskCreate(context.Background(), &protocol.TaskCreateParams{Title: "survive", Description: askBash("s.txt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1.wait(t, "waiting", statusIs(task.ID, protocol.StatusWaiting))
+	if err := ws.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n2 := &notes{changed: make(chan struct{})}
+	ws = openWS(n2, true)
+	defer ws.Close()
+	n2.wait(t, "completed after restart", is(protocol.NotifyTaskCompleted, task.ID))
+	evs, err := ws.Orch.TaskEvents(context.Background(), &protocol.TaskEventsParams{ID: task.ID, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawInterrupted := false
+	for _, ev := range evs.Events {
+		sawInterrupted = sawInterrupted || strings.Contains(string(ev.Params), `"reason":"interrupted"`)
+	}
+	if !sawInterrupted {
+		t.Error("the replayed events do not show the interruption")
+	}
 }

@@ -40,6 +40,12 @@ type Config struct {
 	Version   string
 	GitVer    string
 	StartHook func(ctx context.Context, opts *agent.Options) // tests adjust agent options (fake API env)
+	// ResumeInterrupted queues tasks a crash left blocked{interrupted} so
+	// they continue their sessions (familiar serve --resume-interrupted).
+	ResumeInterrupted bool
+	// StartBackoff is the first wait before retrying a failed agent start;
+	// it doubles each time (default 1 s).
+	StartBackoff time.Duration
 }
 
 // Orchestrator owns the tasks of one repository.
@@ -89,6 +95,10 @@ func New(cfg Config) (*Orchestrator, error) {
 		o.pub.close()
 		return nil, err
 	}
+	if o.cfg.StartBackoff <= 0 {
+		o.cfg.StartBackoff = time.Second
+	}
+	o.recoverLeftovers(cfg.ResumeInterrupted)
 	o.wg.Add(1)
 	go o.schedule()
 	o.poke()

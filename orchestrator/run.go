@@ -158,7 +158,7 @@ func (o *Orchestrator) start(t *task) {
 	}
 	sess, err := agent.Start(ctx, opts)
 	if err != nil {
-		o.block(t, protocol.BlockedStartFailed, "start claude: "+err.Error())
+		o.startFailed(t, "start claude: "+err.Error())
 		return
 	}
 	o.mu.Lock()
@@ -168,8 +168,8 @@ func (o *Orchestrator) start(t *task) {
 	t.Process = &id2
 	t.T.Agent = &protocol.AgentInfo{PID: sess.PID(), SessionID: sess.SessionID(), ClaudeVersion: o.cfg.CLI.Version}
 	if t.stopping {
-		// Cancelled while starting: the runner below stops it.
-		go o.stopAgent(t, t.stopReason, t.stopDetail)
+		// Cancelled while starting.
+		o.stopAgentAsync(t)
 		return
 	}
 	if err := o.setStatusLocked(t, protocol.StatusRunning); err != nil {
@@ -177,6 +177,55 @@ func (o *Orchestrator) start(t *task) {
 	}
 	t.T.Activity = protocol.ActivityThinking
 	o.touchLocked(t)
+}
+
+// maxStartFailures is how many transient start failures (spawn errors, an
+// API that stays overloaded until claude gives up) a task survives.
+const maxStartFailures = 3
+
+// startFailed retries a failed start after a backoff, up to maxStartFailures
+// times, then blocks the task with start_failed.
+func (o *Orchestrator) startFailed(t *task, detail string) {
+	o.mu.Lock()
+	t.StartFailures++
+	n := t.StartFailures
+	t.LastError = detail
+	if n >= maxStartFailures {
+		o.blockLocked(t, protocol.BlockedStartFailed, fmt.Sprintf("%s (after %d attempts)", detail, n))
+		o.mu.Unlock()
+		return
+	}
+	o.save(t)
+	o.mu.Unlock()
+	wait := o.cfg.StartBackoff << (n - 1)
+	o.logger.Warn("agent start failed; retrying", "task", t.T.ID, "attempt", n, "wait", wait, "err", detail)
+	timer := o.clk.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C():
+	case <-o.ctx.Done():
+		return
+	}
+	o.mu.Lock()
+	if t.T.Status == protocol.StatusStarting && !t.stopping {
+		// Back to the queue; it keeps its place (FIFO by Seq).
+		_ = o.setStatusLocked(t, protocol.StatusQueued)
+		o.touchLocked(t)
+	}
+	o.mu.Unlock()
+	o.poke()
+}
+
+// transientFailure reports whether a failed first turn was the API being
+// overloaded or unreachable rather than the task failing.
+func transientFailure(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, s := range []string{"overloaded", "529", "503", "rate limit", "connection error", "econnrefused", "timed out"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // agentOptions builds the agent's options from the task and the settings.
@@ -199,6 +248,9 @@ func (o *Orchestrator) agentOptions(t *task) (agent.Options, error) {
 	}
 	if t.Hints != nil {
 		pc.Notes, pc.HintFiles = t.Hints.Notes, t.Hints.Files
+	}
+	if t.Prior != nil {
+		pc.PriorAttempt = &profiles.Attempt{Summary: t.Prior.Summary, BlockedReason: t.Prior.BlockedReason, LastError: t.Prior.LastError}
 	}
 	prompt, err := profiles.Build(pc, t.PromptOverride)
 	if err != nil {
@@ -302,7 +354,21 @@ func (o *Orchestrator) onAgentEvent(id string, gen int, ev agent.Event) {
 			}
 			t.costUSD = &c
 		}
-		if ev.Turn.BackgroundTasks > 0 || t.T.PendingQuestion != nil || ev.Turn.Asks != "" {
+		if ev.Turn.BackgroundTasks > 0 {
+			break
+		}
+		t.Turns++
+		if ev.Turn.Failed && t.Turns == 1 && transientFailure(ev.Turn.Error) && t.StartFailures+1 < maxStartFailures {
+			// Claude gave up on an overloaded API before doing anything:
+			// start again later rather than failing the task.
+			t.restarting = true
+			t.LastError = ev.Turn.Error
+			o.stopAgentAsync(t)
+			break
+		}
+		if t.T.PendingQuestion != nil || ev.Turn.Asks != "" {
+			// Waiting on the person: keep what this turn did as a checkpoint.
+			o.checkpointLater(t)
 			break
 		}
 		if ev.Turn.Failed {
@@ -316,12 +382,10 @@ func (o *Orchestrator) onAgentEvent(id string, gen int, ev agent.Event) {
 		}
 	case agent.EventProblem:
 		if ev.Problem == agent.ProblemNoProgress && live(t.T.Status) && !t.stopping {
-			t.stopping = true
 			t.stopReason = protocol.BlockedTimeout
-			t.stopDetail = "no output for the no-progress timeout"
-			o.mu.Unlock()
-			o.stopAgent(t, protocol.BlockedTimeout, t.stopDetail)
-			return
+			t.stopDetail = "no progress for the no-progress timeout"
+			o.stopAgentAsync(t)
+			break
 		}
 		o.logger.Warn("agent problem", "task", id, "problem", ev.Problem)
 		o.pub.publish(id, protocol.ServerMessageNotification{Level: protocol.LevelWarning, Text: fmt.Sprintf("task %s: %s", id, ev.Problem)})
@@ -331,15 +395,43 @@ func (o *Orchestrator) onAgentEvent(id string, gen int, ev agent.Event) {
 	o.mu.Unlock()
 }
 
+// checkpointLater commits what the turn changed, so work can step back one
+// turn. It runs outside the event goroutine: git may take a while.
+func (o *Orchestrator) checkpointLater(t *task) {
+	wt := o.worktreeOf(t)
+	msg := fmt.Sprintf("familiar checkpoint: %s (turn %d)", t.T.Title, t.Turns)
+	if t.T.Worktree == nil {
+		return
+	}
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		if _, _, err := o.cfg.Repo.Checkpoint(o.ctx, wt, msg); err != nil {
+			o.logger.Warn("checkpoint", "task", t.T.ID, "err", err)
+		}
+	}()
+}
+
 // exitedLocked settles a task whose agent process ended.
 func (o *Orchestrator) exitedLocked(t *task, x *agent.Exited) {
 	t.sess = nil
 	t.Process = nil
 	o.stopApprovalLocked(t)
-	stopping, cancelled, pausing := t.stopping, t.cancelled, t.pausing
+	stopping, cancelled, pausing, restarting := t.stopping, t.cancelled, t.pausing, t.restarting
 	reason, detail := t.stopReason, t.stopDetail
-	t.stopping, t.cancelled, t.pausing, t.stopReason, t.stopDetail = false, false, false, "", ""
+	t.stopping, t.cancelled, t.pausing, t.restarting, t.stopReason, t.stopDetail = false, false, false, false, "", ""
 	switch {
+	case restarting && live(t.T.Status):
+		if err := o.setStatusLocked(t, protocol.StatusStarting); err == nil {
+			o.touchLocked(t)
+			detail := t.LastError
+			o.wg.Add(1)
+			go func() {
+				defer o.wg.Done()
+				o.startFailed(t, detail)
+			}()
+		}
+		return
 	case cancelled:
 		if err := o.setStatusLocked(t, protocol.StatusCancelled); err == nil {
 			t.T.Blocked = &protocol.Blocked{Reason: protocol.BlockedCancelledByUser, Detail: "cancelled by the user"}
@@ -416,14 +508,23 @@ func (o *Orchestrator) complete(t *task, turn *agent.TurnEnded) {
 	o.pub.publish(t.T.ID, protocol.TaskCompletedNotification{ID: t.T.ID, Result: result})
 	// The finished agent would hold ~200 MB while idle: stop it. Its session
 	// is kept, so task/send resumes the conversation.
-	if t.sess != nil {
-		t.stopping = true
-		o.wg.Add(1)
-		go func() {
-			defer o.wg.Done()
-			o.stopAgent(t, "", "")
-		}()
+	o.stopAgentAsync(t)
+}
+
+// stopAgentAsync stops t's agent in the background. Callers on the agent's
+// event goroutine must use it: Stop waits for that goroutine to deliver the
+// exit event.
+func (o *Orchestrator) stopAgentAsync(t *task) {
+	if t.sess == nil {
+		return
 	}
+	t.stopping = true
+	reason, detail := t.stopReason, t.stopDetail
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		o.stopAgent(t, reason, detail)
+	}()
 }
 
 // summarize takes the summary from the agent's final message: the profile

@@ -235,3 +235,27 @@ func (s *Service) ServerStats(ctx context.Context, p *protocol.ServerStatsParams
 	}
 	return o.ServerStats(ctx)
 }
+
+func (s *Service) TaskPause(ctx context.Context, p *protocol.TaskPauseParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskPause(ctx, p)
+}
+
+func (s *Service) TaskResume(ctx context.Context, p *protocol.TaskResumeParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskResume(ctx, p)
+}
+
+func (s *Service) TaskRetry(ctx context.Context, p *protocol.TaskRetryParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskRetry(ctx, p)
+}

@@ -12,7 +12,7 @@ import (
 var transitions = map[protocol.Status][]protocol.Status{
 	protocol.StatusQueued:    {protocol.StatusStarting, protocol.StatusCancelled},
 	protocol.StatusStarting:  {protocol.StatusRunning, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusQueued},
-	protocol.StatusRunning:   {protocol.StatusWaiting, protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
+	protocol.StatusRunning:   {protocol.StatusStarting, protocol.StatusWaiting, protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
 	protocol.StatusWaiting:   {protocol.StatusRunning, protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
 	protocol.StatusPaused:    {protocol.StatusQueued, protocol.StatusCancelled},
 	protocol.StatusMerging:   {protocol.StatusMerged, protocol.StatusRunning, protocol.StatusQueued, protocol.StatusBlocked},

@@ -31,7 +31,17 @@ type persisted struct {
 	Starts               int                           `json:"starts,omitempty"` // agent starts so far
 	Logs                 []string                      `json:"logs,omitempty"`   // one raw output log per start
 	FollowUp             string                        `json:"followUp,omitempty"` // prompt for the next start (task/send on a finished task)
+	Prior                *priorAttempt                 `json:"prior,omitempty"`    // what the previous attempt left (retry)
+	StartFailures        int                           `json:"startFailures,omitempty"`
+	Turns                int                           `json:"turns,omitempty"` // turns ended, for checkpoint messages
 	Seq                  int64                         `json:"seq"` // FIFO order within a priority
+}
+
+// priorAttempt is what a retry tells the agent about the attempt before.
+type priorAttempt struct {
+	Summary       string `json:"summary,omitempty"`
+	BlockedReason string `json:"blockedReason,omitempty"`
+	LastError     string `json:"lastError,omitempty"`
 }
 
 // task is one task; its fields are guarded by Orchestrator.mu.
@@ -44,6 +54,7 @@ type task struct {
 	stopDetail string
 	cancelled  bool        // the stop is a user cancel
 	pausing    bool        // the stop is a pause
+	restarting bool        // the stop is a retry of a failed start
 	approval   clock.Timer // the pending question's timeout
 	outputSize int64       // bytes of output seen
 	costUSD    *float64

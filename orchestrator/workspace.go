@@ -46,6 +46,8 @@ type WorkspaceOptions struct {
 	Logger        *slog.Logger
 	Version       string
 	StartHook     func(ctx context.Context, opts *agent.Options)
+	// ResumeInterrupted continues the tasks a crash or shutdown interrupted.
+	ResumeInterrupted bool
 }
 
 // DefaultDataDir is $XDG_STATE_HOME/familiar/<repo-name>-<short-hash>.
@@ -110,7 +112,7 @@ func OpenWorkspace(ctx context.Context, root string, o WorkspaceOptions) (*Works
 	orch, err := New(Config{
 		Repo: repo, Store: st, DataDir: ws.DataDir, Hooks: hooks, CLI: ws.CLI, CLIErr: ws.CLIErr,
 		Notifier: o.Notifier, Settings: settings, Clock: o.Clock, Logger: o.Logger,
-		Version: o.Version, GitVer: ws.GitVersion, StartHook: o.StartHook,
+		Version: o.Version, GitVer: ws.GitVersion, StartHook: o.StartHook, ResumeInterrupted: o.ResumeInterrupted,
 	})
 	if err != nil {
 		hooks.Close()

@@ -29,7 +29,9 @@ var (
 	reRetrying = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+(API error · retrying .*)$`)
 
 	// Tool permission dialogs.
-	rePermissionQuestion = regexp.MustCompile(`^\s*(Do you want to (?:proceed|create .+|make this edit to .+|.+)\?)\s*$`)
+	// "Do you want to proceed?", "... create new.txt?", "... make this edit
+	// to new.txt?".
+	rePermissionQuestion = regexp.MustCompile(`^\s*(Do you want to .+\?)\s*$`)
 	rePermissionFooter   = regexp.MustCompile(`^\s*Esc to cancel · Tab to amend`)
 	// Body lines of a permission dialog that are not about the call.
 	rePermissionNoise = regexp.MustCompile(`^\s*(Tip: .*|╌{8,})\s*$`)
@@ -82,14 +84,15 @@ var optionKinds = map[string]OptionKind{
 // read the prompt box, which stays on screen while a turn runs.
 var patterns = []pattern{
 	// testdata: permission-bash, permission-bash-rule, permission-write,
-	// permission-edit. Title is the dialog's title line, Text its question,
-	// Detail the body (description, command or file, diff), Options the
-	// numbered answers; the first is "Yes", the last "No".
+	// permission-write-long, permission-edit; the MCP tool dialog of
+	// CLAUDE-CLI.md §2.5. Title is the dialog's title line, Text its
+	// question, Detail the body (description, command or file, diff),
+	// Options the numbered answers; the first is "Yes", the last "No".
 	{name: "permission", state: Permission, match: matchPermission},
-	// testdata: choice-single, choice-multi, choice-multi-select,
-	// choice-review. Title is the tab header, Text the question, Options
-	// the numbered answers with their descriptions, Detail what the review
-	// tab summarises.
+	// testdata: choice-single, choice-typing, choice-multi,
+	// choice-multi-select, choice-multi-checked, choice-review. Title is the
+	// tab header, Text the question, Options the numbered answers with
+	// their descriptions, Detail what the review tab summarises.
 	{name: "choice", state: Choice, match: matchChoice},
 	// The first-run and safety dialogs: a title, a body, an unnumbered list
 	// moved with Up/Down and chosen with Enter (digits do nothing), and

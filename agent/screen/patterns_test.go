@@ -271,13 +271,37 @@ func TestEveryPatternHasAScreen(t *testing.T) {
 	}
 }
 
-// documentedScreens are captures from CLAUDE-CLI.md for dialogs familiar
-// avoids (so the recorder does not produce them), placed in a 120x40 screen.
+// documentedScreens are captures from CLAUDE-CLI.md of dialogs the recorder
+// does not produce (familiar avoids them, or they need an MCP server), placed
+// in a 120x40 screen.
 var documentedScreens = []struct {
 	name   string
 	screen string
 	want   screen.Classification
 }{
+	{"permission-mcp", `
+  Calling study…
+────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────
+ Tool use
+ study — Write Marker Tool: (MCP)
+╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌
+ path: "/repo/marker.txt"
+╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌
+ About the study — Write Marker Tool:
+ │ Write the word 'marker' into the given file path.
+ Do you want to proceed?
+ ❯ 1. Yes
+   2. Yes, and don't ask again for study — Write Marker commands in /repo
+   3. No
+ Esc to cancel · Tab to amend`,
+		screen.Classification{State: screen.Permission, Pattern: "permission",
+			Title: "Tool use", Text: "Do you want to proceed?",
+			Detail: "study — Write Marker Tool: (MCP)\npath: \"/repo/marker.txt\"\nAbout the study — Write Marker Tool:\n│ Write the word 'marker' into the given file path.",
+			Options: []screen.Option{
+				sel(yes(1, "Yes")),
+				yes(2, "Yes, and don't ask again for study — Write Marker commands in /repo"),
+				yes(3, "No"),
+			}}},
 	{"bypass-permissions", `
 ────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────
   WARNING: Claude Code running in Bypass Permissions mode

@@ -244,7 +244,7 @@ func TestRecord(t *testing.T) {
 // session is one claude process under a PTY, its Screen and its raw output.
 type session struct {
 	t       *testing.T
-	name    string // the scenario's
+	name    string // the scenario's name
 	version string
 	outDir  string
 	repo    string

@@ -114,10 +114,11 @@ func (s *Screen) Resize(cols, rows int) {
 // replies writer did not keep up.
 func (s *Screen) DroppedReplies() int64 { return s.dropped.Load() }
 
-// Close stops the reply goroutines and waits for them; it must be called
-// exactly once the Screen is no longer written to. A reply write in progress
-// is waited for, so close the PTY first if it may block forever. Snapshot
-// still works after Close and shows the last screen.
+// Close stops the reply goroutines and waits for them. The owner of the
+// Screen calls it when the PTY's output has ended; later calls do nothing,
+// and Write then returns ErrClosed. A reply write in progress is waited for,
+// so close the PTY first if a write to it may block forever. Snapshot still
+// works after Close and shows the last screen.
 func (s *Screen) Close() error {
 	s.mu.Lock()
 	if s.closed {

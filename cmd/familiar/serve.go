@@ -25,6 +25,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	listen := fs.String("listen", "", "also serve clients on unix:PATH (mode 0600)")
 	workspace := fs.String("workspace", "", "the git repository to serve (default: the current directory, else the client's workspaceRoot)")
 	dataDir := fs.String("data-dir", "", "where familiar keeps its state (default: $XDG_STATE_HOME/familiar/<repo>-<hash>)")
+	resume := fs.Bool("resume-interrupted", false, "continue the tasks a crash or shutdown interrupted")
 	worktrees := fs.String("worktrees", "", "where task worktrees are made (default: $XDG_DATA_HOME/familiar/worktrees)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -36,7 +37,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	hub := jsonrpc.NewHub(logger, 0)
 	opts := orchestrator.WorkspaceOptions{
 		DataDir: *dataDir, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
-		ToolsDir: toolsDir(), Notifier: hub, Logger: logger, Version: version,
+		ToolsDir: toolsDir(), Notifier: hub, Logger: logger, Version: version, ResumeInterrupted: *resume,
 	}
 	open := func(ctx context.Context, root string) (*orchestrator.Workspace, error) {
 		return orchestrator.OpenWorkspace(ctx, root, opts)
