@@ -23,7 +23,8 @@ type ptyDriver struct {
 	dirty chan struct{} // 1-buffered: output arrived since the last classification
 
 	mu        sync.Mutex
-	class     screen.Classification // guarded by mu; the latest classification
+	class     screen.Classification // guarded by mu; the latest settled classification
+	candidate screen.Classification // guarded by mu; the latest reading, settled or not
 	classSeq  int                   // guarded by mu; bumps when class.State changes
 	fallback  *pendingQuestion      // guarded by mu; a question read from the screen
 	typingMu  sync.Mutex            // one prompt typed at a time
@@ -69,7 +70,18 @@ func (d *ptyDriver) classifyLoop() {
 			return
 		case <-d.dirty:
 		}
-		d.classify()
+		// The CLI does not use synchronized output, so a snapshot can catch a
+		// frame half drawn: a new reading counts only once a second look,
+		// classifyEvery later, agrees. Look again even if no output comes.
+		for !d.classify() {
+			t := time.NewTimer(classifyEvery)
+			select {
+			case <-d.s.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
 		t := time.NewTimer(classifyEvery)
 		select {
 		case <-d.s.ctx.Done():
@@ -80,10 +92,19 @@ func (d *ptyDriver) classifyLoop() {
 	}
 }
 
-func (d *ptyDriver) classify() {
+// classify reads the screen and reports whether the reading is settled: the
+// same as the one before it. Only a settled reading changes what the driver
+// believes.
+func (d *ptyDriver) classify() bool {
 	c := screen.Classify(d.scr.Snapshot())
 	d.mu.Lock()
+	settled := sameReading(c, d.candidate)
+	d.candidate = c
 	prev := d.class
+	if !settled {
+		d.mu.Unlock()
+		return false
+	}
 	d.class = c
 	changed := prev.State != c.State || prev.Text != c.Text
 	if prev.State != c.State {
@@ -94,12 +115,25 @@ func (d *ptyDriver) classify() {
 		d.s.watchdog.Kick()
 	}
 	if !changed {
-		return
+		return true
 	}
 	d.s.mu.Lock()
 	d.s.notifyLocked()
 	d.s.mu.Unlock()
 	d.onScreenChange(prev, c)
+	return true
+}
+
+func sameReading(a, b screen.Classification) bool {
+	if a.State != b.State || a.Text != b.Text || len(a.Options) != len(b.Options) {
+		return false
+	}
+	for i := range a.Options {
+		if a.Options[i].Label != b.Options[i].Label {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *ptyDriver) current() screen.Classification {

@@ -43,6 +43,9 @@ type Config struct {
 	// ResumeInterrupted queues tasks a crash left blocked{interrupted} so
 	// they continue their sessions (familiar serve --resume-interrupted).
 	ResumeInterrupted bool
+	// Headless means nobody can answer questions (familiar run): every
+	// question times out after the approval timeout.
+	Headless bool
 	// StartBackoff is the first wait before retrying a failed agent start;
 	// it doubles each time (default 1 s).
 	StartBackoff time.Duration
@@ -65,6 +68,7 @@ type Orchestrator struct {
 	settings  protocol.Settings // guarded by mu
 	tasks     map[string]*task  // guarded by mu
 	durations []time.Duration   // guarded by mu; recent run times, for estimatedStartSec
+	approvals []time.Duration   // guarded by mu; response times of people to questions
 	closed    bool              // guarded by mu
 }
 

@@ -30,6 +30,7 @@ type publisher struct {
 type pending struct {
 	taskID string
 	n      protocol.Notification
+	audit  *store.AuditEntry // instead of n: an audit entry, kept in order with the rest
 }
 
 // maxOutputNotification bounds how much output one task/output carries when
@@ -43,6 +44,18 @@ func newPublisher(st *store.Store, n Notifier, logger *slog.Logger) *publisher {
 	return p
 }
 
+// appendAudit queues an audit entry; entries are written in the order they
+// were queued, after the notifications queued before them.
+func (p *publisher) appendAudit(e store.AuditEntry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.queue = append(p.queue, pending{taskID: e.TaskID, audit: &e})
+	p.cond.Signal()
+}
+
 func (p *publisher) publish(taskID string, n protocol.Notification) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -51,7 +64,7 @@ func (p *publisher) publish(taskID string, n protocol.Notification) {
 	}
 	if out, ok := n.(protocol.TaskOutputNotification); ok && len(p.queue) > 0 {
 		last := &p.queue[len(p.queue)-1]
-		if prev, ok := last.n.(protocol.TaskOutputNotification); ok && prev.ID == out.ID && len(prev.Data)+len(out.Data) <= maxOutputNotification {
+		if prev, ok := last.n.(protocol.TaskOutputNotification); ok && last.audit == nil && prev.ID == out.ID && len(prev.Data)+len(out.Data) <= maxOutputNotification {
 			prev.Data += out.Data
 			last.n = prev
 			return
@@ -83,6 +96,26 @@ func (p *publisher) run() {
 }
 
 func (p *publisher) send(batch []pending) {
+	// Notifications up to each audit entry go first, so the log's order
+	// follows what clients saw.
+	start := 0
+	for i, item := range batch {
+		if item.audit == nil {
+			continue
+		}
+		p.sendNotifications(batch[start:i])
+		if _, err := p.st.AppendAudit(context.Background(), *item.audit); err != nil {
+			p.logger.Error("audit", "action", item.audit.Action, "err", err)
+		}
+		start = i + 1
+	}
+	p.sendNotifications(batch[start:])
+}
+
+func (p *publisher) sendNotifications(batch []pending) {
+	if len(batch) == 0 {
+		return
+	}
 	evs := make([]store.NewEvent, 0, len(batch))
 	kept := batch[:0]
 	for _, item := range batch {

@@ -57,6 +57,7 @@ type task struct {
 	restarting bool        // the stop is a retry of a failed start
 	approval   clock.Timer // the pending question's timeout
 	outputSize int64       // bytes of output seen
+	askedAt    time.Time   // when the pending question was asked
 	costUSD    *float64
 }
 
@@ -109,6 +110,7 @@ func (o *Orchestrator) setStatusLocked(t *task, to protocol.Status) error {
 	}
 	t.T.Status = to
 	now := o.clk.Now().UTC()
+	o.audit(t.T.ID, "task.status", "familiar", map[string]string{"from": string(from), "to": string(to)})
 	switch to {
 	case protocol.StatusStarting:
 		t.T.StartedAt = now

@@ -61,8 +61,8 @@ const (
 // scenario is one claude session: how its config is seeded and what to do.
 type scenario struct {
 	name       string
-	noTrust    bool // leave the trust record out: the trust dialog shows
-	noKeyAllow bool // leave the API key unapproved: the key dialog shows
+	noTrust    bool           // leave the trust record out: the trust dialog shows
+	noKeyAllow bool           // leave the API key unapproved: the key dialog shows
 	script     fakeapi.Script // default: fakeapi.PromptScript()
 	files      map[string]string
 	run        func(s *session)
