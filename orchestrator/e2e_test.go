@@ -258,7 +258,6 @@ func processGone(pid int) error {
 
 func itoa(i int) string { return formatInt(i) }
 
-
 func formatInt(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)

@@ -28,13 +28,13 @@ type persisted struct {
 	RepoRoot             string                        `json:"repoRoot,omitempty"`
 	Process              *procs.Identity               `json:"process,omitempty"` // the agent's, while live
 	LastError            string                        `json:"lastError,omitempty"`
-	Starts               int                           `json:"starts,omitempty"` // agent starts so far
-	Logs                 []string                      `json:"logs,omitempty"`   // one raw output log per start
+	Starts               int                           `json:"starts,omitempty"`   // agent starts so far
+	Logs                 []string                      `json:"logs,omitempty"`     // one raw output log per start
 	FollowUp             string                        `json:"followUp,omitempty"` // prompt for the next start (task/send on a finished task)
 	Prior                *priorAttempt                 `json:"prior,omitempty"`    // what the previous attempt left (retry)
 	StartFailures        int                           `json:"startFailures,omitempty"`
 	Turns                int                           `json:"turns,omitempty"` // turns ended, for checkpoint messages
-	Seq                  int64                         `json:"seq"` // FIFO order within a priority
+	Seq                  int64                         `json:"seq"`             // FIFO order within a priority
 }
 
 // priorAttempt is what a retry tells the agent about the attempt before.
