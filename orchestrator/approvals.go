@@ -2,8 +2,10 @@ package orchestrator
 
 import (
 	"encoding/json"
+	"os"
 
 	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/policy"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
 )
@@ -13,8 +15,10 @@ type decision struct {
 	option string // agent.OptionAllow or agent.OptionDeny
 	rule   string // the rule that decided; "" for the policy's default
 	reason string // told to the agent on a deny
-	tool   string
-	input  json.RawMessage
+	tool     string
+	text     string // the question as the agent put it
+	input    json.RawMessage
+	elevated bool // allowed only because the task is elevated (audited as such)
 }
 
 // policyDecision applies the task's policy (or the settings') to a
@@ -25,19 +29,37 @@ func (o *Orchestrator) policyDecision(t *task, q *agent.Question) (decision, boo
 		p = *t.Policy
 	}
 	elevated := t.Directives != nil && t.Directives.Elevated
-	d := decision{tool: q.Tool, input: q.Input}
-	switch {
-	case elevated:
-		d.option, d.reason = agent.OptionAllow, "elevated task"
-		return d, true
-	case p.Default == protocol.PolicyAllow:
+	dirs := policy.Dirs{}
+	if t.T.Worktree != nil {
+		dirs.Work = t.T.Worktree.Path
+	}
+	dirs.Home, _ = os.UserHomeDir()
+	v := policy.DecideIn(dirs, policy.Policy{Default: policy.Verdict(p.Default), Allow: p.Allow, Deny: p.Deny}, elevated, q.Tool, q.Input)
+	d := decision{tool: q.Tool, input: q.Input, text: q.Text, rule: v.Rule, reason: v.Reason}
+	switch v.Verdict {
+	case policy.Allow:
 		d.option = agent.OptionAllow
+		d.reason = "" // an allow says nothing to the agent
+		if elevated {
+			d.elevated = true
+		}
 		return d, true
-	case p.Default == protocol.PolicyDeny:
-		d.option, d.reason = agent.OptionDeny, "denied by familiar's permission policy"
+	case policy.Deny:
+		d.option = agent.OptionDeny
 		return d, true
 	}
 	return d, false
+}
+
+// validPolicy refuses a policy with a bad rule, naming it.
+func validPolicy(field string, p *protocol.Policy) error {
+	if p == nil {
+		return nil
+	}
+	if err := (policy.Policy{Default: policy.Verdict(p.Default), Allow: p.Allow, Deny: p.Deny}).Validate(); err != nil {
+		return protocol.InvalidParams(field, "invalid permission policy: "+err.Error())
+	}
+	return nil
 }
 
 // audit appends an entry to the audit log, in order with the notifications

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/familiar-dev/familiar/procs"
@@ -200,4 +201,61 @@ func pidAlive(pid int, start string) bool {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// UseSettings replaces the settings for this process only (familiar run's
+// file settings must not overwrite the editor's saved ones).
+func (o *Orchestrator) UseSettings(s protocol.Settings) {
+	o.mu.Lock()
+	o.settings = s
+	o.mu.Unlock()
+	o.poke()
+}
+
+// CancelAll cancels every task that has not finished, gracefully, and waits
+// for them to settle.
+func (o *Orchestrator) CancelAll(ctx context.Context) {
+	o.mu.Lock()
+	var ids []string
+	for id, t := range o.tasks {
+		if t.T.Status == protocol.StatusQueued || live(t.T.Status) {
+			ids = append(ids, id)
+		}
+	}
+	o.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := o.TaskCancel(ctx, &protocol.TaskIDParams{ID: id}); err != nil {
+				o.logger.Debug("cancel", "task", id, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Kill stops every running agent without a grace period (a second Ctrl-C).
+func (o *Orchestrator) Kill() {
+	o.mu.Lock()
+	var sessions []*task
+	for _, t := range o.tasks {
+		if t.sess != nil {
+			t.cancelled = t.cancelled || t.T.Status != protocol.StatusMerging
+			t.stopping = true
+			sessions = append(sessions, t)
+		}
+	}
+	o.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // a done context: procs goes straight to SIGKILL
+	for _, t := range sessions {
+		o.mu.Lock()
+		sess := t.sess
+		o.mu.Unlock()
+		if sess != nil {
+			_ = sess.Stop(ctx)
+		}
+	}
 }

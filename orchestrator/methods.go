@@ -44,6 +44,11 @@ func (o *Orchestrator) Settings() protocol.Settings { return o.settingsNow() }
 
 // UpdateSettings merges u into the settings and persists them.
 func (o *Orchestrator) UpdateSettings(ctx context.Context, u *protocol.SettingsUpdate) (*protocol.Settings, error) {
+	if u != nil {
+		if err := validPolicy("settings.permissionPolicy", u.PermissionPolicy); err != nil {
+			return nil, err
+		}
+	}
 	o.mu.Lock()
 	s := o.settings.Apply(u)
 	o.settings = s
@@ -68,6 +73,9 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 		if err := o.cfg.Repo.CheckRef(ctx, p.BaseRef); err != nil {
 			return nil, protocol.InvalidParams("baseRef", err.Error())
 		}
+	}
+	if err := validPolicy("permissionPolicy", p.PermissionPolicy); err != nil {
+		return nil, err
 	}
 	for i, f := range hintFiles(p) {
 		if err := o.cfg.Repo.CheckPath(f); err != nil {

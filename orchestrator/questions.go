@@ -59,8 +59,13 @@ func (o *Orchestrator) answerAsync(t *task, questionID string, a agent.Answer, b
 		Options: []protocol.Option{{ID: agent.OptionAllow, Label: "Allow"}, {ID: agent.OptionAllowAlways, Label: "Allow always"}, {ID: agent.OptionDeny, Label: "Deny"}},
 	}})
 	o.pub.publish(id, protocol.TaskQuestionResolvedNotification{ID: id, QuestionID: questionID, DecidedBy: by, OptionID: a.OptionID})
-	o.audit(id, "permission.decided", string(by), map[string]any{
+	actor := string(by)
+	if d.elevated {
+		actor = "elevated"
+	}
+	o.audit(id, "permission.decided", actor, map[string]any{
 		"questionId": questionID, "tool": d.tool, "input": d.input, "option": a.OptionID, "rule": d.rule, "reason": d.reason,
+		"decidedBy": by,
 	})
 	if sess == nil {
 		return
@@ -192,5 +197,8 @@ func answerError(err error) error {
 }
 
 func agentText(d decision) string {
+	if d.text != "" {
+		return d.text
+	}
 	return "Use tool " + d.tool
 }

@@ -48,6 +48,8 @@ type WorkspaceOptions struct {
 	StartHook     func(ctx context.Context, opts *agent.Options)
 	// ResumeInterrupted continues the tasks a crash or shutdown interrupted.
 	ResumeInterrupted bool
+	// Headless: nobody answers questions (familiar run).
+	Headless bool
 }
 
 // DefaultDataDir is $XDG_STATE_HOME/familiar/<repo-name>-<short-hash>.
@@ -112,7 +114,7 @@ func OpenWorkspace(ctx context.Context, root string, o WorkspaceOptions) (*Works
 	orch, err := New(Config{
 		Repo: repo, Store: st, DataDir: ws.DataDir, Hooks: hooks, CLI: ws.CLI, CLIErr: ws.CLIErr,
 		Notifier: o.Notifier, Settings: settings, Clock: o.Clock, Logger: o.Logger,
-		Version: o.Version, GitVer: ws.GitVersion, StartHook: o.StartHook, ResumeInterrupted: o.ResumeInterrupted,
+		Version: o.Version, GitVer: ws.GitVersion, StartHook: o.StartHook, ResumeInterrupted: o.ResumeInterrupted, Headless: o.Headless,
 	})
 	if err != nil {
 		hooks.Close()

@@ -39,7 +39,7 @@ type field struct {
 // fmFirstLine is the file line of the first YAML line: the one after "---".
 const fmFirstLine = 2
 
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?(?:unmarshal errors:\s*)?line (\d+): `)
+var yamlLine = regexp.MustCompile(`^line (\d+): `)
 
 // parseDocument splits data into frontmatter and body. A file that does not
 // start with a "---" line has no frontmatter: all of it is the body.
@@ -80,7 +80,7 @@ func parseDocument(path string, data []byte) (doc *document, err error) {
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal([]byte(fm), &root); err != nil {
-		return nil, doc.yamlError(err)
+		return nil, doc.yamlError(err, end)
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
 		return doc, nil
@@ -103,17 +103,33 @@ func parseDocument(path string, data []byte) (doc *document, err error) {
 	return doc, nil
 }
 
+// yamlParserProblems are the problems the YAML library's parser (as
+// opposed to its scanner) reports. It numbers their lines from 0 and those
+// of scanner errors from 1, and leaves the number out when it is 0.
+var yamlParserProblems = []string{
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"did not find expected '-' indicator", "did not find expected <document start>",
+	"did not find expected <stream-start>", "did not find expected key",
+	"did not find expected node content", "found duplicate %TAG directive",
+	"found duplicate %YAML directive", "found incompatible YAML document",
+	"found undefined tag handle",
+}
+
 // yamlError turns a YAML error into a FileError at the file line it names.
-func (d *document) yamlError(err error) *FileError {
-	msg := err.Error()
-	line := 1
+// lastLine is the file line of the last YAML line: an error found at the end
+// of the frontmatter is reported there rather than on the closing fence.
+func (d *document) yamlError(err error, lastLine int) *FileError {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := fmFirstLine
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		if n, convErr := strconv.Atoi(m[1]); convErr == nil {
-			line = fmFirstLine + n - 1
-		}
 		msg = msg[len(m[0]):]
+		if n, convErr := strconv.Atoi(m[1]); convErr == nil {
+			if slices.Contains(yamlParserProblems, msg) {
+				n++
+			}
+			line = min(max(fmFirstLine+n-1, fmFirstLine), lastLine)
+		}
 	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
 	return d.errAt(line, "frontmatter: "+msg)
 }
 

@@ -3,7 +3,10 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -44,6 +47,45 @@ func (r *Repo) CheckPath(rel string) error {
 // GitVersion returns `git --version`'s version number.
 func (r *Repo) GitVersion(ctx context.Context) (string, error) {
 	out, err := r.git.run(ctx, invocation{dir: r.root, readOnly: true, args: []string{"--version"}})
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "git version "), nil
+}
+
+// InitRepo makes a new repository in dir with the given files committed on
+// branch main (for familiar demo's throwaway repository).
+func InitRepo(ctx context.Context, dir string, files map[string]string, message string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("init repository: %w", err)
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("init repository: %w", err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("init repository: %w", err)
+		}
+	}
+	g := runner{git: "git", log: slog.New(slog.DiscardHandler)}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=familiar", "-c", "user.email=familiar@localhost", "commit", "-q", "-m", message},
+	} {
+		if _, err := g.run(ctx, invocation{dir: dir, args: args}); err != nil {
+			return fmt.Errorf("init repository: %w", err)
+		}
+	}
+	return nil
+}
+
+// Version returns the version of the git on PATH, without a repository
+// (familiar doctor).
+func Version(ctx context.Context) (string, error) {
+	g := runner{git: "git", log: slog.New(slog.DiscardHandler)}
+	out, err := g.run(ctx, invocation{readOnly: true, args: []string{"--version"}})
 	if err != nil {
 		return "", err
 	}

@@ -3,9 +3,11 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -34,7 +36,29 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if code == 0 {
+		code = checkLeaks()
+	}
 	os.Exit(code)
+}
+
+// checkLeaks reports goroutines or child processes the tests left behind:
+// every git run must have been waited for.
+func checkLeaks() int {
+	if n := runtime.NumGoroutine(); n > 1 {
+		buf := make([]byte, 1<<16)
+		fmt.Fprintf(os.Stderr, "leaked %d goroutines:\n%s\n", n-1, buf[:runtime.Stack(buf, true)])
+		return 1
+	}
+	// Linux lists each thread's children; elsewhere the check is skipped.
+	files, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			fmt.Fprintf(os.Stderr, "child processes left running: %s\n", b)
+			return 1
+		}
+	}
+	return 0
 }
 
 // gitT runs git in dir for a test's setup, with a test identity given on

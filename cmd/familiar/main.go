@@ -24,6 +24,9 @@ const usage = `familiar — runs Claude Code agents, one git worktree per task.
 
 Usage:
   familiar serve --stdio     serve an editor over JSON-RPC on stdin/stdout
+  familiar run [--json] FILE run the tasks of a YAML/JSON file headless
+  familiar demo              run two tasks through the real claude against a
+                             built-in scripted model (no credentials needed)
   familiar doctor            check git, claude, credentials and the data dir
   familiar version           print the version
 
@@ -52,6 +55,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			logger.Warn("cannot become a subreaper; orphaned tool processes may outlive their task", "err", err)
 		}
 		return serve(ctx, args[1:], os.Stdin, stdout, stderr, logger)
+	case "run":
+		_ = procs.EnableSubreaper()
+		return runBatch(args[1:], stdout, stderr, logger)
+	case "demo":
+		_ = procs.EnableSubreaper()
+		return runDemo(args[1:], stdout, stderr, logger)
 	case "doctor":
 		return doctor.Run(ctx, doctor.Options{
 			ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),

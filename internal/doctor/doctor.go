@@ -11,11 +11,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/worktree"
 )
 
 // Options says where to look.
@@ -68,14 +67,14 @@ func Run(ctx context.Context, o Options, w io.Writer) int {
 
 func checkGit(ctx context.Context) Check {
 	c := Check{Name: "git", Blocking: true}
-	out, err := exec.CommandContext(ctx, "git", "--version").Output()
+	v, err := worktree.Version(ctx)
 	if err != nil {
-		c.Detail = "git not found"
+		c.Detail = "git not found or not working: " + err.Error()
 		c.Hint = "install git (e.g. apt-get install git)"
 		return c
 	}
 	c.OK = true
-	c.Detail = strings.TrimSpace(string(out))
+	c.Detail = "git " + v
 	return c
 }
 

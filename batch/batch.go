@@ -1,0 +1,318 @@
+// Package batch runs a tasks file headless (familiar run): the same engine
+// as the editor's, with permissions decided only by the file's policy, live
+// progress on a terminal (one line per event otherwise), and a report.
+//
+// It never asks a person anything: a question nobody can answer times out.
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/familiar-dev/familiar/orchestrator"
+	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/runfile"
+)
+
+// Exit codes of familiar run.
+const (
+	ExitOK       = 0 // every task reached merging or merged
+	ExitFailed   = 1 // a task was blocked or cancelled, or familiar could not run
+	ExitBadInput = 2 // the tasks file is wrong
+)
+
+// Options configure a run.
+type Options struct {
+	Dir       string // the repository
+	File      *runfile.File
+	JSON      bool      // print the report as JSON
+	Terminal  bool      // Out is a terminal: draw live progress
+	Out       io.Writer // report (and progress)
+	Workspace orchestrator.WorkspaceOptions
+	// Force is closed on a second Ctrl-C: stop the agents without grace.
+	Force <-chan struct{}
+	// Diffs prints each finished task's patch after the report.
+	Diffs bool
+}
+
+// Report is what a run produced.
+type Report struct {
+	File  string       `json:"file"`
+	OK    bool         `json:"ok"`
+	Tasks []TaskReport `json:"tasks"`
+}
+
+// TaskReport is one task's outcome.
+type TaskReport struct {
+	ID           string                 `json:"id"`
+	Title        string                 `json:"title"`
+	Line         int                    `json:"line"`
+	Status       protocol.Status        `json:"status"`
+	Summary      string                 `json:"summary,omitempty"`
+	ChangedFiles []protocol.ChangedFile `json:"changedFiles"`
+	Commits      []protocol.Commit      `json:"commits"`
+	CostUSD      *float64               `json:"costUsd,omitempty"`
+	DurationSec  float64                `json:"durationSec"`
+	Blocked      *protocol.Blocked      `json:"blocked,omitempty"`
+	Branch       string                 `json:"branch,omitempty"`
+	Worktree     string                 `json:"worktree,omitempty"`
+}
+
+// Run runs every task of the file and returns the report and the exit code.
+// Cancelling ctx (Ctrl-C) stops the agents gracefully and keeps worktrees.
+func Run(ctx context.Context, o Options) (Report, int) {
+	rep := Report{File: o.File.Path}
+	n := newNotes()
+	wo := o.Workspace
+	wo.Notifier = n
+	wo.Headless = true
+	ws, err := orchestrator.OpenWorkspace(context.Background(), o.Dir, wo)
+	if err != nil {
+		fmt.Fprintf(o.Out, "familiar run: %v\n", err)
+		return rep, ExitFailed
+	}
+	defer ws.Close()
+	if ws.CLIErr != nil {
+		fmt.Fprintf(o.Out, "familiar run: claude is not available: %v\n", ws.CLIErr)
+		return rep, ExitFailed
+	}
+	ws.Orch.UseSettings(settingsFor(ws.Orch.Settings(), o.File.Settings))
+
+	var ids []string
+	lines := map[string]int{}
+	for i := range o.File.Tasks {
+		p := o.File.Tasks[i]
+		t, err := ws.Orch.TaskCreate(context.Background(), &p)
+		if err != nil {
+			ws.Orch.CancelAll(context.Background())
+			var pe *protocol.Error
+			if errors.As(err, &pe) && pe.Code == protocol.CodeInvalidParams {
+				field := ""
+				if d, ok := pe.Data.(*protocol.ErrorData); ok {
+					field = d.Field
+				}
+				fmt.Fprintf(o.Out, "%s:%d: tasks[%d].%s: %s\n", o.File.Path, o.File.Lines[i], i, field, pe.Message)
+				return rep, ExitBadInput
+			}
+			fmt.Fprintf(o.Out, "%s:%d: tasks[%d]: %v\n", o.File.Path, o.File.Lines[i], i, err)
+			return rep, ExitFailed
+		}
+		ids = append(ids, t.ID)
+		lines[t.ID] = o.File.Lines[i]
+	}
+
+	prog := newProgress(o.Out, o.Terminal && !o.JSON, ids, ws.Orch)
+	cancelled := false
+	for {
+		if allDone(ws.Orch, ids) {
+			break
+		}
+		select {
+		case <-n.changed():
+			for _, m := range n.take() {
+				prog.event(m)
+			}
+		case <-ctx.Done():
+			if !cancelled {
+				cancelled = true
+				prog.say("interrupted: stopping the agents gracefully (Ctrl-C again to force)")
+				go ws.Orch.CancelAll(context.Background())
+			}
+			ctx = context.Background() // wait for the tasks to settle
+		case <-o.Force:
+			prog.say("forced: killing the agents")
+			ws.Orch.Kill()
+			o.Force = nil
+		}
+	}
+	for _, m := range n.take() {
+		prog.event(m)
+	}
+	prog.close()
+
+	rep.OK = true
+	for _, id := range ids {
+		t, err := ws.Orch.TaskGet(context.Background(), &protocol.TaskIDParams{ID: id})
+		if err != nil {
+			continue
+		}
+		tr := TaskReport{ID: t.ID, Title: t.Title, Line: lines[id], Status: t.Status, Blocked: t.Blocked,
+			ChangedFiles: []protocol.ChangedFile{}, Commits: []protocol.Commit{}}
+		if t.Result != nil {
+			tr.Summary, tr.CostUSD = t.Result.Summary, t.Result.CostUSD
+			tr.ChangedFiles = append(tr.ChangedFiles, t.Result.ChangedFiles...)
+			tr.Commits = append(tr.Commits, t.Result.Commits...)
+		}
+		if !t.StartedAt.IsZero() && !t.FinishedAt.IsZero() {
+			tr.DurationSec = t.FinishedAt.Sub(t.StartedAt).Round(time.Millisecond).Seconds()
+		}
+		if t.Worktree != nil {
+			tr.Branch, tr.Worktree = t.Worktree.Branch, t.Worktree.Path
+		}
+		if t.Status != protocol.StatusMerging && t.Status != protocol.StatusMerged {
+			rep.OK = false
+		}
+		rep.Tasks = append(rep.Tasks, tr)
+	}
+	if o.JSON {
+		enc := json.NewEncoder(o.Out)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		printReport(o.Out, rep)
+		if o.Diffs {
+			printDiffs(o.Out, ws.Orch, rep)
+		}
+	}
+	if !rep.OK {
+		return rep, ExitFailed
+	}
+	return rep, ExitOK
+}
+
+func allDone(o *orchestrator.Orchestrator, ids []string) bool {
+	for _, id := range ids {
+		t, err := o.TaskGet(context.Background(), &protocol.TaskIDParams{ID: id})
+		if err != nil {
+			continue
+		}
+		switch t.Status {
+		case protocol.StatusMerging, protocol.StatusMerged, protocol.StatusBlocked, protocol.StatusCancelled:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// settingsFor applies the file's run settings to familiar's.
+func settingsFor(s protocol.Settings, r runfile.Settings) protocol.Settings {
+	if r.Concurrency > 0 {
+		s.MaxConcurrent = r.Concurrency
+	}
+	if r.Driver != "" {
+		s.DefaultDriver = r.Driver
+	}
+	if r.ApprovalTimeoutSec > 0 {
+		s.ApprovalTimeoutSec = r.ApprovalTimeoutSec
+	}
+	if r.NoProgressTimeoutSec > 0 {
+		s.NoProgressTimeoutSec = r.NoProgressTimeoutSec
+	}
+	if r.TermGraceSec != nil {
+		s.TermGraceSec = *r.TermGraceSec
+	}
+	// Headless: only the file's policy decides; without one, ask — which
+	// nobody answers, so requests are denied after the approval timeout.
+	s.PermissionPolicy = protocol.Policy{Default: protocol.PolicyAsk}
+	if r.PermissionPolicy != nil {
+		s.PermissionPolicy = *r.PermissionPolicy
+	}
+	return s
+}
+
+func printReport(w io.Writer, rep Report) {
+	fmt.Fprintf(w, "\n%d task(s) from %s\n", len(rep.Tasks), rep.File)
+	for _, t := range rep.Tasks {
+		fmt.Fprintf(w, "\n● %s [%s] %s (%.1fs)\n", t.Title, t.Status, t.ID, t.DurationSec)
+		if t.Blocked != nil {
+			fmt.Fprintf(w, "  blocked: %s: %s\n", t.Blocked.Reason, t.Blocked.Detail)
+		}
+		if t.Summary != "" {
+			fmt.Fprintf(w, "  summary: %s\n", oneLine(t.Summary, 300))
+		}
+		for _, f := range t.ChangedFiles {
+			fmt.Fprintf(w, "  %-8s %s\n", f.Status, f.Path)
+		}
+		for _, c := range t.Commits {
+			fmt.Fprintf(w, "  commit %s %s\n", c.SHA[:min(12, len(c.SHA))], c.Subject)
+		}
+		if t.Branch != "" {
+			fmt.Fprintf(w, "  branch %s in %s\n", t.Branch, t.Worktree)
+		}
+		if t.CostUSD != nil {
+			fmt.Fprintf(w, "  cost $%.4f\n", *t.CostUSD)
+		}
+	}
+	if rep.OK {
+		fmt.Fprintln(w, "\nall tasks finished")
+	} else {
+		fmt.Fprintln(w, "\nsome tasks did not finish")
+	}
+}
+
+func printDiffs(w io.Writer, o *orchestrator.Orchestrator, rep Report) {
+	for _, t := range rep.Tasks {
+		if len(t.Commits) == 0 {
+			continue
+		}
+		d, err := o.TaskDiff(context.Background(), &protocol.TaskDiffParams{ID: t.ID})
+		if err != nil {
+			fmt.Fprintf(w, "\n(no diff for %s: %v)\n", t.Title, err)
+			continue
+		}
+		fmt.Fprintf(w, "\n--- diff of %q on %s ---\n", t.Title, t.Branch)
+		for _, f := range d.Files {
+			fmt.Fprintf(w, " %s | +%d -%d\n", f.Path, f.Additions, f.Deletions)
+		}
+		fmt.Fprint(w, d.Patch)
+	}
+}
+
+func oneLine(s string, max int) string {
+	b := []rune(s)
+	out := make([]rune, 0, len(b))
+	for _, r := range b {
+		if r == '\n' || r == '\r' {
+			r = ' '
+		}
+		out = append(out, r)
+	}
+	if len(out) > max {
+		return string(out[:max]) + "…"
+	}
+	return string(out)
+}
+
+// notes collects notifications for the progress loop.
+type notes struct {
+	mu   sync.Mutex
+	list []note
+	ch   chan struct{}
+}
+
+type note struct {
+	method string
+	params json.RawMessage
+}
+
+func newNotes() *notes { return &notes{ch: make(chan struct{}, 1)} }
+
+func (n *notes) Notify(method string, params any) {
+	b, _ := params.(json.RawMessage)
+	n.mu.Lock()
+	n.list = append(n.list, note{method, b})
+	n.mu.Unlock()
+	select {
+	case n.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (n *notes) changed() <-chan struct{} { return n.ch }
+
+func (n *notes) take() []note {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l := n.list
+	n.list = nil
+	return l
+}
+
+var _ = sort.Strings

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/familiar-dev/familiar/batch"
+	"github.com/familiar-dev/familiar/orchestrator"
+	"github.com/familiar-dev/familiar/runfile"
+)
+
+// runBatch is `familiar run FILE`: the tasks of a YAML or JSON file, headless.
+// Ctrl-C once stops the agents gracefully (worktrees kept) and prints the
+// report; twice kills them.
+func runBatch(args []string, stdout, stderr io.Writer, logger *slog.Logger) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print a machine-readable report on stdout")
+	dataDir := fs.String("data-dir", "", "where familiar keeps its state (default: $XDG_STATE_HOME/familiar/<repo>-<hash>)")
+	worktrees := fs.String("worktrees", "", "where task worktrees are made")
+	if err := fs.Parse(args); err != nil {
+		return batch.ExitBadInput
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: familiar run [--json] FILE")
+		return batch.ExitBadInput
+	}
+	file, err := runfile.Load(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		var fe *runfile.Error
+		if errors.As(err, &fe) || errors.Is(err, os.ErrNotExist) {
+			return batch.ExitBadInput
+		}
+		return batch.ExitBadInput
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return batch.ExitFailed
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	force := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		<-sigs
+		cancel()
+		if _, ok := <-sigs; ok {
+			close(force)
+		}
+	}()
+
+	out := stdout
+	_, code := batch.Run(ctx, batch.Options{
+		Dir:      wd,
+		File:     file,
+		JSON:     *asJSON,
+		Terminal: isTerminal(stdout),
+		Out:      out,
+		Force:    force,
+		Workspace: orchestrator.WorkspaceOptions{
+			DataDir: *dataDir, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
+			ToolsDir: toolsDir(), Logger: logger, Version: version,
+		},
+	})
+	return code
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,66 @@
+// Package runfile reads the tasks file of `familiar run`: run settings and a
+// list of tasks, in YAML or JSON. It owns the file format and its error
+// messages; it never runs anything, never talks to the orchestrator and does
+// no I/O beyond Load reading the file.
+//
+// # Format
+//
+// A mapping with two keys, settings (optional) and tasks (required, at least
+// one task):
+//
+//	settings:
+//	  concurrency: 2            # tasks running at once, 1..64; default 3
+//	  driver: pty               # pty | stream; default: familiar's default
+//	  baseRef: main             # base ref of every task that names none
+//	  approvalTimeoutSec: 60    # an unanswered permission is denied after this
+//	  noProgressTimeoutSec: 900 # a task without progress this long is blocked
+//	  termGraceSec: 10          # SIGTERM to SIGKILL grace; 0 kills at once
+//	  permissionPolicy:         # the only source of permissions in a headless run
+//	    default: deny           # ask | allow | deny, for tool uses no rule matches
+//	    allow: ["Bash(go test:*)", "Read", "Edit"]
+//	    deny: ["Bash(git push:*)"]
+//	tasks:
+//	  - title: Fix the login redirect
+//	    description: After login users land on /home instead of the page they came from.
+//	    type: fix
+//	    acceptanceCriteria: ["redirects to the original page"]
+//	    priority: 1
+//	    hints: {files: [auth/login.go]}
+//
+// Each task takes exactly the params of task/create in PROTOCOL.md, with the
+// same camelCase names: title, description, acceptanceCriteria, type,
+// profile, promptOverride, mode, priority, baseRef, driver, mcpServers,
+// skills, hints {files, notes}, directives {think, verbose, elevated},
+// noProgressTimeoutSec, permissionPolicy {default, allow, deny}. The file may
+// also be just the list of tasks, with no settings. testdata/example.yaml is
+// a complete example.
+//
+// JSON is read as JSON (a .json file, or a file that starts with { or [ and is
+// valid JSON), so its strings, escapes and numbers mean exactly what they mean
+// in JSON; anything else is YAML (one document; aliases are allowed, merge
+// keys are not).
+//
+// # Strictness
+//
+// Unlike a JSON-RPC request, where unknown fields are ignored, a tasks file is
+// written by hand and run unattended, so a typo must not be silently dropped:
+// an unknown or duplicated key, at any depth, is an error, and so is a value
+// of the wrong type (priority: high; in YAML a string field takes any scalar
+// as written, so baseRef: 1.10 is "1.10", while JSON wants a string). After
+// decoding, every task passes protocol's TaskCreateParams.Validate and the
+// settings are checked against the same ranges as settings/update.
+//
+// # Errors
+//
+// Every error is an *Error naming the file, the line and column of the
+// offending key or value, the field as a path ("tasks[2].title",
+// "settings.concurrency", "tasks[0].hints.files[1]") and one sentence:
+//
+//	tasks.yaml:12:5: tasks[2].title: title is required
+//
+// A value of the wrong type is reported at the value; a field that is missing
+// at the task (or mapping) that lacks it. YAML syntax errors carry a line but
+// no column, because the YAML parser does not report one; JSON syntax errors
+// carry both. Parse reports the first error only, in file order, so a person
+// fixes one thing at a time.
+package runfile
