@@ -33,7 +33,8 @@ type Options struct {
 	File      *runfile.File
 	JSON      bool      // print the report as JSON
 	Terminal  bool      // Out is a terminal: draw live progress
-	Out       io.Writer // report (and progress)
+	Out       io.Writer // report (and progress, without JSON)
+	Log       io.Writer // progress with JSON (stdout then holds only the report); nil = discard
 	Workspace orchestrator.WorkspaceOptions
 	// Force is closed on a second Ctrl-C: stop the agents without grace.
 	Force <-chan struct{}
@@ -107,7 +108,14 @@ func Run(ctx context.Context, o Options) (Report, int) {
 		lines[t.ID] = o.File.Lines[i]
 	}
 
-	prog := newProgress(o.Out, o.Terminal && !o.JSON, ids, ws.Orch)
+	progOut := o.Out
+	if o.JSON {
+		progOut = o.Log
+		if progOut == nil {
+			progOut = io.Discard
+		}
+	}
+	prog := newProgress(progOut, o.Terminal && !o.JSON, ids, ws.Orch)
 	cancelled := false
 	for {
 		if allDone(ws.Orch, ids) {

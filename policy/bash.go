@@ -49,6 +49,10 @@ const (
 	maxScript = 64 << 10
 	// sh -c "sh -c '…'" deeper than this matches every Bash deny rule.
 	maxShellDepth = 4
+	// The bytes lexed and tried for deny rules, all readings together: a
+	// script needing more (eval eval eval … would otherwise grow as a power
+	// of its length) matches every Bash deny rule.
+	maxReadings = 16 * maxScript
 )
 
 func lex(src string, blind bool) script {
@@ -522,6 +526,7 @@ type readings struct {
 	texts  []string  // each command as written
 	plains []reading // each command without quotes, from each word that may be the program
 	unsure bool      // the script could not be read in full
+	spent  int       // bytes lexed and put into readings, against maxReadings
 }
 
 // reading is head+tail, kept apart so that trying every word after a wrapper
@@ -540,7 +545,8 @@ func (c *call) readings() *readings {
 }
 
 func (r *readings) read(src string, depth int) {
-	if depth > maxShellDepth || len(src) > maxScript {
+	r.spent += 2 * len(src)
+	if depth > maxShellDepth || len(src) > maxScript || r.spent > maxReadings {
 		r.unsure = true
 		return
 	}
@@ -597,6 +603,10 @@ func (r *readings) addPlain(w []string, depth int) {
 	for j := i; j < end; j++ {
 		rest := full[off:]
 		off += len(w[j]) + 1
+		if r.spent += len(rest); r.spent > maxReadings {
+			r.unsure = true
+			return
+		}
 		r.plains = append(r.plains, reading{tail: rest})
 		prog := path.Base(w[j])
 		if prog != w[j] {

@@ -164,6 +164,10 @@ func TestBashDeny(t *testing.T) {
 		{"misspelt tool still denies", all, []string{"bash"}, "Bash", bash("ls"), Deny, ""},
 		{"no command in input", all, rm, "Bash", json.RawMessage(`{}`), Deny, ""},
 		{"too long to check", all, rm, "Bash", bash("echo " + strings.Repeat("a", maxScript)), Deny, ""},
+		{"too many readings to check", all, rm, "Bash", bash(strings.Repeat("eval ", 200)), Deny, ""},
+		{"shells nested too deep", all, rm, "Bash", bash(strings.Repeat("eval ", maxShellDepth+1) + "ls"), Deny, ""},
+		{"shells nested to the limit", all, rm, "Bash", bash(strings.Repeat("eval ", maxShellDepth) + "ls"), Allow, ""},
+		{"shells nested within the limit", all, rm, "Bash", bash(`sh -c "sh -c 'ls'"`), Allow, ""},
 
 		// No false positives from ordinary commands.
 		{"git rm is not rm", all, rm, "Bash", bash("git rm x"), Allow, ""},

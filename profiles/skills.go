@@ -105,20 +105,21 @@ type SkillsOptions struct {
 // and a broken file keeps the last good version while its error is
 // reported. Workspace skills override global ones of the same name.
 type Skills struct {
-	dirs Dirs
-	opts SkillsOptions
+	opts SkillsOptions // defaults filled in
 
 	mu     sync.RWMutex
-	byName map[string]Skill  // guarded by mu; the merged view
-	errs   []*FileError      // guarded by mu; the files broken now
-	good   map[string]Skill  // by path; the last good version of each file; watcher goroutine only
-	watch  map[string]bool   // watched directories; watcher goroutine only
+	byName map[string]Skill // guarded by mu; the merged view
+	errs   []*FileError     // guarded by mu; the files broken now
+	// good and watch belong to whoever reloads: the constructor, then the
+	// watcher goroutine.
+	good   map[string]Skill  // by path: the last good version of each file
+	watch  map[string]bool   // watched directories
 	w      *fsnotify.Watcher // nil when not watching
 	fire   chan struct{}     // buffered 1: the debounce timer fired
 	done   chan struct{}     // closed by Close
 	timer  clock.Timer       // watcher goroutine only
 	wg     sync.WaitGroup
-	close  sync.Once
+	closed sync.Once
 }
 
 // LoadSkills reads the skills of dirs once, without watching. Errors lists
@@ -158,7 +159,7 @@ func newSkills(opts SkillsOptions) *Skills {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Skills{
-		dirs: opts.Dirs, opts: opts,
+		opts:   opts,
 		byName: map[string]Skill{}, good: map[string]Skill{}, watch: map[string]bool{},
 		fire: make(chan struct{}, 1), done: make(chan struct{}),
 	}
@@ -167,7 +168,7 @@ func newSkills(opts SkillsOptions) *Skills {
 // Close stops watching and waits for the watcher goroutine to end.
 func (s *Skills) Close() error {
 	var err error
-	s.close.Do(func() {
+	s.closed.Do(func() {
 		close(s.done)
 		s.wg.Wait()
 		if s.w != nil {
@@ -231,11 +232,11 @@ type skillRoot struct {
 func (s *Skills) roots() []skillRoot {
 	var out []skillRoot
 	// Global first: workspace skills are applied after and win.
-	if s.dirs.Global != "" {
-		out = append(out, skillRoot{filepath.Join(s.dirs.Global, "skills"), SourceGlobal})
+	if s.opts.Dirs.Global != "" {
+		out = append(out, skillRoot{filepath.Join(s.opts.Dirs.Global, "skills"), SourceGlobal})
 	}
-	if s.dirs.Workspace != "" {
-		out = append(out, skillRoot{filepath.Join(s.dirs.Workspace, "skills"), SourceWorkspace})
+	if s.opts.Dirs.Workspace != "" {
+		out = append(out, skillRoot{filepath.Join(s.opts.Dirs.Workspace, "skills"), SourceWorkspace})
 	}
 	return out
 }

@@ -70,6 +70,7 @@ func runBatch(args []string, stdout, stderr io.Writer, logger *slog.Logger) int 
 		JSON:     *asJSON,
 		Terminal: isTerminal(stdout),
 		Out:      out,
+		Log:      stderr,
 		Force:    force,
 		Workspace: orchestrator.WorkspaceOptions{
 			DataDir: *dataDir, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
