@@ -85,6 +85,10 @@ func (p *pathPattern) target(c *call) (f string, tree, ok bool) {
 	return *c.filePath, false, *c.filePath != ""
 }
 
+// maxPath is Linux's PATH_MAX: a longer path is not matched (it keeps the
+// pattern table small), so it is never allowed by a pattern and always denied.
+const maxPath = 4096
+
 type tri int
 
 const (
@@ -99,6 +103,9 @@ func (p *pathPattern) match(c *call) (tri, string) {
 	f, tree, ok := p.target(c)
 	if !ok {
 		return maybe, ""
+	}
+	if len(f) > maxPath {
+		return maybe, f
 	}
 	if !path.IsAbs(f) {
 		if c.dirs.Work != "" {

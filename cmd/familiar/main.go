@@ -31,6 +31,7 @@ Usage:
   familiar version           print the version
 
 Environment:
+  FAMILIAR_LOG               log level on stderr: debug, info, warn, error
   FAMILIAR_CLAUDE            path of the claude CLI (default: .tools, then PATH)
   FAMILIAR_TOOLS_DIR         project-local tools dir holding the pinned CLI
 `
@@ -42,11 +43,20 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	// The editor's server logs what it does; interactive commands only
+	// warnings, so their own output stays readable. FAMILIAR_LOG overrides.
+	level := slog.LevelWarn
+	if args[0] == "serve" {
+		level = slog.LevelInfo
+	}
+	if v := os.Getenv("FAMILIAR_LOG"); v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	switch args[0] {
 	case "serve":
 		// Orphaned descendants of agents reparent to familiar, so stopping

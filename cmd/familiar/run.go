@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/familiar-dev/familiar/batch"
+	"github.com/familiar-dev/familiar/internal/demo"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/runfile"
 )
@@ -27,6 +28,7 @@ func runBatch(args []string, stdout, stderr io.Writer, logger *slog.Logger) int 
 	asJSON := fs.Bool("json", false, "print a machine-readable report on stdout")
 	dataDir := fs.String("data-dir", "", "where familiar keeps its state (default: $XDG_STATE_HOME/familiar/<repo>-<hash>)")
 	worktrees := fs.String("worktrees", "", "where task worktrees are made")
+	demoModel := fs.Bool("demo-model", false, "point the agents at familiar's built-in SCRIPTED demo model instead of Anthropic's API (no credentials needed; it is not Claude)")
 	if err := fs.Parse(args); err != nil {
 		return batch.ExitBadInput
 	}
@@ -64,6 +66,16 @@ func runBatch(args []string, stdout, stderr io.Writer, logger *slog.Logger) int 
 	}()
 
 	out := stdout
+	wo := orchestrator.WorkspaceOptions{
+		DataDir: *dataDir, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
+		ToolsDir: toolsDir(), Logger: logger, Version: version,
+	}
+	if *demoModel {
+		api := demo.StartModel()
+		defer api.Close()
+		fmt.Fprintf(stderr, "familiar run: using the SCRIPTED DEMO MODEL on %s — not Claude\n", api.URL())
+		wo.StartHook = demo.ModelHook(api)
+	}
 	_, code := batch.Run(ctx, batch.Options{
 		Dir:      wd,
 		File:     file,
@@ -72,10 +84,7 @@ func runBatch(args []string, stdout, stderr io.Writer, logger *slog.Logger) int 
 		Out:      out,
 		Log:      stderr,
 		Force:    force,
-		Workspace: orchestrator.WorkspaceOptions{
-			DataDir: *dataDir, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
-			ToolsDir: toolsDir(), Logger: logger, Version: version,
-		},
+		Workspace: wo,
 	})
 	return code
 }

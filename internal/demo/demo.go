@@ -72,7 +72,7 @@ func Run(ctx context.Context, o Options) int {
 		return batch.ExitFailed
 	}
 
-	api := fakeapi.Start(fakeapi.PromptScript())
+	api := fakeapi.Start(Model())
 	defer api.Close()
 	fmt.Fprintf(out, "familiar demo\n")
 	fmt.Fprintf(out, "  model:     a SCRIPTED DEMO MODEL on %s — not Claude; no credentials are used\n", api.URL())
@@ -100,14 +100,7 @@ func Run(ctx context.Context, o Options) int {
 			DataDir:       filepath.Join(root, "state"),
 			WorktreesRoot: filepath.Join(root, "worktrees"),
 			ClaudePath:    cli.Path,
-			StartHook: func(ctx context.Context, opts *agent.Options) {
-				if opts.ExtraEnv == nil {
-					opts.ExtraEnv = map[string]string{}
-				}
-				for k, v := range api.Env() {
-					opts.ExtraEnv[k] = v
-				}
-			},
+			StartHook:     ModelHook(api),
 		},
 	})
 	if o.Keep {
@@ -120,4 +113,19 @@ func makeRepo(ctx context.Context, dir string) error {
 	return worktree.InitRepo(ctx, dir, map[string]string{
 		"README.md": "# demo\n\nA throwaway repository for familiar's demo.\n",
 	}, "Initial commit")
+}
+
+// StartModel starts the scripted demo model on loopback. Close it when done.
+func StartModel() *fakeapi.Server { return fakeapi.Start(Model()) }
+
+// ModelHook points every agent at the scripted demo model.
+func ModelHook(api *fakeapi.Server) func(ctx context.Context, opts *agent.Options) {
+	return func(ctx context.Context, opts *agent.Options) {
+		if opts.ExtraEnv == nil {
+			opts.ExtraEnv = map[string]string{}
+		}
+		for k, v := range api.Env() {
+			opts.ExtraEnv[k] = v
+		}
+	}
 }
