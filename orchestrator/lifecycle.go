@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/procs"
+	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -258,4 +259,44 @@ func (o *Orchestrator) Kill() {
 			_ = sess.Stop(ctx)
 		}
 	}
+}
+
+// TaskSetMode switches a task's mode. A running agent is restarted with
+// --resume and the new mode's flags, and told about the switch: the
+// conversation continues, now with the new tool set.
+func (o *Orchestrator) TaskSetMode(ctx context.Context, p *protocol.TaskSetModeParams) (*protocol.Task, error) {
+	t, err := o.get(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	notice, err := profiles.ModeNotice(string(p.Mode), nil)
+	if err != nil {
+		return nil, protocol.InvalidParams("mode", err.Error())
+	}
+	o.mu.Lock()
+	from := t.T.Mode
+	if from == p.Mode {
+		o.mu.Unlock()
+		return o.view(t), nil
+	}
+	switch t.T.Status {
+	case protocol.StatusMerged, protocol.StatusCancelled:
+		status := t.T.Status
+		o.mu.Unlock()
+		return nil, errTransition("change the mode of", status)
+	}
+	t.T.Mode = p.Mode
+	o.audit(t.T.ID, "task.mode", "user", map[string]string{"from": string(from), "to": string(p.Mode)})
+	restart := t.sess != nil && (t.T.Status == protocol.StatusRunning || t.T.Status == protocol.StatusWaiting)
+	if restart {
+		t.FollowUp = notice
+		t.switching = true
+		o.stopAgentAsync(t)
+	} else if t.T.Agent != nil {
+		// Told at the next start of its session.
+		t.FollowUp = notice
+	}
+	o.touchLocked(t)
+	o.mu.Unlock()
+	return o.view(t), nil
 }

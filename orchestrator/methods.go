@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/mcp"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
 	"github.com/familiar-dev/familiar/worktree"
@@ -94,21 +95,25 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 	if t.T.Type == "" {
 		t.T.Type = protocol.TaskTypeImplement
 	}
-	if t.T.Mode == "" {
-		t.T.Mode = protocol.ModeExecutor
-	}
 	if t.T.Driver == "" {
 		t.T.Driver = s.DefaultDriver
 	}
 	if t.T.Profile == "" {
-		t.T.Profile = s.DefaultProfile
-		if t.T.Profile == "" {
-			t.T.Profile = "default"
-		}
+		t.T.Profile = s.DefaultProfile // "" = chosen by the task's type
 	}
 	t.PromptOverride, t.Hints, t.Directives = p.PromptOverride, p.Hints, p.Directives
 	t.Skills, t.McpServers, t.NoProgressTimeoutSec, t.Policy = p.Skills, p.McpServers, p.NoProgressTimeoutSec, p.PermissionPolicy
 	t.BaseRef = p.BaseRef
+	if err := mcp.ValidateAll(mcpServers(p.McpServers)); err != nil {
+		return nil, protocol.InvalidParams("mcpServers", err.Error())
+	}
+	// Build once now, so a broken profile, an unknown skill or a bad mode
+	// fails task/create (with the file and line) instead of the start.
+	spec, err := o.buildSpec(&t.persisted, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	t.T.Profile, t.T.Mode = spec.Profile, protocol.Mode(spec.Mode)
 	return o.enqueue(t)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
 	"github.com/familiar-dev/familiar/worktree"
@@ -43,6 +44,8 @@ type Config struct {
 	// ResumeInterrupted queues tasks a crash left blocked{interrupted} so
 	// they continue their sessions (familiar serve --resume-interrupted).
 	ResumeInterrupted bool
+	// Skills are the workspace's skills (watched); nil loads them per use.
+	Skills *profiles.Skills
 	// Headless means nobody can answer questions (familiar run): every
 	// question times out after the approval timeout.
 	Headless bool
@@ -63,6 +66,7 @@ type Orchestrator struct {
 	wg     sync.WaitGroup // scheduler and task runners
 
 	kick chan struct{} // 1-buffered: the queue may be able to start something
+	dirs profiles.Dirs  // where workspace and global profiles and skills live
 
 	mu        sync.Mutex
 	settings  protocol.Settings // guarded by mu
@@ -92,6 +96,7 @@ func New(cfg Config) (*Orchestrator, error) {
 		kick:     make(chan struct{}, 1),
 		settings: cfg.Settings,
 		tasks:    map[string]*task{},
+		dirs:     profiles.DirsFor(cfg.Repo.Root()),
 	}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	o.pub = newPublisher(cfg.Store, cfg.Notifier, cfg.Logger)

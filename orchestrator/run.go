@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
-	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
 )
@@ -229,10 +228,12 @@ func transientFailure(msg string) bool {
 }
 
 // agentOptions builds the agent's options from the task and the settings.
+// It reads the task under the lock and does the slow parts (git, files)
+// without it.
 func (o *Orchestrator) agentOptions(t *task) (agent.Options, error) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.cfg.CLIErr != nil {
+		o.mu.Unlock()
 		return agent.Options{}, o.cfg.CLIErr
 	}
 	s := o.settings
@@ -242,30 +243,38 @@ func (o *Orchestrator) agentOptions(t *task) (agent.Options, error) {
 			others = append(others, x.T.Title)
 		}
 	}
-	pc := profiles.Context{
-		Title: t.T.Title, Description: t.T.Description, AcceptanceCriteria: t.T.AcceptanceCriteria,
-		Type: string(t.T.Type), Mode: string(t.T.Mode), OtherTasks: others,
-	}
-	if t.Hints != nil {
-		pc.Notes, pc.HintFiles = t.Hints.Notes, t.Hints.Files
-	}
-	if t.Prior != nil {
-		pc.PriorAttempt = &profiles.Attempt{Summary: t.Prior.Summary, BlockedReason: t.Prior.BlockedReason, LastError: t.Prior.LastError}
-	}
-	prompt, err := profiles.Build(pc, t.PromptOverride)
-	if err != nil {
-		return agent.Options{}, err
-	}
 	dir := o.taskDir(t.T.ID)
+	// Each start of the agent gets its own log (procs never overwrites one).
+	t.Starts++
+	logPath := filepath.Join(dir, fmt.Sprintf("output-%d.log", t.Starts))
+	t.Logs = append(t.Logs, logPath)
+	p := t.persisted // a copy to build from
+	p.T.AcceptanceCriteria = append([]string(nil), t.T.AcceptanceCriteria...)
+	followUp := t.FollowUp
+	t.FollowUp = ""
+	id, gen := t.T.ID, t.Starts
+	o.save(t)
+	o.mu.Unlock()
+
+	ctx := o.ctx
 	if err := ensureDir(dir); err != nil {
 		return agent.Options{}, err
 	}
-	// Each start of the agent gets its own log (procs never overwrites one).
-	t.Starts++
-	t.Logs = append(t.Logs, filepath.Join(dir, fmt.Sprintf("output-%d.log", t.Starts)))
+	tracked, err := o.cfg.Repo.ListTracked(ctx, p.T.Worktree.Path)
+	if err != nil {
+		o.logger.Warn("list tracked files for hints", "task", id, "err", err)
+	}
+	spec, err := o.buildSpec(&p, others, tracked)
+	if err != nil {
+		return agent.Options{}, err
+	}
+	mcpPath, err := o.prepareMCP(ctx, id, dir, p.T.Worktree.Path, s.McpServers, p.McpServers)
+	if err != nil {
+		return agent.Options{}, err
+	}
 	noProgress := s.NoProgressTimeoutSec
-	if t.NoProgressTimeoutSec != nil {
-		noProgress = *t.NoProgressTimeoutSec
+	if p.NoProgressTimeoutSec != nil {
+		noProgress = *p.NoProgressTimeoutSec
 	}
 	grace := time.Duration(s.TermGraceSec) * time.Second
 	if grace <= 0 {
@@ -273,32 +282,35 @@ func (o *Orchestrator) agentOptions(t *task) (agent.Options, error) {
 	}
 	opts := agent.Options{
 		CLI:                o.cfg.CLI,
-		Driver:             string(t.T.Driver),
-		Dir:                t.T.Worktree.Path,
+		Driver:             string(p.T.Driver),
+		Dir:                p.T.Worktree.Path,
 		RepoRoot:           o.cfg.Repo.Root(),
 		ConfigDir:          filepath.Join(dir, "claude"),
-		LogPath:            filepath.Join(dir, fmt.Sprintf("output-%d.log", t.Starts)),
-		Prompt:             prompt.Text,
-		AppendSystemPrompt: prompt.AppendSystemPrompt,
+		LogPath:            logPath,
+		Prompt:             spec.Prompt.Text,
+		AppendSystemPrompt: spec.Prompt.AppendSystemPrompt,
+		PermissionMode:     spec.Flags.PermissionMode,
+		AllowedTools:       spec.Flags.AllowedTools,
+		DisallowedTools:    spec.Flags.DisallowedTools,
+		ExtraArgs:          spec.Flags.ExtraArgs,
+		MCPConfigPath:      mcpPath,
 		Hooks:              o.cfg.Hooks,
 		// The CLI fails open when a hook times out: keep it well above the
 		// approval timeout, which familiar enforces itself.
 		HookTimeout:  time.Duration(s.ApprovalTimeoutSec)*time.Second + time.Hour,
 		GraceTimeout: grace,
 		NoProgress:   time.Duration(noProgress) * time.Second,
-		VerboseHooks: t.Directives != nil && t.Directives.Verbose,
+		VerboseHooks: p.Directives != nil && p.Directives.Verbose,
 		Clock:        o.clk,
-		Logger:       o.logger.With("task", t.T.ID),
+		Logger:       o.logger.With("task", id),
 	}
-	if t.T.Agent != nil && t.T.Agent.SessionID != "" {
+	if p.T.Agent != nil && p.T.Agent.SessionID != "" {
 		// The conversation goes on where it stopped (task/send on a
-		// finished task, resume after a pause or a restart).
-		opts.SessionID = t.T.Agent.SessionID
+		// finished task, resume after a pause or a restart, a mode switch).
+		opts.SessionID = p.T.Agent.SessionID
 		opts.Resume = true
-		opts.Prompt = t.FollowUp
-		t.FollowUp = ""
+		opts.Prompt = followUp
 	}
-	id, gen := t.T.ID, t.Starts
 	opts.OnEvent = func(ev agent.Event) { o.onAgentEvent(id, gen, ev) }
 	return opts, nil
 }
@@ -417,10 +429,21 @@ func (o *Orchestrator) exitedLocked(t *task, x *agent.Exited) {
 	t.sess = nil
 	t.Process = nil
 	o.stopApprovalLocked(t)
-	stopping, cancelled, pausing, restarting := t.stopping, t.cancelled, t.pausing, t.restarting
+	stopping, cancelled, pausing, restarting, switching := t.stopping, t.cancelled, t.pausing, t.restarting, t.switching
 	reason, detail := t.stopReason, t.stopDetail
-	t.stopping, t.cancelled, t.pausing, t.restarting, t.stopReason, t.stopDetail = false, false, false, false, "", ""
+	t.stopping, t.cancelled, t.pausing, t.restarting, t.switching, t.stopReason, t.stopDetail = false, false, false, false, false, "", ""
 	switch {
+	case switching && live(t.T.Status) && !cancelled:
+		// A mode switch keeps the slot: start again straight away.
+		if err := o.setStatusLocked(t, protocol.StatusStarting); err == nil {
+			o.touchLocked(t)
+			o.wg.Add(1)
+			go func() {
+				defer o.wg.Done()
+				o.start(t)
+			}()
+		}
+		return
 	case restarting && live(t.T.Status):
 		if err := o.setStatusLocked(t, protocol.StatusStarting); err == nil {
 			o.touchLocked(t)

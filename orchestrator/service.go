@@ -259,3 +259,51 @@ func (s *Service) TaskRetry(ctx context.Context, p *protocol.TaskRetryParams) (*
 	}
 	return o.TaskRetry(ctx, p)
 }
+
+func (s *Service) TaskSetMode(ctx context.Context, p *protocol.TaskSetModeParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskSetMode(ctx, p)
+}
+
+func (s *Service) ProfilesList(ctx context.Context, p *protocol.ProfilesListParams) ([]protocol.Profile, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.ProfilesList(ctx)
+}
+
+func (s *Service) SkillsList(ctx context.Context, p *protocol.SkillsListParams) ([]protocol.Skill, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.SkillsList(ctx)
+}
+
+func (s *Service) SkillsGet(ctx context.Context, p *protocol.SkillsGetParams) (*protocol.SkillDetail, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.SkillsGet(ctx, p.Name)
+}
+
+func (s *Service) McpPresets(ctx context.Context, p *protocol.McpPresetsParams) ([]protocol.McpPreset, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.McpPresets(ctx)
+}
+
+func (s *Service) McpCheck(ctx context.Context, p *protocol.McpCheckParams) (*protocol.McpCheckResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.McpCheck(ctx, p.Servers)
+}

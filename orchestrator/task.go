@@ -55,6 +55,7 @@ type task struct {
 	cancelled  bool        // the stop is a user cancel
 	pausing    bool        // the stop is a pause
 	restarting bool        // the stop is a retry of a failed start
+	switching  bool        // the stop is a mode switch: start again at once
 	approval   clock.Timer // the pending question's timeout
 	outputSize int64       // bytes of output seen
 	askedAt    time.Time   // when the pending question was asked

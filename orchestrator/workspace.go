@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
 	"github.com/familiar-dev/familiar/worktree"
@@ -33,6 +35,7 @@ type Workspace struct {
 	Store        *store.Store
 	Hooks        *agent.HookServer
 	Repo         *worktree.Repo
+	Skills       *profiles.Skills
 }
 
 // WorkspaceOptions configure OpenWorkspace.
@@ -111,17 +114,34 @@ func OpenWorkspace(ctx context.Context, root string, o WorkspaceOptions) (*Works
 			settings = protocol.DefaultSettings()
 		}
 	}
-	orch, err := New(Config{
+	// Skills reload when their files change; the orchestrator announces it.
+	var orchRef atomic.Pointer[Orchestrator]
+	skills, err := profiles.WatchSkills(profiles.SkillsOptions{
+		Dirs: profiles.DirsFor(ws.Root), Clock: o.Clock, Logger: o.Logger,
+		OnChange: func(c profiles.SkillsChange) {
+			if o := orchRef.Load(); o != nil {
+				o.onSkillsChanged(c)
+			}
+		},
+	})
+	if err != nil {
+		o.Logger.Warn("skills are not watched; they load once", "err", err)
+		skills = profiles.LoadSkills(profiles.DirsFor(ws.Root))
+	}
+	ws.Skills = skills
+	orch, err := New(Config{Skills: skills,
 		Repo: repo, Store: st, DataDir: ws.DataDir, Hooks: hooks, CLI: ws.CLI, CLIErr: ws.CLIErr,
 		Notifier: o.Notifier, Settings: settings, Clock: o.Clock, Logger: o.Logger,
 		Version: o.Version, GitVer: ws.GitVersion, StartHook: o.StartHook, ResumeInterrupted: o.ResumeInterrupted, Headless: o.Headless,
 	})
 	if err != nil {
+		skills.Close()
 		hooks.Close()
 		st.Close()
 		return nil, err
 	}
 	ws.Orch = orch
+	orchRef.Store(orch)
 	return ws, nil
 }
 
@@ -133,6 +153,7 @@ func (ws *Workspace) Contains(dir string) bool {
 // Close stops the agents and closes everything the workspace opened.
 func (ws *Workspace) Close() error {
 	err := ws.Orch.Close()
+	err = errors.Join(err, ws.Skills.Close())
 	err = errors.Join(err, ws.Hooks.Close())
 	return errors.Join(err, ws.Store.Close())
 }

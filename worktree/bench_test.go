@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/familiar-dev/familiar/internal/testenv"
 )
@@ -74,4 +76,61 @@ func BenchmarkGitWorktreeAdd(b *testing.B) {
 		}
 		removeBench(b, dir, path, branch)
 	}
+}
+
+// BenchmarkCreateVsGitWorktreeAdd runs Create and plain `git worktree add
+// -b` alternately on one repository, so that both see the same load from
+// the rest of the machine, and reports each one's mean time and the median
+// of their per-pair ratios: on a shared machine that ratio is steadier than
+// one computed from the two benchmarks above, which run minutes apart.
+func BenchmarkCreateVsGitWorktreeAdd(b *testing.B) {
+	git := testenv.Git(b)
+	dir := benchRepo(b)
+	r := openRepo(b, dir)
+	root := b.TempDir()
+	ctx := context.Background()
+	var create, add time.Duration
+	var ratios []float64
+	i := 0
+	for b.Loop() {
+		i++
+		var tc, ta time.Duration
+		runCreate := func() {
+			start := time.Now()
+			wt, err := r.Create(ctx, CreateOptions{TaskID: strconv.Itoa(i), Title: "bench task"})
+			tc = time.Since(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+			removeBench(b, dir, wt.Path, wt.Branch)
+		}
+		runAdd := func() {
+			path := filepath.Join(root, strconv.Itoa(i))
+			branch := "bench/" + strconv.Itoa(i)
+			start := time.Now()
+			cmd := exec.Command(git, "worktree", "add", "-b", branch, path, "HEAD")
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			ta = time.Since(start)
+			if err != nil {
+				b.Fatalf("git worktree add: %v\n%s", err, out)
+			}
+			removeBench(b, dir, path, branch)
+		}
+		// Alternate which goes first, so neither always gets the warmer cache.
+		if i%2 == 0 {
+			runCreate()
+			runAdd()
+		} else {
+			runAdd()
+			runCreate()
+		}
+		create += tc
+		add += ta
+		ratios = append(ratios, float64(tc)/float64(ta))
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(float64(create.Nanoseconds())/float64(i), "create-ns/op")
+	b.ReportMetric(float64(add.Nanoseconds())/float64(i), "add-ns/op")
+	b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
 }

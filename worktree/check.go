@@ -91,3 +91,26 @@ func Version(ctx context.Context) (string, error) {
 	}
 	return strings.TrimPrefix(strings.TrimSpace(string(out)), "git version "), nil
 }
+
+// maxTracked bounds ListTracked: hints need a sample of paths, not a huge
+// monorepo's every file.
+const maxTracked = 50000
+
+// ListTracked returns the paths git tracks in the worktree (git ls-files),
+// at most maxTracked of them, for deriving repository hints.
+func (r *Repo) ListTracked(ctx context.Context, dir string) ([]string, error) {
+	out, err := r.git.run(ctx, invocation{dir: dir, readOnly: true, args: []string{"ls-files", "-z"}})
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+		if len(paths) >= maxTracked {
+			break
+		}
+	}
+	return paths, nil
+}

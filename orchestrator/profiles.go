@@ -1,0 +1,162 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/familiar-dev/familiar/mcp"
+	"github.com/familiar-dev/familiar/profiles"
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// buildSpec renders a task's prompt and flags from its profile. tracked may
+// be nil (at create, before the worktree exists).
+func (o *Orchestrator) buildSpec(t *persisted, others []string, tracked []string) (profiles.Spec, error) {
+	skills, err := o.skills().Resolve(t.Skills)
+	if err != nil {
+		return profiles.Spec{}, protocol.InvalidParams("skills", err.Error())
+	}
+	req := profiles.Request{
+		Context: profiles.Context{
+			Title: t.T.Title, Description: t.T.Description, AcceptanceCriteria: t.T.AcceptanceCriteria,
+			Type: string(t.T.Type), Mode: string(t.T.Mode), OtherTasks: others,
+		},
+		Profile:        t.T.Profile,
+		PromptOverride: t.PromptOverride,
+		Think:          t.Directives != nil && t.Directives.Think,
+		Skills:         skills,
+		Tracked:        tracked,
+	}
+	if t.Hints != nil {
+		req.Notes, req.HintFiles = t.Hints.Notes, t.Hints.Files
+	}
+	if t.Prior != nil {
+		req.PriorAttempt = &profiles.Attempt{Summary: t.Prior.Summary, BlockedReason: t.Prior.BlockedReason, LastError: t.Prior.LastError}
+	}
+	spec, err := profiles.Load(o.dirs).Build(req)
+	if err != nil {
+		var fe *profiles.FileError
+		switch {
+		case errors.As(err, &fe):
+			return spec, protocol.InvalidParams("profile", fe.Error())
+		case errors.Is(err, profiles.ErrNotFound):
+			return spec, protocol.InvalidParams("profile", err.Error())
+		case errors.Is(err, profiles.ErrInvalid):
+			return spec, protocol.InvalidParams("mode", err.Error())
+		}
+		return spec, err
+	}
+	return spec, nil
+}
+
+func (o *Orchestrator) skills() *profiles.Skills {
+	if o.cfg.Skills != nil {
+		return o.cfg.Skills
+	}
+	return profiles.LoadSkills(o.dirs)
+}
+
+// mcpServers converts protocol MCP configs to package mcp's (same JSON).
+func mcpServers(in map[string]protocol.McpServer) map[string]mcp.Server {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]mcp.Server, len(in))
+	for name, s := range in {
+		b, _ := json.Marshal(s)
+		var m mcp.Server
+		_ = json.Unmarshal(b, &m)
+		out[name] = m
+	}
+	return out
+}
+
+// ProfilesList is profiles/list.
+func (o *Orchestrator) ProfilesList(ctx context.Context) ([]protocol.Profile, error) {
+	var out []protocol.Profile
+	for _, p := range profiles.Load(o.dirs).List() {
+		pp := protocol.Profile{Name: p.Name, Description: p.Description, Source: protocol.Source(p.Source)}
+		for _, tt := range p.TaskTypes {
+			pp.TaskTypes = append(pp.TaskTypes, protocol.TaskType(tt))
+		}
+		out = append(out, pp)
+	}
+	return out, nil
+}
+
+// SkillsList is skills/list.
+func (o *Orchestrator) SkillsList(ctx context.Context) ([]protocol.Skill, error) {
+	var out []protocol.Skill
+	for _, s := range o.skills().List() {
+		out = append(out, skillView(s))
+	}
+	return out, nil
+}
+
+// SkillsGet is skills/get.
+func (o *Orchestrator) SkillsGet(ctx context.Context, name string) (*protocol.SkillDetail, error) {
+	s, ok := o.skills().Get(name)
+	if !ok {
+		return nil, protocol.NotFound("skill", name)
+	}
+	return &protocol.SkillDetail{Skill: skillView(s), Content: s.Content}, nil
+}
+
+func skillView(s profiles.Skill) protocol.Skill {
+	return protocol.Skill{Name: s.Name, Description: s.Description, Mode: protocol.Mode(s.Mode), Source: protocol.Source(s.Source), Path: s.Path}
+}
+
+// onSkillsChanged announces a reload of the skills (skills/changed).
+func (o *Orchestrator) onSkillsChanged(c profiles.SkillsChange) {
+	n := protocol.SkillsChangedNotification{Added: c.Added, Updated: c.Updated, Removed: c.Removed}
+	for _, e := range c.Errors {
+		n.Errors = append(n.Errors, protocol.SkillError{Path: e.Path, Message: e.Error()})
+	}
+	o.pub.publish("", n)
+}
+
+// McpPresets is mcp/presets.
+func (o *Orchestrator) McpPresets(ctx context.Context) ([]protocol.McpPreset, error) {
+	var out []protocol.McpPreset
+	for _, p := range mcp.Presets("") {
+		b, _ := json.Marshal(p.Server)
+		var s protocol.McpServer
+		_ = json.Unmarshal(b, &s)
+		out = append(out, protocol.McpPreset{Name: p.Name, Server: s, Requires: p.Requires})
+	}
+	return out, nil
+}
+
+// McpCheck is mcp/check: the given servers, or the settings'.
+func (o *Orchestrator) McpCheck(ctx context.Context, servers map[string]protocol.McpServer) (*protocol.McpCheckResult, error) {
+	if servers == nil {
+		servers = o.settingsNow().McpServers
+	}
+	res := &protocol.McpCheckResult{}
+	for _, r := range (mcp.Checker{}).Check(ctx, mcpServers(servers)) {
+		res.Servers = append(res.Servers, protocol.McpServerCheck{Name: r.Name, Available: r.Available, Problem: r.Problem})
+	}
+	return res, nil
+}
+
+// prepareMCP writes the task's --mcp-config file and warns about servers
+// that will not start.
+func (o *Orchestrator) prepareMCP(ctx context.Context, id, dir, worktree string, session, task map[string]protocol.McpServer) (string, error) {
+	if len(session) == 0 && len(task) == 0 {
+		return "", nil
+	}
+	merged := mcp.Merge(mcpServers(session), mcpServers(task))
+	for _, r := range (mcp.Checker{}).Check(ctx, merged) {
+		if r.Problem != "" {
+			o.pub.publish(id, protocol.ServerMessageNotification{Level: protocol.LevelWarning,
+				Text: fmt.Sprintf("task %s: MCP server %s: %s", id, r.Name, r.Problem)})
+		}
+	}
+	path, err := mcp.Prepare(dir, mcpServers(session), mcpServers(task), mcp.Env{Worktree: worktree})
+	if err != nil {
+		return "", fmt.Errorf("MCP config: %w", err)
+	}
+	return path, nil
+}
