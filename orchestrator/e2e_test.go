@@ -429,3 +429,114 @@ func TestRestartResumesInterruptedTasks(t *testing.T) {
 		t.Error("the replayed events do not show the interruption")
 	}
 }
+
+// Architect mode is enforced by claude's own flags, not the prompt: a Write
+// the model attempts is refused by the CLI.
+func TestArchitectModeWriteRefusedByClaude(t *testing.T) {
+	drivers := []protocol.Driver{protocol.DriverPTY, protocol.DriverStream}
+	for _, d := range drivers {
+		t.Run(string(d), func(t *testing.T) {
+			e := open(t, nil, nil)
+			task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{
+				Title: "plan only", Mode: protocol.ModeArchitect, Driver: d,
+				Description: "plan\n@@TOOL Write {\"file_path\":\"plan.txt\",\"content\":\"x\"}\n@@TEXT Here is my plan.",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if task.Mode != protocol.ModeArchitect {
+				t.Fatalf("mode = %q", task.Mode)
+			}
+			e.notes.wait(t, "finished", func(x note) bool {
+				return is(protocol.NotifyTaskCompleted, task.ID)(x) || statusIs(task.ID, protocol.StatusBlocked)(x)
+			})
+			got := e.get(t, task.ID)
+			if got.Worktree != nil {
+				if _, err := os.Stat(filepath.Join(got.Worktree.Path, "plan.txt")); err == nil {
+					t.Fatal("architect mode wrote a file")
+				}
+			}
+			refused := false
+			for _, r := range e.api.MainRequests() {
+				for _, b := range r.ToolResults() {
+					refused = refused || (b.IsError && strings.Contains(b.Content, "Write"))
+				}
+			}
+			if !refused {
+				t.Error("the model was not told the Write was refused")
+			}
+		})
+	}
+}
+
+func TestSkillsReloadWithoutRestart(t *testing.T) {
+	e := open(t, nil, nil)
+	dir := filepath.Join(e.repo, ".familiar", "skills", "review")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(desc string) {
+		tmp := filepath.Join(dir, ".SKILL.md.tmp")
+		os.WriteFile(tmp, []byte("---\nname: review\ndescription: "+desc+"\n---\nLook for bugs.\n"), 0o644)
+		if err := os.Rename(tmp, filepath.Join(dir, "SKILL.md")); err != nil { // saved by rename, as editors do
+			t.Fatal(err)
+		}
+	}
+	write("first")
+	e.notes.wait(t, "skill added", is(protocol.NotifySkillsChanged, `"added":["review"]`))
+	list, _ := e.o.SkillsList(context.Background())
+	if len(list) != 1 || list[0].Description != "first" {
+		t.Fatalf("skills = %+v", list)
+	}
+	write("second")
+	e.notes.wait(t, "skill updated", is(protocol.NotifySkillsChanged, `"updated":["review"]`))
+	if s, _ := e.o.SkillsGet(context.Background(), "review"); s == nil || s.Description != "second" {
+		t.Fatalf("skill = %+v", s)
+	}
+	os.RemoveAll(dir)
+	e.notes.wait(t, "skill removed", is(protocol.NotifySkillsChanged, `"removed":["review"]`))
+	if _, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{Title: "t", Description: "d", Skills: []string{"review"}}); err == nil {
+		t.Error("a removed skill was accepted")
+	}
+}
+
+func TestMcpCheckNamesTheMissingCommand(t *testing.T) {
+	e := open(t, nil, nil)
+	res, err := e.o.McpCheck(context.Background(), map[string]protocol.McpServer{
+		"broken": {Type: "stdio", Command: "definitely-not-installed-mcp"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Servers) != 1 || res.Servers[0].Available || !strings.Contains(res.Servers[0].Problem, "definitely-not-installed-mcp") {
+		t.Fatalf("check = %+v", res)
+	}
+}
+
+func TestSetModeContinuesTheSession(t *testing.T) {
+	e := open(t, nil, nil)
+	a := e.create(t, "switch", askBash("m.txt"), 0)
+	e.notes.wait(t, "waiting", statusIs(a.ID, protocol.StatusWaiting))
+	before := e.get(t, a.ID)
+	got, err := e.o.TaskSetMode(context.Background(), &protocol.TaskSetModeParams{ID: a.ID, Mode: protocol.ModeAuditor})
+	if err != nil || got.Mode != protocol.ModeAuditor {
+		t.Fatalf("setMode = %+v, %v", got, err)
+	}
+	e.notes.wait(t, "finished after switch", func(x note) bool {
+		return is(protocol.NotifyTaskCompleted, a.ID)(x) || statusIs(a.ID, protocol.StatusBlocked)(x)
+	})
+	after := e.get(t, a.ID)
+	if after.Agent.SessionID != before.Agent.SessionID {
+		t.Error("the mode switch started a new session")
+	}
+	// The resumed conversation reached the model with its history and the notice.
+	var sawNotice bool
+	for _, r := range e.api.MainRequests() {
+		if strings.Contains(r.LastUserText(), "auditor") && len(r.Messages) > 2 {
+			sawNotice = true
+		}
+	}
+	if !sawNotice {
+		t.Error("the model never heard of the mode switch in the same conversation")
+	}
+}
