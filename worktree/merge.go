@@ -1,0 +1,375 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Strategy is how a task's branch is merged into its base.
+type Strategy string
+
+const (
+	Merge  Strategy = "merge"  // a merge commit with both parents
+	Squash Strategy = "squash" // one commit with the task's changes
+	Rebase Strategy = "rebase" // the task's commits replayed onto the base
+)
+
+// MergeResult says what a merge did, for undo.
+type MergeResult struct {
+	Base   string // the branch merged into (short name)
+	Before string // the base's commit before the merge
+	After  string // the base's commit after it
+	// UpdatedCheckout is the working tree that had Base checked out and
+	// was moved along (clean, so nothing of the user's was touched); "" if
+	// Base was not checked out anywhere and only the ref moved.
+	UpdatedCheckout string
+}
+
+// ConflictError lists the files a merge conflicts on. Nothing was changed.
+type ConflictError struct{ Files []string }
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("merge conflicts in %s", strings.Join(e.Files, ", "))
+}
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// DirtyError lists the uncommitted files of a checkout familiar will not
+// touch.
+type DirtyError struct {
+	Checkout string
+	Files    []string
+}
+
+func (e *DirtyError) Error() string {
+	return fmt.Sprintf("the checkout of the base branch at %s has uncommitted changes (%s); commit or stash them first",
+		e.Checkout, strings.Join(e.Files, ", "))
+}
+func (e *DirtyError) Unwrap() error { return ErrFailedPrecondition }
+
+// Merge merges the task's branch into base (a branch name) with strategy.
+// It never disturbs a checkout the user works in: the merged commit is made
+// without a working tree (git merge-tree), or for rebase in a temporary
+// worktree; then base moves, in its checkout if it has one (which must be
+// clean: a fast-forward there updates files) or as a bare ref update
+// (compare-and-swap). On conflicts nothing is changed and the files are
+// named.
+func (r *Repo) Merge(ctx context.Context, wt Worktree, base string, strategy Strategy, message string) (MergeResult, error) {
+	if err := validRef("base branch", base); err != nil {
+		return MergeResult{}, err
+	}
+	if strings.ContainsRune(message, 0) {
+		return MergeResult{}, fmt.Errorf("%w: message has a NUL", ErrInvalid)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	baseRef := "refs/heads/" + base
+	before, err := r.revParse(ctx, baseRef)
+	if err != nil {
+		return MergeResult{}, fmt.Errorf("%w: base %q is not a local branch: %w", ErrNotFound, base, err)
+	}
+	head, err := r.revParse(ctx, "refs/heads/"+wt.Branch)
+	if err != nil {
+		return MergeResult{}, fmt.Errorf("%w: task branch %q: %w", ErrNotFound, wt.Branch, err)
+	}
+	checkout, err := r.checkoutOf(ctx, base)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	if checkout != "" {
+		if files, err := r.dirtyFiles(ctx, checkout); err != nil {
+			return MergeResult{}, err
+		} else if len(files) > 0 {
+			return MergeResult{}, &DirtyError{Checkout: checkout, Files: files}
+		}
+	}
+	if message == "" {
+		message = fmt.Sprintf("Merge %s", wt.Branch)
+	}
+	var after string
+	switch strategy {
+	case Merge, "":
+		after, err = r.mergeCommit(ctx, before, head, message, true)
+	case Squash:
+		after, err = r.mergeCommit(ctx, before, head, message, false)
+	case Rebase:
+		after, err = r.rebaseCommits(ctx, before, head)
+	default:
+		return MergeResult{}, fmt.Errorf("%w: unknown merge strategy %q", ErrInvalid, strategy)
+	}
+	if err != nil {
+		return MergeResult{}, err
+	}
+	res := MergeResult{Base: base, Before: before, After: after, UpdatedCheckout: checkout}
+	if err := r.moveBase(ctx, checkout, baseRef, before, after); err != nil {
+		return MergeResult{}, err
+	}
+	return res, nil
+}
+
+// UndoMerge moves base back from res.After to res.Before, only if nobody
+// moved it since (and its checkout, if any, is clean). The undone commit
+// stays reachable at refs/familiar/undo/<taskID>.
+func (r *Repo) UndoMerge(ctx context.Context, taskID string, res MergeResult) error {
+	if err := validTaskID(taskID); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	baseRef := "refs/heads/" + res.Base
+	now, err := r.revParse(ctx, baseRef)
+	if err != nil {
+		return fmt.Errorf("%w: base %q: %w", ErrNotFound, res.Base, err)
+	}
+	if now != res.After {
+		return fmt.Errorf("%w: %s has moved since the merge (now %s, merged %s); undo it by hand", ErrFailedPrecondition, res.Base, short(now), short(res.After))
+	}
+	checkout, err := r.checkoutOf(ctx, res.Base)
+	if err != nil {
+		return err
+	}
+	if checkout != "" {
+		if files, err := r.dirtyFiles(ctx, checkout); err != nil {
+			return err
+		} else if len(files) > 0 {
+			return &DirtyError{Checkout: checkout, Files: files}
+		}
+	}
+	if err := r.keepUndone(ctx, taskID, res.After); err != nil {
+		return err
+	}
+	if checkout != "" {
+		// reset --keep refuses rather than lose a local change; the ref
+		// check above makes it a move from exactly res.After.
+		_, err = r.git.run(ctx, invocation{dir: checkout, args: []string{"reset", "--quiet", "--keep", res.Before}})
+	} else {
+		_, err = r.git.run(ctx, invocation{dir: r.root, args: []string{"update-ref", "-m", "familiar: undo merge of " + taskID, baseRef, res.Before, res.After}})
+	}
+	if err != nil {
+		return fmt.Errorf("undoing the merge into %s: %w", res.Base, err)
+	}
+	return nil
+}
+
+// StepBack moves the task's branch back one checkpoint (to the commit
+// before its last, or to its base), keeping what it undid at
+// refs/familiar/undo/<taskID>. The worktree must be clean. It returns the
+// commit the branch is now at.
+func (r *Repo) StepBack(ctx context.Context, wt Worktree) (string, error) {
+	if _, err := r.checkWorktree(wt, true); err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if files, err := r.dirtyFiles(ctx, wt.Path); err != nil {
+		return "", err
+	} else if len(files) > 0 {
+		return "", &DirtyError{Checkout: wt.Path, Files: files}
+	}
+	head, err := r.revParseIn(ctx, wt.Path, "HEAD")
+	if err != nil {
+		return "", err
+	}
+	if head == wt.BaseCommit {
+		return "", fmt.Errorf("%w: the task has no commits to step back from", ErrFailedPrecondition)
+	}
+	target, err := r.revParse(ctx, head+"^")
+	if err != nil {
+		return "", err
+	}
+	// Never step back past the base (a merge commit's first parent could).
+	if ok, _ := r.isAncestor(ctx, wt.BaseCommit, target); !ok {
+		target = wt.BaseCommit
+	}
+	if err := r.keepUndone(ctx, wt.TaskID, head); err != nil {
+		return "", err
+	}
+	if _, err := r.git.run(ctx, invocation{dir: wt.Path, args: []string{"reset", "--quiet", "--keep", target}}); err != nil {
+		return "", fmt.Errorf("stepping %s back: %w", wt.Branch, err)
+	}
+	return target, nil
+}
+
+// keepUndone points refs/familiar/undo/<taskID> at commit so undone work
+// stays reachable.
+func (r *Repo) keepUndone(ctx context.Context, taskID, commit string) error {
+	ref := "refs/familiar/undo/" + shortID(taskID)
+	if _, err := r.git.run(ctx, invocation{dir: r.root, args: []string{"update-ref", ref, commit}}); err != nil {
+		return fmt.Errorf("keeping the undone commit: %w", err)
+	}
+	return nil
+}
+
+// UndoRef is where undone work of a task stays reachable.
+func UndoRef(taskID string) string { return "refs/familiar/undo/" + shortID(taskID) }
+
+// mergeCommit makes the merge of head into base without a working tree.
+func (r *Repo) mergeCommit(ctx context.Context, base, head, message string, twoParents bool) (string, error) {
+	out, err := r.git.run(ctx, invocation{dir: r.root, readOnly: true,
+		args: []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", base, head}})
+	if err != nil {
+		if exitCode(err) == 1 {
+			return "", &ConflictError{Files: conflictFiles(out)}
+		}
+		return "", fmt.Errorf("merging: %w", err)
+	}
+	tree := strings.TrimRight(strings.SplitN(string(out), "\x00", 2)[0], "\n")
+	args, err := r.identityArgs(ctx, r.root)
+	if err != nil {
+		return "", err
+	}
+	args = append(args, "commit-tree", tree, "-p", base)
+	if twoParents {
+		args = append(args, "-p", head)
+	}
+	c, err := r.git.run(ctx, invocation{dir: r.root, stdin: []byte(message), args: append(args, "-F", "-")})
+	if err != nil {
+		return "", fmt.Errorf("making the merge commit: %w", err)
+	}
+	return strings.TrimSpace(string(c)), nil
+}
+
+// conflictFiles reads the conflicted paths from merge-tree -z --name-only
+// output: the tree, then NUL-separated paths, then an empty field.
+func conflictFiles(out []byte) []string {
+	parts := strings.Split(string(out), "\x00")
+	var files []string
+	seen := map[string]bool{}
+	for _, p := range parts[1:] {
+		if p == "" {
+			break
+		}
+		if !seen[p] {
+			seen[p] = true
+			files = append(files, p)
+		}
+	}
+	return files
+}
+
+// rebaseCommits replays base..head onto base in a temporary worktree (git
+// 2.39's merge-tree cannot replay one commit), so no checkout of the user's
+// is involved. On conflict the rebase is aborted and the files named.
+func (r *Repo) rebaseCommits(ctx context.Context, base, head string) (string, error) {
+	if ok, _ := r.isAncestor(ctx, base, head); ok {
+		return head, nil // already on top: a fast-forward
+	}
+	tmp, err := os.MkdirTemp(r.dir0(), ".rebase-")
+	if err != nil {
+		return "", fmt.Errorf("rebase: %w", err)
+	}
+	os.Remove(tmp) // worktree add wants to create it
+	defer func() {
+		_, _ = r.git.run(context.Background(), invocation{dir: r.root, args: []string{"worktree", "remove", "--force", tmp}})
+		os.RemoveAll(tmp)
+	}()
+	if _, err := r.git.run(ctx, invocation{dir: r.root, args: []string{"worktree", "add", "--quiet", "--detach", tmp, head}}); err != nil {
+		return "", fmt.Errorf("rebase: %w", err)
+	}
+	args, err := r.identityArgs(ctx, tmp)
+	if err != nil {
+		return "", err
+	}
+	if _, err := r.git.run(ctx, invocation{dir: tmp, args: append(args, "rebase", "--quiet", "--no-autostash", base)}); err != nil {
+		out, _ := r.git.run(ctx, invocation{dir: tmp, readOnly: true, args: []string{"diff", "--name-only", "-z", "--diff-filter=U"}})
+		_, _ = r.git.run(ctx, invocation{dir: tmp, args: []string{"rebase", "--abort"}})
+		files := strings.FieldsFunc(string(out), func(c rune) bool { return c == 0 })
+		if len(files) > 0 {
+			return "", &ConflictError{Files: files}
+		}
+		return "", fmt.Errorf("rebase: %w", err)
+	}
+	return r.revParseIn(ctx, tmp, "HEAD")
+}
+
+// dir0 is where temporary worktrees go: familiar's worktrees dir.
+func (r *Repo) dir0() string {
+	if err := os.MkdirAll(r.dir, 0o755); err == nil {
+		return r.dir
+	}
+	return os.TempDir()
+}
+
+// moveBase moves baseRef from before to after: in its checkout by a
+// fast-forward (the files follow), else by a compare-and-swap ref update.
+func (r *Repo) moveBase(ctx context.Context, checkout, baseRef, before, after string) error {
+	var err error
+	if checkout != "" {
+		_, err = r.git.run(ctx, invocation{dir: checkout, args: []string{"merge", "--quiet", "--ff-only", after}})
+	} else {
+		_, err = r.git.run(ctx, invocation{dir: r.root, args: []string{"update-ref", "-m", "familiar: merge", baseRef, after, before}})
+	}
+	if err != nil {
+		return fmt.Errorf("%w: moving %s to the merge: %w", ErrFailedPrecondition, baseRef, err)
+	}
+	return nil
+}
+
+// checkoutOf returns the working tree that has branch checked out, or "".
+func (r *Repo) checkoutOf(ctx context.Context, branch string) (string, error) {
+	entries, err := r.listLocked(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if !e.Detached && e.Branch == branch && !e.Prunable {
+			return e.Path, nil
+		}
+	}
+	return "", nil
+}
+
+// dirtyFiles lists uncommitted changes (untracked files included) in dir.
+func (r *Repo) dirtyFiles(ctx context.Context, dir string) ([]string, error) {
+	out, err := r.git.run(ctx, invocation{dir: dir, readOnly: true,
+		args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=all"}})
+	if err != nil {
+		return nil, fmt.Errorf("status of %s: %w", dir, err)
+	}
+	var files []string
+	fields := strings.Split(string(out), "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if len(f) < 4 {
+			continue
+		}
+		files = append(files, f[3:])
+		if f[0] == 'R' || f[0] == 'C' {
+			i++ // the rename's source follows
+		}
+	}
+	return files, nil
+}
+
+func (r *Repo) revParse(ctx context.Context, rev string) (string, error) {
+	return r.revParseIn(ctx, r.root, rev)
+}
+
+func (r *Repo) revParseIn(ctx context.Context, dir, rev string) (string, error) {
+	out, err := r.git.run(ctx, invocation{dir: dir, readOnly: true,
+		args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}})
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func (r *Repo) isAncestor(ctx context.Context, a, b string) (bool, error) {
+	_, err := r.git.run(ctx, invocation{dir: r.root, readOnly: true, args: []string{"merge-base", "--is-ancestor", a, b}})
+	if err == nil {
+		return true, nil
+	}
+	if exitCode(err) == 1 {
+		return false, nil
+	}
+	return false, err
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
