@@ -12,9 +12,9 @@ import (
 
 // decision is what the permission policy said about one tool call.
 type decision struct {
-	option string // agent.OptionAllow or agent.OptionDeny
-	rule   string // the rule that decided; "" for the policy's default
-	reason string // told to the agent on a deny
+	option   string // agent.OptionAllow or agent.OptionDeny
+	rule     string // the rule that decided; "" for the policy's default
+	reason   string // told to the agent on a deny
 	tool     string
 	text     string // the question as the agent put it
 	input    json.RawMessage

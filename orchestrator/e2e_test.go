@@ -17,6 +17,7 @@ import (
 	"github.com/familiar-dev/familiar/internal/testenv"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/store"
 )
 
 // notes records notifications and lets a test wait for one.
@@ -539,4 +540,102 @@ func TestSetModeContinuesTheSession(t *testing.T) {
 	if !sawNotice {
 		t.Error("the model never heard of the mode switch in the same conversation")
 	}
+}
+
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(testenv.Git(t), append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func finish(t *testing.T, e *env, title, file string) *protocol.Task {
+	t.Helper()
+	a := e.create(t, title, "go\n@@TOOL Bash {\"command\":\"echo from the task > "+file+"\"}\n@@TEXT Wrote "+file+".", 0)
+	e.notes.wait(t, "waiting", statusIs(a.ID, protocol.StatusWaiting))
+	q := e.get(t, a.ID).PendingQuestion
+	if _, err := e.o.TaskRespond(context.Background(), &protocol.TaskRespondParams{ID: a.ID, QuestionID: q.ID, OptionID: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, a.ID))
+	return e.get(t, a.ID)
+}
+
+func TestDiffMergeUndoMergeAgain(t *testing.T) {
+	e := open(t, nil, nil)
+	ctx := context.Background()
+	a := finish(t, e, "feature", "feature.txt")
+	d, err := e.o.TaskDiff(ctx, &protocol.TaskDiffParams{ID: a.ID})
+	if err != nil || len(d.Files) != 1 || d.Files[0].Path != "feature.txt" || !strings.Contains(d.Patch, "feature.txt") {
+		t.Fatalf("diff = %+v, %v", d, err)
+	}
+	before := gitIn(t, e.repo, "rev-parse", "HEAD")
+	m, err := e.o.TaskMerge(ctx, &protocol.TaskMergeParams{ID: a.ID, Strategy: protocol.MergeSquash})
+	if err != nil || m.Status != protocol.StatusMerged {
+		t.Fatalf("merge = %+v, %v", m, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.repo, "feature.txt")); err != nil {
+		t.Fatal("the merge did not reach the user's checkout")
+	}
+	u, err := e.o.TaskUndo(ctx, &protocol.TaskIDParams{ID: a.ID})
+	if err != nil || u.Status != protocol.StatusMerging {
+		t.Fatalf("undo = %+v, %v", u, err)
+	}
+	if gitIn(t, e.repo, "rev-parse", "HEAD") != before {
+		t.Fatal("undo did not restore the base")
+	}
+	if _, err := e.o.TaskMerge(ctx, &protocol.TaskMergeParams{ID: a.ID, Strategy: protocol.MergeSquash}); err != nil {
+		t.Fatalf("merge again: %v", err)
+	}
+	entries, _, err := e.ws.Store.Audit(storeAuditFilter(a.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, en := range entries {
+		actions = append(actions, en.Action)
+	}
+	got := strings.Join(actions, ",")
+	for _, want := range []string{"task.merged", "task.undone", "permission.decided"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("audit log lacks %s: %s", want, got)
+		}
+	}
+}
+
+func TestMergeRefusesDirtyBaseAndReportsConflicts(t *testing.T) {
+	e := open(t, nil, nil)
+	ctx := context.Background()
+	a := finish(t, e, "conflicting", "same.txt")
+	// The user has uncommitted work in the base checkout.
+	os.WriteFile(filepath.Join(e.repo, "wip.txt"), []byte("mine\n"), 0o644)
+	_, err := e.o.TaskMerge(ctx, &protocol.TaskMergeParams{ID: a.ID})
+	pe, ok := err.(*protocol.Error)
+	if !ok || pe.Code != protocol.CodeFailedPrecondition || !strings.Contains(pe.Message, "wip.txt") {
+		t.Fatalf("merge into a dirty checkout = %v", err)
+	}
+	// The user commits a different same.txt: a conflict, base untouched.
+	os.WriteFile(filepath.Join(e.repo, "same.txt"), []byte("user's\n"), 0o644)
+	gitIn(t, e.repo, "add", "-A")
+	gitIn(t, e.repo, "commit", "-qm", "user")
+	before := gitIn(t, e.repo, "rev-parse", "HEAD")
+	_, err = e.o.TaskMerge(ctx, &protocol.TaskMergeParams{ID: a.ID})
+	pe, ok = err.(*protocol.Error)
+	if !ok || pe.Code != protocol.CodeConflict || !strings.Contains(formatData(pe.Data), "same.txt") {
+		t.Fatalf("conflicting merge = %v", err)
+	}
+	if gitIn(t, e.repo, "rev-parse", "HEAD") != before || gitIn(t, e.repo, "status", "--porcelain") != "" {
+		t.Error("the conflicting merge touched the base")
+	}
+	if got := e.get(t, a.ID); got.Status != protocol.StatusMerging {
+		t.Errorf("status after conflict = %s", got.Status)
+	}
+}
+
+func storeAuditFilter(taskID string) store.AuditFilter {
+	return store.AuditFilter{TaskID: taskID, Limit: 1000}
 }

@@ -66,7 +66,7 @@ type Orchestrator struct {
 	wg     sync.WaitGroup // scheduler and task runners
 
 	kick chan struct{} // 1-buffered: the queue may be able to start something
-	dirs profiles.Dirs  // where workspace and global profiles and skills live
+	dirs profiles.Dirs // where workspace and global profiles and skills live
 
 	mu        sync.Mutex
 	settings  protocol.Settings // guarded by mu

@@ -307,3 +307,19 @@ func (s *Service) McpCheck(ctx context.Context, p *protocol.McpCheckParams) (*pr
 	}
 	return o.McpCheck(ctx, p.Servers)
 }
+
+func (s *Service) TaskMerge(ctx context.Context, p *protocol.TaskMergeParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskMerge(ctx, p)
+}
+
+func (s *Service) TaskUndo(ctx context.Context, p *protocol.TaskUndoParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskUndo(ctx, p)
+}

@@ -34,6 +34,7 @@ type persisted struct {
 	Prior                *priorAttempt                 `json:"prior,omitempty"`    // what the previous attempt left (retry)
 	StartFailures        int                           `json:"startFailures,omitempty"`
 	Turns                int                           `json:"turns,omitempty"` // turns ended, for checkpoint messages
+	Merge                *mergeRecord                  `json:"merge,omitempty"` // the last merge, for undo
 	Seq                  int64                         `json:"seq"`             // FIFO order within a priority
 }
 

@@ -171,6 +171,9 @@ type Settings struct {
 	// UndoWindowSec is how long task/undo is allowed; 0 disables undo.
 	UndoWindowSec    int    `json:"undoWindowSec"`
 	PermissionPolicy Policy `json:"permissionPolicy"`
+	// RemoveWorktreeAfterMerge removes a task's worktree and branch once it
+	// is merged (familiar's addition to PROTOCOL.md).
+	RemoveWorktreeAfterMerge bool `json:"removeWorktreeAfterMerge"`
 }
 
 // DefaultSettings returns the settings of PROTOCOL.md's defaults; the
@@ -220,6 +223,7 @@ func (s Settings) Apply(u *SettingsUpdate) Settings {
 	if u.PermissionPolicy != nil {
 		s.PermissionPolicy = *u.PermissionPolicy
 	}
+	set(&s.RemoveWorktreeAfterMerge, u.RemoveWorktreeAfterMerge)
 	return s
 }
 
@@ -234,16 +238,17 @@ func set[T any](dst *T, src *T) {
 // because 0 is a meaningful value for some settings (termGraceSec,
 // undoWindowSec), so "absent" cannot be told from a zero int.
 type SettingsUpdate struct {
-	MaxConcurrent        *int                 `json:"maxConcurrent,omitempty"`
-	DefaultProfile       *string              `json:"defaultProfile,omitempty"`
-	DefaultDriver        *Driver              `json:"defaultDriver,omitempty"`
-	ApprovalTimeoutSec   *int                 `json:"approvalTimeoutSec,omitempty"`
-	NoProgressTimeoutSec *int                 `json:"noProgressTimeoutSec,omitempty"`
-	TermGraceSec         *int                 `json:"termGraceSec,omitempty"`
-	McpServers           map[string]McpServer `json:"mcpServers,omitempty"`
-	OutputRetentionDays  *int                 `json:"outputRetentionDays,omitempty"`
-	UndoWindowSec        *int                 `json:"undoWindowSec,omitempty"`
-	PermissionPolicy     *Policy              `json:"permissionPolicy,omitempty"`
+	MaxConcurrent            *int                 `json:"maxConcurrent,omitempty"`
+	DefaultProfile           *string              `json:"defaultProfile,omitempty"`
+	DefaultDriver            *Driver              `json:"defaultDriver,omitempty"`
+	ApprovalTimeoutSec       *int                 `json:"approvalTimeoutSec,omitempty"`
+	NoProgressTimeoutSec     *int                 `json:"noProgressTimeoutSec,omitempty"`
+	TermGraceSec             *int                 `json:"termGraceSec,omitempty"`
+	McpServers               map[string]McpServer `json:"mcpServers,omitempty"`
+	OutputRetentionDays      *int                 `json:"outputRetentionDays,omitempty"`
+	UndoWindowSec            *int                 `json:"undoWindowSec,omitempty"`
+	PermissionPolicy         *Policy              `json:"permissionPolicy,omitempty"`
+	RemoveWorktreeAfterMerge *bool                `json:"removeWorktreeAfterMerge,omitempty"`
 }
 
 // Policy decides permission requests without asking a person. A rule is a
