@@ -62,6 +62,7 @@ type Event struct {
 type Activity struct {
 	State  string `json:"state"`            // one of the Activity* constants
 	Detail string `json:"detail,omitempty"` // e.g. the command being run
+	Tool   string `json:"tool,omitempty"`   // set when a tool call starts
 }
 
 // Question is something the agent waits on a person for.

@@ -296,9 +296,9 @@ func toolActivity(tool string, input json.RawMessage) Activity {
 	_ = json.Unmarshal(input, &in)
 	switch tool {
 	case "Bash", "BashOutput", "KillShell":
-		return Activity{State: ActivityRunningCommand, Detail: in.Command}
+		return Activity{State: ActivityRunningCommand, Detail: in.Command, Tool: tool}
 	case "Write", "Edit", "MultiEdit", "NotebookEdit":
-		return Activity{State: ActivityWriting, Detail: in.FilePath}
+		return Activity{State: ActivityWriting, Detail: in.FilePath, Tool: tool}
 	default:
 		d := tool
 		if in.FilePath != "" {
@@ -306,7 +306,7 @@ func toolActivity(tool string, input json.RawMessage) Activity {
 		} else if in.Pattern != "" {
 			d += " " + in.Pattern
 		}
-		return Activity{State: ActivityThinking, Detail: d}
+		return Activity{State: ActivityThinking, Detail: d, Tool: tool}
 	}
 }
 

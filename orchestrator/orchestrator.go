@@ -73,6 +73,7 @@ type Orchestrator struct {
 	tasks     map[string]*task  // guarded by mu
 	durations []time.Duration   // guarded by mu; recent run times, for estimatedStartSec
 	approvals []time.Duration   // guarded by mu; response times of people to questions
+	toolUses  map[string]int    // guarded by mu; tool calls by name
 	closed    bool              // guarded by mu
 }
 
@@ -96,6 +97,7 @@ func New(cfg Config) (*Orchestrator, error) {
 		kick:     make(chan struct{}, 1),
 		settings: cfg.Settings,
 		tasks:    map[string]*task{},
+		toolUses: map[string]int{},
 		dirs:     profiles.DirsFor(cfg.Repo.Root()),
 	}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
@@ -108,8 +110,9 @@ func New(cfg Config) (*Orchestrator, error) {
 		o.cfg.StartBackoff = time.Second
 	}
 	o.recoverLeftovers(cfg.ResumeInterrupted)
-	o.wg.Add(1)
+	o.wg.Add(2)
 	go o.schedule()
+	go o.retentionLoop()
 	o.poke()
 	return o, nil
 }

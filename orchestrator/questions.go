@@ -27,6 +27,15 @@ func (o *Orchestrator) askLocked(t *task, q *agent.Question) {
 	for _, opt := range q.Options {
 		pq.Options = append(pq.Options, protocol.Option{ID: opt.ID, Label: opt.Label})
 	}
+	size := len(pq.Text) + len(pq.Input)
+	var cutText, cutInput bool
+	pq.Text, cutText = clip(pq.Text)
+	pq.Input, cutInput = clipJSON(pq.Input)
+	if cutText || cutInput {
+		pq.Truncated, pq.OriginalSize, pq.OutputOffset = true, size, max(t.outputSize-int64(size), 0)
+	}
+	pq.Text = o.maskString(pq.Text)
+	pq.Input = o.mask(pq.Input)
 	if q.Kind == agent.KindPermission {
 		if d, ok := o.policyDecision(t, q); ok {
 			o.answerAsync(t, q.ID, agent.Answer{OptionID: d.option, Text: d.reason}, protocol.DecidedByPolicy, d)

@@ -327,6 +327,7 @@ func (o *Orchestrator) blockLocked(t *task, reason protocol.BlockedReason, detai
 		o.logger.Warn("block", "task", t.T.ID, "err", err)
 		return
 	}
+	detail, _ = clip(o.maskString(detail))
 	t.T.Blocked = &protocol.Blocked{Reason: reason, Detail: detail}
 	t.LastError = detail
 	o.touchLocked(t)
@@ -345,8 +346,15 @@ func (o *Orchestrator) onAgentEvent(id string, gen int, ev agent.Event) {
 	switch ev.Kind {
 	case agent.EventOutput:
 		t.outputSize += int64(len(ev.Output))
-		o.pub.publish(id, protocol.TaskOutputNotification{ID: id, Data: string(ev.Output)})
+		o.pub.publish(id, protocol.TaskOutputNotification{ID: id, Data: o.maskString(string(ev.Output))})
+	case agent.EventHook:
+		// The verbose directive: every hook payload as a task event.
+		payload, cut := clipJSON(ev.Hook.Payload)
+		o.pub.publish(id, protocol.TaskHookNotification{ID: id, Name: ev.Hook.Name, Payload: o.mask(payload), Truncated: cut})
 	case agent.EventActivity:
+		if tool := ev.Activity.Tool; tool != "" {
+			o.toolUses[tool]++
+		}
 		if t.T.Status == protocol.StatusRunning || t.T.Status == protocol.StatusWaiting {
 			a := protocol.Activity(ev.Activity.State)
 			if a != t.T.Activity {
@@ -505,7 +513,11 @@ func (o *Orchestrator) complete(t *task, turn *agent.TurnEnded) {
 	for _, c := range commits {
 		result.Commits = append(result.Commits, protocol.Commit{SHA: c.SHA, Subject: c.Subject})
 	}
-	result.Summary = summary
+	if cut, ok := clip(summary); ok {
+		result.Truncated, result.OriginalSize = true, len(summary)
+		summary = cut
+	}
+	result.Summary = o.maskString(summary)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if t.T.Status != protocol.StatusRunning {

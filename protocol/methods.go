@@ -541,6 +541,9 @@ type ServerStats struct {
 	QueueDepth     int           `json:"queueDepth"`
 	Running        int           `json:"running"`
 	Approvals      ApprovalStats `json:"approvals"`
+	// ToolUses counts tool calls by tool name since familiar started
+	// (familiar's addition to PROTOCOL.md).
+	ToolUses map[string]int `json:"toolUses"`
 }
 
 type TaskCounts struct {

@@ -11,6 +11,9 @@ const (
 	NotifyTaskCompleted        = "task/completed"
 	NotifySkillsChanged        = "skills/changed"
 	NotifyServerMessage        = "server/message"
+	// NotifyTaskHook carries a raw hook payload of a task with the verbose
+	// directive (familiar's addition to PROTOCOL.md).
+	NotifyTaskHook = "task/hook"
 )
 
 // Notification is the params of a server → client notification. Seq is
@@ -98,3 +101,16 @@ func (n TaskQuestionResolvedNotification) Sequence() int64 { return n.Seq }
 func (n TaskCompletedNotification) Sequence() int64        { return n.Seq }
 func (n SkillsChangedNotification) Sequence() int64        { return n.Seq }
 func (n ServerMessageNotification) Sequence() int64        { return n.Seq }
+
+// TaskHookNotification is one hook call of a verbose task, masked and cut
+// to 30 KB.
+type TaskHookNotification struct {
+	Seq       int64           `json:"seq"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Payload   json.RawMessage `json:"payload"`
+	Truncated bool            `json:"truncated,omitempty"`
+}
+
+func (TaskHookNotification) Method() string    { return NotifyTaskHook }
+func (n TaskHookNotification) Sequence() int64 { return n.Seq }

@@ -52,7 +52,8 @@ func TestJSONNames(t *testing.T) {
 		{"Question", Question{Tool: "Bash", Input: json.RawMessage(`{}`), ExpiresAt: now},
 			"id kind text tool input options allowText expiresAt"},
 		{"Settings", DefaultSettings(), `maxConcurrent defaultProfile defaultDriver approvalTimeoutSec
-			noProgressTimeoutSec termGraceSec mcpServers outputRetentionDays undoWindowSec permissionPolicy`},
+			noProgressTimeoutSec termGraceSec mcpServers outputRetentionDays undoWindowSec permissionPolicy
+			removeWorktreeAfterMerge`}, // familiar's addition
 		{"Event", Event{Params: json.RawMessage(`{}`)}, "seq method params"},
 		{"TaskListResult", TaskListResult{}, "tasks total"},
 		{"TaskOutputResult", TaskOutputResult{}, "data offset nextOffset size truncated"},
@@ -60,7 +61,7 @@ func TestJSONNames(t *testing.T) {
 		{"InitializeResult", InitializeResult{}, "serverInfo protocolVersion capabilities workspace claude git"},
 		{"QuestionResolved", TaskQuestionResolvedNotification{OptionID: "allow"}, "seq id questionId decidedBy optionId"},
 		{"SkillsChanged", SkillsChangedNotification{}, "seq added updated removed errors"},
-		{"ServerStats", ServerStats{}, "tasks successRate avgDurationSec queueDepth running approvals"},
+		{"ServerStats", ServerStats{}, "tasks successRate avgDurationSec queueDepth running approvals toolUses"}, // toolUses: familiar's addition
 	} {
 		if got, want := keys(t, tc.v), sorted(tc.want); !slices.Equal(got, want) {
 			t.Errorf("%s keys = %v, want %v", tc.name, got, want)

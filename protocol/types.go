@@ -77,6 +77,10 @@ type TaskResult struct {
 	Commits      []Commit      `json:"commits"`
 	// CostUSD is absent when the driver could not tell.
 	CostUSD *float64 `json:"costUsd,omitempty"`
+	// Truncated is set when Summary was cut to 30 KB; OriginalSize is its
+	// size before (familiar's addition to PROTOCOL.md).
+	Truncated    bool `json:"truncated,omitempty"`
+	OriginalSize int  `json:"originalSize,omitempty"`
 }
 
 func (r TaskResult) MarshalJSON() ([]byte, error) {
@@ -116,6 +120,12 @@ type Question struct {
 	Options   []Option        `json:"options"`
 	AllowText bool            `json:"allowText"`
 	ExpiresAt time.Time       `json:"expiresAt,omitzero"`
+	// Truncated is set when Text or Input were cut to 30 KB; OriginalSize
+	// is their size before, and the whole is in the raw output log from
+	// OutputOffset on (task/output). Familiar's additions to PROTOCOL.md.
+	Truncated    bool  `json:"truncated,omitempty"`
+	OriginalSize int   `json:"originalSize,omitempty"`
+	OutputOffset int64 `json:"outputOffset,omitempty"`
 }
 
 func (q Question) MarshalJSON() ([]byte, error) {

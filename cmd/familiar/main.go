@@ -27,6 +27,8 @@ Usage:
   familiar run [--json] FILE run the tasks of a YAML/JSON file headless
   familiar demo              run two tasks through the real claude against a
                              built-in scripted model (no credentials needed)
+  familiar audit export [--since T] [--task ID]
+                             the audit log as JSON lines
   familiar doctor            check git, claude, credentials and the data dir
   familiar version           print the version
 
@@ -71,6 +73,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "demo":
 		_ = procs.EnableSubreaper()
 		return runDemo(args[1:], stdout, stderr, logger)
+	case "audit":
+		return auditExport(ctx, args[1:], stdout, stderr)
 	case "doctor":
 		return doctor.Run(ctx, doctor.Options{
 			ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
