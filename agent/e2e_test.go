@@ -427,3 +427,19 @@ func waitScreen(t *testing.T, s *agent.Session, text string) {
 	}
 	t.Fatalf("screen never showed %q:\n%s", text, s.Screen().String())
 }
+
+// A person edits the command before allowing it: the edited one runs.
+func TestAllowWithUpdatedInput(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		h := start(t, driver, "make\n@@TOOL Bash {\"command\":\"touch original.txt\"}\n@@TEXT Done.")
+		ev, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+		if err := h.sess.Answer(ev.Question.ID, agent.Answer{OptionID: agent.OptionAllow,
+			UpdatedInput: json.RawMessage(`{"command":"touch modified.txt"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		h.rec.wait(t, next, "turn end", turnEnded)
+		if !h.exists("modified.txt") || h.exists("original.txt") {
+			t.Errorf("modified ran: %v, original ran: %v", h.exists("modified.txt"), h.exists("original.txt"))
+		}
+	})
+}

@@ -89,7 +89,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	}
 	if opts.Driver == DriverPTY {
 		argv = append([]string{opts.CLI.Path}, opts.commonArgs(settingsPath)...)
-		if opts.Prompt != "" {
+		if opts.Prompt != "" && len(opts.Prompt) <= maxArgPrompt {
 			// A positional prompt is submitted by the CLI itself at start:
 			// no typing race with its first paint (CLAUDE-CLI.md §6).
 			argv = append(argv, "--", opts.Prompt)
@@ -144,6 +144,17 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		defer close(readerDone)
 		s.readOutput(sub)
 	}()
+	if s.pty != nil && len(opts.Prompt) > maxArgPrompt {
+		// Too long for one argument (Linux caps one at 128 KiB): typed as a
+		// bracketed paste once the prompt is ready.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.pty.sendPrompt(s.ctx, opts.Prompt); err != nil {
+				s.emit(Event{Kind: EventProblem, Problem: "could not type the first prompt: " + err.Error()})
+			}
+		}()
+	}
 	if s.stream != nil {
 		// The stream driver's stderr is diagnostics; it goes to the log only.
 		if opts.Prompt != "" {
@@ -166,6 +177,9 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	})
 	return s, nil
 }
+
+// maxArgPrompt is the longest first prompt passed on the command line.
+const maxArgPrompt = 100 << 10
 
 // ProblemNoProgress is the Problem text of the no-progress watchdog.
 const ProblemNoProgress = "no output for the no-progress timeout"

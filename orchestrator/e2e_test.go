@@ -120,8 +120,13 @@ func gitRepo(t *testing.T) string {
 
 func open(t *testing.T, clk clock.Clock, settings *protocol.SettingsUpdate) *env {
 	t.Helper()
+	return openWith(t, clk, settings, fakeapi.PromptScript())
+}
+
+func openWith(t *testing.T, clk clock.Clock, settings *protocol.SettingsUpdate, script fakeapi.Script) *env {
+	t.Helper()
 	claude := testenv.Claude(t)
-	api := fakeapi.Start(fakeapi.PromptScript())
+	api := fakeapi.Start(script)
 	t.Cleanup(api.Close)
 	e := &env{notes: &notes{changed: make(chan struct{})}, repo: gitRepo(t), api: api}
 	ws, err := orchestrator.OpenWorkspace(context.Background(), e.repo, orchestrator.WorkspaceOptions{
@@ -638,4 +643,82 @@ func TestMergeRefusesDirtyBaseAndReportsConflicts(t *testing.T) {
 
 func storeAuditFilter(taskID string) store.AuditFilter {
 	return store.AuditFilter{TaskID: taskID, Limit: 1000}
+}
+
+// A 5 MB tool input: the question event keeps at most 30 KB, while
+// task/output pages still return the whole of it.
+func TestHugeToolInputIsClippedInEventsNotInOutput(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", 5<<20/16)
+	e := openWith(t, nil, nil, fakeapi.Sequence(
+		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Write", Input: map[string]string{"file_path": "big.txt", "content": big}}}},
+		fakeapi.Reply{Text: "Wrote it."},
+	))
+	ctx := context.Background()
+	task, err := e.o.TaskCreate(ctx, &protocol.TaskCreateParams{Title: "big", Description: "write a big file", Driver: protocol.DriverStream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := e.notes.wait(t, "question", is(protocol.NotifyTaskQuestion, task.ID))
+	if len(q.params) > 40<<10 {
+		t.Errorf("task/question is %d bytes", len(q.params))
+	}
+	var qn protocol.TaskQuestionNotification
+	json.Unmarshal(q.params, &qn)
+	if !qn.Question.Truncated || qn.Question.OriginalSize < 5<<20 {
+		t.Errorf("question truncated=%v size=%d", qn.Question.Truncated, qn.Question.OriginalSize)
+	}
+	got := e.get(t, task.ID)
+	if b, _ := json.Marshal(got); len(b) > 40<<10 {
+		t.Errorf("the stored task is %d bytes", len(b))
+	}
+	// The whole input is in the raw output, page by page.
+	var all strings.Builder
+	offset := int64(0)
+	for {
+		page, err := e.o.TaskOutput(ctx, &protocol.TaskOutputParams{ID: task.ID, Offset: offset, Limit: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.WriteString(page.Data)
+		if !page.Truncated {
+			break
+		}
+		offset = page.NextOffset
+	}
+	if !strings.Contains(all.String(), big) {
+		t.Errorf("task/output (%d bytes) lacks the 5 MB input", all.Len())
+	}
+	if _, err := e.o.TaskCancel(ctx, &protocol.TaskIDParams{ID: task.ID}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOutputRetentionRemovesOnlyOldFinishedLogs(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	e := open(t, clk, nil)
+	a := e.create(t, "old", "hi\n@@TEXT Hi.", 0)
+	e.notes.wait(t, "done", is(protocol.NotifyTaskCompleted, a.ID))
+	running := e.create(t, "running", askBash("r.txt"), 0)
+	e.notes.wait(t, "waiting", statusIs(running.ID, protocol.StatusWaiting))
+	logs, _ := filepath.Glob(filepath.Join(e.ws.DataDir, "tasks", "*", "output-*.log"))
+	if len(logs) != 2 {
+		t.Fatalf("logs = %v", logs)
+	}
+	old := clk.Now().Add(-8 * 24 * time.Hour)
+	for _, l := range logs {
+		os.Chtimes(l, old, old)
+	}
+	clk.Advance(25 * time.Hour) // the daily pass
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		left, _ := filepath.Glob(filepath.Join(e.ws.DataDir, "tasks", "*", "output-*.log"))
+		if len(left) == 1 {
+			if !strings.Contains(left[0], running.ID) {
+				t.Fatalf("kept %v, want the running task's log", left)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // the pass runs on its own goroutine; nothing to wait on
+	}
+	t.Fatal("the old log of the finished task was not removed")
 }

@@ -257,9 +257,10 @@ func lineOf(t *template.Template, n parse.Node) int {
 	return 1
 }
 
-// maxPromptBytes bounds a rendered prompt: it is passed to claude as one
+// maxPromptBytes bounds a rendered prompt (a runaway template); the agent
+// types prompts too long for a command-line argument instead. It was: passed to claude as one
 // command-line argument (128 KiB at most on Linux).
-const maxPromptBytes = 100 << 10
+const maxPromptBytes = 8 << 20
 
 var errPromptTooLong = fmt.Errorf("%w: the prompt is longer than %d KiB", ErrInvalid, maxPromptBytes>>10)
 

@@ -66,11 +66,7 @@ func (m *Masker) String(s string) string {
 	last := 0
 	for _, sp := range spans {
 		b.WriteString(s[last:sp.start])
-		keepLimit := -1
-		if sp.literalAt >= 0 {
-			keepLimit = utf8.RuneCountInString(s[sp.start:sp.literalAt])
-		}
-		writeMasked(&b, s[sp.start:sp.end], keepLimit)
+		writeMasked(&b, s[sp.start:sp.end], m.literals)
 		last = sp.end
 	}
 	b.WriteString(s[last:])
@@ -104,16 +100,8 @@ func (m *Masker) whole(v string) string {
 	if v == "" || isMaskedForm(v) {
 		return v
 	}
-	keepLimit := -1
-	for _, lit := range m.literals {
-		if i := strings.Index(v, lit); i >= 0 {
-			if n := utf8.RuneCountInString(v[:i]); keepLimit < 0 || n < keepLimit {
-				keepLimit = n
-			}
-		}
-	}
 	var b strings.Builder
-	writeMasked(&b, v, keepLimit)
+	writeMasked(&b, v, m.literals)
 	return b.String()
 }
 
@@ -126,18 +114,22 @@ const (
 // keepFor is how many characters of an n-character secret stay visible.
 func keepFor(n int) int { return min(maxKeep, n/3) }
 
-// writeMasked writes the masked form of secret, keeping at most keepLimit
-// characters when keepLimit >= 0 (so that no literal is kept whole).
-func writeMasked(b *strings.Builder, secret string, keepLimit int) {
+// writeMasked writes the masked form of secret. The kept prefix is cut
+// short where it would hold a whole literal: a literal can begin a longer
+// secret (an 8-byte literal would otherwise be kept entire).
+func writeMasked(b *strings.Builder, secret string, literals []string) {
 	n := utf8.RuneCountInString(secret)
 	keep := keepFor(n)
-	if keepLimit >= 0 {
-		keep = min(keep, keepLimit)
-	}
 	cut := 0
 	for range keep {
 		_, size := utf8.DecodeRuneInString(secret[cut:])
 		cut += size
+	}
+	for _, lit := range literals {
+		if i := strings.Index(secret[:cut], lit); i >= 0 {
+			cut = i
+			keep = utf8.RuneCountInString(secret[:cut])
+		}
 	}
 	b.WriteString(secret[:cut])
 	b.WriteString(markerHead)
@@ -152,10 +144,7 @@ func isMaskedForm(v string) bool {
 }
 
 // span is a byte range of s to mask.
-type span struct {
-	start, end int
-	literalAt  int // where the first literal starts inside the span, or -1
-}
+type span struct{ start, end int }
 
 // find returns the spans to mask, sorted and disjoint.
 func (m *Masker) find(s string) []span {
@@ -163,11 +152,8 @@ func (m *Masker) find(s string) []span {
 	lower := asciiLower(s) // triggers are found without regard to case
 	zones := maskedZones(s)
 	for i := range patterns {
-		p := &patterns[i]
-		for _, r := range p.regions(lower) {
-			for _, sp := range p.matches(s, r.start, r.end) {
-				spans = appendOutside(spans, sp, zones)
-			}
+		for _, sp := range patterns[i].matches(s, lower) {
+			spans = appendOutside(spans, sp, zones)
 		}
 	}
 	for _, lit := range m.literals {
@@ -177,7 +163,7 @@ func (m *Masker) find(s string) []span {
 				break
 			}
 			start := off + i
-			spans = append(spans, span{start: start, end: start + len(lit), literalAt: start})
+			spans = append(spans, span{start: start, end: start + len(lit)})
 			off = start + 1
 		}
 	}
@@ -239,7 +225,7 @@ func appendOutside(spans []span, sp span, zones []zone) []span {
 			continue
 		}
 		if z.start > sp.start {
-			spans = append(spans, span{start: sp.start, end: z.start, literalAt: -1})
+			spans = append(spans, span{start: sp.start, end: z.start})
 		}
 		sp.start = z.end
 		if sp.start >= sp.end {
@@ -262,89 +248,69 @@ func merge(spans []span) []span {
 			continue
 		}
 		last.end = max(last.end, sp.end)
-		if sp.literalAt >= 0 && (last.literalAt < 0 || sp.literalAt < last.literalAt) {
-			last.literalAt = sp.literalAt
-		}
 	}
 	return out
 }
 
-// regions are the lines of s holding a trigger of p (for a multiline
-// pattern, from such a line to the end), merged.
-func (p *pattern) regions(lower string) []zone {
-	var at []int
+// matches returns the secrets p finds around its triggers in s.
+func (p *pattern) matches(s, lower string) []span {
+	var out []span
 	for _, t := range p.triggers {
 		for off := 0; ; {
 			i := strings.Index(lower[off:], t)
 			if i < 0 {
 				break
 			}
-			at = append(at, off+i)
-			off += i + len(t)
-		}
-	}
-	if len(at) == 0 {
-		return nil
-	}
-	slices.Sort(at)
-	var rs []zone
-	for _, i := range at {
-		if len(rs) > 0 && i < rs[len(rs)-1].end {
-			continue
-		}
-		start := strings.LastIndexByte(lower[:i], '\n') + 1
-		end := len(lower)
-		if !p.multiline {
-			if e := strings.IndexByte(lower[i:], '\n'); e >= 0 {
-				end = i + e
+			at := off + i
+			off = at + len(t)
+			if sp, ok := p.matchAt(s, at); ok {
+				out = append(out, sp)
 			}
 		}
-		if len(rs) > 0 && start <= rs[len(rs)-1].end {
-			rs[len(rs)-1].end = end
-			continue
-		}
-		rs = append(rs, zone{start, end})
-	}
-	return rs
-}
-
-// matches returns the secrets p finds in s[start:end].
-func (p *pattern) matches(s string, start, end int) []span {
-	var out []span
-	text := s[start:end]
-	for pos := 0; pos < len(text); {
-		loc := p.re.FindStringSubmatchIndex(text[pos:])
-		if loc == nil {
-			break
-		}
-		first := 1
-		if p.keyed {
-			first = 2
-		}
-		a, b := -1, -1
-		for g := first; 2*g < len(loc); g++ {
-			if loc[2*g] >= 0 {
-				a, b = loc[2*g], loc[2*g+1]
-				break
-			}
-		}
-		next := pos + max(loc[1], 1)
-		if a >= 0 && a < b {
-			secret := text[pos+a : pos+b]
-			switch {
-			case p.keyed && !isSecretKey(text[pos+loc[2]:pos+loc[3]]):
-				// Not a secret's key, but its value may hold one
-				// ("user=x:password=y"): look again from the value.
-				next = pos + a
-			case p.ok != nil && !p.ok(secret):
-			default:
-				out = append(out, span{start: start + pos + a, end: start + pos + b, literalAt: -1})
-			}
-		}
-		if next <= pos {
-			next = pos + 1
-		}
-		pos = next
 	}
 	return out
+}
+
+func (p *pattern) matchAt(s string, at int) (span, bool) {
+	start, ok := at, true
+	if p.start != nil {
+		start, ok = p.start(s, at)
+	}
+	if !ok || p.wordStart && start > 0 && isWordByte(s[start-1]) {
+		return span{}, false
+	}
+	end := len(s)
+	if !p.multiline {
+		if e := strings.IndexByte(s[start:], '\n'); e >= 0 {
+			end = start + e
+		}
+	}
+	text := s[start:end]
+	loc := p.re.FindStringSubmatchIndex(text)
+	if loc == nil {
+		return span{}, false
+	}
+	first := 1
+	if p.keyed {
+		first = 2
+	}
+	for g := first; 2*g < len(loc); g++ {
+		a, b := loc[2*g], loc[2*g+1]
+		if a < 0 {
+			continue
+		}
+		secret := text[a:b]
+		switch {
+		case a == b:
+		case p.keyed && !isSecretKey(text[loc[2]:loc[3]]):
+		case p.keyed && start > 0 && s[start-1] == '/':
+			// A URL's user ("https://x-access-token:…@"), whose
+			// password the url pattern masks up to the "@".
+		case p.ok != nil && !p.ok(secret):
+		default:
+			return span{start: start + a, end: start + b}, true
+		}
+		break
+	}
+	return span{}, false
 }

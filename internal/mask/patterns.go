@@ -7,13 +7,19 @@ import (
 
 // pattern is one shape of secret. Running a regexp over every byte of a
 // megabyte of output for each shape would be the slow part, so each has
-// literal triggers: only the lines that contain one are searched.
+// literal triggers that every match contains, at a place that says where
+// the match begins: the regexp is only tried there, anchored.
 type pattern struct {
 	name string
-	// triggers are lower-case literals; a match contains one of them,
-	// compared without regard to ASCII case.
+	// triggers are lower-case literals, found without regard to ASCII case.
 	triggers []string
-	re       *regexp.Regexp
+	// re matches at the start of its input (it is compiled with ^).
+	re *regexp.Regexp
+	// start finds where a match around a trigger at byte at of s begins;
+	// nil means at the trigger. ok false: no match can begin there.
+	start func(s string, at int) (int, bool)
+	// wordStart: a match does not begin right after a letter, digit or _.
+	wordStart bool
 	// keyed: group 1 is a key name (as in password=…), which must name a
 	// secret; the secret is the first other group that matched.
 	keyed bool
@@ -27,80 +33,123 @@ type pattern struct {
 // the masked form (which starts with "…") never extends a match.
 const valueChars = `[^\s"'` + "`" + `&,;<>{}\[\]()…]`
 
+func anchored(re string) *regexp.Regexp { return regexp.MustCompile(`^(?:` + re + `)`) }
+
 var patterns = []pattern{
 	{
-		name:     "anthropic",
-		triggers: []string{"sk-ant-"},
-		re:       regexp.MustCompile(`\b(sk-ant-[A-Za-z0-9_-]{20,})`),
+		name:      "anthropic",
+		triggers:  []string{"sk-ant-"},
+		re:        anchored(`(sk-ant-[A-Za-z0-9_-]{20,})`),
+		wordStart: true,
 	},
 	{
 		// Also OpenAI and others; the digit keeps out kebab-case words such
 		// as sk-learn-compatible-estimator.
-		name:     "sk",
-		triggers: []string{"sk-"},
-		re:       regexp.MustCompile(`\b(sk-[A-Za-z0-9_-]{17,})`),
-		ok:       hasDigit,
+		name:      "sk",
+		triggers:  []string{"sk-"},
+		re:        anchored(`(sk-[A-Za-z0-9_-]{17,})`),
+		wordStart: true,
+		ok:        hasDigit,
 	},
 	{
-		name:     "bearer",
-		triggers: []string{"bearer"},
-		re:       regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{8,})`),
+		name:      "bearer",
+		triggers:  []string{"bearer"},
+		re:        anchored(`(?i)bearer\s+([A-Za-z0-9._~+/=-]{8,})`),
+		wordStart: true,
 		// Prose ("Bearer authentication") has no digits and is short.
 		ok: func(s string) bool { return hasDigit(s) || len(s) >= 32 },
 	},
 	{
 		name:     "authorization",
 		triggers: []string{"authorization"},
-		re: regexp.MustCompile(`(?i)\bauthorization["']?\s*[:=]\s*["']?` +
+		re: anchored(`(?i)authorization["']?\s*[:=]\s*["']?` +
 			`(?:(?:bearer|basic|token|digest|bot|apikey)\s+)?([^\s"',;…]{8,})`),
+		wordStart: true,
 	},
 	{
-		name:     "github",
-		triggers: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
-		re:       regexp.MustCompile(`\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,})`),
+		name:      "github",
+		triggers:  []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
+		re:        anchored(`((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,})`),
+		wordStart: true,
 	},
 	{
-		name:     "aws access key id",
-		triggers: []string{"akia", "asia"},
-		re:       regexp.MustCompile(`\b((?:AKIA|ASIA)[A-Z0-9]{16})\b`),
+		name:      "aws access key id",
+		triggers:  []string{"akia", "asia"},
+		re:        anchored(`((?:AKIA|ASIA)[A-Z0-9]{16})(?:[^A-Za-z0-9_]|$)`),
+		wordStart: true,
 	},
 	{
-		name:     "slack",
-		triggers: []string{"xox"},
-		re:       regexp.MustCompile(`\b(xox[abposr]-[A-Za-z0-9-]{10,})`),
+		name:      "slack",
+		triggers:  []string{"xox"},
+		re:        anchored(`(xox[abposr]-[A-Za-z0-9-]{10,})`),
+		wordStart: true,
 	},
 	{
-		name:     "google api key",
-		triggers: []string{"aiza"},
-		re:       regexp.MustCompile(`\b(AIza[0-9A-Za-z_-]{35})`),
+		name:      "google api key",
+		triggers:  []string{"aiza"},
+		re:        anchored(`(AIza[0-9A-Za-z_-]{35})`),
+		wordStart: true,
 	},
 	{
-		name:     "jwt",
-		triggers: []string{"eyj"},
-		re:       regexp.MustCompile(`\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})`),
+		name:      "jwt",
+		triggers:  []string{"eyj"},
+		re:        anchored(`(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})`),
+		wordStart: true,
 	},
 	{
-		name:     "url password",
-		triggers: []string{"://"},
-		re:       regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'<>]+:([^\s/@"'<>…]+)@`),
+		name:      "url password",
+		triggers:  []string{"://"},
+		re:        anchored(`[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'<>]+:([^\s/@"'<>…]+)@`),
+		start:     back(isSchemeByte),
+		wordStart: true,
 	},
 	{
 		// The body between the markers; without an end marker (output cut
 		// short), everything after the begin marker.
 		name:      "private key",
 		triggers:  []string{"private key-----"},
-		re:        regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(.+?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)`),
+		re:        anchored(`(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(.+?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)`),
+		start:     beginMarker,
 		multiline: true,
 	},
 	{
 		// key=value, key: value, "key": "value", --key=value, ?key=value&…
 		name:     "keyed value",
 		triggers: []string{"pass", "pwd", "secret", "token", "credential", "key"},
-		re: regexp.MustCompile(`([A-Za-z0-9_.-]+)["']?[ \t]*[:=][ \t]*` +
+		re: anchored(`([A-Za-z0-9_.-]+)["']?[ \t]*[:=][ \t]*` +
 			`(?:"((?:[^"\\\n]|\\.)+)"|'([^'\n]+)'|([^\s"'` + "`" + `&,;<>{}\[\]()…=:]` + valueChars + `*))`),
+		start: back(isKeyByte),
 		keyed: true,
 		ok:    plausibleValue,
 	},
+}
+
+// back returns a start function that walks back from the trigger over the
+// bytes in is.
+func back(is func(byte) bool) func(string, int) (int, bool) {
+	return func(s string, at int) (int, bool) {
+		for at > 0 && is(s[at-1]) {
+			at--
+		}
+		return at, true
+	}
+}
+
+func isKeyByte(c byte) bool { return isWordByte(c) || c == '.' || c == '-' }
+
+func isSchemeByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '.' || c == '-'
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+}
+
+// beginMarker finds the "-----BEGIN" on the trigger's line.
+func beginMarker(s string, at int) (int, bool) {
+	lineStart := strings.LastIndexByte(s[:at], '\n') + 1
+	i := strings.LastIndex(s[lineStart:at], "-----BEGIN ")
+	return lineStart + i, i >= 0
 }
 
 func hasDigit(s string) bool { return strings.ContainsAny(s, "0123456789") }
@@ -128,7 +177,8 @@ func plausibleValue(v string) bool {
 // secretKeyWords make a key in text (password=…) name a secret when they are
 // one of its words; "key" only counts after a word that says what kind.
 var (
-	secretKeyWords = map[string]bool{"password": true, "passwd": true, "pwd": true, "pass": true,
+	// Not "pass": go test prints "--- PASS: TestName".
+	secretKeyWords = map[string]bool{"password": true, "passwd": true, "pwd": true,
 		"passphrase": true, "secret": true, "secrets": true, "token": true, "credential": true,
 		"credentials": true, "apikey": true, "accesskey": true, "secretkey": true, "privatekey": true,
 		"authkey": true}
@@ -143,6 +193,15 @@ var (
 // accessToken and x-api-key are.
 func isSecretKey(key string) bool {
 	words := splitWords(key)
+	if len(words) > 0 {
+		// Run-together environment names: PGPASSWORD, NPMTOKEN.
+		last := words[len(words)-1]
+		for _, end := range []string{"password", "passwd", "passphrase", "secret", "token", "apikey"} {
+			if strings.HasSuffix(last, end) {
+				return true
+			}
+		}
+	}
 	for i, w := range words {
 		if secretKeyWords[w] {
 			return true
