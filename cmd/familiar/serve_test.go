@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -290,3 +291,72 @@ func TestMissingClaudeIsReportedNotFatal(t *testing.T) {
 		t.Fatalf("task/create without claude = %+v", m.Error)
 	}
 }
+
+// familiar is killed with SIGKILL while an agent waits on a permission; a
+// new familiar with --resume-interrupted continues the same conversation in
+// the same worktree.
+func TestKillNineThenResume(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	repo := gitRepo(t)
+	state := t.TempDir()
+	env := []string{"XDG_STATE_HOME=" + filepath.Join(state, "state"), "XDG_DATA_HOME=" + filepath.Join(state, "data")}
+
+	first := startFamiliar(t, repo, api, env...)
+	first.client.Result("initialize", map[string]any{"workspaceRoot": repo}, nil)
+	var task protocol.Task
+	first.client.Result("task/create", map[string]any{"title": "survive a crash",
+		"description": "go\n@@TOOL Bash {\"command\":\"touch crash.txt\"}\n@@TEXT Finished after the crash."}, &task)
+	first.client.WaitNotification(0, "question", editor.Method("task/question", task.ID))
+	var before protocol.Task
+	first.client.Result("task/get", map[string]any{"id": task.ID}, &before)
+	requestsBefore := len(api.MainRequests())
+	if err := first.cmd.Process.Kill(); err != nil { // kill -9
+		t.Fatal(err)
+	}
+	first.cmd.Wait()
+
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, "serve", "--stdio", "--resume-interrupted")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), append(env, mainEnv+"=1", "FAMILIAR_CLAUDE="+testenv.Claude(t))...)
+	for k, v := range api.Env() {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &lockedWriter{b: &stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("second familiar:\n%s", stderr.String())
+		}
+	}()
+	c := editor.New(t, stdout, stdin)
+	c.Result("initialize", map[string]any{"workspaceRoot": repo}, nil)
+	// The crash left the task interrupted; --resume-interrupted continued it
+	// in the same session and worktree, and it finished.
+	c.WaitNotification(0, "completed", editor.Method("task/completed", task.ID))
+	var again protocol.Task
+	c.Result("task/get", map[string]any{"id": task.ID}, &again)
+	if again.Worktree.Path != before.Worktree.Path || again.Agent.SessionID != before.Agent.SessionID {
+		t.Fatalf("resumed elsewhere: %+v vs %+v", again.Worktree, before.Worktree)
+	}
+	// The old agent is gone.
+	if b, err := os.ReadFile(filepath.Join("/proc", itoaPID(before.Agent.PID), "cmdline")); err == nil && strings.Contains(string(b), "claude") {
+		t.Errorf("the agent of the killed familiar still runs (pid %d)", before.Agent.PID)
+	}
+	// The model saw the conversation from before the crash.
+	reqs := api.MainRequests()
+	last := reqs[len(reqs)-1]
+	if len(reqs) <= requestsBefore || len(last.Messages) < 3 || !strings.Contains(string(last.Raw), "touch crash.txt") {
+		t.Errorf("the resumed conversation has %d messages", len(last.Messages))
+	}
+}
+
+func itoaPID(pid int) string { return strconv.Itoa(pid) }
