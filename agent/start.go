@@ -105,7 +105,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		Size:    procs.Size{Cols: uint16(opts.Cols), Rows: uint16(opts.Rows)},
 		LogPath: opts.LogPath,
 		OnLogError: func(err error) {
-			s.emit(Event{Kind: EventProblem, Problem: "output log: " + err.Error()})
+			s.emit(Event{Kind: EventProblem, Problem: ProblemOutputLog + ": " + err.Error()})
 		},
 		Grace:  opts.GraceTimeout,
 		Clock:  opts.Clock,
@@ -180,6 +180,10 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 
 // maxArgPrompt is the longest first prompt passed on the command line.
 const maxArgPrompt = 100 << 10
+
+// ProblemOutputLog starts the Problem text of a failed write to the raw
+// output log (e.g. the disk is full): the task's record is incomplete.
+const ProblemOutputLog = "writing the output log failed"
 
 // ProblemNoProgress is the Problem text of the no-progress watchdog.
 const ProblemNoProgress = "no output for the no-progress timeout"

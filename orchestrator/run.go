@@ -407,6 +407,12 @@ func (o *Orchestrator) onAgentEvent(id string, gen int, ev agent.Event) {
 			o.stopAgentAsync(t)
 			break
 		}
+		if strings.HasPrefix(ev.Problem, agent.ProblemOutputLog) && live(t.T.Status) && !t.stopping {
+			// Without its log a task's record would be silently incomplete:
+			// stop it clearly rather than run on.
+			t.stopReason, t.stopDetail = protocol.BlockedAgentFailed, ev.Problem
+			o.stopAgentAsync(t)
+		}
 		o.logger.Warn("agent problem", "task", id, "problem", ev.Problem)
 		o.pub.publish(id, protocol.ServerMessageNotification{Level: protocol.LevelWarning, Text: fmt.Sprintf("task %s: %s", id, ev.Problem)})
 	case agent.EventExited:
