@@ -21,6 +21,9 @@ type Service struct {
 	protocol.Unimplemented
 	open    Opener
 	version string
+	// OnOpen, when set, is called once the workspace is opened by an
+	// initialize (familiar serve then listens on its socket).
+	OnOpen func(*Workspace)
 
 	mu sync.Mutex
 	ws *Workspace // guarded by mu; set by the first successful initialize
@@ -71,6 +74,9 @@ func (s *Service) Initialize(ctx context.Context, p *protocol.InitializeParams) 
 			return nil, protocol.InvalidParams("workspaceRoot", err.Error())
 		}
 		s.ws = ws
+		if s.OnOpen != nil {
+			s.OnOpen(ws)
+		}
 	}
 	s.mu.Unlock()
 	if !ws.Contains(root) {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/familiar-dev/familiar/jsonrpc"
 	"github.com/familiar-dev/familiar/orchestrator"
@@ -80,6 +81,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	svc := orchestrator.NewService(open, ws, version)
 	srv := jsonrpc.NewServer(svc, hub, logger)
+	var lmu sync.Mutex // guards listeners
 	defer func() {
 		if w := svc.Workspace(); w != nil {
 			if err := w.Close(); err != nil {
@@ -89,17 +91,27 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}()
 	var listeners []*jsonrpc.Listener
 	defer func() {
+		lmu.Lock()
+		defer lmu.Unlock()
 		for _, l := range listeners {
 			l.Close()
 		}
 	}()
-	if ws != nil {
-		l, err := srv.Listen(ctx, "unix:"+orchestrator.SocketPath(ws.DataDir))
+	shareSocket := func(w *orchestrator.Workspace) {
+		l, err := srv.Listen(ctx, "unix:"+orchestrator.SocketPath(w.DataDir))
 		if err != nil {
 			logger.Warn("no shared socket; other editor windows cannot join", "err", err)
-		} else {
-			listeners = append(listeners, l)
+			return
 		}
+		lmu.Lock()
+		listeners = append(listeners, l)
+		lmu.Unlock()
+	}
+	if ws != nil {
+		shareSocket(ws)
+	} else {
+		// Opened by the first initialize: share it from then on.
+		svc.OnOpen = shareSocket
 	}
 	if *listen != "" {
 		l, err := srv.Listen(ctx, *listen)
