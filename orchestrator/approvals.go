@@ -75,7 +75,7 @@ func (o *Orchestrator) audit(taskID, action, actor string, data any) {
 }
 
 // mask hides secrets in JSON familiar records but did not write itself.
-func (o *Orchestrator) mask(b json.RawMessage) json.RawMessage { return b }
+func (o *Orchestrator) mask(b json.RawMessage) json.RawMessage { return o.masker.JSON(b) }
 
 // maskString hides secrets in text familiar records but did not write.
-func (o *Orchestrator) maskString(s string) string { return s }
+func (o *Orchestrator) maskString(s string) string { return o.masker.String(s) }

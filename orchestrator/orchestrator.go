@@ -15,6 +15,7 @@ import (
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/internal/mask"
 	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
@@ -44,6 +45,9 @@ type Config struct {
 	// ResumeInterrupted queues tasks a crash left blocked{interrupted} so
 	// they continue their sessions (familiar serve --resume-interrupted).
 	ResumeInterrupted bool
+	// Masker hides secrets in what familiar stores and sends; nil = one
+	// built from familiar's own environment.
+	Masker *mask.Masker
 	// Skills are the workspace's skills (watched); nil loads them per use.
 	Skills *profiles.Skills
 	// Headless means nobody can answer questions (familiar run): every
@@ -65,8 +69,9 @@ type Orchestrator struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // scheduler and task runners
 
-	kick chan struct{} // 1-buffered: the queue may be able to start something
-	dirs profiles.Dirs // where workspace and global profiles and skills live
+	kick   chan struct{} // 1-buffered: the queue may be able to start something
+	masker *mask.Masker
+	dirs   profiles.Dirs // where workspace and global profiles and skills live
 
 	mu        sync.Mutex
 	settings  protocol.Settings // guarded by mu
@@ -99,6 +104,10 @@ func New(cfg Config) (*Orchestrator, error) {
 		tasks:    map[string]*task{},
 		toolUses: map[string]int{},
 		dirs:     profiles.DirsFor(cfg.Repo.Root()),
+	}
+	o.masker = cfg.Masker
+	if o.masker == nil {
+		o.masker = mask.NewMasker(os.Environ())
 	}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	o.pub = newPublisher(cfg.Store, cfg.Notifier, cfg.Logger)

@@ -19,6 +19,9 @@ import (
 type command struct {
 	text  string   // the words as written, quotes kept, joined by single spaces
 	words []string // the words with quotes and escapes removed
+	// dynamic[i]: word i holds an expansion ($x, ${x}, $(…), `…`), so what
+	// it is is only known when the command runs.
+	dynamic []bool
 	// risky: the command runs a substitution or redirects output to a file,
 	// so only a rule spelling it out exactly may allow it.
 	risky bool
@@ -142,6 +145,9 @@ func (l *lexer) list(close byte) {
 			if c == '#' && !b.inWord {
 				l.comment = true
 			}
+			if c == '$' && !l.blind {
+				b.wordDyn = true
+			}
 			b.add(l.src[l.pos:l.pos+1], l.src[l.pos:l.pos+1])
 			l.pos++
 		}
@@ -159,7 +165,7 @@ func (l *lexer) flush(b *builder) {
 		b.risky = true // a redirection with no target: bash refuses it
 	}
 	if len(b.words) > 0 {
-		l.commands = append(l.commands, command{text: b.text.String(), words: b.words, risky: b.risky})
+		l.commands = append(l.commands, command{text: b.text.String(), words: b.words, dynamic: b.dynamic, risky: b.risky})
 	}
 	*b = builder{}
 }
@@ -168,6 +174,7 @@ func (l *lexer) flush(b *builder) {
 // join the script, and the command around it becomes risky.
 func (l *lexer) nest(b *builder, skip int, close byte) {
 	b.risky = true
+	b.wordDyn = true
 	l.substit = true
 	if l.depth >= maxDepth {
 		l.broken = true
@@ -237,17 +244,15 @@ func (l *lexer) singleQuote(b *builder) {
 	l.pos += end + 2
 }
 
-// ansiQuote reads $'…', where \' does not end the string.
+// ansiQuote reads $'…', where \' does not end the string, decoding its
+// escapes as bash does: $'\x72m' is rm to a deny rule.
 func (l *lexer) ansiQuote(b *builder) {
 	start := l.pos
 	var plain strings.Builder
 	for i := l.pos + 2; i < len(l.src); i++ {
 		switch l.src[i] {
 		case '\\':
-			if i+1 < len(l.src) {
-				i++
-				plain.WriteByte(l.src[i])
-			}
+			i = ansiEscape(l.src, i+1, &plain) - 1
 		case '\'':
 			l.pos = i + 1
 			b.add(l.src[start:l.pos], plain.String())
@@ -259,6 +264,85 @@ func (l *lexer) ansiQuote(b *builder) {
 	l.broken = true
 	b.add(l.src[start:], plain.String())
 	l.pos = len(l.src)
+}
+
+// ansiEscape decodes the escape of $'…' whose letter is at s[i] and
+// returns the index after it.
+func ansiEscape(s string, i int, out *strings.Builder) int {
+	if i >= len(s) {
+		out.WriteByte('\\')
+		return i
+	}
+	number := func(i, max, base int) (rune, int) {
+		var r rune
+		n := 0
+		for ; n < max && i+n < len(s); n++ {
+			d := strings.IndexByte("0123456789abcdef"[:base], lowerByte(s[i+n]))
+			if d < 0 {
+				break
+			}
+			r = r*rune(base) + rune(d)
+		}
+		return r, i + n
+	}
+	switch c := s[i]; c {
+	case 'a':
+		out.WriteByte('\a')
+	case 'b':
+		out.WriteByte('\b')
+	case 'e', 'E':
+		out.WriteByte(0x1b)
+	case 'f':
+		out.WriteByte('\f')
+	case 'n':
+		out.WriteByte('\n')
+	case 'r':
+		out.WriteByte('\r')
+	case 't':
+		out.WriteByte('\t')
+	case 'v':
+		out.WriteByte('\v')
+	case 'x', 'u', 'U':
+		digits := 2
+		if c == 'u' {
+			digits = 4
+		} else if c == 'U' {
+			digits = 8
+		}
+		r, j := number(i+1, digits, 16)
+		if j == i+1 {
+			out.WriteByte('\\')
+			out.WriteByte(c)
+			return i + 1
+		}
+		if c == 'x' {
+			out.WriteByte(byte(r))
+		} else {
+			out.WriteRune(r)
+		}
+		return j
+	case 'c':
+		if i+1 < len(s) {
+			out.WriteByte(s[i+1] & 0x1f)
+			return i + 2
+		}
+		out.WriteString("\\c")
+	default:
+		if c >= '0' && c <= '7' {
+			r, j := number(i, 3, 8)
+			out.WriteByte(byte(r))
+			return j
+		}
+		out.WriteByte(c) // \\, \', \", \? and unknown escapes
+	}
+	return i + 1
+}
+
+func lowerByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 func (l *lexer) doubleQuote(b *builder) {
@@ -291,6 +375,9 @@ func (l *lexer) doubleQuote(b *builder) {
 			l.nest(b, 1, '`')
 			plain.WriteString(l.src[s:l.pos])
 		default:
+			if c == '$' {
+				b.wordDyn = true
+			}
 			plain.WriteByte(c)
 			l.pos++
 		}
@@ -305,6 +392,8 @@ type builder struct {
 	words      []string
 	raw, plain strings.Builder // the word being read
 	inWord     bool
+	dynamic    []bool
+	wordDyn    bool // the word being read holds an expansion
 	risky      bool
 	redir      string // a redirection operator waiting for its target
 	opLen      int    // how much of the word being read is that operator
@@ -322,6 +411,8 @@ func (b *builder) appendWord(raw, plain string) {
 	}
 	b.text.WriteString(raw)
 	b.words = append(b.words, plain)
+	b.dynamic = append(b.dynamic, b.wordDyn)
+	b.wordDyn = false
 }
 
 func (b *builder) endWord() {
@@ -385,9 +476,9 @@ type bashPattern struct {
 type patternKind int
 
 const (
-	exact  patternKind = iota
-	prefix             // "p:*" or "p *": p alone or followed by a space
-	anyGlob            // * matches any text
+	exact   patternKind = iota
+	prefix              // "p:*" or "p *": p alone or followed by a space
+	anyGlob             // * matches any text
 )
 
 // glob is a pattern split at its unescaped stars.
@@ -504,6 +595,9 @@ func (p *bashPattern) deny(c *call) (bool, string) {
 	if r.unsure {
 		return true, ": the command is too long or too deeply nested for familiar to check"
 	}
+	if r.dynamic != "" {
+		return true, ": the program " + quote(r.dynamic) + " is only known when the command runs"
+	}
 	if p.match(p.fields, r.whole) {
 		return true, ""
 	}
@@ -527,6 +621,9 @@ type readings struct {
 	plains []reading // each command without quotes, from each word that may be the program
 	unsure bool      // the script could not be read in full
 	spent  int       // bytes lexed and put into readings, against maxReadings
+	// dynamic is a program word holding an expansion ("$X -rf /", eval
+	// "$CMD"): it may be any program, so every Bash deny rule matches.
+	dynamic string
 }
 
 // reading is head+tail, kept apart so that trying every word after a wrapper
@@ -558,7 +655,7 @@ func (r *readings) read(src string, depth int) {
 	for _, sc := range scripts {
 		for _, cmd := range sc.commands {
 			r.texts = append(r.texts, cmd.text)
-			r.addPlain(cmd.words, depth)
+			r.addPlain(cmd, depth)
 		}
 	}
 }
@@ -583,13 +680,19 @@ var (
 // maxStarts bounds the words tried as the program after a wrapper.
 const maxStarts = 256
 
-func (r *readings) addPlain(w []string, depth int) {
+func (r *readings) addPlain(cmd command, depth int) {
+	w := cmd.words
 	i := 0
 	for i < len(w) && (keywords[w[i]] || assignment.MatchString(w[i])) {
 		i++
 	}
 	if i == len(w) {
 		return
+	}
+	// Only the program itself: after a wrapper, a word with an expansion
+	// is as likely an option's value (sudo -u "$USER", find "$dir").
+	if i < len(cmd.dynamic) && cmd.dynamic[i] && r.dynamic == "" {
+		r.dynamic = w[i]
 	}
 	full := strings.Join(w[i:], " ")
 	end := len(w)

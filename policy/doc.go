@@ -23,9 +23,7 @@
 // A command is cut into the simple commands a shell would run: at ;, &, &&,
 // |, ||, newlines and parentheses, and inside $(…), `…`, <(…) and >(…). A
 // call is allowed only if every one of those commands matches an allow rule,
-// and denied if any one matches a deny rule. Heredoc bodies are read as
-// commands too, which makes a command with a heredoc ask unless each body
-// line is itself allowed; that costs a prompt, never safety.
+// and denied if any one matches a deny rule.
 //
 // Rule content is "prefix:*" or "prefix *" (the command is prefix, or prefix
 // followed by a space and anything), a glob where * matches any text, or the
@@ -35,12 +33,19 @@
 // command allows it.
 //
 // Deny rules are checked against more readings of each command than allow
-// rules: with quotes removed, with the path stripped from the program, after
-// leading variable assignments and keywords (then, do, !, {), after wrappers
-// such as sudo, env, timeout, nohup, xargs and find (at every word that could
-// be the wrapped program), and inside sh -c and eval strings. A command the
-// lexer cannot finish (an unterminated quote or substitution) is also read
-// with its quotes ignored, so a deny rule still sees every word of it.
+// rules: with quotes removed and $'…' escapes decoded, with the path
+// stripped from the program, after leading variable assignments and
+// keywords (then, do, !, {), after wrappers such as sudo, env, timeout,
+// nohup, xargs and find (at every word that could be the wrapped program),
+// and inside sh -c and eval strings. Where the lexer may disagree with bash
+// about what is quoted (an unterminated quote, a heredoc, a comment, a
+// substitution), the script is also read with its quotes ignored, so a deny
+// rule still sees every word bash might run. A program named by an
+// expansion ($X -rf /, eval "$CMD"), and a command too long (64 KiB) or
+// nested too deeply to check, match every Bash deny rule.
+//
+// Heredoc bodies are read as commands, and so are comments: a command with
+// either is allowed only by a rule spelling out the whole command.
 //
 // # Files
 //
@@ -52,4 +57,14 @@
 // Read and NotebookRead, and (for the directory they search) Grep, Glob and
 // LS. Resolving a relative pattern against an absolute path needs the
 // working directory: see DecideIn.
+//
+// # Other tools
+//
+// WebFetch(domain:example.com) allows that host exactly, and
+// domain:*.example.com its subdomains; a deny rule for a domain covers its
+// subdomains too. mcp__server (or mcp__server__*) covers every tool of the
+// server, mcp__server__tool one tool. Task(type) and Agent(type) match the
+// subagent's type. Content in a rule for any other tool is not understood:
+// such a rule never allows, and as a deny rule it stops every call of the
+// tool.
 package policy

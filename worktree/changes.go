@@ -277,7 +277,7 @@ func (r *Repo) Commits(ctx context.Context, wt Worktree) ([]Commit, error) {
 	}
 	var commits []Commit
 	for _, rec := range splitNUL(out) {
-		sha, subject, _ := strings.Cut(strings.TrimPrefix(rec, "\n"), " ")
+		sha, subject, _ := strings.Cut(rec, " ")
 		commits = append(commits, Commit{SHA: sha, Subject: subject})
 	}
 	return commits, nil

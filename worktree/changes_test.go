@@ -41,6 +41,8 @@ func TestChangedFiles(t *testing.T) {
 	gitT(t, wt.Path, "mv", "gitmv.txt", "renamed-by-git.txt")
 	must(t, os.Rename(filepath.Join(wt.Path, "plainmv.txt"), filepath.Join(wt.Path, "renamed-by-mv.txt")))
 	statusBefore := gitT(t, wt.Path, "status", "--porcelain")
+	index := gitT(t, wt.Path, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	indexBefore := readFile(t, index)
 
 	got, err := r.ChangedFiles(ctx, wt)
 	if err != nil {
@@ -61,7 +63,11 @@ func TestChangedFiles(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("ChangedFiles =\n%+v\nwant\n%+v", got, want)
 	}
-	// Asking must not change what the agent sees.
+	// Asking must not change what the agent sees (index first: status
+	// itself may refresh it).
+	if readFile(t, index) != indexBefore {
+		t.Error("ChangedFiles wrote the worktree's index")
+	}
 	if after := gitT(t, wt.Path, "status", "--porcelain"); after != statusBefore {
 		t.Errorf("ChangedFiles changed git status:\nbefore %s\nafter %s", statusBefore, after)
 	}

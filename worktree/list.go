@@ -2,7 +2,9 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,7 +169,7 @@ func (r *Repo) Remove(ctx context.Context, path string, opts RemoveOptions) erro
 // removeLocked removes one worktree, or git's record of it if its
 // directory is already gone.
 func (r *Repo) removeLocked(ctx context.Context, e Entry, force bool) error {
-	if _, err := os.Lstat(e.Path); os.IsNotExist(err) {
+	if _, err := os.Lstat(e.Path); errors.Is(err, fs.ErrNotExist) {
 		if _, err := r.git.run(ctx, invocation{dir: r.root, args: []string{"worktree", "prune"}}); err != nil {
 			return fmt.Errorf("pruning missing worktree %s: %w", e.Path, err)
 		}

@@ -372,4 +372,3 @@ func short(sha string) string {
 	}
 	return sha
 }
-

@@ -32,10 +32,12 @@ const replyQueue = 64
 //
 // All methods are safe for concurrent use.
 type Screen struct {
-	mu     sync.Mutex
-	emu    *vt.Emulator // guarded by mu
-	filter *OSCFilter   // guarded by mu; writes into emu
-	closed bool         // guarded by mu
+	mu       sync.Mutex
+	emu      *vt.Emulator  // guarded by mu
+	filter   *OSCFilter    // guarded by mu; writes into filtered
+	filtered collector     // guarded by mu; what filter passed of one Write
+	elide    *scrollElider // guarded by mu; writes filtered into emu
+	closed   bool          // guarded by mu
 
 	replies io.Writer
 	queue   chan []byte // from drainReplies to forwardReplies
@@ -55,7 +57,11 @@ func New(cols, rows int, replies io.Writer) *Screen {
 		replies: replies,
 		queue:   make(chan []byte, replyQueue),
 	}
-	s.filter = NewOSCFilter(s.emu)
+	// Nothing reads the scrollback; the emulator's default keeps 10,000
+	// lines of cells (up to ~13 KB each) and trims it by copying.
+	s.emu.SetScrollbackSize(1)
+	s.elide = newScrollElider(s.emu, cols, rows)
+	s.filter = NewOSCFilter(&s.filtered)
 	s.wg.Add(2)
 	go s.drainReplies()
 	go s.forwardReplies()
@@ -100,7 +106,17 @@ func (s *Screen) Write(p []byte) (int, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
-	return s.filter.Write(p)
+	// The emulator gets one Write per Write (the filter would split it at
+	// every escape), so that runs of lines are whole for the elider.
+	s.filtered.reset()
+	_, _ = s.filter.Write(p) // collector never fails
+	if len(s.filtered.b) == 0 {
+		return len(p), nil
+	}
+	if _, err := s.elide.Write(s.filtered.b); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // Resize changes the terminal size; the caller resizes the PTY to match.
@@ -108,6 +124,7 @@ func (s *Screen) Resize(cols, rows int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.emu.Resize(cols, rows)
+	s.elide.resize(cols, rows)
 }
 
 // DroppedReplies reports how many terminal answers were dropped because the

@@ -75,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDemo(args[1:], stdout, stderr, logger)
 	case "audit":
 		return auditExport(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], stdout, stderr)
 	case "doctor":
 		return doctor.Run(ctx, doctor.Options{
 			ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),

@@ -360,3 +360,59 @@ func TestKillNineThenResume(t *testing.T) {
 }
 
 func itoaPID(pid int) string { return strconv.Itoa(pid) }
+
+// No secret from the environment reaches the store, the logs or the
+// notifications, even when the agent prints it and the model repeats it.
+func TestSecretsNeverLeave(t *testing.T) {
+	const secret = "tok_live_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+	// The agent prints the secret and the model repeats it; neither the
+	// task's text nor familiar wrote it.
+	api := fakeapi.Start(fakeapi.Sequence(
+		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{
+			"command": "echo the token is $MY_SERVICE_TOKEN and the key is $ANTHROPIC_API_KEY"}}}},
+		fakeapi.Reply{Text: "I saw " + secret + " and " + fakeapi.APIKey + " in the output."},
+	))
+	defer api.Close()
+	repo := gitRepo(t)
+	state := t.TempDir()
+	f := startFamiliar(t, repo, api, "MY_SERVICE_TOKEN="+secret,
+		"XDG_STATE_HOME="+filepath.Join(state, "state"), "XDG_DATA_HOME="+filepath.Join(state, "data"))
+	c := f.client
+	var init protocol.InitializeResult
+	c.Result("initialize", map[string]any{"workspaceRoot": repo, "settings": map[string]any{
+		"permissionPolicy": map[string]any{"default": "allow"}}}, &init)
+	var task protocol.Task
+	c.Result("task/create", map[string]any{"title": "leak test", "description": "print the token"}, &task)
+	c.WaitNotification(0, "completed", editor.Method("task/completed", task.ID))
+	c.Result("shutdown", nil, nil)
+	c.Notify("exit", nil)
+	<-c.Done()
+	f.stdin.Close()
+	f.cmd.Wait()
+
+	for _, n := range c.Notifications() {
+		for _, s := range []string{secret, fakeapi.APIKey} {
+			if strings.Contains(string(n.Params), s) {
+				t.Errorf("%s notification carries a secret: %.300s", n.Method, n.Params)
+			}
+		}
+	}
+	if strings.Contains(f.stderr.String(), secret) || strings.Contains(f.stderr.String(), fakeapi.APIKey) {
+		t.Error("familiar's log carries a secret")
+	}
+	db, err := os.ReadFile(filepath.Join(init.Workspace.DataDir, "familiar.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(db), secret) || strings.Contains(string(db), fakeapi.APIKey) {
+		t.Error("the store holds a secret")
+	}
+	// The masked form keeps a prefix and the length, so logs stay useful.
+	sawMasked := false
+	for _, n := range c.Notifications() {
+		sawMasked = sawMasked || strings.Contains(string(n.Params), "masked")
+	}
+	if !sawMasked {
+		t.Error("no masked secret in the notifications: was anything masked at all?")
+	}
+}

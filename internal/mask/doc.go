@@ -2,7 +2,7 @@
 // emits but did not write itself: agent output, tool inputs in the audit
 // log, environments of child processes shown to a person.
 //
-// It owns the list of secret shapes (patterns.go) and the masked form, and
+// It owns the list of secret shapes (shapes.go) and the masked form, and
 // nothing else: it never does I/O and keeps no state beyond a Masker's
 // literals, so it is safe for concurrent use.
 //

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // JSON masks the strings inside raw: see Masker.JSON.
@@ -71,6 +73,9 @@ func (m *Masker) JSON(raw json.RawMessage) json.RawMessage {
 				masked = m.String(s)
 			}
 			if masked != s {
+				if out == nil {
+					out = make([]byte, 0, len(raw)+len(raw)/8)
+				}
 				out = append(out, raw[last:i]...)
 				out = appendString(out, masked)
 				last = end
@@ -100,13 +105,74 @@ func stringEnd(raw []byte, i int) int {
 	return len(raw)
 }
 
+// decodeString decodes a string token of valid JSON. It is what
+// json.Unmarshal would give, without validating again: invalid UTF-8 and
+// lone surrogates become U+FFFD.
 func decodeString(tok []byte) string {
-	if bytes.IndexByte(tok, '\\') < 0 {
-		return string(tok[1 : len(tok)-1])
+	body := tok[1 : len(tok)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body)
 	}
-	var s string
-	_ = json.Unmarshal(tok, &s) // valid JSON: cannot fail
-	return s
+	var b strings.Builder
+	b.Grow(len(body))
+	for i := 0; i < len(body); {
+		c := body[i]
+		if c != '\\' {
+			r, size := utf8.DecodeRune(body[i:])
+			b.WriteRune(r) // RuneError for invalid bytes, as json does
+			i += size
+			continue
+		}
+		e := body[i+1]
+		i += 2
+		switch e {
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r := hex4(body[i:])
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+6 <= len(body) && body[i] == '\\' && body[i+1] == 'u' {
+					r2 = hex4(body[i+2:])
+				}
+				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+					r = d
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			b.WriteRune(r)
+		default: // " \ /
+			b.WriteByte(e)
+		}
+	}
+	return b.String()
+}
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
 }
 
 // appendString appends s as a JSON string, leaving <, > and & readable.

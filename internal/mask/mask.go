@@ -4,12 +4,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
-// Masker masks the patterns of this package and, in addition, literal
-// secrets it was given. The zero value (and nil) masks patterns only. A
-// Masker is immutable and safe for concurrent use.
+// Masker masks the shapes of secret this package knows and, in addition,
+// literal secrets it was given. The zero value (and nil) masks shapes only.
+// A Masker is immutable and safe for concurrent use.
 type Masker struct {
 	literals []string
 }
@@ -18,21 +19,29 @@ type Masker struct {
 // values (a "1", "true") would mangle ordinary text.
 const minLiteral = 8
 
-// NewMasker returns a Masker that also masks the values of the variables in
-// env ("NAME=value", as from os.Environ) whose names name a secret (see
-// IsSecretName): a key pasted into a prompt, echoed by a tool or printed in
-// an error is then caught even if no pattern knows its shape.
+// NewMasker returns a Masker that also masks, wherever they appear, the
+// values of the variables in env ("NAME=value", as from os.Environ) whose
+// names name a secret (see IsSecretName), and the secrets given (such as
+// values from settings): a key pasted into a prompt, echoed by a tool or
+// printed in an error is then caught even if it has no known shape.
 //
 // Values shorter than 8 bytes are ignored, and so are values that could be
 // part of the masked form itself ("…", "[", "]", or only the letters and
 // digits of "masked 12 chars"), because masking could never get rid of them.
-func NewMasker(env []string) *Masker {
+func NewMasker(env []string, secrets ...string) *Masker {
 	m := &Masker{}
-	for _, e := range env {
-		name, value, ok := strings.Cut(e, "=")
-		if ok && IsSecretName(name) && usableLiteral(value) && !slices.Contains(m.literals, value) {
-			m.literals = append(m.literals, value)
+	add := func(v string) {
+		if usableLiteral(v) && !slices.Contains(m.literals, v) {
+			m.literals = append(m.literals, v)
 		}
+	}
+	for _, e := range env {
+		if name, value, ok := strings.Cut(e, "="); ok && IsSecretName(name) {
+			add(value)
+		}
+	}
+	for _, v := range secrets {
+		add(v)
 	}
 	return m
 }
@@ -44,7 +53,10 @@ func usableLiteral(v string) bool {
 	return strings.Trim(v, "maskedchr 0123456789") != ""
 }
 
-var plain = &Masker{}
+var (
+	plain   = &Masker{}
+	finders = sync.Pool{New: func() any { return new([maxShapes]finder) }}
+)
 
 // String masks the secrets in s.
 func String(s string) string { return plain.String(s) }
@@ -149,12 +161,25 @@ type span struct{ start, end int }
 // find returns the spans to mask, sorted and disjoint.
 func (m *Masker) find(s string) []span {
 	var spans []span
-	lower := asciiLower(s) // triggers are found without regard to case
-	zones := maskedZones(s)
-	for i := range patterns {
-		for _, sp := range patterns[i].matches(s, lower) {
-			spans = appendOutside(spans, sp, zones)
+	var zones []zone
+	if strings.Contains(s, markerHead) {
+		zones = maskedZones(s)
+	}
+	// find runs for every string of a JSON value: the cursors are reused,
+	// and taken only for text where some shape may match.
+	var fs *[maxShapes]finder
+	starts(s, func(at, k int) {
+		if fs == nil {
+			fs = finders.Get().(*[maxShapes]finder)
 		}
+		fs[k].s = s
+		if a, b := shapes[k].match(&fs[k], at); a < b {
+			spans = appendOutside(spans, span{a, b}, zones)
+		}
+	})
+	if fs != nil {
+		*fs = [maxShapes]finder{} // forget s and the cursors
+		finders.Put(fs)
 	}
 	for _, lit := range m.literals {
 		for off := 0; ; {
@@ -220,9 +245,12 @@ func markerAt(s string, i int) (zone, bool) {
 
 // appendOutside appends the parts of sp that lie outside every zone.
 func appendOutside(spans []span, sp span, zones []zone) []span {
-	for _, z := range zones {
-		if z.end <= sp.start || z.start >= sp.end {
-			continue
+	// Zones are sorted and disjoint: start at the first that ends after sp
+	// starts.
+	first, _ := slices.BinarySearchFunc(zones, sp.start, func(z zone, p int) int { return z.end - p - 1 })
+	for _, z := range zones[first:] {
+		if z.start >= sp.end {
+			break
 		}
 		if z.start > sp.start {
 			spans = append(spans, span{start: sp.start, end: z.start})
@@ -250,67 +278,4 @@ func merge(spans []span) []span {
 		last.end = max(last.end, sp.end)
 	}
 	return out
-}
-
-// matches returns the secrets p finds around its triggers in s.
-func (p *pattern) matches(s, lower string) []span {
-	var out []span
-	for _, t := range p.triggers {
-		for off := 0; ; {
-			i := strings.Index(lower[off:], t)
-			if i < 0 {
-				break
-			}
-			at := off + i
-			off = at + len(t)
-			if sp, ok := p.matchAt(s, at); ok {
-				out = append(out, sp)
-			}
-		}
-	}
-	return out
-}
-
-func (p *pattern) matchAt(s string, at int) (span, bool) {
-	start, ok := at, true
-	if p.start != nil {
-		start, ok = p.start(s, at)
-	}
-	if !ok || p.wordStart && start > 0 && isWordByte(s[start-1]) {
-		return span{}, false
-	}
-	end := len(s)
-	if !p.multiline {
-		if e := strings.IndexByte(s[start:], '\n'); e >= 0 {
-			end = start + e
-		}
-	}
-	text := s[start:end]
-	loc := p.re.FindStringSubmatchIndex(text)
-	if loc == nil {
-		return span{}, false
-	}
-	first := 1
-	if p.keyed {
-		first = 2
-	}
-	for g := first; 2*g < len(loc); g++ {
-		a, b := loc[2*g], loc[2*g+1]
-		if a < 0 {
-			continue
-		}
-		secret := text[a:b]
-		switch {
-		case a == b:
-		case p.keyed && !isSecretKey(text[loc[2]:loc[3]]):
-		case p.keyed && start > 0 && s[start-1] == '/':
-			// A URL's user ("https://x-access-token:…@"), whose
-			// password the url pattern masks up to the "@".
-		case p.ok != nil && !p.ok(secret):
-		default:
-			return span{start: start + a, end: start + b}, true
-		}
-		break
-	}
-	return span{}, false
 }

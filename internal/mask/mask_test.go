@@ -256,6 +256,9 @@ func TestMasker(t *testing.T) {
 	if env := m.Env([]string{"X=" + lit}); env[0] != "X="+masked(lit) {
 		t.Errorf("Env = %q", env)
 	}
+	if got := NewMasker(nil, "settings-secret-1", "short").String("a settings-secret-1 short"); got != "a "+masked("settings-secret-1")+" short" {
+		t.Errorf("explicit secrets: %q", got)
+	}
 	var none *Masker
 	if none.String(ghp) != String(ghp) {
 		t.Errorf("nil Masker differs from String")
@@ -296,6 +299,12 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+func TestShapesFit(t *testing.T) {
+	if len(shapes) > maxShapes {
+		t.Fatalf("%d shapes, maxShapes is %d", len(shapes), maxShapes)
+	}
 }
 
 func TestSecretNames(t *testing.T) {
@@ -351,6 +360,13 @@ func FuzzString(f *testing.F) {
 			t.Fatalf("String not idempotent on %q", s)
 		}
 		if json.Valid([]byte(s)) {
+			if strings.HasPrefix(s, `"`) {
+				var want string
+				_ = json.Unmarshal([]byte(s), &want)
+				if got := decodeString([]byte(strings.TrimSpace(s))); got != want {
+					t.Fatalf("decodeString(%q) = %q, want %q", s, got, want)
+				}
+			}
 			j := m.JSON(json.RawMessage(s))
 			if !json.Valid(j) {
 				t.Fatalf("JSON(%q) = %q, not valid", s, j)
@@ -449,6 +465,21 @@ func TestLinear(t *testing.T) {
 		out := String(s)
 		if String(out) != out {
 			t.Errorf("not idempotent on %q…", s[:20])
+		}
+	}
+}
+
+func TestDecodeString(t *testing.T) {
+	for _, tok := range []string{
+		`""`, `"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\u20AC"`, `"\ud83d\ude00"`, `"\ud83d x"`,
+		`"\ude00"`, `"\ud83d\u0041"`, "\"caf\xc3\xa9\"", "\"bad \xff byte\"", `"\u0000"`,
+	} {
+		var want string
+		if err := json.Unmarshal([]byte(tok), &want); err != nil {
+			t.Fatalf("bad test token %s: %v", tok, err)
+		}
+		if got := decodeString([]byte(tok)); got != want {
+			t.Errorf("decodeString(%s) = %q, want %q", tok, got, want)
 		}
 	}
 }

@@ -1,0 +1,224 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent"
+)
+
+// Scenarios, in the order Run runs them.
+const (
+	ScenarioDetect     = "detect"
+	ScenarioOverhead   = "overhead"
+	ScenarioThroughput = "throughput"
+	ScenarioStart      = "start"
+	ScenarioScale      = "scale"
+)
+
+// Scenarios lists every scenario.
+var Scenarios = []string{ScenarioDetect, ScenarioOverhead, ScenarioThroughput, ScenarioStart, ScenarioScale}
+
+// Options configure Run. The zero value of each field means its default.
+type Options struct {
+	// Only runs these scenarios; nil runs all.
+	Only []string
+	// Runs is how many questions each driver is asked (default 50).
+	Runs int
+	// StartRuns is how many tasks and worktrees the start scenario makes
+	// (default 10).
+	StartRuns int
+	// FloodMB is how much the flooding child writes (default 200, in MiB).
+	FloodMB int
+	// Window is how long CPU and latencies are sampled (default 10 s).
+	Window time.Duration
+
+	// ModuleRoot is familiar's source tree (default: found from the
+	// working directory); the fake agent is built from it.
+	ModuleRoot string
+	// FakeAgent is a built internal/fakeagent; "" builds one.
+	FakeAgent string
+	// ClaudePath and ToolsDir find the real CLI as familiar does.
+	ClaudePath, ToolsDir string
+	// Self re-runs this program for a measurement in a process of its own:
+	// Self[0] is the executable, the rest the arguments that select the
+	// bench command; Run adds -child and its flags (see RunOverheadChild).
+	Self []string
+
+	// Out receives the tables; Log progress lines. nil discards.
+	Out, Log io.Writer
+}
+
+func (o *Options) defaults() error {
+	if o.Runs <= 0 {
+		o.Runs = 50
+	}
+	if o.StartRuns <= 0 {
+		o.StartRuns = 10
+	}
+	if o.FloodMB <= 0 {
+		o.FloodMB = 200
+	}
+	if o.Window <= 0 {
+		o.Window = 10 * time.Second
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	for _, s := range o.Only {
+		if !slices.Contains(Scenarios, s) {
+			return fmt.Errorf("unknown scenario %q (have %s)", s, strings.Join(Scenarios, ", "))
+		}
+	}
+	if o.ModuleRoot == "" {
+		root, err := ModuleRoot()
+		if err != nil {
+			return err
+		}
+		o.ModuleRoot = root
+	}
+	return nil
+}
+
+// Report is everything one Run measured; it is what the JSON file holds.
+type Report struct {
+	Date          string             `json:"date"`
+	Commit        string             `json:"commit,omitempty"`
+	Machine       Machine            `json:"machine"`
+	ClaudeVersion string             `json:"claudeVersion,omitempty"`
+	Options       ReportOptions      `json:"options"`
+	Detection     []DetectionResult  `json:"detectionLatency,omitempty"`
+	Overhead      []OverheadResult   `json:"overhead,omitempty"`
+	Throughput    []ThroughputResult `json:"throughput,omitempty"`
+	ScreenModel   []ScreenResult     `json:"screenModel,omitempty"`
+	TaskStart     *TaskStartResult   `json:"taskStart,omitempty"`
+	Scale         *ScaleResult       `json:"scale,omitempty"`
+	// Skipped says what did not run here and why.
+	Skipped     []string           `json:"skipped,omitempty"`
+	DurationSec float64            `json:"durationSec"`
+	Scenarios   map[string]float64 `json:"scenarioSec"`
+}
+
+// ReportOptions are the options that shape the figures.
+type ReportOptions struct {
+	Runs      int     `json:"detectionRuns"`
+	StartRuns int     `json:"startRuns"`
+	FloodMiB  int     `json:"floodMiB"`
+	WindowSec float64 `json:"windowSec"`
+}
+
+type runner struct {
+	opts       Options
+	report     *Report
+	tmp        string
+	fake       string
+	moduleRoot string
+	claude     agent.CLI
+	claudeErr  string
+}
+
+// Run runs the scenarios, printing a table per scenario to Out as each
+// ends, and returns the report. A scenario that cannot run on this machine
+// (no claude CLI) is skipped and listed in Report.Skipped; any other failure
+// stops Run.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	rep := &Report{
+		Date: began.Format("2006-01-02"),
+		Machine: Machine{
+			CPUs: runtime.NumCPU(), MemGiB: memTotalGiB(), Kernel: kernel(), Go: runtime.Version(), LoadAvg: loadAvg(),
+		},
+		Options:   ReportOptions{Runs: opts.Runs, StartRuns: opts.StartRuns, FloodMiB: opts.FloodMB, WindowSec: opts.Window.Seconds()},
+		Scenarios: map[string]float64{},
+	}
+	r := &runner{opts: opts, report: rep, moduleRoot: opts.ModuleRoot}
+	tmp, err := os.MkdirTemp("", "familiar-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if tmp, err = filepath.EvalSymlinks(tmp); err != nil {
+		return nil, err
+	}
+	r.tmp = tmp
+	r.fake = opts.FakeAgent
+	if r.fake == "" {
+		r.logf("building internal/fakeagent")
+		if r.fake, err = BuildFakeAgent(ctx, opts.ModuleRoot, tmp); err != nil {
+			return nil, err
+		}
+	}
+	r.claude, err = agent.FindCLI(ctx, opts.ClaudePath, opts.ToolsDir)
+	if err != nil {
+		r.claude, r.claudeErr = agent.CLI{}, err.Error()
+	}
+	rep.ClaudeVersion = r.claude.Version
+
+	steps := map[string]func(context.Context) error{
+		ScenarioDetect:     r.detection,
+		ScenarioOverhead:   r.overhead,
+		ScenarioThroughput: r.throughput,
+		ScenarioStart:      r.taskStart,
+		ScenarioScale:      r.scale,
+	}
+	for _, name := range Scenarios {
+		if len(opts.Only) > 0 && !slices.Contains(opts.Only, name) {
+			continue
+		}
+		r.logf("== %s", name)
+		start := time.Now()
+		err := steps[name](ctx)
+		rep.Scenarios[name] = round(time.Since(start).Seconds())
+		switch {
+		case isSkip(err):
+			r.skip(name + ": " + err.Error())
+		case err != nil:
+			return rep, fmt.Errorf("%s: %w", name, err)
+		}
+		printScenario(opts.Out, rep, name)
+	}
+	rep.Machine.LoadEnd = loadAvg()
+	rep.DurationSec = round(time.Since(began).Seconds())
+	return rep, nil
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.opts.Log, "bench: "+format+"\n", args...)
+}
+
+func (r *runner) skip(why string) {
+	r.report.Skipped = append(r.report.Skipped, why)
+	r.logf("skipped %s", why)
+}
+
+// WriteJSON writes the report to dir/<date>.json (indented, with a final
+// newline) and returns the path.
+func WriteJSON(rep *Report, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, rep.Date+".json")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp, path)
+}
