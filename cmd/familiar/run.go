@@ -77,13 +77,13 @@ func runBatch(args []string, stdout, stderr io.Writer, logger *slog.Logger) int 
 		wo.StartHook = demo.ModelHook(api)
 	}
 	_, code := batch.Run(ctx, batch.Options{
-		Dir:      wd,
-		File:     file,
-		JSON:     *asJSON,
-		Terminal: isTerminal(stdout),
-		Out:      out,
-		Log:      stderr,
-		Force:    force,
+		Dir:       wd,
+		File:      file,
+		JSON:      *asJSON,
+		Terminal:  isTerminal(stdout),
+		Out:       out,
+		Log:       stderr,
+		Force:     force,
 		Workspace: wo,
 	})
 	return code

@@ -83,7 +83,7 @@ func Run(ctx context.Context, o Options) int {
 	file := &runfile.File{
 		Path: "(built-in demo)",
 		Settings: runfile.Settings{
-			Concurrency: 2,
+			Concurrency:      2,
 			PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAsk, Allow: []string{"Write", "Read"}},
 		},
 		Tasks: tasks,
