@@ -19,9 +19,14 @@ type streamDriver struct {
 	writeMu sync.Mutex // serialises lines to stdin
 
 	// Touched only by the reader goroutine (feed):
-	partial  []byte
-	lastText string
+	partial     []byte
+	lastText    string
+	mcpReported map[string]bool // failed MCP servers already reported
 }
+
+// ProblemMCPFailed starts the Problem text of an MCP server that claude
+// could not start.
+const ProblemMCPFailed = "an MCP server failed to start in claude"
 
 func streamArgs(o *Options) []string {
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
@@ -78,6 +83,11 @@ type streamMessage struct {
 	// system/api_retry
 	Attempt int    `json:"attempt"`
 	Error   string `json:"error"`
+	// system/init
+	MCPServers []struct {
+		Name   string `json:"name"`
+		Status string `json:"status"`
+	} `json:"mcp_servers"`
 }
 
 type canUseTool struct {
@@ -106,6 +116,16 @@ func (d *streamDriver) handleLine(line []byte) {
 		switch m.Subtype {
 		case "init":
 			s.setActivity(Activity{State: ActivityThinking})
+			// init comes at every turn; report each failed server once.
+			for _, m := range m.MCPServers {
+				if m.Status == "failed" && !d.mcpReported[m.Name] {
+					if d.mcpReported == nil {
+						d.mcpReported = map[string]bool{}
+					}
+					d.mcpReported[m.Name] = true
+					s.emit(Event{Kind: EventProblem, Problem: ProblemMCPFailed + ": " + m.Name})
+				}
+			}
 		case "api_retry":
 			s.setActivity(Activity{State: ActivityThinking, Detail: fmt.Sprintf("API retry %d: %s", m.Attempt, m.Error)})
 		}

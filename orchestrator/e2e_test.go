@@ -722,3 +722,17 @@ func TestOutputRetentionRemovesOnlyOldFinishedLogs(t *testing.T) {
 	}
 	t.Fatal("the old log of the finished task was not removed")
 }
+
+func TestMcpServerThatFailsBecomesAWarning(t *testing.T) {
+	e := open(t, nil, nil)
+	task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{
+		Title: "with a broken server", Description: "hi\n@@TEXT Hi.", Driver: protocol.DriverStream,
+		McpServers: map[string]protocol.McpServer{"broken": {Type: "stdio", Command: "/nonexistent/mcp-binary"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "pre-start warning", is(protocol.NotifyServerMessage, "broken", `"level":"warning"`, task.ID))
+	e.notes.wait(t, "warning from claude", is(protocol.NotifyServerMessage, "failed to start in claude", "broken"))
+	e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID))
+}
