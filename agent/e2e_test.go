@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -97,25 +96,7 @@ type harness struct {
 	rec  *recorder
 }
 
-func gitRepo(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"},
-	} {
-		cmd := exec.Command(testenv.Git(t), args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return real
-}
+func gitRepo(t testing.TB) string { return testenv.GitRepo(t, nil) }
 
 // start runs the real claude against a fake API with the given driver.
 func start(t *testing.T, driver, prompt string) *harness {

@@ -101,22 +101,7 @@ type env struct {
 	api   *fakeapi.Server
 }
 
-func gitRepo(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"},
-	} {
-		cmd := exec.Command(testenv.Git(t), args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	real, _ := filepath.EvalSymlinks(dir)
-	return real
-}
+func gitRepo(t *testing.T) string { return testenv.GitRepo(t, nil) }
 
 func open(t *testing.T, clk clock.Clock, settings *protocol.SettingsUpdate) *env {
 	t.Helper()

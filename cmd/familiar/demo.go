@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/familiar-dev/familiar/internal/demo"
 )
@@ -19,19 +16,8 @@ func runDemo(args []string, stdout, stderr io.Writer, logger *slog.Logger) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	force := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		<-sigs
-		cancel()
-		if _, ok := <-sigs; ok {
-			close(force)
-		}
-	}()
+	ctx, force, stop := interrupts()
+	defer stop()
 	return demo.Run(ctx, demo.Options{
 		ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
 		ToolsDir:   toolsDir(),

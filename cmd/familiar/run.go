@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"golang.org/x/term"
 
@@ -51,19 +48,8 @@ func runBatch(args []string, stdout, stderr io.Writer, logger *slog.Logger) int 
 		return batch.ExitFailed
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	force := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		<-sigs
-		cancel()
-		if _, ok := <-sigs; ok {
-			close(force)
-		}
-	}()
+	ctx, force, stop := interrupts()
+	defer stop()
 
 	out := stdout
 	wo := orchestrator.WorkspaceOptions{

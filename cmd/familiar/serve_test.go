@@ -37,21 +37,7 @@ type familiarProc struct {
 }
 
 func gitRepo(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	run := func(args ...string) {
-		cmd := exec.Command(testenv.Git(t), args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	run("init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(dir, "README.md"), []byte("hello\n"), 0o644)
-	run("add", "README.md")
-	run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
-	real, _ := filepath.EvalSymlinks(dir)
-	return real
+	return testenv.GitRepo(t, map[string]string{"README.md": "hello\n"})
 }
 
 // startFamiliar runs `familiar serve --stdio` in repo with claude pointed at

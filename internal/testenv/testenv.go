@@ -98,3 +98,37 @@ func Missing(t testing.TB, why string) {
 	}
 	t.Skipf("skipping: %s", why)
 }
+
+// GitRepo makes a git repository in a new temporary directory with one
+// commit (files, or an empty commit) on branch main, and returns its real
+// path (symlinks resolved: git reports real paths). The identity is given
+// on the command line so the test does not depend on the machine's.
+func GitRepo(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	git := Git(t)
+	run := func(args ...string) {
+		cmd := exec.Command(git, append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q", "-b", "main")
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("add", "-A")
+	run("commit", "-q", "--allow-empty", "-m", "init")
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
+}
