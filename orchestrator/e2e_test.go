@@ -177,16 +177,16 @@ func TestQueueOrderReorderAndCancel(t *testing.T) {
 	e.notes.wait(t, "a waiting", statusIs(a.ID, protocol.StatusWaiting))
 	b := e.create(t, "second", askBash("b.txt"), 0)
 	c := e.create(t, "urgent", askBash("c.txt"), 5)
-	if got := e.get(t, c.ID); got.Status != protocol.StatusQueued || got.QueuePosition == nil || *got.QueuePosition != 0 {
+	if got := e.get(t, c.ID); got.Status != protocol.StatusQueued || got.QueuePosition == nil || *got.QueuePosition != 1 {
 		t.Fatalf("c = %+v", got)
 	}
-	if got := e.get(t, b.ID); *got.QueuePosition != 1 || got.EstimatedStartSec == nil {
+	if got := e.get(t, b.ID); *got.QueuePosition != 2 || got.EstimatedStartSec == nil {
 		t.Fatalf("b = %+v", got)
 	}
 	if _, err := e.o.TaskReorder(context.Background(), &protocol.TaskReorderParams{ID: b.ID, Before: c.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.get(t, b.ID); *got.QueuePosition != 0 {
+	if got := e.get(t, b.ID); *got.QueuePosition != 1 {
 		t.Fatalf("after reorder b is at %d", *got.QueuePosition)
 	}
 	if got, err := e.o.TaskCancel(context.Background(), &protocol.TaskIDParams{ID: c.ID}); err != nil || got.Status != protocol.StatusCancelled {
@@ -720,4 +720,42 @@ func TestMcpServerThatFailsBecomesAWarning(t *testing.T) {
 	e.notes.wait(t, "pre-start warning", is(protocol.NotifyServerMessage, "broken", `"level":"warning"`, task.ID))
 	e.notes.wait(t, "warning from claude", is(protocol.NotifyServerMessage, "failed to start in claude", "broken"))
 	e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID))
+}
+
+// A task's skills are installed where claude reads them: claude lists them.
+func TestTaskSkillsReachClaude(t *testing.T) {
+	e := open(t, nil, nil)
+	dir := filepath.Join(e.repo, ".familiar", "skills", "release-notes")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: release-notes\ndescription: Write release notes\n---\nList user-visible changes.\n"), 0o644)
+	e.notes.wait(t, "skill loaded", is(protocol.NotifySkillsChanged, "release-notes"))
+	task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{
+		Title: "notes", Description: "hi\n@@TEXT Hi.", Driver: protocol.DriverStream, Skills: []string{"release-notes"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID))
+	out, err := e.o.TaskOutput(context.Background(), &protocol.TaskOutputParams{ID: task.ID, Limit: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, line := range strings.Split(out.Data, "\n") {
+		var m struct {
+			Subtype string   `json:"subtype"`
+			Skills  []string `json:"skills"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Subtype == "init" {
+			for _, s := range m.Skills {
+				listed = listed || s == "release-notes"
+			}
+		}
+	}
+	if !listed {
+		t.Error("claude's init does not list the task's skill")
+	}
+	if _, err := os.Stat(filepath.Join(e.get(t, task.ID).Worktree.Path, ".claude")); err == nil {
+		t.Error("the skill was written into the worktree")
+	}
 }

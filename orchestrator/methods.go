@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -79,8 +80,12 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 		return nil, err
 	}
 	for i, f := range hintFiles(p) {
+		field := fmt.Sprintf("hints.files[%d]", i)
 		if err := o.cfg.Repo.CheckPath(f); err != nil {
-			return nil, protocol.InvalidParams(fmt.Sprintf("hints.files[%d]", i), err.Error())
+			return nil, protocol.InvalidParams(field, err.Error())
+		}
+		if _, err := os.Stat(filepath.Join(o.cfg.Repo.Root(), filepath.FromSlash(f))); err != nil {
+			return nil, protocol.InvalidParams(field, fmt.Sprintf("%s does not exist in the repository", f))
 		}
 	}
 	now := o.clk.Now().UTC()

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/familiar-dev/familiar/mcp"
 	"github.com/familiar-dev/familiar/profiles"
@@ -159,4 +161,32 @@ func (o *Orchestrator) prepareMCP(ctx context.Context, id, dir, worktree string,
 		return "", fmt.Errorf("MCP config: %w", err)
 	}
 	return path, nil
+}
+
+// installSkills puts the task's skills where claude reads them: the skills
+// dir of the session's own config dir. Not in the worktree, where they would
+// end up in the task's commits. Stale ones from an earlier start go.
+func (o *Orchestrator) installSkills(configDir string, names []string) error {
+	root := filepath.Join(configDir, "skills")
+	if err := os.RemoveAll(root); err != nil {
+		return fmt.Errorf("install skills: %w", err)
+	}
+	skills, err := o.skills().Resolve(names)
+	if err != nil {
+		return protocol.InvalidParams("skills", err.Error())
+	}
+	for _, sk := range skills {
+		dir := filepath.Join(root, sk.Name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("install skill %s: %w", sk.Name, err)
+		}
+		b, err := os.ReadFile(sk.Path)
+		if err != nil {
+			return fmt.Errorf("install skill %s: %w", sk.Name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), b, 0o600); err != nil {
+			return fmt.Errorf("install skill %s: %w", sk.Name, err)
+		}
+	}
+	return nil
 }

@@ -93,13 +93,13 @@ func (o *Orchestrator) queueLocked() []*task {
 // snapshot: position in the queue, and an estimate from recent run times.
 func (o *Orchestrator) fillQueueLocked(snap *protocol.Task) {
 	q := o.queueLocked()
-	pos := 0
+	pos := 0 // 0-based here; clients see 1 for the next task to start
 	for i, t := range q {
 		if t.T.ID == snap.ID {
 			pos = i
 		}
 	}
-	p := pos
+	p := pos + 1
 	snap.QueuePosition = &p
 	avg := 300 * time.Second // until familiar has seen a task finish
 	if n := len(o.durations); n > 0 {
@@ -266,6 +266,9 @@ func (o *Orchestrator) agentOptions(t *task) (agent.Options, error) {
 	}
 	spec, err := o.buildSpec(&p, others, tracked)
 	if err != nil {
+		return agent.Options{}, err
+	}
+	if err := o.installSkills(filepath.Join(dir, "claude"), p.Skills); err != nil {
 		return agent.Options{}, err
 	}
 	mcpPath, err := o.prepareMCP(ctx, id, dir, p.T.Worktree.Path, s.McpServers, p.McpServers)
