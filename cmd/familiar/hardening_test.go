@@ -211,6 +211,7 @@ func mountTmpfs(t *testing.T, dir string, size int) {
 // slot), with the CLI's config dir kept on the real disk through a symlink,
 // so only familiar's log write can run out of space.
 func TestOutputLogWriteFailureBlocksTheTask(t *testing.T) {
+	mountTmpfs(t, t.TempDir(), 4<<10) // skip (or fail in CI) before any agent runs
 	api := fakeapi.Start(fakeapi.PromptScript())
 	defer api.Close()
 	repo := gitRepo(t)

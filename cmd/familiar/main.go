@@ -53,14 +53,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// warnings, so their own output stays readable. FAMILIAR_LOG overrides.
 	level := slog.LevelWarn
 	if args[0] == "serve" {
-		level = slog.LevelInfo
-	}
-	if v := os.Getenv("FAMILIAR_LOG"); v != "" {
+		level = logLevel()
+	} else if v := os.Getenv("FAMILIAR_LOG"); v != "" {
 		_ = level.UnmarshalText([]byte(v))
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	switch args[0] {
 	case "serve":
+		// The server logs JSON, to stderr and to familiar.log in the data dir
+		// (serve adds the file once it knows the workspace).
+		logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 		// Orphaned descendants of agents reparent to familiar, so stopping
 		// a task can find and reap them.
 		if err := procs.EnableSubreaper(); err != nil {
@@ -105,4 +107,13 @@ func toolsDir() string {
 		return wd + "/.tools"
 	}
 	return ""
+}
+
+// logLevel is the server's log level: info, or FAMILIAR_LOG.
+func logLevel() slog.Level {
+	level := slog.LevelInfo
+	if v := os.Getenv("FAMILIAR_LOG"); v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	return level
 }

@@ -35,6 +35,32 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		fmt.Fprintln(stderr, "familiar serve: give --stdio, --listen unix:PATH, or both")
 		return 2
 	}
+	// The workspace, when known now (the current directory or --workspace),
+	// is opened at once, so the next window finds the shared socket before
+	// any client initializes.
+	root := *workspace
+	if root == "" {
+		if wd, err := os.Getwd(); err == nil && isGitDir(wd) {
+			root = wd
+		}
+	}
+	dd := *dataDir
+	if root != "" && dd == "" {
+		abs, _ := filepath.Abs(root)
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		dd = orchestrator.DefaultDataDir(repoTop(abs))
+	}
+	if dd != "" {
+		// The log also goes to familiar.log in the data dir.
+		if err := os.MkdirAll(dd, 0o700); err == nil {
+			if f, err := os.OpenFile(filepath.Join(dd, "familiar.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+				defer f.Close()
+				logger = slog.New(slog.NewJSONHandler(io.MultiWriter(stderr, f), &slog.HandlerOptions{Level: logLevel()}))
+			}
+		}
+	}
 	hub := jsonrpc.NewHub(logger, 0)
 	opts := orchestrator.WorkspaceOptions{
 		DataDir: *dataDir, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
@@ -43,25 +69,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	open := func(ctx context.Context, root string) (*orchestrator.Workspace, error) {
 		return orchestrator.OpenWorkspace(ctx, root, opts)
 	}
-
-	// Open the workspace now when we know it, so the shared socket can be
-	// found by the next window before any client initializes.
-	root := *workspace
-	if root == "" {
-		if wd, err := os.Getwd(); err == nil && isGitDir(wd) {
-			root = wd
-		}
-	}
 	var ws *orchestrator.Workspace
 	if root != "" {
-		dd := *dataDir
-		if dd == "" {
-			abs, _ := filepath.Abs(root)
-			if real, err := filepath.EvalSymlinks(abs); err == nil {
-				abs = real
-			}
-			dd = orchestrator.DefaultDataDir(repoTop(abs))
-		}
 		sock := orchestrator.SocketPath(dd)
 		if *stdio && socketLive(sock) {
 			logger.Info("joining the familiar already serving this repository", "socket", sock)
