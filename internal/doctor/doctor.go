@@ -12,8 +12,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/mcp"
+	"github.com/familiar-dev/familiar/orchestrator"
+	"github.com/familiar-dev/familiar/store"
 	"github.com/familiar-dev/familiar/worktree"
 )
 
@@ -36,12 +41,16 @@ type Check struct {
 
 // Checks runs every check.
 func Checks(ctx context.Context, o Options) []Check {
-	return []Check{
+	checks := []Check{
 		checkGit(ctx),
 		checkClaude(ctx, o),
 		checkCredentials(),
 		checkDataDir(o.DataDir),
+		checkLock(),
+		checkWorktreesDir(),
+		checkLoopback(),
 	}
+	return append(checks, checkPresets(ctx)...)
 }
 
 // Run prints the checks to w and returns the exit code: 1 when a blocking
@@ -134,5 +143,110 @@ func checkDataDir(dir string) Check {
 	os.Remove(f.Name())
 	c.OK = true
 	c.Detail = dir + " is writable"
+	return c
+}
+
+func checkWorktreesDir() Check {
+	c := Check{Name: "worktrees", Blocking: true}
+	base := os.Getenv("XDG_DATA_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".local", "share")
+	}
+	dir := filepath.Join(base, "familiar", "worktrees")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.Detail = fmt.Sprintf("%s: %v", dir, err)
+		c.Hint = "make it writable, or set XDG_DATA_HOME"
+		return c
+	}
+	c.OK = true
+	c.Detail = dir + " is writable"
+	return c
+}
+
+// checkLoopback: hooks reach familiar over a loopback HTTP listener.
+func checkLoopback() Check {
+	c := Check{Name: "hooks", Blocking: true}
+	h, err := agent.NewHookServer(nil)
+	if err != nil {
+		c.Detail = "cannot listen on 127.0.0.1: " + err.Error()
+		c.Hint = "allow loopback connections (claude's hooks report to familiar over 127.0.0.1)"
+		return c
+	}
+	c.Detail = "loopback listener for hooks works (" + h.URL() + ")"
+	h.Close()
+	c.OK = true
+	return c
+}
+
+// checkPresets reports what each MCP preset needs; missing pieces only
+// matter to tasks that use the preset, so they do not block.
+func checkPresets(ctx context.Context) []Check {
+	var out []Check
+	for _, p := range mcp.Presets("") {
+		c := Check{Name: "mcp " + p.Name}
+		res := mcp.Check(ctx, map[string]mcp.Server{p.Name: p.Server})
+		missing := []string{}
+		for _, r := range p.Requires {
+			if strings.HasPrefix(r, "$") || strings.ToUpper(r) == r {
+				if os.Getenv(strings.TrimPrefix(r, "$")) == "" {
+					missing = append(missing, r)
+				}
+			}
+		}
+		switch {
+		case len(res) == 1 && !res[0].Available:
+			c.Detail = res[0].Problem
+			c.Hint = "needed only by tasks that use the " + p.Name + " preset: " + strings.Join(p.Requires, ", ")
+		case len(missing) > 0:
+			c.Detail = "not set: " + strings.Join(missing, ", ")
+			c.Hint = "needed only by tasks that use the " + p.Name + " preset"
+		default:
+			c.OK = true
+			c.Detail = "requirements met (" + strings.Join(p.Requires, ", ") + ")"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// checkLock says whether a familiar already serves the repository in the
+// current directory (then editors join it; a second server would not start).
+func checkLock() Check {
+	c := Check{Name: "lock", OK: true}
+	wd, err := os.Getwd()
+	if err != nil {
+		c.Detail = "no working directory"
+		return c
+	}
+	root := wd
+	for {
+		if _, err := os.Stat(filepath.Join(root, ".git")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			c.Detail = "not in a git repository; nothing to check"
+			return c
+		}
+		root = parent
+	}
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
+	path := filepath.Join(orchestrator.DefaultDataDir(root), store.FileName)
+	if _, err := os.Stat(path); err != nil {
+		c.Detail = "no familiar has run in " + root + " yet"
+		return c
+	}
+	st, err := store.Open(path, store.Options{LockTimeout: 200 * time.Millisecond})
+	if err != nil {
+		c.OK = false
+		c.Detail = err.Error()
+		c.Hint = "editors join the running familiar; stop it first to run `familiar run` here"
+		return c
+	}
+	st.Close()
+	c.Detail = "no familiar is running for " + root
 	return c
 }
