@@ -759,3 +759,58 @@ func TestTaskSkillsReachClaude(t *testing.T) {
 		t.Error("the skill was written into the worktree")
 	}
 }
+
+// Cancelling a task whose Bash tool left `sleep 600 &` behind (claude runs
+// each command in a session of its own): nothing of it is left afterwards.
+func TestCancelKillsBackgroundedToolProcesses(t *testing.T) {
+	e := open(t, nil, &protocol.SettingsUpdate{PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAllow}})
+	task := e.create(t, "background", "go\n@@TOOL Bash {\"command\":\"(sleep 600 >/dev/null 2>&1 &); echo started\"}\n@@DELAY 60s\n@@TEXT late", 0)
+	e.notes.wait(t, "running", statusIs(task.ID, protocol.StatusRunning))
+	wt := ""
+	var sleeper int
+	deadline := time.Now().Add(60 * time.Second)
+	for sleeper == 0 && time.Now().Before(deadline) {
+		if wt == "" {
+			if got := e.get(t, task.ID); got.Worktree != nil {
+				wt = got.Worktree.Path
+			}
+		}
+		sleeper = findProcess("sleep", wt)
+		if sleeper == 0 {
+			time.Sleep(20 * time.Millisecond) // polling /proc: no event says a process started
+		}
+	}
+	if sleeper == 0 {
+		t.Fatal("the tool's sleep never started")
+	}
+	if _, err := e.o.TaskCancel(context.Background(), &protocol.TaskIDParams{ID: task.ID}); err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "cancelled", statusIs(task.ID, protocol.StatusCancelled))
+	if err := processGone(sleeper); err != nil {
+		t.Fatalf("the backgrounded sleep survived the cancel: %v", err)
+	}
+}
+
+// findProcess returns a live process named comm whose working directory is
+// dir, or 0.
+func findProcess(comm, dir string) int {
+	if dir == "" {
+		return 0
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid := 0
+		if err := json.Unmarshal([]byte(e.Name()), &pid); err != nil || pid <= 0 {
+			continue
+		}
+		c, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if strings.TrimSpace(string(c)) != comm {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == dir {
+			return pid
+		}
+	}
+	return 0
+}
