@@ -92,9 +92,9 @@ func tableStart(w io.Writer, rep *Report) {
 	fmt.Fprintf(w, "### Task start on a %d-file repository (%d runs each)\n\n", s.Files, s.GitWorktreeAdd.N)
 	t := newTable(w, "step", "p50 ms", "p95 ms", "max ms")
 	t.row("`git worktree add -b` alone", s.GitWorktreeAdd.P50, s.GitWorktreeAdd.P95, s.GitWorktreeAdd.Max)
-	t.row(fmt.Sprintf("worktree.Create (median %+.1f%% over git, per pair)", s.CreateOverPct), s.WorktreeCreate.P50, s.WorktreeCreate.P95, s.WorktreeCreate.Max)
-	t.row("task/create call", s.TaskCreate.P50, s.TaskCreate.P95, s.TaskCreate.Max)
-	t.row("task/create → running (agent spawned)", s.TaskToRunning.P50, s.TaskToRunning.P95, s.TaskToRunning.Max)
+	t.row(fmt.Sprintf("worktree.Create (median %+.1f%% over git per round)", s.CreateOverPct), s.WorktreeCreate.P50, s.WorktreeCreate.P95, s.WorktreeCreate.Max)
+	t.row("task/create call (returns queued)", s.TaskCreate.P50, s.TaskCreate.P95, s.TaskCreate.Max)
+	t.row(fmt.Sprintf("task/create → running, agent spawned (median %+.1f%% over git per round)", s.TaskOverPct), s.TaskToRunning.P50, s.TaskToRunning.P95, s.TaskToRunning.Max)
 	t.flush()
 }
 
@@ -132,7 +132,11 @@ func (t *table) row(cells ...any) {
 	for i, c := range cells {
 		switch v := c.(type) {
 		case float64:
-			s[i] = fmt.Sprintf("%.4g", v)
+			if v >= 1000 || v <= -1000 {
+				s[i] = fmt.Sprintf("%.0f", v)
+			} else {
+				s[i] = fmt.Sprintf("%.4g", v)
+			}
 		default:
 			s[i] = fmt.Sprint(v)
 		}

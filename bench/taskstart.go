@@ -24,13 +24,15 @@ type TaskStartResult struct {
 	// WorktreeCreate is worktree.Repo.Create, run alternately with the
 	// floor on the same repository.
 	WorktreeCreate Dist `json:"worktreeCreate"`
-	// CreateOverPct is the median of Create/add - 1 per pair, in %.
+	// CreateOverPct is the median of Create/add - 1 per round, in %.
 	CreateOverPct float64 `json:"createOverheadPct"`
 	// TaskCreate is the task/create call itself (validation, profile, store).
 	TaskCreate Dist `json:"taskCreateCall"`
 	// TaskToRunning is task/create until the task/updated that says running:
 	// the agent process has been spawned in its new worktree.
 	TaskToRunning Dist `json:"taskCreateToRunning"`
+	// TaskOverPct is the median of running/add - 1 per round, in %.
+	TaskOverPct float64 `json:"taskCreateToRunningOverheadPct"`
 }
 
 func (r *runner) taskStart(ctx context.Context) error {
@@ -40,10 +42,6 @@ func (r *runner) taskStart(ctx context.Context) error {
 		return err
 	}
 	res := TaskStartResult{Files: dirs * perDir}
-	runs := r.opts.StartRuns
-
-	// Create against `git worktree add`, alternating which goes first so
-	// neither always gets the warmer cache.
 	wtRoot, err := os.MkdirTemp(r.tmp, "wt-")
 	if err != nil {
 		return err
@@ -52,50 +50,6 @@ func (r *runner) taskStart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var adds, creates []time.Duration
-	var ratios []float64
-	for i := range runs {
-		var add, create time.Duration
-		runAdd := func() error {
-			path := filepath.Join(wtRoot, "plain-"+strconv.Itoa(i))
-			branch := "plain/" + strconv.Itoa(i)
-			start := time.Now()
-			cmd := exec.CommandContext(ctx, "git", "worktree", "add", "-q", "-b", branch, path, "HEAD")
-			cmd.Dir = repo
-			cmd.Env = append(os.Environ(), gitEnv...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("git worktree add: %v\n%s", err, out)
-			}
-			add = time.Since(start)
-			return removeWorktree(ctx, repo, path, branch)
-		}
-		runCreate := func() error {
-			start := time.Now()
-			wt, err := wr.Create(ctx, worktree.CreateOptions{TaskID: fmt.Sprintf("t%016d", i), Title: "bench task"})
-			if err != nil {
-				return err
-			}
-			create = time.Since(start)
-			return removeWorktree(ctx, repo, wt.Path, wt.Branch)
-		}
-		first, second := runAdd, runCreate
-		if i%2 == 1 {
-			first, second = runCreate, runAdd
-		}
-		if err := first(); err != nil {
-			return err
-		}
-		if err := second(); err != nil {
-			return err
-		}
-		adds, creates = append(adds, add), append(creates, create)
-		ratios = append(ratios, float64(create)/float64(add))
-	}
-	slices.Sort(ratios)
-	res.GitWorktreeAdd, res.WorktreeCreate = distOf(adds), distOf(creates)
-	res.CreateOverPct = round(100 * (ratios[len(ratios)/2] - 1))
-
-	// The whole task/create → running, with the fake agent.
 	w, err := openWorkspace(ctx, r.tmp, repo, r.fake, fakeEnv(r.fake, map[string]string{"FAKEAGENT_MODE": "idle"}))
 	if err != nil {
 		return err
@@ -103,37 +57,81 @@ func (r *runner) taskStart(ctx context.Context) error {
 	defer w.close()
 	watch, stop := newStatusWatch(w.notes)
 	defer stop()
-	var calls, toRunning []time.Duration
-	for i := range runs {
-		start := time.Now()
-		t, err := w.create(ctx, fmt.Sprintf("start %d", i))
-		if err != nil {
-			return err
+
+	// The three run in turn on the same repository, in an order that
+	// rotates, so that all see the same load from the rest of the machine
+	// and none always gets the warmest cache.
+	var adds, creates, calls, toRunning []time.Duration
+	var ratios, taskRatios []float64
+	for i := range r.opts.StartRuns {
+		var add, create, call, running time.Duration
+		steps := []func() error{
+			func() error { // git worktree add alone
+				path := filepath.Join(wtRoot, "plain-"+strconv.Itoa(i))
+				branch := "plain/" + strconv.Itoa(i)
+				start := time.Now()
+				cmd := exec.CommandContext(ctx, "git", "worktree", "add", "-q", "-b", branch, path, "HEAD")
+				cmd.Dir = repo
+				cmd.Env = append(os.Environ(), gitEnv...)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					return fmt.Errorf("git worktree add: %v\n%s", err, out)
+				}
+				add = time.Since(start)
+				return removeWorktree(ctx, repo, path, branch)
+			},
+			func() error { // worktree.Create
+				start := time.Now()
+				wt, err := wr.Create(ctx, worktree.CreateOptions{TaskID: fmt.Sprintf("t%016d", i), Title: "bench task"})
+				if err != nil {
+					return err
+				}
+				create = time.Since(start)
+				return removeWorktree(ctx, repo, wt.Path, wt.Branch)
+			},
+			func() error { // task/create until running, with the fake agent
+				start := time.Now()
+				t, err := w.create(ctx, fmt.Sprintf("start %d", i))
+				if err != nil {
+					return err
+				}
+				call = time.Since(start)
+				if err := watch.wait(ctx, 2*time.Minute, "the task to run", func(at map[string]map[protocol.Status]time.Time) bool {
+					_, ok := at[t.ID][protocol.StatusRunning]
+					return ok
+				}); err != nil {
+					return err
+				}
+				at, _ := watch.reached(t.ID, protocol.StatusRunning)
+				running = at.Sub(start)
+				// Out of the way before the next one, untimed.
+				if _, err := w.ws.Orch.TaskCancel(ctx, &protocol.TaskIDParams{ID: t.ID}); err != nil {
+					return err
+				}
+				return watch.wait(ctx, time.Minute, "the task to be cancelled", func(at map[string]map[protocol.Status]time.Time) bool {
+					_, ok := at[t.ID][protocol.StatusCancelled]
+					return ok
+				})
+			},
 		}
-		calls = append(calls, time.Since(start))
-		if err := watch.wait(ctx, time.Minute, "the task to run", func(at map[string]map[protocol.Status]time.Time) bool {
-			_, ok := at[t.ID][protocol.StatusRunning]
-			return ok
-		}); err != nil {
-			return err
+		for k := range steps {
+			if err := steps[(i+k)%len(steps)](); err != nil {
+				return err
+			}
 		}
-		at, _ := watch.reached(t.ID, protocol.StatusRunning)
-		toRunning = append(toRunning, at.Sub(start))
-		// Out of the way before the next one, untimed.
-		if _, err := w.ws.Orch.TaskCancel(ctx, &protocol.TaskIDParams{ID: t.ID}); err != nil {
-			return err
-		}
-		if err := watch.wait(ctx, time.Minute, "the task to be cancelled", func(at map[string]map[protocol.Status]time.Time) bool {
-			_, ok := at[t.ID][protocol.StatusCancelled]
-			return ok
-		}); err != nil {
-			return err
-		}
+		adds, creates = append(adds, add), append(creates, create)
+		calls, toRunning = append(calls, call), append(toRunning, running)
+		ratios = append(ratios, float64(create)/float64(add))
+		taskRatios = append(taskRatios, float64(running)/float64(add))
 	}
+	slices.Sort(ratios)
+	slices.Sort(taskRatios)
+	res.GitWorktreeAdd, res.WorktreeCreate = distOf(adds), distOf(creates)
 	res.TaskCreate, res.TaskToRunning = distOf(calls), distOf(toRunning)
+	res.CreateOverPct = round(100 * (ratios[len(ratios)/2] - 1))
+	res.TaskOverPct = round(100 * (taskRatios[len(taskRatios)/2] - 1))
 	r.report.TaskStart = &res
-	r.logf("task start (%d files): git worktree add p50 %.0f ms, worktree.Create p50 %.0f ms (+%.1f%%), task/create → running p50 %.0f ms",
-		res.Files, res.GitWorktreeAdd.P50, res.WorktreeCreate.P50, res.CreateOverPct, res.TaskToRunning.P50)
+	r.logf("task start (%d files): git worktree add p50 %.0f ms, worktree.Create p50 %.0f ms (%+.1f%%), task/create → running p50 %.0f ms (%+.1f%%)",
+		res.Files, res.GitWorktreeAdd.P50, res.WorktreeCreate.P50, res.CreateOverPct, res.TaskToRunning.P50, res.TaskOverPct)
 	return nil
 }
 

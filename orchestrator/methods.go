@@ -2,19 +2,22 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/mcp"
 	"github.com/familiar-dev/familiar/protocol"
-	"github.com/familiar-dev/familiar/store"
 	"github.com/familiar-dev/familiar/worktree"
 )
 
@@ -157,42 +160,93 @@ func (o *Orchestrator) TaskGet(ctx context.Context, p *protocol.TaskIDParams) (*
 	return o.view(t), nil
 }
 
-// TaskList lists tasks newest first, filtered, with cursor paging.
+// TaskList lists tasks newest first, filtered, with cursor paging. Every
+// task is in memory (loaded at start), so the list is computed there: a
+// free-text query over 10,000 tasks need not decode 10,000 records.
 func (o *Orchestrator) TaskList(ctx context.Context, p *protocol.TaskListParams) (*protocol.TaskListResult, error) {
-	f := store.TaskFilter{Since: p.Since.Time, Until: p.Until.Time, Limit: p.EffectiveLimit(), Cursor: p.Cursor}
-	for _, s := range p.Status {
-		f.Statuses = append(f.Statuses, string(s))
-	}
-	if q := strings.ToLower(strings.TrimSpace(p.Query)); q != "" {
-		f.Match = func(rec store.TaskRecord) bool { return matchQuery(rec, q) }
-	}
-	recs, total, next, err := o.cfg.Store.ListTasks(f)
+	after, err := decodeCursor(p.Cursor)
 	if err != nil {
-		if errors.Is(err, store.ErrInvalid) {
-			return nil, protocol.InvalidParams("cursor", err.Error())
-		}
-		return nil, fmt.Errorf("list tasks: %w", err)
+		return nil, protocol.InvalidParams("cursor", "cursor is not one task/list returned")
 	}
-	res := &protocol.TaskListResult{Total: total, NextCursor: next}
-	for _, rec := range recs {
-		if t, err := o.get(rec.ID); err == nil {
-			res.Tasks = append(res.Tasks, *o.view(t))
+	q := strings.ToLower(strings.TrimSpace(p.Query))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var matched []*task
+	for _, t := range o.tasks {
+		if len(p.Status) > 0 && !slices.Contains(p.Status, t.T.Status) {
+			continue
 		}
+		if !p.Since.IsZero() && t.T.CreatedAt.Before(p.Since.Time) {
+			continue
+		}
+		if !p.Until.IsZero() && !t.T.CreatedAt.Before(p.Until.Time) {
+			continue
+		}
+		if q != "" && !t.matches(q) {
+			continue
+		}
+		matched = append(matched, t)
+	}
+	sort.Slice(matched, func(i, j int) bool { return newer(matched[i], matched[j]) })
+	res := &protocol.TaskListResult{Total: len(matched)}
+	limit := p.EffectiveLimit()
+	for _, t := range matched {
+		if after != nil && !newer(after, t) {
+			continue
+		}
+		if len(res.Tasks) == limit {
+			res.NextCursor = encodeCursor(res.Tasks[len(res.Tasks)-1])
+			break
+		}
+		snap := t.snapshot()
+		if snap.Status == protocol.StatusQueued {
+			o.fillQueueLocked(&snap)
+		}
+		res.Tasks = append(res.Tasks, snap)
 	}
 	return res, nil
 }
 
-func matchQuery(rec store.TaskRecord, q string) bool {
-	var p persisted
-	if json.Unmarshal(rec.Data, &p) != nil {
-		return false
+// newer orders tasks newest first, by creation time then id.
+func newer(a, b *task) bool {
+	if !a.T.CreatedAt.Equal(b.T.CreatedAt) {
+		return a.T.CreatedAt.After(b.T.CreatedAt)
 	}
-	fields := []string{p.T.Title, p.T.Description, p.LastError}
-	if p.T.Result != nil {
-		fields = append(fields, p.T.Result.Summary)
+	return a.T.ID > b.T.ID
+}
+
+// A cursor is the position of the last task of a page.
+func encodeCursor(t protocol.Task) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.CreatedAt.UnixNano(), 10) + "." + t.ID))
+}
+
+func decodeCursor(c string) (*task, error) {
+	if c == "" {
+		return nil, nil
 	}
-	if p.T.Blocked != nil {
-		fields = append(fields, p.T.Blocked.Detail)
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return nil, err
+	}
+	ns, id, ok := strings.Cut(string(b), ".")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil || id == "" {
+		return nil, fmt.Errorf("bad cursor")
+	}
+	t := &task{}
+	t.T.CreatedAt, t.T.ID = time.Unix(0, n).UTC(), id
+	return t, nil
+}
+
+// matches reports whether the lowercased query q is in the task's title,
+// description, summary or error.
+func (t *task) matches(q string) bool {
+	fields := []string{t.T.Title, t.T.Description, t.LastError}
+	if t.T.Result != nil {
+		fields = append(fields, t.T.Result.Summary)
+	}
+	if t.T.Blocked != nil {
+		fields = append(fields, t.T.Blocked.Detail)
 	}
 	for _, f := range fields {
 		if strings.Contains(strings.ToLower(f), q) {

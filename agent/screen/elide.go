@@ -52,10 +52,10 @@ type scrollElider struct {
 	hMargins [2]bool     // [main, alt]: left/right margins may be set
 	pen      [2]uv.Style // [main, alt]: the cursor's pen
 	saved    [2]uv.Style // [main, alt]: the pen of the saved cursor
-	lrmm     bool    // DECLRMM: CSI s sets left/right margins
-	charsets [4]bool // G0–G3 designated to something other than ASCII
-	gl       int     // the character set invoked into GL
-	single   bool    // a single shift applies to the next character
+	lrmm     bool        // DECLRMM: CSI s sets left/right margins
+	charsets [4]bool     // G0–G3 designated to something other than ASCII
+	gl       int         // the character set invoked into GL
+	single   bool        // a single shift applies to the next character
 
 	cuts int // runs cut so far (tests)
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/charmbracelet/x/vt"
 )
@@ -19,6 +20,16 @@ var ErrClosed = errors.New("screen closed")
 // queries), so reaching it means the reader of the PTY has stopped.
 const replyQueue = 64
 
+// While output keeps coming, the emulator takes it at most once per
+// coalesceEvery, in one batch, or as soon as maxPending bytes wait: a batch
+// costs about what one write does once long runs of lines are cut (see
+// scrollElider), so a flood costs the emulator a bounded amount of work per
+// second whatever its rate. Output after a pause goes in at once.
+const (
+	coalesceEvery = 10 * time.Millisecond
+	maxPending    = 4 << 20
+)
+
 // Screen is the terminal as the child sees it: a vt emulator of a fixed size,
 // fed with the child's output through an OSCFilter.
 //
@@ -30,19 +41,29 @@ const replyQueue = 64
 // replyQueue chunks are waiting) are dropped and counted rather than stalling
 // Write.
 //
+// Output written less than coalesceEvery after the emulator last took some
+// waits, with whatever follows it, for a goroutine that hands it over in one
+// batch; Snapshot, Resize and Close hand over what waits first, so they
+// always see everything written.
+//
 // All methods are safe for concurrent use.
 type Screen struct {
 	mu       sync.Mutex
 	emu      *vt.Emulator  // guarded by mu
 	filter   *OSCFilter    // guarded by mu; writes into filtered
-	filtered collector     // guarded by mu; what filter passed of one Write
+	filtered collector     // guarded by mu; what filter passed of one batch
 	elide    *scrollElider // guarded by mu; writes filtered into emu
+	pending  []byte        // guarded by mu; written, not yet given to the emulator
+	applied  time.Time     // guarded by mu; when the emulator last took output
 	closed   bool          // guarded by mu
+
+	kick chan struct{} // 1-buffered: output is pending
+	stop chan struct{} // closed by Close
 
 	replies io.Writer
 	queue   chan []byte // from drainReplies to forwardReplies
 	dropped atomic.Int64
-	wg      sync.WaitGroup // drainReplies and forwardReplies
+	wg      sync.WaitGroup // drainReplies, forwardReplies and applyPending
 }
 
 // New returns a Screen of cols×rows whose terminal answers go to replies (nil
@@ -56,15 +77,18 @@ func New(cols, rows int, replies io.Writer) *Screen {
 		emu:     vt.NewEmulator(cols, rows),
 		replies: replies,
 		queue:   make(chan []byte, replyQueue),
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
 	}
 	// Nothing reads the scrollback; the emulator's default keeps 10,000
 	// lines of cells (up to ~13 KB each) and trims it by copying.
 	s.emu.SetScrollbackSize(1)
 	s.elide = newScrollElider(s.emu, cols, rows)
 	s.filter = NewOSCFilter(&s.filtered)
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.drainReplies()
 	go s.forwardReplies()
+	go s.applyPending()
 	return s
 }
 
@@ -106,23 +130,71 @@ func (s *Screen) Write(p []byte) (int, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
-	// The emulator gets one Write per Write (the filter would split it at
-	// every escape), so that runs of lines are whole for the elider.
-	s.filtered.reset()
-	_, _ = s.filter.Write(p) // collector never fails
-	if len(s.filtered.b) == 0 {
+	s.pending = append(s.pending, p...)
+	if len(s.pending) < maxPending && time.Since(s.applied) < coalesceEvery {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
 		return len(p), nil
 	}
-	if _, err := s.elide.Write(s.filtered.b); err != nil {
-		return 0, err
-	}
+	s.applyLocked()
 	return len(p), nil
+}
+
+// applyLocked gives the pending output to the emulator in one write (the
+// filter would split it at every escape; runs of lines must be whole for the
+// elider).
+func (s *Screen) applyLocked() {
+	if len(s.pending) == 0 {
+		return
+	}
+	s.filtered.reset()
+	_, _ = s.filter.Write(s.pending) // collector never fails
+	if cap(s.pending) > 1<<20 {
+		s.pending = nil // don't pin a large buffer after a burst
+	} else {
+		s.pending = s.pending[:0]
+	}
+	if len(s.filtered.b) > 0 {
+		_, _ = s.elide.Write(s.filtered.b) // fails only after Close
+	}
+	s.applied = time.Now()
+}
+
+// applyPending hands output that waits over to the emulator, at most once
+// per coalesceEvery.
+func (s *Screen) applyPending() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+		}
+		s.mu.Lock()
+		wait := coalesceEvery - time.Since(s.applied)
+		s.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-s.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		s.mu.Lock()
+		s.applyLocked()
+		s.mu.Unlock()
+	}
 }
 
 // Resize changes the terminal size; the caller resizes the PTY to match.
 func (s *Screen) Resize(cols, rows int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.applyLocked()
 	s.emu.Resize(cols, rows)
 	s.elide.resize(cols, rows)
 }
@@ -142,7 +214,9 @@ func (s *Screen) Close() error {
 		s.mu.Unlock()
 		return nil
 	}
+	s.applyLocked()
 	s.closed = true
+	close(s.stop)
 	// Closing the pipe's write end ends drainReplies' Read with EOF. The
 	// emulator's own Close is not used here: it sets a flag that Read checks
 	// without a lock.
@@ -179,6 +253,7 @@ type Snapshot struct {
 func (s *Screen) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.applyLocked()
 	cols, rows := s.emu.Width(), s.emu.Height()
 	snap := Snapshot{
 		Lines:     make([]string, rows),
