@@ -24,6 +24,9 @@ type Service struct {
 	// OnOpen, when set, is called once the workspace is opened by an
 	// initialize (familiar serve then listens on its socket).
 	OnOpen func(*Workspace)
+	// Clients, when set, counts the connected clients: a shutdown from one
+	// editor window must not stop the agents another window is watching.
+	Clients func() int
 
 	mu sync.Mutex
 	ws *Workspace // guarded by mu; set by the first successful initialize
@@ -103,12 +106,16 @@ func (s *Service) Initialize(ctx context.Context, p *protocol.InitializeParams) 
 	return res, nil
 }
 
-// Shutdown stops every agent gracefully; state is saved.
+// Shutdown stops every agent gracefully; state is saved. While other
+// clients are connected it only ends the caller's session.
 func (s *Service) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	ws := s.ws
 	s.mu.Unlock()
 	if ws == nil {
+		return nil
+	}
+	if s.Clients != nil && s.Clients() > 1 {
 		return nil
 	}
 	return ws.Orch.Close()

@@ -38,7 +38,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var (
 		only      = fs.String("only", "", "comma-separated scenarios to run: "+strings.Join(bench.Scenarios, ", ")+" (default all)")
 		runs      = fs.Int("runs", 50, "questions asked per driver")
-		startRuns = fs.Int("start-runs", 10, "tasks and worktrees made by the start scenario")
+		startRuns = fs.Int("start-runs", 5, "tasks and worktrees made by the start scenario")
 		floodMB   = fs.Int("flood-mb", 200, "MiB the flooding child writes")
 		window    = fs.Duration("window", 10*time.Second, "how long CPU and latencies are sampled")
 		out       = fs.String("out", "", "directory for the JSON and README.md (default bench/results in the source tree)")
@@ -57,6 +57,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 0
 		}
 		return 2
+	}
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "familiar bench: %v\n", err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	if *child != "" {
 		if *child != "overhead" {
@@ -89,20 +103,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	opts.ModuleRoot = root
-	if *cpuProf != "" {
-		f, err := os.Create(*cpuProf)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "familiar bench: %v\n", err)
-			return 1
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			f.Close()
-		}()
-	}
 	rep, err := bench.Run(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "familiar bench: %v\n", err)

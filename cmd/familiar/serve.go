@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/familiar-dev/familiar/jsonrpc"
 	"github.com/familiar-dev/familiar/orchestrator"
@@ -89,6 +90,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		opts.DataDir = ws.DataDir
 	}
 	svc := orchestrator.NewService(open, ws, version)
+	svc.Clients = hub.Clients
 	srv := jsonrpc.NewServer(svc, hub, logger)
 	var lmu sync.Mutex // guards listeners
 	defer func() {
@@ -135,8 +137,30 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			logger.Error("stdio", "err", err)
 			return 1
 		}
+		// Other editor windows joined through the socket: keep serving them
+		// (and their agents) until the last one leaves.
+		waitForClients(ctx, hub.Clients, logger)
 		return 0
 	}
 	<-ctx.Done()
 	return 0
+}
+
+// waitForClients returns once no client is connected or ctx is done. The hub
+// has no change notification; a client leaving is not urgent, so polling
+// twice a second is enough.
+func waitForClients(ctx context.Context, clients func() int, logger *slog.Logger) {
+	if clients() == 0 {
+		return
+	}
+	logger.Info("stdio client left; serving the other windows until they leave", "clients", clients())
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for clients() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

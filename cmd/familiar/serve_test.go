@@ -223,6 +223,18 @@ func TestSecondWindowJoinsTheRunningFamiliar(t *testing.T) {
 		t.Fatalf("first window sees %+v", got)
 	}
 
+	// A shutdown from one window does not stop the other's agents, and when
+	// the first window (which owns the process) leaves, the second keeps
+	// being served.
+	first.client.Result("shutdown", nil, nil)
+	first.client.Notify("exit", nil)
+	first.stdin.Close()
+	var still protocol.Task
+	second.client.Result("task/get", map[string]any{"id": task.ID}, &still)
+	if still.ID != task.ID {
+		t.Fatal("the second window lost its familiar")
+	}
+
 	// A second server (not a window) on the same data dir exits at once,
 	// naming the running one.
 	exe, _ := os.Executable()
