@@ -34,7 +34,7 @@ type Options struct {
 	// Runs is how many questions each driver is asked (default 50).
 	Runs int
 	// StartRuns is how many tasks and worktrees the start scenario makes
-	// (default 10).
+	// (default 5).
 	StartRuns int
 	// FloodMB is how much the flooding child writes (default 200, in MiB).
 	FloodMB int
@@ -62,7 +62,7 @@ func (o *Options) defaults() error {
 		o.Runs = 50
 	}
 	if o.StartRuns <= 0 {
-		o.StartRuns = 10
+		o.StartRuns = 5
 	}
 	if o.FloodMB <= 0 {
 		o.FloodMB = 200

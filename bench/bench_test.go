@@ -71,7 +71,9 @@ func BenchmarkFloodAgentColour(b *testing.B) {
 }
 
 func BenchmarkFloodOrchestrator(b *testing.B) {
-	benchFlood(b, func(r *runner) func(context.Context, int64, bool) (ThroughputResult, error) { return r.floodOrchestrator }, false)
+	benchFlood(b, func(r *runner) func(context.Context, int64, bool) (ThroughputResult, error) {
+		return r.floodOrchestrator
+	}, false)
 }
 
 // BenchmarkScreenModel is the screen model alone on text lines, before and

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/protocol"
 )
 
 // DetectionResult is the time from the fake API finishing a response with a
@@ -21,6 +23,10 @@ type DetectionResult struct {
 	// Turn is one whole iteration: prompt → tool_use → question → deny →
 	// turn end, for scale.
 	Turn Dist `json:"turn"`
+	// AtClient is the same through the orchestrator: to the notifier being
+	// called with task/question (what a client gets, less the JSON-RPC
+	// write), in a session of its own.
+	AtClient Dist `json:"atClient"`
 }
 
 // detection runs the real claude against the fake API, one session per
@@ -35,10 +41,99 @@ func (r *runner) detection(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s driver: %w", driver, err)
 		}
+		if res.AtClient, err = r.detectAtClient(ctx, driver); err != nil {
+			return fmt.Errorf("%s driver, through the orchestrator: %w", driver, err)
+		}
 		r.report.Detection = append(r.report.Detection, res)
-		r.logf("detection %s: p50 %.1f ms, p95 %.1f ms (%d runs)", driver, res.Latency.P50, res.Latency.P95, res.Latency.N)
+		r.logf("detection %s: Question event p50 %.1f ms, p95 %.1f ms; task/question p50 %.1f ms, p95 %.1f ms (%d runs)",
+			driver, res.Latency.P50, res.Latency.P95, res.AtClient.P50, res.AtClient.P95, res.Latency.N)
 	}
 	return nil
+}
+
+// detectAtClient asks the same questions of one task: its turns end with a
+// question in prose, so the task waits with claude alive at its prompt, and
+// the answer to that is the next prompt.
+func (r *runner) detectAtClient(ctx context.Context, driver string) (Dist, error) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	var (
+		mu     sync.Mutex
+		doneAt time.Time
+	)
+	api.OnResponseDone(func(req fakeapi.Request, reply fakeapi.Reply) {
+		if len(reply.ToolUses) > 0 {
+			mu.Lock()
+			doneAt = time.Now()
+			mu.Unlock()
+		}
+	})
+	repo, err := newRepo(ctx, r.tmp, 0, 0)
+	if err != nil {
+		return Dist{}, err
+	}
+	w, err := openWorkspace(ctx, r.tmp, repo, r.claude.Path, func(o *agent.Options) {
+		if o.ExtraEnv == nil {
+			o.ExtraEnv = map[string]string{}
+		}
+		for k, v := range api.Env() {
+			o.ExtraEnv[k] = v
+		}
+	}, nil)
+	if err != nil {
+		return Dist{}, err
+	}
+	defer w.close()
+	type asked struct {
+		id, kind string
+		at       time.Time
+	}
+	qs := newQueue[asked]()
+	stop := w.notes.handle(func(x note) {
+		if x.method != protocol.NotifyTaskQuestion {
+			return
+		}
+		var n struct {
+			Question struct {
+				ID   string `json:"id"`
+				Kind string `json:"kind"`
+			} `json:"question"`
+		}
+		if json.Unmarshal(x.params, &n) == nil {
+			qs.add(asked{n.Question.ID, n.Question.Kind, x.at})
+		}
+	})
+	defer stop()
+	prompt := func(i int) string {
+		return fmt.Sprintf("n%d\n@@TOOL Bash {\"command\":\"touch bench-%d.txt\"}\n@@TEXT Done, shall I go on?", i, i)
+	}
+	t, err := w.ws.Orch.TaskCreate(ctx, &protocol.TaskCreateParams{Title: "detect", Description: prompt(0), Driver: protocol.Driver(driver)})
+	if err != nil {
+		return Dist{}, err
+	}
+	var lat []time.Duration
+	next := 0
+	for i := range r.opts.Runs {
+		var q asked
+		if q, next, err = qs.wait(ctx, next, "task/question for a permission", func(q asked) bool { return q.kind == agent.KindPermission }); err != nil {
+			return Dist{}, err
+		}
+		mu.Lock()
+		lat = append(lat, q.at.Sub(doneAt))
+		mu.Unlock()
+		if _, err := w.ws.Orch.TaskRespond(ctx, &protocol.TaskRespondParams{ID: t.ID, QuestionID: q.id, OptionID: agent.OptionDeny}); err != nil {
+			return Dist{}, err
+		}
+		if q, next, err = qs.wait(ctx, next, "task/question in prose", func(q asked) bool { return q.kind == agent.KindQuestion }); err != nil {
+			return Dist{}, err
+		}
+		if i+1 < r.opts.Runs {
+			if _, err := w.ws.Orch.TaskRespond(ctx, &protocol.TaskRespondParams{ID: t.ID, QuestionID: q.id, Text: prompt(i + 1)}); err != nil {
+				return Dist{}, err
+			}
+		}
+	}
+	return distOf(lat), nil
 }
 
 func (r *runner) detectDriver(ctx context.Context, driver string) (DetectionResult, error) {
@@ -69,7 +164,7 @@ func (r *runner) detectDriver(ctx context.Context, driver string) (DetectionResu
 	if err != nil {
 		return res, err
 	}
-	ev := newEvents()
+	ev := newQueue[agent.Event]()
 	sess, err := agent.Start(ctx, agent.Options{
 		CLI:           r.claude,
 		Driver:        driver,
@@ -82,7 +177,11 @@ func (r *runner) detectDriver(ctx context.Context, driver string) (DetectionResu
 		Hooks:         hooks,
 		ConfirmWithin: 5 * time.Second,
 		GraceTimeout:  5 * time.Second,
-		OnEvent:       ev.add,
+		OnEvent: func(e agent.Event) {
+			if e.Kind != agent.EventOutput {
+				ev.add(e)
+			}
+		},
 	})
 	if err != nil {
 		return res, err
@@ -129,46 +228,44 @@ func turnEnded(e agent.Event) bool {
 	return e.Kind == agent.EventTurnEnded && e.Turn.BackgroundTasks == 0
 }
 
-// events records a session's events (output aside) for waiting on them.
-type events struct {
+// queue collects items as they come, for waiting on one.
+type queue[T any] struct {
 	mu      sync.Mutex
-	list    []agent.Event
+	list    []T
 	changed chan struct{}
 }
 
-func newEvents() *events { return &events{changed: make(chan struct{})} }
+func newQueue[T any]() *queue[T] { return &queue[T]{changed: make(chan struct{})} }
 
-func (e *events) add(ev agent.Event) {
-	if ev.Kind == agent.EventOutput {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.list = append(e.list, ev)
-	close(e.changed)
-	e.changed = make(chan struct{})
+func (q *queue[T]) add(x T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.list = append(q.list, x)
+	close(q.changed)
+	q.changed = make(chan struct{})
 }
 
-// wait returns the first event from index from on that matches, and the
+// wait returns the first item from index from on that matches, and the
 // index after it.
-func (e *events) wait(ctx context.Context, from int, what string, match func(agent.Event) bool) (agent.Event, int, error) {
+func (q *queue[T]) wait(ctx context.Context, from int, what string, match func(T) bool) (T, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	for {
-		e.mu.Lock()
-		for i := from; i < len(e.list); i++ {
-			if match(e.list[i]) {
-				ev := e.list[i]
-				e.mu.Unlock()
-				return ev, i + 1, nil
+		q.mu.Lock()
+		for i := from; i < len(q.list); i++ {
+			if match(q.list[i]) {
+				x := q.list[i]
+				q.mu.Unlock()
+				return x, i + 1, nil
 			}
 		}
-		ch := e.changed
-		e.mu.Unlock()
+		ch := q.changed
+		q.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return agent.Event{}, from, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+			var zero T
+			return zero, from, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 		}
 	}
 }

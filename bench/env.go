@@ -232,8 +232,12 @@ type workspace struct {
 }
 
 // openWorkspace opens repo with claude at claudePath; edit adjusts every
-// agent's options (the fake agent's environment, the fake API).
-func openWorkspace(ctx context.Context, tmp, repo, claudePath string, edit func(*agent.Options)) (*workspace, error) {
+// agent's options (the fake agent's environment, the fake API). log may be
+// nil.
+func openWorkspace(ctx context.Context, tmp, repo, claudePath string, edit func(*agent.Options), log *slog.Logger) (*workspace, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	data, err := os.MkdirTemp(tmp, "data-")
 	if err != nil {
 		return nil, err
@@ -248,7 +252,7 @@ func openWorkspace(ctx context.Context, tmp, repo, claudePath string, edit func(
 		WorktreesRoot: wts,
 		ClaudePath:    claudePath,
 		Notifier:      w.notes,
-		Logger:        slog.New(slog.DiscardHandler),
+		Logger:        log,
 		Version:       "bench",
 		StartHook: func(ctx context.Context, o *agent.Options) {
 			if edit != nil {
@@ -293,3 +297,50 @@ func fakeEnv(bin string, env map[string]string) func(*agent.Options) {
 }
 
 func intp(i int) *int { return &i }
+
+// gitAdds is a slog.Handler that keeps how long each `git worktree add` took,
+// from the debug records of package worktree's git runner, and drops every
+// other record. What familiar spends besides its own git is measured inside
+// the same call that way, and so is immune to the machine's load changing
+// between calls.
+type gitAdds struct {
+	mu   sync.Mutex
+	took []time.Duration // guarded by mu
+}
+
+func (h *gitAdds) Enabled(_ context.Context, l slog.Level) bool { return l == slog.LevelDebug }
+func (h *gitAdds) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h *gitAdds) WithGroup(string) slog.Handler                { return h }
+
+func (h *gitAdds) Handle(_ context.Context, rec slog.Record) error {
+	if rec.Message != "git" {
+		return nil
+	}
+	var args []string
+	var took time.Duration
+	rec.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "args":
+			args, _ = a.Value.Any().([]string)
+		case "took":
+			took = a.Value.Duration()
+		}
+		return true
+	})
+	if len(args) >= 2 && args[0] == "worktree" && args[1] == "add" {
+		h.mu.Lock()
+		h.took = append(h.took, took)
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+// last returns the duration of the latest `git worktree add`, 0 if none.
+func (h *gitAdds) last() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.took) == 0 {
+		return 0
+	}
+	return h.took[len(h.took)-1]
+}

@@ -39,7 +39,8 @@ type OverheadResult struct {
 	// What the agents themselves use, for scale (not familiar's).
 	AgentCPUPercent float64 `json:"agentCpuPercent"`
 	AgentRSSMiB     float64 `json:"agentRssMiB"`
-	// OutputKiBps is the PTY output familiar took per second, all sessions.
+	// OutputKiBps is task/output notifications (JSON) per second, all
+	// sessions: how much the agents drew.
 	OutputKiBps float64 `json:"outputKiBps"`
 	WindowSec   float64 `json:"windowSec"`
 }
@@ -141,7 +142,7 @@ func RunOverheadChild(ctx context.Context, o ChildOptions) error {
 		prompt = "@@TEXT Which file should I look at first?"
 		idleAs = protocol.StatusWaiting
 	}
-	w, err := openWorkspace(ctx, tmp, repo, claude, edit)
+	w, err := openWorkspace(ctx, tmp, repo, claude, edit, nil)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,9 @@ type ScaleResult struct {
 	// UpdatedLag is from a task's updatedAt (stamped just before it is saved
 	// and published) to the notifier being called with its task/updated.
 	UpdatedLag Dist `json:"updatedLag"`
+	// Reorder is each task/reorder call of the window: it moves every queued
+	// task, and each move is saved and announced.
+	Reorder Dist `json:"taskReorder"`
 	// NotesPerSec is notifications of all kinds per second in the window.
 	NotesPerSec float64 `json:"notificationsPerSec"`
 	WindowSec   float64 `json:"windowSec"`
@@ -37,7 +40,7 @@ func (r *runner) scale(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := openWorkspace(ctx, r.tmp, repo, r.fake, fakeEnv(r.fake, map[string]string{"FAKEAGENT_MODE": "idle", "FAKEAGENT_STAMP": "1"}))
+	w, err := openWorkspace(ctx, r.tmp, repo, r.fake, fakeEnv(r.fake, map[string]string{"FAKEAGENT_MODE": "idle", "FAKEAGENT_STAMP": "1"}), nil)
 	if err != nil {
 		return err
 	}
@@ -115,7 +118,7 @@ func (r *runner) scale(ctx context.Context) error {
 	deadline := start.Add(r.opts.Window)
 	var wg sync.WaitGroup
 	var listErr, reorderErr error
-	var list []time.Duration
+	var list, reorders []time.Duration
 	var res ScaleResult
 	wg.Go(func() {
 		for time.Now().Before(deadline) {
@@ -147,10 +150,12 @@ func (r *runner) scale(ctx context.Context) error {
 	wg.Go(func() {
 		for i := 0; time.Now().Before(deadline); i++ {
 			id := queuedIDs[i%len(queuedIDs)]
+			t0 := time.Now()
 			if _, err := w.ws.Orch.TaskReorder(ctx, &protocol.TaskReorderParams{ID: id, Priority: intp(i % 3)}); err != nil {
 				reorderErr = fmt.Errorf("task/reorder: %w", err)
 				return
 			}
+			reorders = append(reorders, time.Since(t0))
 			time.Sleep(500 * time.Millisecond)
 		}
 	})
@@ -167,7 +172,7 @@ func (r *runner) scale(ctx context.Context) error {
 	if reorderErr != nil {
 		return reorderErr
 	}
-	res.TaskList = distOf(list)
+	res.TaskList, res.Reorder = distOf(list), distOf(reorders)
 	res.WindowSec = round(took.Seconds())
 	r.report.Scale = &res
 	r.logf("scale %d running + %d queued: task/list p99 %.2f ms; output lag p50 %.1f p99 %.1f ms; task/updated lag p50 %.1f p99 %.1f ms",

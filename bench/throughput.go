@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -81,6 +82,9 @@ func (r *runner) throughput(ctx context.Context) error {
 	}
 	return r.screenModel(ctx)
 }
+
+// droppedRE reads the agent's problem report of output its driver missed.
+var droppedRE = regexp.MustCompile(`(\d+) bytes of output were not seen`)
 
 func (r *runner) floodEnv(n int64, color bool) []string {
 	env := []string{"FAKEAGENT_MODE=flood", "FAKEAGENT_BYTES=" + strconv.FormatInt(n, 10)}
@@ -188,8 +192,8 @@ func (r *runner) floodAgent(ctx context.Context, n int64, color bool) (Throughpu
 			case agent.EventOutput:
 				got.Add(int64(len(ev.Output)))
 			case agent.EventProblem:
-				var k int64
-				if _, err := fmt.Sscanf(ev.Problem, "%d bytes of output were not seen", &k); err == nil {
+				if m := droppedRE.FindStringSubmatch(ev.Problem); m != nil {
+					k, _ := strconv.ParseInt(m[1], 10, 64)
 					dropped.Add(k)
 				}
 			case agent.EventExited:
@@ -232,7 +236,7 @@ func (r *runner) floodOrchestrator(ctx context.Context, n int64, color bool) (Th
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	w, err := openWorkspace(ctx, r.tmp, repo, r.fake, fakeEnv(r.fake, env))
+	w, err := openWorkspace(ctx, r.tmp, repo, r.fake, fakeEnv(r.fake, env), nil)
 	if err != nil {
 		return ThroughputResult{}, err
 	}
@@ -241,8 +245,12 @@ func (r *runner) floodOrchestrator(ctx context.Context, n int64, color bool) (Th
 	defer stop()
 	var dropped int64
 	stopDrops := w.notes.handle(func(x note) {
-		if x.method == protocol.NotifyServerMessage && strings.Contains(string(x.params), "bytes of output were not seen") {
-			dropped++
+		if x.method != protocol.NotifyServerMessage {
+			return
+		}
+		if m := droppedRE.FindSubmatch(x.params); m != nil {
+			n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+			dropped += n
 		}
 	})
 	defer stopDrops()

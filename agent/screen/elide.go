@@ -15,7 +15,7 @@ import (
 // of text from costing the emulator one full-screen copy per line: the
 // emulator moves every cell of the screen up on each line it scrolls (rows ×
 // cols cells of ~110 bytes: half a megabyte at 120×40), which made it take
-// PTY output at under 1 MB/s.
+// PTY output at 1–2 MB/s.
 //
 // Within one Write, a run of plain lines — printable text, CR, LF, HT, SGR
 // and EL sequences, nothing that moves the cursor otherwise — is cut at a CR
@@ -25,10 +25,11 @@ import (
 // be visible once the tail has been written: the tail scrolls every row the
 // head drew off the screen. The head is replaced by what it leaves behind
 // that the tail can see: the cursor at the left of the bottom row (CR, then
-// CUP) and the pen (the head's SGR sequences, replayed). When the background of the pen does not change in
-// the tail, every row the tail shows is blank in that background before it is
-// drawn, so the tail is started at the top of a screen erased in it instead
-// (CUP home, ED): the same screen with one screen fewer of scrolling.
+// CUP) and the pen (the head's SGR sequences, replayed). When the background
+// of the pen does not change in the tail, every row the tail shows is blank
+// in that background before it is drawn, so the tail is started at the top
+// of a screen erased in it instead (CUP home, ED): the same screen with one
+// screen fewer of scrolling.
 //
 // The result is the screen, cursor and every piece of terminal state the
 // emulator would have had without the cut; elide_test.go checks that against
@@ -40,8 +41,10 @@ import (
 // screen and the pen (per screen, main and alternate, with the saved cursor's
 // pen), character sets other than ASCII and pending single shifts. Where the
 // mirror is unsure it errs toward "not safe": then the run is written as it
-// came. Runs end at Write boundaries, because the
-// emulator ends grapheme clusters there.
+// came. Runs end at Write boundaries, where the emulator ends grapheme
+// clusters; Screen batches output into few, large Writes under load.
+//
+// A scrollElider is not safe for concurrent use; Screen holds its mutex.
 type scrollElider struct {
 	emu        *vt.Emulator
 	p          *ansi.Parser // the shadow parser: same state machine as emu's

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,7 @@ type Screen struct {
 	elide    *scrollElider // guarded by mu; writes filtered into emu
 	pending  []byte        // guarded by mu; written, not yet given to the emulator
 	applied  time.Time     // guarded by mu; when the emulator last took output
+	last     *Snapshot     // guarded by mu; the latest Snapshot, nil once the screen may have changed
 	closed   bool          // guarded by mu
 
 	kick chan struct{} // 1-buffered: output is pending
@@ -149,6 +151,7 @@ func (s *Screen) applyLocked() {
 	if len(s.pending) == 0 {
 		return
 	}
+	s.last = nil
 	s.filtered.reset()
 	_, _ = s.filter.Write(s.pending) // collector never fails
 	if cap(s.pending) > 1<<20 {
@@ -195,6 +198,7 @@ func (s *Screen) Resize(cols, rows int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.applyLocked()
+	s.last = nil
 	s.emu.Resize(cols, rows)
 	s.elide.resize(cols, rows)
 }
@@ -254,6 +258,19 @@ func (s *Screen) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.applyLocked()
+	// The driver looks twice at every screen (the second look confirms
+	// the first): with no output in between, the first copy serves.
+	if s.last == nil {
+		snap := s.readLocked()
+		s.last = &snap
+	}
+	snap := *s.last
+	snap.Lines = slices.Clone(snap.Lines)
+	return snap
+}
+
+// readLocked copies the visible screen out of the emulator.
+func (s *Screen) readLocked() Snapshot {
 	cols, rows := s.emu.Width(), s.emu.Height()
 	snap := Snapshot{
 		Lines:     make([]string, rows),

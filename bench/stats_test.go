@@ -1,0 +1,49 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDistOf(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	d := distOf(ds)
+	want := Dist{N: 100, P50: 50, P95: 95, P99: 99, Max: 100, Mean: 50.5}
+	if d != want {
+		t.Errorf("distOf = %+v, want %+v", d, want)
+	}
+	if (distOf(nil) != Dist{}) {
+		t.Errorf("distOf(nil) = %+v", distOf(nil))
+	}
+}
+
+// The tables are Markdown with one row per result, whatever ran.
+func TestMarkdown(t *testing.T) {
+	rep := &Report{
+		Options:    ReportOptions{WindowSec: 10, FloodMiB: 200},
+		Detection:  []DetectionResult{{Driver: "pty", Latency: Dist{N: 50, P50: 61.5}}},
+		Overhead:   []OverheadResult{{Kind: KindFake, Sessions: 0}, {Kind: KindFake, Sessions: 10, CPUPercent: 5.4}},
+		Throughput: []ThroughputResult{{Path: PathAgent, Lines: "plain", MB: 212.8, MBps: 39.6, LastLine: "0003 end"}},
+		TaskStart:  &TaskStartResult{Files: 10000},
+		Scale:      &ScaleResult{Running: 10, Queued: 50, TaskList: Dist{N: 3, P99: 41.27}},
+	}
+	md := Markdown(rep)
+	for _, want := range []string{
+		"| pty ", "| 61.5 ", "| 0 fake ", "(baseline)", "| 10 fake ", "| 5.4 ",
+		"| agent (procs + screen model + events) ", "`0003 end`",
+		"10000-file repository", "10 running + 50 queued", "| 41.27 ",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in\n%s", want, md)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(md), "\n") {
+		if strings.HasPrefix(line, "|") && !strings.HasSuffix(line, "|") {
+			t.Errorf("row does not end its table: %q", line)
+		}
+	}
+}
