@@ -81,15 +81,14 @@ func procPath(pid int, name string) string {
 	return fmt.Sprintf("/proc/%d/%s", pid, name)
 }
 
-// machine describes where the figures were taken.
+// Machine describes where the figures were taken.
 type Machine struct {
-	CPUs     int        `json:"cpus"`
-	MemGiB   float64    `json:"memGiB"`
-	Kernel   string     `json:"kernel"`
-	Go       string     `json:"go"`
-	LoadAvg  [3]float64 `json:"loadAvgAtStart"`
-	LoadEnd  [3]float64 `json:"loadAvgAtEnd"`
-	Hostname string     `json:"-"`
+	CPUs    int        `json:"cpus"`
+	MemGiB  float64    `json:"memGiB"`
+	Kernel  string     `json:"kernel"`
+	Go      string     `json:"go"`
+	LoadAvg [3]float64 `json:"loadAvgAtStart"`
+	LoadEnd [3]float64 `json:"loadAvgAtEnd"`
 }
 
 func loadAvg() [3]float64 {
