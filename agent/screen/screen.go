@@ -65,6 +65,7 @@ type Screen struct {
 	replies io.Writer
 	queue   chan []byte // from drainReplies to forwardReplies
 	dropped atomic.Int64
+	panics  atomic.Int64 // output chunks the emulator panicked on
 	wg      sync.WaitGroup // drainReplies, forwardReplies and applyPending
 }
 
@@ -160,10 +161,27 @@ func (s *Screen) applyLocked() {
 		s.pending = s.pending[:0]
 	}
 	if len(s.filtered.b) > 0 {
-		_, _ = s.elide.Write(s.filtered.b) // fails only after Close
+		s.feedLocked(s.filtered.b)
 	}
 	s.applied = time.Now()
 }
+
+// feedLocked gives output to the emulator. The pinned emulator panics on
+// some sequences a child can write (a scroll region beyond the screen, then
+// a scroll: ESC[1;100r ESC[T). A child's output must never take familiar
+// down: the chunk is lost to the screen model (the log has it), the panic is
+// counted, and the next frames repaint the screen.
+func (s *Screen) feedLocked(b []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.panics.Add(1)
+		}
+	}()
+	_, _ = s.elide.Write(b) // fails only after Close
+}
+
+// Panics reports how many output chunks the emulator could not take.
+func (s *Screen) Panics() int64 { return s.panics.Load() }
 
 // applyPending hands output that waits over to the emulator, at most once
 // per coalesceEvery.
@@ -261,12 +279,24 @@ func (s *Screen) Snapshot() Snapshot {
 	// The driver looks twice at every screen (the second look confirms
 	// the first): with no output in between, the first copy serves.
 	if s.last == nil {
-		snap := s.readLocked()
+		snap := s.safeReadLocked()
 		s.last = &snap
 	}
 	snap := *s.last
 	snap.Lines = slices.Clone(snap.Lines)
 	return snap
+}
+
+// safeReadLocked is readLocked that survives an emulator left inconsistent
+// by a recovered panic: the snapshot is then blank (classified Unknown).
+func (s *Screen) safeReadLocked() (snap Snapshot) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.panics.Add(1)
+			snap = Snapshot{Cols: s.emu.Width(), Rows: s.emu.Height()}
+		}
+	}()
+	return s.readLocked()
 }
 
 // readLocked copies the visible screen out of the emulator.
