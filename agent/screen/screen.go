@@ -65,7 +65,7 @@ type Screen struct {
 	replies io.Writer
 	queue   chan []byte // from drainReplies to forwardReplies
 	dropped atomic.Int64
-	panics  atomic.Int64 // output chunks the emulator panicked on
+	panics  atomic.Int64   // output chunks the emulator panicked on
 	wg      sync.WaitGroup // drainReplies, forwardReplies and applyPending
 }
 
