@@ -57,17 +57,7 @@ func (r *runner) detection(ctx context.Context) error {
 func (r *runner) detectAtClient(ctx context.Context, driver string) (Dist, error) {
 	api := fakeapi.Start(fakeapi.PromptScript())
 	defer api.Close()
-	var (
-		mu     sync.Mutex
-		doneAt time.Time
-	)
-	api.OnResponseDone(func(req fakeapi.Request, reply fakeapi.Reply) {
-		if len(reply.ToolUses) > 0 {
-			mu.Lock()
-			doneAt = time.Now()
-			mu.Unlock()
-		}
-	})
+	sw := toolUseStopwatch(api)
 	repo, err := newRepo(ctx, r.tmp, 0, 0)
 	if err != nil {
 		return Dist{}, err
@@ -118,9 +108,7 @@ func (r *runner) detectAtClient(ctx context.Context, driver string) (Dist, error
 		if q, next, err = qs.wait(ctx, next, "task/question for a permission", func(q asked) bool { return q.kind == agent.KindPermission }); err != nil {
 			return Dist{}, err
 		}
-		mu.Lock()
-		lat = append(lat, q.at.Sub(doneAt))
-		mu.Unlock()
+		lat = append(lat, sw.since(q.at))
 		if _, err := w.ws.Orch.TaskRespond(ctx, &protocol.TaskRespondParams{ID: t.ID, QuestionID: q.id, OptionID: agent.OptionDeny}); err != nil {
 			return Dist{}, err
 		}
@@ -140,17 +128,7 @@ func (r *runner) detectDriver(ctx context.Context, driver string) (DetectionResu
 	res := DetectionResult{Driver: driver}
 	api := fakeapi.Start(fakeapi.PromptScript())
 	defer api.Close()
-	var (
-		mu     sync.Mutex
-		doneAt time.Time
-	)
-	api.OnResponseDone(func(req fakeapi.Request, reply fakeapi.Reply) {
-		if len(reply.ToolUses) > 0 {
-			mu.Lock()
-			doneAt = time.Now()
-			mu.Unlock()
-		}
-	})
+	sw := toolUseStopwatch(api)
 	hooks, err := agent.NewHookServer(nil)
 	if err != nil {
 		return res, err
@@ -209,9 +187,7 @@ func (r *runner) detectDriver(ctx context.Context, driver string) (DetectionResu
 		if err != nil {
 			return res, err
 		}
-		mu.Lock()
-		lat = append(lat, q.At.Sub(doneAt))
-		mu.Unlock()
+		lat = append(lat, sw.since(q.At))
 		if err := sess.Answer(q.Question.ID, agent.Answer{OptionID: agent.OptionDeny}); err != nil {
 			return res, err
 		}
@@ -278,4 +254,30 @@ func (e errSkip) Error() string { return string(e) }
 func isSkip(err error) bool {
 	var s errSkip
 	return errors.As(err, &s)
+}
+
+// stopwatch remembers when the fake API last finished a tool_use reply:
+// the start of every detection-latency measurement.
+type stopwatch struct {
+	mu     sync.Mutex
+	doneAt time.Time
+}
+
+func toolUseStopwatch(api *fakeapi.Server) *stopwatch {
+	sw := &stopwatch{}
+	api.OnResponseDone(func(req fakeapi.Request, reply fakeapi.Reply) {
+		if len(reply.ToolUses) > 0 {
+			sw.mu.Lock()
+			sw.doneAt = time.Now()
+			sw.mu.Unlock()
+		}
+	})
+	return sw
+}
+
+// since is the time from the last tool_use reply to at.
+func (sw *stopwatch) since(at time.Time) time.Duration {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return at.Sub(sw.doneAt)
 }

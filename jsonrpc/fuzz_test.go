@@ -58,7 +58,7 @@ func FuzzReadFrame(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		logs := &recordHandler{}
-		out := &lockedBuffer{}
+		out := &syncBuffer{}
 		s := newFrameStream(&memConn{r: bytes.NewReader(data), w: out}, slog.New(logs))
 		s.maxBody = fuzzMaxBody
 
@@ -139,7 +139,7 @@ func FuzzServeConn(f *testing.F) {
 
 		log := slog.New(slog.DiscardHandler)
 		srv := NewServer(fuzzServer{}, NewHub(log, 0), log)
-		out := &lockedBuffer{}
+		out := &syncBuffer{}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := srv.ServeConn(ctx, &memConn{r: bytes.NewReader(in.Bytes()), w: out}); err != nil {
@@ -318,23 +318,6 @@ type memConn struct {
 func (c *memConn) Read(p []byte) (int, error)  { return c.r.Read(p) }
 func (c *memConn) Write(p []byte) (int, error) { return c.w.Write(p) }
 func (c *memConn) Close() error                { return nil }
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
 
 // recordHandler keeps log messages so a fuzz target can look for one.
 type recordHandler struct {
