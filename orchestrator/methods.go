@@ -397,6 +397,9 @@ func (o *Orchestrator) TaskOutput(ctx context.Context, p *protocol.TaskOutputPar
 	o.mu.Lock()
 	logs := append([]string(nil), t.Logs...)
 	o.mu.Unlock()
+	if p.Offset < 0 {
+		return nil, protocol.InvalidParams("offset", fmt.Sprintf("offset %d is negative", p.Offset))
+	}
 	res := &protocol.TaskOutputResult{Offset: p.Offset}
 	if len(logs) == 0 {
 		res.NextOffset = p.Offset
