@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 )
 
 // Drivers.

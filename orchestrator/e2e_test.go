@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
 	"github.com/familiar-dev/familiar/internal/testenv"
 	"github.com/familiar-dev/familiar/orchestrator"

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
-	"github.com/familiar-dev/familiar/internal/clock"
-	"github.com/familiar-dev/familiar/internal/mask"
+	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/mask"
 	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/familiar-dev/familiar/agent"
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"

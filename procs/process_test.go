@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 )
 
 func testContext(t *testing.T) context.Context {

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 )
 
 const (

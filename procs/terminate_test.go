@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 )
 
 // TestTerminateAfterGrace: a child that ignores SIGTERM is killed once the

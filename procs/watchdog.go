@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 )
 
 // Watchdog calls a function when no progress was reported for a while.

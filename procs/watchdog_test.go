@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 )
 
 func TestWatchdog(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 )
 
 // Skill is a piece of know-how a task can ask for by name:

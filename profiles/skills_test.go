@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 )
 
 func TestParseSkill(t *testing.T) {

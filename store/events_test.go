@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 )
 
 // allEvents replays the whole log for taskID through pages of limit.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/familiar-dev/familiar/internal/clock"
+	"github.com/familiar-dev/familiar/clock"
 )
 
 func TestTaskRoundTrip(t *testing.T) {
