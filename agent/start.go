@@ -42,6 +42,10 @@ func (s *Session) Identity() procs.Identity {
 // Events flow to opts.OnEvent until the Exited event, after which Done is
 // closed.
 func Start(ctx context.Context, opts Options) (*Session, error) {
+	// A start that was called off (familiar shutting down) spawns nothing.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start claude: %w", err)
+	}
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
@@ -125,6 +129,9 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 				s.watchdog.Resume()
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(fmt.Errorf("start claude: %w", err))
 	}
 	p, err := procs.Start(cfg)
 	if err != nil {

@@ -353,7 +353,7 @@ func TestRetryStartsAFreshAttempt(t *testing.T) {
 	if first.Blocked.Reason != protocol.BlockedAgentFailed || !strings.Contains(first.Blocked.Detail, "build server is down") {
 		t.Fatalf("blocked = %+v", first.Blocked)
 	}
-	retry, err := e.o.TaskRetry(context.Background(), &protocol.TaskIDParams{ID: a.ID})
+	retry, err := e.o.TaskRetry(context.Background(), &protocol.TaskRetryParams{ID: a.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,12 @@ func (o *Orchestrator) pruneOutputs() (removed int) {
 	days := o.settings.OutputRetentionDays
 	var files []string
 	if days > 0 {
-		for _, t := range o.tasks {
-			if live(t.T.Status) || t.sess != nil {
+		for _, a := range o.tasks {
+			v := a.view()
+			if live(v.T.Status) || v.sess != nil {
 				continue
 			}
-			files = append(files, t.Logs...)
+			files = append(files, v.logs...)
 		}
 	}
 	now := o.clk.Now()

@@ -215,9 +215,15 @@ type (
 	TaskScreenParams = TaskIDParams
 	TaskPauseParams  = TaskIDParams
 	TaskResumeParams = TaskIDParams
-	TaskRetryParams  = TaskIDParams
 	TaskUndoParams   = TaskIDParams
 )
+
+// TaskRetryParams is task/retry's: a new attempt from the base commit, or
+// with fromBranch from the previous attempt's branch (its work carried over).
+type TaskRetryParams struct {
+	ID         string `json:"id"`
+	FromBranch bool   `json:"fromBranch,omitempty"`
+}
 
 // Limits of task/list.
 const (

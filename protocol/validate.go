@@ -185,6 +185,12 @@ func (p *TaskIDParams) Validate() error {
 	return c.result()
 }
 
+func (p *TaskRetryParams) Validate() error {
+	var c checker
+	c.required("id", p.ID)
+	return c.result()
+}
+
 func (p *TaskListParams) Validate() error {
 	var c checker
 	for i, s := range p.Status {
