@@ -44,9 +44,9 @@ func withQuestion(kind protocol.QuestionKind) func(*state) {
 func withBlocked(r protocol.BlockedReason) func(*state) {
 	return func(s *state) { s.T.Blocked = &protocol.Blocked{Reason: r, Detail: "x"} }
 }
-func withOp(op opKind) func(*state) { return func(s *state) { s.op = op } }
+func withOp(op opKind) func(*state)   { return func(s *state) { s.op = op } }
 func withFailures(n int) func(*state) { return func(s *state) { s.StartFailures = n } }
-func completing() func(*state)       { return func(s *state) { s.completing = true } }
+func completing() func(*state)        { return func(s *state) { s.completing = true } }
 
 // names lists effect names, for compact expectations.
 func names(effs []effect) []string {
@@ -79,7 +79,7 @@ func TestTransitions(t *testing.T) {
 		status  protocol.Status
 		phase   agentPhase // 0: not checked
 		gone    bool       // the agent phase must be none
-		effects []string // nil: not checked
+		effects []string   // nil: not checked
 		wantErr error
 		check   func(t *testing.T, s state)
 	}{
@@ -381,4 +381,3 @@ var (
 	errPrecondition = &protocol.Error{Code: protocol.CodeFailedPrecondition}
 	errNotFound     = &protocol.Error{Code: protocol.CodeNotFound}
 )
-

@@ -17,8 +17,8 @@ import (
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/mcp"
-	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/procs"
+	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
 )
 
@@ -102,7 +102,6 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 	t.T.Profile, t.T.Mode = spec.Profile, protocol.Mode(spec.Mode)
 	return o.enqueue(t)
 }
-
 
 func hintFiles(p *protocol.TaskCreateParams) []string {
 	if p.Hints == nil {
@@ -436,8 +435,6 @@ func (o *Orchestrator) TaskOutput(ctx context.Context, p *protocol.TaskOutputPar
 	return res, nil
 }
 
-
-
 // TaskReorder changes a queued task's priority or moves it before another.
 // The order is the orchestrator's (in memory, under its lock); the tasks
 // save their new place on their own actors, without holding anyone up.
@@ -547,7 +544,6 @@ func (o *Orchestrator) TaskDiff(ctx context.Context, p *protocol.TaskDiffParams)
 	}
 	return res, nil
 }
-
 
 // TaskRemove removes a finished task's worktree (and branch, if asked).
 // One remove, merge or undo of a task runs at a time.

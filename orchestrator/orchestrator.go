@@ -82,14 +82,14 @@ type Orchestrator struct {
 	dirs   profiles.Dirs // where workspace and global profiles and skills live
 
 	mu        sync.Mutex
-	settings  protocol.Settings  // guarded by mu
-	tasks     map[string]*actor  // guarded by mu
+	settings  protocol.Settings   // guarded by mu
+	tasks     map[string]*actor   // guarded by mu
 	order     map[string]queueKey // guarded by mu; queue order of every task
-	nextSeq   int64              // guarded by mu
-	durations []time.Duration    // guarded by mu; recent run times, for estimatedStartSec
-	approvals []time.Duration    // guarded by mu; response times of people to questions
-	toolUses  map[string]int     // guarded by mu; tool calls by name
-	closed    bool               // guarded by mu
+	nextSeq   int64               // guarded by mu
+	durations []time.Duration     // guarded by mu; recent run times, for estimatedStartSec
+	approvals []time.Duration     // guarded by mu; response times of people to questions
+	toolUses  map[string]int      // guarded by mu; tool calls by name
+	closed    bool                // guarded by mu
 }
 
 // queueKey orders queued tasks: priority (higher first), then FIFO.
