@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +66,9 @@ type reply struct {
 }
 
 type envelope struct {
+	// early: reply as soon as the state has changed, before the effects
+	// (the scheduler need not wait for a commit to count a slot).
+	early bool
 	in    input
 	gen   int            // for agent inputs: the start they belong to (0 = any)
 	reply chan reply     // nil: nobody waits
@@ -102,6 +104,23 @@ func (a *actor) post(env envelope) bool {
 	return true
 }
 
+// callEarly is call, answered once the state has changed, before its
+// effects run.
+func (a *actor) callEarly(ctx context.Context, in input) (*taskView, error) {
+	ch := make(chan reply, 1)
+	if !a.post(envelope{in: in, reply: ch, early: true}) {
+		return nil, protocol.Unavailable("familiar is shutting down")
+	}
+	select {
+	case r := <-ch:
+		return r.view, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-a.o.closing:
+		return nil, protocol.Unavailable("familiar is shutting down")
+	}
+}
+
 // call posts a command and waits for its result. It gives up when the
 // orchestrator shuts down, so no request hangs on a task being stopped.
 func (a *actor) call(ctx context.Context, in input) (*taskView, error) {
@@ -134,7 +153,7 @@ func (a *actor) drain() {
 		a.queue = a.queue[1:]
 		a.mu.Unlock()
 		err := a.handle(env)
-		if env.reply != nil {
+		if env.reply != nil && !(env.early && err == nil) {
 			env.reply <- reply{err: err, view: a.view()}
 		}
 	}
@@ -183,6 +202,9 @@ func (a *actor) handle(env envelope) error {
 	// Readers (the scheduler woken by an effect among them) see the new
 	// state before any effect runs.
 	a.publishView()
+	if env.early && env.reply != nil {
+		env.reply <- reply{view: a.view()}
+	}
 	for _, eff := range effects {
 		a.run(eff)
 	}
@@ -223,7 +245,7 @@ func (a *actor) run(eff effect) {
 	case effAudit:
 		o.audit(a.id, eff.action, eff.actor, eff.data)
 	case effStartAgent:
-		a.startAgent()
+		a.startAgent(eff)
 	case effStopAgent:
 		if a.sess != nil {
 			sess := a.sess
@@ -272,6 +294,7 @@ func (a *actor) run(eff effect) {
 	case effSlotFreed:
 		o.slotFreed(eff.ranFor)
 	case effQueueChanged:
+		o.queueChanged()
 		o.poke()
 	case effResponded:
 		o.mu.Lock()
@@ -292,28 +315,20 @@ func (a *actor) disarm() {
 // startAgent makes the worktree if needed, builds the agent's options and
 // starts claude, in the background; the outcome comes back as inStarted or
 // inStartFailed.
-func (a *actor) startAgent() {
+func (a *actor) startAgent(eff effStartAgent) {
 	o := a.o
 	o.agents.Add(1)
 	a.gen++
 	gen := a.gen
-	s := &a.st
-	dir := o.taskDir(a.id)
-	// Each start of the agent gets its own log (procs never overwrites one).
-	s.Starts++
-	logPath := filepath.Join(dir, fmt.Sprintf("output-%d.log", s.Starts))
-	s.Logs = append(s.Logs, logPath)
-	p := s.persisted // a copy to build from
-	p.T.AcceptanceCriteria = append([]string(nil), s.T.AcceptanceCriteria...)
-	s.FollowUp = ""
-	o.save(&s.persisted)
+	a.outputSize.Store(0)
+	p := eff.task
 	others := o.liveTitles(a.id)
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
-		sess, info, err := o.startAgent(gen, &p, logPath, others, a)
+		sess, info, err := o.startAgent(gen, &p, eff.logPath, others, a)
 		if err != nil {
-			a.post(envelope{in: inStartFailed{detail: err.Error(), transient: err != nil && isTransientStart(err)}, gen: gen})
+			a.post(envelope{in: inStartFailed{detail: err.Error(), transient: isTransientStart(err)}, gen: gen})
 			return
 		}
 		if !a.post(envelope{in: inStarted{agent: info}, gen: gen, sess: sess}) {

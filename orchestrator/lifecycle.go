@@ -72,7 +72,7 @@ func (o *Orchestrator) TaskRetry(ctx context.Context, p *protocol.TaskRetryParam
 func (o *Orchestrator) recoverLeftovers(resumeInterrupted bool) {
 	o.mu.Lock()
 	actors := o.actorsLocked()
-	grace := time.Duration(o.settings.TermGraceSec) * time.Second
+	grace := time.Duration(o.settingsNow().TermGraceSec) * time.Second
 	o.mu.Unlock()
 	var orphans []procs.Identity
 	for _, a := range actors {
@@ -135,9 +135,8 @@ func cleanStaleSessions(dir string) {
 // UseSettings replaces the settings for this process only (familiar run's
 // file settings must not overwrite the editor's saved ones).
 func (o *Orchestrator) UseSettings(s protocol.Settings) {
-	o.mu.Lock()
-	o.settings = s
-	o.mu.Unlock()
+	o.settings.Store(&s)
+	o.queueChanged()
 	o.poke()
 }
 

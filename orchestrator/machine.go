@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
@@ -114,6 +115,7 @@ type env struct {
 	startBackoff     time.Duration
 	maxStartFailures int
 	repoRoot         string
+	dataDir          string
 }
 
 // Inputs. Commands come from clients; the rest are what the agent or a
@@ -231,7 +233,10 @@ type (
 		action, actor string
 		data          any
 	}
-	effStartAgent struct{}              // worktree, options, spawn → inStarted / inStartFailed
+	effStartAgent struct { // worktree, options, spawn → inStarted / inStartFailed
+		task    persisted // what to start from (with the follow-up prompt)
+		logPath string    // this start's raw output log
+	}
 	effStopAgent  struct{ now bool }    // SIGTERM → grace → SIGKILL (now: SIGKILL at once)
 	effSendPrompt struct{ text string } // to the live agent
 	effAnswer     struct {
@@ -328,6 +333,21 @@ func (st *stepper) changed() {
 	st.emit(effPersist{}, effUpdated{})
 }
 
+// beginStart starts the agent: each start gets its own output log (procs
+// never overwrites one) and takes the follow-up prompt with it.
+func (st *stepper) beginStart() {
+	s := &st.s
+	s.agent = agentStarting
+	s.Starts++
+	logPath := filepath.Join(st.e.dataDir, "tasks", s.T.ID, fmt.Sprintf("output-%d.log", s.Starts))
+	s.Logs = append(append([]string(nil), s.Logs...), logPath)
+	from := s.persisted
+	from.T.AcceptanceCriteria = append([]string(nil), s.T.AcceptanceCriteria...)
+	s.FollowUp = ""
+	st.changed()
+	st.emit(effStartAgent{task: from, logPath: logPath})
+}
+
 // block settles the task as blocked now and lets a live agent go: a
 // blocked task holds no claude process.
 func (st *stepper) block(reason protocol.BlockedReason, detail string) {
@@ -384,10 +404,8 @@ func (st *stepper) apply(in input) error {
 		if err := st.move(protocol.StatusStarting); err != nil {
 			return err
 		}
-		s.agent = agentStarting
 		s.stop = stopIntent{}
-		st.changed()
-		st.emit(effStartAgent{})
+		st.beginStart()
 
 	case inStarted:
 		if s.agent != agentStarting {
@@ -815,9 +833,7 @@ func (st *stepper) settleStopped(intent stopIntent) {
 			if status != protocol.StatusStarting {
 				_ = st.move(protocol.StatusStarting)
 			}
-			s.agent = agentStarting
-			st.changed()
-			st.emit(effStartAgent{})
+			st.beginStart()
 			return
 		}
 	case stopRetry:

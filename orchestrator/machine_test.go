@@ -20,6 +20,7 @@ var testEnv = env{
 	startBackoff:     time.Second,
 	maxStartFailures: 3,
 	repoRoot:         "/repo",
+	dataDir:          "/data",
 }
 
 // mk builds a state: status, agent phase, and options.

@@ -32,10 +32,11 @@ func (o *Orchestrator) UpdateSettings(ctx context.Context, u *protocol.SettingsU
 			return nil, err
 		}
 	}
-	o.mu.Lock()
-	s := o.settings.Apply(u)
-	o.settings = s
+	o.mu.Lock() // one update at a time: each applies to the last
+	s := o.settingsNow().Apply(u)
+	o.settings.Store(&s)
 	o.mu.Unlock()
+	o.queueChanged()
 	b, err := json.Marshal(s)
 	if err == nil {
 		err = o.cfg.Store.PutSetting(ctx, "settings", b)
@@ -123,6 +124,7 @@ func (o *Orchestrator) enqueue(p *persisted) (*protocol.Task, error) {
 	a := newActor(o, *p)
 	o.tasks[p.T.ID] = a
 	o.order[p.T.ID] = queueKey{priority: p.T.Priority, seq: p.Seq}
+	o.queueValid = false
 	o.mu.Unlock()
 	// Saved and announced before the caller hears of it.
 	o.save(p)
@@ -472,6 +474,7 @@ func (o *Orchestrator) TaskReorder(ctx context.Context, p *protocol.TaskReorderP
 		key.seq = bk.seq - 1
 	}
 	o.order[p.ID] = key
+	o.queueValid = false
 	changed[p.ID] = key
 	targets := map[string]*actor{}
 	for id := range changed {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
@@ -81,15 +82,24 @@ type Orchestrator struct {
 	masker *mask.Masker
 	dirs   profiles.Dirs // where workspace and global profiles and skills live
 
-	mu        sync.Mutex
-	settings  protocol.Settings   // guarded by mu
-	tasks     map[string]*actor   // guarded by mu
-	order     map[string]queueKey // guarded by mu; queue order of every task
-	nextSeq   int64               // guarded by mu
-	durations []time.Duration     // guarded by mu; recent run times, for estimatedStartSec
-	approvals []time.Duration     // guarded by mu; response times of people to questions
-	toolUses  map[string]int      // guarded by mu; tool calls by name
-	closed    bool                // guarded by mu
+	// settings are replaced whole (settings/update) and read without a
+	// lock: every step of every task reads them.
+	settings atomic.Pointer[protocol.Settings]
+
+	mu      sync.Mutex
+	tasks   map[string]*actor   // guarded by mu
+	order   map[string]queueKey // guarded by mu; queue order of every task
+	nextSeq int64               // guarded by mu
+	// queueCache is the queue in start order and the number of live tasks,
+	// for the queue fields of views; rebuilt when invalidated.
+	queueCache   []*actor        // guarded by mu
+	queueIndex   map[string]int  // guarded by mu
+	queueRunning int             // guarded by mu
+	queueValid   bool            // guarded by mu
+	durations    []time.Duration // guarded by mu; recent run times, for estimatedStartSec
+	approvals    []time.Duration // guarded by mu; response times of people to questions
+	toolUses     map[string]int  // guarded by mu; tool calls by name
+	closed       bool            // guarded by mu
 }
 
 // queueKey orders queued tasks: priority (higher first), then FIFO.
@@ -120,13 +130,13 @@ func New(cfg Config) (*Orchestrator, error) {
 		clk:      cfg.Clock,
 		kick:     make(chan struct{}, 1),
 		closing:  make(chan struct{}),
-		settings: cfg.Settings,
 		tasks:    map[string]*actor{},
 		order:    map[string]queueKey{},
 		toolUses: map[string]int{},
 		dirs:     profiles.DirsFor(cfg.Repo.Root()),
 	}
 	o.agents.init()
+	o.settings.Store(&cfg.Settings)
 	o.masker = cfg.Masker
 	if o.masker == nil {
 		o.masker = mask.NewMasker(os.Environ())
@@ -226,9 +236,7 @@ func (o *Orchestrator) poke() {
 
 // env is what the state machine may know of the world.
 func (o *Orchestrator) env() env {
-	o.mu.Lock()
-	s := o.settings
-	o.mu.Unlock()
+	s := o.settingsNow()
 	return env{
 		now:              o.clk.Now(),
 		approvalTimeout:  time.Duration(s.ApprovalTimeoutSec) * time.Second,
@@ -236,6 +244,7 @@ func (o *Orchestrator) env() env {
 		startBackoff:     o.cfg.StartBackoff,
 		maxStartFailures: maxStartFailures,
 		repoRoot:         o.cfg.Repo.Root(),
+		dataDir:          o.cfg.DataDir,
 	}
 }
 
@@ -243,11 +252,7 @@ func (o *Orchestrator) env() env {
 // API that stays overloaded until claude gives up) a task survives.
 const maxStartFailures = 3
 
-func (o *Orchestrator) settingsNow() protocol.Settings {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.settings
-}
+func (o *Orchestrator) settingsNow() protocol.Settings { return *o.settings.Load() }
 
 func newTaskID() string {
 	b := make([]byte, 8)
@@ -308,19 +313,30 @@ func (o *Orchestrator) runningLocked() int {
 	return n
 }
 
+// queueChanged invalidates the cached queue order.
+func (o *Orchestrator) queueChanged() {
+	o.mu.Lock()
+	o.queueValid = false
+	o.mu.Unlock()
+}
+
 // fillQueue sets queuePosition and estimatedStartSec on a queued task's
 // snapshot: position in the queue, and an estimate from recent run times.
 func (o *Orchestrator) fillQueue(snap *protocol.Task) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	q := o.queueLocked()
-	pos := -1 // 0-based here; clients see 1 for the next task to start
-	for i, a := range q {
-		if a.id == snap.ID {
-			pos = i
+	if !o.queueValid {
+		o.queueCache = o.queueLocked()
+		o.queueIndex = make(map[string]int, len(o.queueCache))
+		for i, a := range o.queueCache {
+			o.queueIndex[a.id] = i
 		}
+		o.queueRunning = o.runningLocked()
+		o.queueValid = true
 	}
-	if pos < 0 {
+	q := o.queueCache
+	pos, ok := o.queueIndex[snap.ID] // 0-based here; clients see 1 for the next task to start
+	if !ok {
 		pos = len(q) // not yet among the views (its transition is in progress)
 	}
 	p := pos + 1
@@ -333,9 +349,9 @@ func (o *Orchestrator) fillQueue(snap *protocol.Task) {
 		}
 		avg = sum / time.Duration(n)
 	}
-	slots := max(o.settings.MaxConcurrent, 1)
+	slots := max(o.settingsNow().MaxConcurrent, 1)
 	est := int((time.Duration(pos/slots+1) * avg).Seconds())
-	running := o.runningLocked()
+	running := o.queueRunning
 	if running < slots && pos < slots-running {
 		est = 0
 	}
@@ -353,14 +369,15 @@ func (o *Orchestrator) viewOf(v *taskView) *protocol.Task {
 
 // slotFreed records a finished run's duration and lets the queue move.
 func (o *Orchestrator) slotFreed(ran time.Duration) {
+	o.mu.Lock()
 	if ran > 0 {
-		o.mu.Lock()
 		o.durations = append(o.durations, ran)
 		if len(o.durations) > 20 {
 			o.durations = o.durations[1:]
 		}
-		o.mu.Unlock()
 	}
+	o.queueValid = false
+	o.mu.Unlock()
 	o.poke()
 }
 

@@ -1,9 +1,11 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/familiar-dev/familiar/protocol"
@@ -124,7 +126,11 @@ func (p *publisher) sendNotifications(batch []pending) {
 			p.logger.Error("encode notification", "method", item.n.Method(), "err", err)
 			continue
 		}
-		evs = append(evs, store.NewEvent{TaskID: item.taskID, Kind: item.n.Method(), Data: data})
+		// Raw output is in the task's log file already: it takes a seq in
+		// order with the rest but costs no write (and so never holds up a
+		// question behind its commit).
+		_, transient := item.n.(protocol.TaskOutputNotification)
+		evs = append(evs, store.NewEvent{TaskID: item.taskID, Kind: item.n.Method(), Data: data, Transient: transient})
 		kept = append(kept, item)
 	}
 	if len(evs) == 0 {
@@ -159,9 +165,21 @@ func (p *publisher) close() {
 	<-p.done
 }
 
+// seqPlaceholder is how every notification's JSON begins: Seq is the first
+// field of each, zero until the store assigns it (TestNotificationsStartWithSeq).
+const seqPlaceholder = `{"seq":0,`
+
 // withSeq sets "seq" in a notification's params: the store assigns it after
-// the params were encoded.
+// the params were encoded. The common case splices the number in without
+// decoding the params again.
 func withSeq(params json.RawMessage, seq int64) (json.RawMessage, error) {
+	if bytes.HasPrefix(params, []byte(seqPlaceholder)) {
+		out := make([]byte, 0, len(params)+20)
+		out = append(out, `{"seq":`...)
+		out = strconv.AppendInt(out, seq, 10)
+		out = append(out, params[len(seqPlaceholder)-1:]...)
+		return out, nil
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(params, &m); err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ const retentionEvery = 24 * time.Hour
 // Logs of live tasks are never removed, however old.
 func (o *Orchestrator) pruneOutputs() (removed int) {
 	o.mu.Lock()
-	days := o.settings.OutputRetentionDays
+	days := o.settingsNow().OutputRetentionDays
 	var files []string
 	if days > 0 {
 		for _, a := range o.tasks {

@@ -18,18 +18,42 @@ import (
 // a slot.
 func (o *Orchestrator) schedule() {
 	defer o.wg.Done()
+	// Places are announced at most every announceEvery: a queue of 200
+	// draining would otherwise announce 200 × 200 places.
+	var (
+		due  <-chan time.Time
+		last time.Time
+	)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		select {
 		case <-o.ctx.Done():
 			return
+		case <-due:
+			due = nil
+			o.announceQueue()
+			last = time.Now()
+			continue
 		case <-o.kick:
 		}
-		moved := o.startQueued()
-		if moved {
-			o.announceQueue()
+		if !o.startQueued() || due != nil {
+			continue
 		}
+		if wait := announceEvery - time.Since(last); wait > 0 {
+			timer.Reset(wait)
+			due = timer.C
+			continue
+		}
+		o.announceQueue()
+		last = time.Now()
 	}
 }
+
+// announceEvery throttles queue place announcements (a display detail, so
+// real time rather than the injected clock).
+const announceEvery = 100 * time.Millisecond
 
 // startQueued gives free slots to the head of the queue. Each start is
 // confirmed by the task's actor before the next slot is counted, so a task
@@ -42,7 +66,7 @@ func (o *Orchestrator) startQueued() (moved bool) {
 			o.mu.Unlock()
 			return moved
 		}
-		free := o.settings.MaxConcurrent - o.runningLocked()
+		free := o.settingsNow().MaxConcurrent - o.runningLocked()
 		queue := o.queueLocked()
 		o.mu.Unlock()
 		if free <= 0 || len(queue) == 0 {
@@ -50,7 +74,7 @@ func (o *Orchestrator) startQueued() (moved bool) {
 		}
 		started := 0
 		for _, a := range queue[:min(free, len(queue))] {
-			if _, err := a.call(o.ctx, inStart{}); err == nil {
+			if _, err := a.callEarly(o.ctx, inStart{}); err == nil {
 				started++
 			}
 		}
@@ -75,6 +99,10 @@ func (o *Orchestrator) announceQueue() {
 // starts claude. It runs on its own goroutine, never on the actor's.
 func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others []string, a *actor) (*agent.Session, protocol.AgentInfo, error) {
 	ctx := o.startCtx
+	if o.cfg.CLIErr != nil {
+		// Without claude there is nothing to start: no worktree either.
+		return nil, protocol.AgentInfo{}, o.cfg.CLIErr
+	}
 	if p.T.Worktree == nil {
 		w, err := o.cfg.Repo.Create(ctx, worktree.CreateOptions{TaskID: p.T.ID, Title: p.T.Title, BaseRef: p.BaseRef})
 		if err != nil {

@@ -77,6 +77,8 @@ type Store struct {
 
 	commits atomic.Uint64 // transactions committed by the writer; for tests and logs
 
+	seq seqs // numbers events
+
 	// beforeCommit, if set (tests only, before any write), runs in the writer
 	// goroutine before each transaction; tests use it to hold the writer.
 	beforeCommit func()
@@ -148,6 +150,11 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: %s: %w", path, err)
 	}
+	if err := s.initSeqs(); err != nil {
+		removePIDFile(s.pidPath, log)
+		db.Close()
+		return nil, fmt.Errorf("store: %s: %w", path, err)
+	}
 	go s.writer()
 	return s, nil
 }
@@ -192,13 +199,8 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) error {
 // LastSeq returns the last global event seq assigned (0 if none), the value a
 // client that has seen everything so far would pass as sinceSeq.
 func (s *Store) LastSeq() (uint64, error) {
-	var seq uint64
-	err := s.view(func(tx *bolt.Tx) error {
-		seq = tx.Bucket(bucketEvents).Sequence()
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("store: last seq: %w", err)
+	if s.dbClosed.Load() {
+		return 0, fmt.Errorf("store: last seq: %w", ErrClosed)
 	}
-	return seq, nil
+	return s.visibleSeq(), nil
 }
