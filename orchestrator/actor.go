@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/mailbox"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
 )
@@ -30,14 +30,11 @@ type actor struct {
 
 	snap atomic.Pointer[taskView] // the latest state, for readers
 
-	mu      sync.Mutex
-	queue   []envelope // guarded by mu
-	running bool       // guarded by mu: a goroutine drains queue
-	closed  bool       // guarded by mu: no more input is taken
+	box *mailbox.Mailbox[envelope] // inputs, handled one at a time
 
 	// Owned by whichever goroutine drains the mailbox (one at a time).
 	st         state
-	sess       *agent.Session
+	sess       Session
 	gen        int // agent starts; events of an earlier agent are ignored
 	approval   clock.Timer
 	backoff    clock.Timer
@@ -50,7 +47,7 @@ type taskView struct {
 	Seq int64
 	// sess is the live agent (for input, resize, screen): safe to use from
 	// any goroutine; nil when none runs.
-	sess       *agent.Session
+	sess       Session
 	logs       []string
 	lastErr    string
 	op         opKind
@@ -72,11 +69,12 @@ type envelope struct {
 	in    input
 	gen   int            // for agent inputs: the start they belong to (0 = any)
 	reply chan reply     // nil: nobody waits
-	sess  *agent.Session // with inStarted: the new session
+	sess  Session // with inStarted: the new session
 }
 
 func newActor(o *Orchestrator, p persisted) *actor {
 	a := &actor{o: o, id: p.T.ID, policy: p.Policy, directives: p.Directives}
+	a.box = mailbox.New(mailbox.Options[envelope]{Handle: a.drain})
 	a.st.persisted = p
 	a.publishView()
 	return a
@@ -86,23 +84,9 @@ func newActor(o *Orchestrator, p persisted) *actor {
 func (a *actor) view() *taskView { return a.snap.Load() }
 
 // post queues an input; it never blocks (the agent's event goroutine posts
-// too, and must not wait on git or the store).
-func (a *actor) post(env envelope) bool {
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return false
-	}
-	a.queue = append(a.queue, env)
-	start := !a.running
-	a.running = true
-	a.mu.Unlock()
-	if start {
-		a.o.wg.Add(1)
-		go a.drain()
-	}
-	return true
-}
+// too, and must not wait on git or the store). It reports false once the
+// task takes no more input (familiar shut down).
+func (a *actor) post(env envelope) bool { return a.box.Push(env) }
 
 // callEarly is call, answered once the state has changed, before its
 // effects run.
@@ -138,20 +122,9 @@ func (a *actor) call(ctx context.Context, in input) (*taskView, error) {
 	}
 }
 
-// drain handles the mailbox until it is empty.
-func (a *actor) drain() {
-	defer a.o.wg.Done()
-	for {
-		a.mu.Lock()
-		if len(a.queue) == 0 {
-			a.running = false
-			a.mu.Unlock()
-			return
-		}
-		env := a.queue[0]
-		a.queue[0] = envelope{}
-		a.queue = a.queue[1:]
-		a.mu.Unlock()
+// drain handles inputs in order, on the mailbox's goroutine.
+func (a *actor) drain(batch []envelope) {
+	for _, env := range batch {
 		err := a.handle(env)
 		if env.reply != nil && !(env.early && err == nil) {
 			env.reply <- reply{err: err, view: a.view()}
@@ -159,13 +132,9 @@ func (a *actor) drain() {
 	}
 }
 
-// close refuses further input (familiar is shutting down and every agent
-// has gone).
-func (a *actor) close() {
-	a.mu.Lock()
-	a.closed = true
-	a.mu.Unlock()
-}
+// close refuses further input and waits for what is queued (familiar is
+// shutting down and every agent has gone).
+func (a *actor) close() { a.box.Close() }
 
 // handle runs one input through the state machine and its effects.
 func (a *actor) handle(env envelope) error {

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/mcp"
 	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
@@ -378,7 +377,7 @@ func (o *Orchestrator) TaskScreen(ctx context.Context, p *protocol.TaskIDParams)
 		Cursor: protocol.Cursor{Row: snap.Cursor.Row, Col: snap.Cursor.Col}}, nil
 }
 
-func (o *Orchestrator) session(id, action string) (*agent.Session, error) {
+func (o *Orchestrator) session(id, action string) (Session, error) {
 	a, err := o.get(id)
 	if err != nil {
 		return nil, err

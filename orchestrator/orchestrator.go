@@ -30,7 +30,7 @@ type Notifier interface {
 
 // Config wires an Orchestrator to the repository it serves.
 type Config struct {
-	Repo      *worktree.Repo
+	Repo      Repository
 	Store     *store.Store
 	DataDir   string // per-repository state: config dirs, output logs
 	Hooks     *agent.HookServer
@@ -57,6 +57,9 @@ type Config struct {
 	// StartBackoff is the first wait before retrying a failed agent start;
 	// it doubles each time (default 1 s).
 	StartBackoff time.Duration
+	// Start starts an agent; nil means agent.Start (tests of the runner
+	// pass a fake).
+	Start StartFunc
 }
 
 // Orchestrator owns the tasks of one repository. Each task is an actor
@@ -123,6 +126,9 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	if cfg.StartBackoff <= 0 {
 		cfg.StartBackoff = time.Second
+	}
+	if cfg.Start == nil {
+		cfg.Start = startClaude
 	}
 	o := &Orchestrator{
 		cfg:      cfg,
@@ -404,7 +410,7 @@ func (o *Orchestrator) liveTitles(except string) []string {
 
 // stopSession terminates an agent (SIGTERM → grace → SIGKILL of its tree)
 // and waits for it; now skips the grace.
-func (o *Orchestrator) stopSession(sess *agent.Session, now bool) {
+func (o *Orchestrator) stopSession(sess Session, now bool) {
 	grace := time.Duration(o.settingsNow().TermGraceSec) * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), grace+30*time.Second)
 	defer cancel()
@@ -420,7 +426,7 @@ func (o *Orchestrator) stopSession(sess *agent.Session, now bool) {
 
 // goStopSession stops an agent in the background; its exit event settles
 // the task.
-func (o *Orchestrator) goStopSession(sess *agent.Session, now bool) {
+func (o *Orchestrator) goStopSession(sess Session, now bool) {
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()

@@ -97,7 +97,7 @@ func (o *Orchestrator) announceQueue() {
 
 // startAgent makes the worktree if needed, builds the agent's options and
 // starts claude. It runs on its own goroutine, never on the actor's.
-func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others []string, a *actor) (*agent.Session, protocol.AgentInfo, error) {
+func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others []string, a *actor) (Session, protocol.AgentInfo, error) {
 	ctx := o.startCtx
 	if o.cfg.CLIErr != nil {
 		// Without claude there is nothing to start: no worktree either.
@@ -120,7 +120,7 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 	if o.cfg.StartHook != nil {
 		o.cfg.StartHook(ctx, &opts)
 	}
-	sess, err := agent.Start(ctx, opts)
+	sess, err := o.cfg.Start(ctx, opts)
 	if err != nil {
 		return nil, protocol.AgentInfo{}, err
 	}
