@@ -225,7 +225,9 @@ func (s *Session) SendPrompt(text string) error {
 	if s.stream != nil {
 		return s.stream.sendPrompt(text)
 	}
-	return s.pty.sendPrompt(context.Background(), text)
+	// The session's context: a prompt waiting for the idle screen gives up
+	// the moment the process is stopped.
+	return s.pty.sendPrompt(s.ctx, text)
 }
 
 // Interrupt stops the current turn (Esc in the TUI, an interrupt control

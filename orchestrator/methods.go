@@ -321,8 +321,24 @@ func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams)
 		return nil, err
 	}
 	if (v.T.Status == protocol.StatusRunning || v.T.Status == protocol.StatusWaiting) && v.sess != nil {
-		if err := v.sess.SendPrompt(p.Text); err != nil {
-			return nil, fmt.Errorf("send to agent: %w", err)
+		// Typing waits for the idle prompt; the request gives up when its
+		// client does or familiar shuts down (the session's stop ends the
+		// typing too).
+		sent := make(chan error, 1)
+		o.wg.Add(1)
+		go func() {
+			defer o.wg.Done()
+			sent <- v.sess.SendPrompt(p.Text)
+		}()
+		select {
+		case err := <-sent:
+			if err != nil {
+				return nil, protocol.FailedPrecondition("the agent did not take the message: "+err.Error(), v.T.Status)
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-o.closing:
+			return nil, protocol.Unavailable("familiar is shutting down")
 		}
 	}
 	o.poke()

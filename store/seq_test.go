@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 )
 
 // Transient events (raw output) take seqs in order with stored ones, are
@@ -56,4 +59,39 @@ func TestTransientEventsNumberedNotStored(t *testing.T) {
 	if seqs[0] <= seen[len(seen)-1] {
 		t.Fatalf("after restart seq %d reuses one handed out before (last %d)", seqs[0], seen[len(seen)-1])
 	}
+}
+
+// BenchmarkTenWriters: ten goroutines append events as fast as the store
+// takes them (as ten busy tasks' actors would), for a sustained rate under
+// group commit; events/s is reported.
+func BenchmarkTenWriters(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), FileName), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	data := []byte(`{"task":{"id":"t-0123456789","status":"running","activity":"writing","updatedAt":"2026-03-01T12:00:00Z"}}`)
+	const writers = 10
+	per := max(b.N/writers, 1)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			task := fmt.Sprintf("t%d", w)
+			for range per {
+				if _, err := s.AppendEvent(ctx, task, "task/updated", data); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.ReportMetric(float64(per*writers)/el.Seconds(), "events/s")
+	b.ReportMetric(float64(s.commits.Load()), "commits")
 }
