@@ -67,9 +67,9 @@ type envelope struct {
 	// (the scheduler need not wait for a commit to count a slot).
 	early bool
 	in    input
-	gen   int            // for agent inputs: the start they belong to (0 = any)
-	reply chan reply     // nil: nobody waits
-	sess  Session // with inStarted: the new session
+	gen   int        // for agent inputs: the start they belong to (0 = any)
+	reply chan reply // nil: nobody waits
+	sess  Session    // with inStarted: the new session
 }
 
 func newActor(o *Orchestrator, p persisted) *actor {
