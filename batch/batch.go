@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"sync"
 	"time"
 
@@ -323,4 +322,3 @@ func (n *notes) take() []note {
 	return l
 }
 
-var _ = sort.Strings
