@@ -91,7 +91,7 @@ func writeV1(tx *bolt.Tx) error {
 }
 
 func TestMigrateFromV1(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 	buildRaw(t, path, writeV1)
@@ -134,7 +134,7 @@ func TestMigrateFromV1(t *testing.T) {
 // TestMigrateFromV0: a bbolt file without familiar's buckets (version 0)
 // goes through every migration, like a new one.
 func TestMigrateFromV0(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 	buildRaw(t, path, nil)
@@ -206,7 +206,7 @@ func TestMigrationStepsAreAtomic(t *testing.T) {
 
 // TestRefuseNewerSchema: a database from a newer familiar is not touched.
 func TestRefuseNewerSchema(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 	newer := SchemaVersion() + 1

@@ -12,7 +12,7 @@ import (
 )
 
 func TestOpenReadOnly(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 

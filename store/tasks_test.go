@@ -13,7 +13,7 @@ import (
 )
 
 func TestTaskRoundTrip(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	s := openStore(t, t.TempDir(), clk)
@@ -135,7 +135,7 @@ func pageAll(t *testing.T, s *Store, f TaskFilter) (ids []string, total int) {
 }
 
 func TestListTasksPaging(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	s := openStore(t, t.TempDir(), nil)
 
