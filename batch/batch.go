@@ -321,4 +321,3 @@ func (n *notes) take() []note {
 	n.list = nil
 	return l
 }
-
