@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -13,17 +14,9 @@ import (
 	"github.com/familiar-dev/familiar/clock"
 )
 
-// OpenReadOnly opens the database at path to read what a stopped familiar
-// left (familiar audit export). It takes bbolt's shared lock, starts no
-// writer, writes no pid file and migrates nothing: every write returns
-// ErrClosed. A familiar that starts meanwhile waits for the lock (its
-// LockTimeout) rather than failing, as the read takes milliseconds.
-//
-// It fails with an error wrapping os.ErrNotExist when there is no database
-// (it never creates one), ErrLocked when a running familiar holds it, and
-// ErrInvalid when the schema is not the one this code reads (a familiar of
-// this version migrates it when it next starts).
-func OpenReadOnly(path string, opts Options) (*Store, error) {
+// withDefaults returns the options' logger, clock and lock timeout, with
+// their defaults applied.
+func (opts Options) withDefaults() (*slog.Logger, clock.Clock, time.Duration) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -36,6 +29,21 @@ func OpenReadOnly(path string, opts Options) (*Store, error) {
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
 	}
+	return log, clk, timeout
+}
+
+// OpenReadOnly opens the database at path to read what a stopped familiar
+// left (familiar audit export). It takes bbolt's shared lock, starts no
+// writer, writes no pid file and migrates nothing: every write returns
+// ErrClosed. A familiar that starts meanwhile waits for the lock (its
+// LockTimeout) rather than failing, as the read takes milliseconds.
+//
+// It fails with an error wrapping os.ErrNotExist when there is no database
+// (it never creates one), ErrLocked when a running familiar holds it, and
+// ErrInvalid when the schema is not the one this code reads (a familiar of
+// this version migrates it when it next starts).
+func OpenReadOnly(path string, opts Options) (*Store, error) {
+	log, clk, timeout := opts.withDefaults()
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}

@@ -19,7 +19,7 @@ const module = "github.com/familiar-dev/familiar"
 var domain = []string{
 	"agent", "agent/screen", "batch", "bench", "clock", "demo", "demomodel", "doctor",
 	"jsonrpc", "mask", "mcp", "orchestrator", "policy", "procs", "profiles", "protocol",
-	"runfile", "store", "worktree", "cmd/familiar",
+	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs",
 }
 
 // except returns every domain package but the ones given.
@@ -42,8 +42,9 @@ var mustNot = map[string][]string{
 	"policy":       except("policy"),
 	"demomodel":    except("demomodel"),
 	"agent/screen": except("agent/screen", "clock"),
-	"store":        except("store", "clock"),
-	"procs":        except("procs", "clock"),
+	"store":        except("store", "clock", "procs/procfs"),
+	"procs":        except("procs", "clock", "procs/procfs"),
+	"procs/procfs": except("procs/procfs"),
 	"runfile":      except("runfile", "protocol"),
 	"jsonrpc":      {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "batch", "bench", "demo", "doctor", "cmd/familiar"},
 	"agent":        {"store", "worktree", "orchestrator", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
