@@ -205,7 +205,7 @@ func (o *Output) write(b []byte) {
 	} else {
 		text = b
 	}
-	cut := CompleteUTF8(text)
+	cut := completeUTF8(text)
 	o.carry = append(o.carry[:0:0], text[cut:]...)
 	if cut > 0 {
 		for s := range o.subs {
@@ -261,12 +261,10 @@ func (o *Output) hasCarry() bool {
 	return len(o.carry) > 0
 }
 
-// CompleteUTF8 returns the length of the longest prefix of b that does not end
+// completeUTF8 returns the length of the longest prefix of b that does not end
 // inside a UTF-8 sequence that could still be completed by more bytes.
 // Invalid bytes count as complete (they decode as one error rune each).
-// Everything that pages through an output log (task/output) cuts with it, so
-// a page never ends inside a character.
-func CompleteUTF8(b []byte) int {
+func completeUTF8(b []byte) int {
 	for i := len(b) - 1; i >= 0 && i >= len(b)-(utf8.UTFMax-1); i-- {
 		if utf8.RuneStart(b[i]) {
 			if !utf8.FullRune(b[i:]) {

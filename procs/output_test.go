@@ -28,8 +28,8 @@ func TestCompleteUTF8(t *testing.T) {
 		{"a\xf0\x82", 3},     // not a valid prefix (F0 needs 90..BF next)
 		{"a\xed\xa0", 3},     // surrogate prefix: never valid
 	} {
-		if got := CompleteUTF8([]byte(tc.in)); got != tc.want {
-			t.Errorf("CompleteUTF8(%q) = %d, want %d", tc.in, got, tc.want)
+		if got := completeUTF8([]byte(tc.in)); got != tc.want {
+			t.Errorf("completeUTF8(%q) = %d, want %d", tc.in, got, tc.want)
 		}
 	}
 }

@@ -24,7 +24,7 @@ const FileName = "familiar.db"
 // the database before it reports ErrLocked.
 const DefaultLockTimeout = time.Second
 
-// DefaultLimit is the page size of ListTasks, Events and Audit when the
+// DefaultLimit is the page size of Events and Audit when the
 // caller gives none.
 const DefaultLimit = 100
 

@@ -19,7 +19,7 @@ const module = "github.com/familiar-dev/familiar"
 var domain = []string{
 	"agent", "agent/screen", "batch", "bench", "clock", "demo", "demomodel", "doctor",
 	"jsonrpc", "mask", "mcp", "orchestrator", "policy", "procs", "profiles", "protocol",
-	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs",
+	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 }
 
 // except returns every domain package but the ones given.
@@ -45,6 +45,7 @@ var mustNot = map[string][]string{
 	"store":        except("store", "clock", "procs/procfs"),
 	"procs":        except("procs", "clock", "procs/procfs"),
 	"procs/procfs": except("procs/procfs"),
+	"mailbox":      except("mailbox"),
 	"runfile":      except("runfile", "protocol"),
 	"jsonrpc":      {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "batch", "bench", "demo", "doctor", "cmd/familiar"},
 	"agent":        {"store", "worktree", "orchestrator", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
