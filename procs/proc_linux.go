@@ -8,86 +8,47 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/familiar-dev/familiar/procs/procfs"
 )
 
-// procStat is the part of /proc/PID/stat that process-tree work needs.
+// procStat is the part of /proc/PID/stat that process-tree work needs, as
+// procfs reads it (the one parser of /proc/PID/stat in familiar).
 type procStat struct {
 	pid, ppid, pgid, sid int
 	state                byte   // R, S, D, Z, T, X, …
 	start                uint64 // field 22: start time in clock ticks after boot
 }
 
+func fromProcfs(s procfs.Stat) procStat {
+	return procStat{pid: s.PID, ppid: s.PPID, pgid: s.PGID, sid: s.SID, state: s.State, start: s.StartTime}
+}
+
 // dead reports whether the process has finished running: a zombie holds its
 // pid until reaped, but it runs nothing and holds no files.
-func (s procStat) dead() bool { return s.state == 'Z' || s.state == 'X' || s.state == 'x' }
+func (s procStat) dead() bool { return procfs.Stat{State: s.state}.Dead() }
 
 // readStat reads /proc/PID/stat.
 func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s, err := procfs.ReadStat(pid)
 	if err != nil {
 		return procStat{}, err
 	}
-	return parseStat(b)
+	return fromProcfs(s), nil
 }
 
-// parseStat parses one /proc/PID/stat line. The command name (field 2) is in
-// parentheses and may itself contain spaces and parentheses, so fields are
-// counted from the last ')'.
-func parseStat(b []byte) (procStat, error) {
-	open := bytes.IndexByte(b, '(')
-	end := bytes.LastIndexByte(b, ')')
-	if open < 1 || end < open || end+2 > len(b) {
-		return procStat{}, fmt.Errorf("procs: malformed stat line %q", b)
-	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
-	if err != nil {
-		return procStat{}, fmt.Errorf("procs: malformed stat pid: %w", err)
-	}
-	// rest[0] is field 3 (state); field n is rest[n-3].
-	rest := strings.Fields(string(b[end+2:]))
-	if len(rest) < 20 {
-		return procStat{}, fmt.Errorf("procs: stat of %d has %d fields after the name, want ≥ 20", pid, len(rest))
-	}
-	s := procStat{pid: pid, state: rest[0][0]}
-	for _, f := range []struct {
-		dst *int
-		i   int
-	}{{&s.ppid, 4}, {&s.pgid, 5}, {&s.sid, 6}} {
-		if *f.dst, err = strconv.Atoi(rest[f.i-3]); err != nil {
-			return procStat{}, fmt.Errorf("procs: stat of %d field %d: %w", pid, f.i, err)
-		}
-	}
-	if s.start, err = strconv.ParseUint(rest[22-3], 10, 64); err != nil {
-		return procStat{}, fmt.Errorf("procs: stat of %d field 22: %w", pid, err)
-	}
-	return s, nil
-}
-
-// readAllStats returns the stat of every process visible in /proc. Processes
-// that vanish while the directory is read are skipped.
+// readAllStats returns the stat of every process visible in /proc.
 func readAllStats() ([]procStat, error) {
-	d, err := os.Open("/proc")
+	all, err := procfs.ReadAllStats()
 	if err != nil {
-		return nil, fmt.Errorf("procs: list processes: %w", err)
+		return nil, err
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("procs: list processes: %w", err)
-	}
-	out := make([]procStat, 0, len(names))
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil {
-			continue
-		}
-		if s, err := readStat(pid); err == nil {
-			out = append(out, s)
-		}
+	out := make([]procStat, len(all))
+	for i, s := range all {
+		out[i] = fromProcfs(s)
 	}
 	return out, nil
 }

@@ -34,7 +34,7 @@ func allEvents(t testing.TB, s *Store, taskID string, limit int) []Event {
 }
 
 func TestEventsRoundTrip(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	s := openStore(t, t.TempDir(), clk)
@@ -121,7 +121,7 @@ func TestEventsRoundTrip(t *testing.T) {
 // replays in seq order with each task's events in the order they were
 // appended, and the writer really grouped them.
 func TestAppendEventConcurrent(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	const goroutines, perG = 50, 200
 	ctx := context.Background()
 	s := openStore(t, t.TempDir(), nil)
@@ -201,7 +201,7 @@ func TestAppendEventConcurrent(t *testing.T) {
 // TestRestartKeepsSeq: seqs continue after a restart and are never reused,
 // even for events that were deleted with their task.
 func TestRestartKeepsSeq(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, err := Open(filepath.Join(dir, FileName), Options{Logger: testLogger(t)})

@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,7 +24,7 @@ const FileName = "familiar.db"
 // the database before it reports ErrLocked.
 const DefaultLockTimeout = time.Second
 
-// DefaultLimit is the page size of ListTasks, Events and Audit when the
+// DefaultLimit is the page size of Events and Audit when the
 // caller gives none.
 const DefaultLimit = 100
 
@@ -92,18 +91,7 @@ type Store struct {
 // fails after opts.LockTimeout with an error matching ErrLocked whose message
 // names that process's pid when it can be known.
 func Open(path string, opts Options) (*Store, error) {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	clk := opts.Clock
-	if clk == nil {
-		clk = clock.Real
-	}
-	timeout := opts.LockTimeout
-	if timeout <= 0 {
-		timeout = DefaultLockTimeout
-	}
+	log, clk, timeout := opts.withDefaults()
 
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create data dir: %w", err)

@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/familiar-dev/familiar/internal/doctor"
+	"github.com/familiar-dev/familiar/doctor"
 	"github.com/familiar-dev/familiar/procs"
 )
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/familiar-dev/familiar/internal/editor"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/leakcheck"
 	"github.com/familiar-dev/familiar/internal/testenv"
 	"github.com/familiar-dev/familiar/protocol"
 )
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) != "" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	leakcheck.Main(m)
 }
 
 type familiarProc struct {

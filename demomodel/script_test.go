@@ -1,4 +1,4 @@
-package fakeapi
+package demomodel
 
 import (
 	"encoding/json"
@@ -50,10 +50,10 @@ func TestParseDirectives(t *testing.T) {
 			name:   "malformed directives become explaining texts",
 			prompt: "@@TOOL Bash {oops\n@@ERROR 200 fine\n@@TOOL\n@@DELAY soon",
 			want: []Reply{
-				{Text: "fakeapi: @@TOOL Bash: input is not valid JSON: {oops"},
-				{Text: `fakeapi: @@ERROR needs a status 400-599, got "200"`},
-				{Text: "fakeapi: @@TOOL needs a tool name"},
-				{Text: `fakeapi: bad @@DELAY "soon": time: invalid duration "soon"`},
+				{Text: "demomodel: @@TOOL Bash: input is not valid JSON: {oops"},
+				{Text: `demomodel: @@ERROR needs a status 400-599, got "200"`},
+				{Text: "demomodel: @@TOOL needs a tool name"},
+				{Text: `demomodel: bad @@DELAY "soon": time: invalid duration "soon"`},
 			},
 		},
 	}

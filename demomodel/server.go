@@ -1,11 +1,12 @@
-package fakeapi
+package demomodel
 
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"sync"
@@ -24,9 +25,18 @@ const APIKey = "sk-test-fakeapi-0123456789abcdef"
 // logs both. It never talks to the network beyond its own listener.
 type Server struct {
 	script Script
-	ts     *httptest.Server
+	ln     net.Listener
+	srv    *http.Server
+	url    string
+	served chan struct{} // closed when the serving goroutine has returned
 	closed chan struct{} // closed by Close, ends pending delays
 	once   sync.Once
+
+	// handlers counts running handlers, so Close can wait for them; a
+	// handler that starts after Close began returns at once (quitting).
+	handlersMu sync.Mutex
+	quitting   bool
+	handlers   sync.WaitGroup
 
 	scriptMu sync.Mutex // serializes calls of script
 
@@ -37,30 +47,69 @@ type Server struct {
 	hooks   []func(Request, Reply)
 }
 
-// Start starts a server that answers with script. Close it when done. The
-// script must not block for long: Close waits for it.
+// Start starts a server that answers with script, listening on 127.0.0.1
+// only. Close it when done. The script must not block for long: Close waits
+// for it. It panics if no loopback port can be had, as a machine without
+// loopback cannot run familiar at all; use Listen to get the error instead.
 func Start(script Script) *Server {
-	s := &Server{
-		script:  script,
-		closed:  make(chan struct{}),
-		changed: make(chan struct{}),
+	s, err := Listen(script)
+	if err != nil {
+		panic(err)
 	}
-	// httptest listens on 127.0.0.1 only.
-	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	return s
 }
 
-// URL is the base URL, for ANTHROPIC_BASE_URL.
-func (s *Server) URL() string { return s.ts.URL }
+// Listen is Start returning an error instead of panicking.
+func Listen(script Script) (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("demomodel: listening on loopback: %w", err)
+	}
+	s := &Server{
+		script:  script,
+		ln:      ln,
+		url:     "http://" + ln.Addr().String(),
+		served:  make(chan struct{}),
+		closed:  make(chan struct{}),
+		changed: make(chan struct{}),
+	}
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.track)}
+	go func() {
+		defer close(s.served)
+		_ = s.srv.Serve(ln) // returns http.ErrServerClosed after Close
+	}()
+	return s, nil
+}
 
-// Close stops the server: pending delays end, and it returns once every
-// handler (and every OnResponseDone hook) has returned. Safe to call twice.
+// URL is the base URL, for ANTHROPIC_BASE_URL.
+func (s *Server) URL() string { return s.url }
+
+// Close stops the server: pending delays end, connections are closed, and it
+// returns once every handler (and every OnResponseDone hook) has returned.
+// Safe to call twice.
 func (s *Server) Close() {
 	s.once.Do(func() {
 		close(s.closed)
-		s.ts.CloseClientConnections()
-		s.ts.Close()
+		s.handlersMu.Lock()
+		s.quitting = true
+		s.handlersMu.Unlock()
+		_ = s.srv.Close() // closes the listener and every connection
+		<-s.served
+		s.handlers.Wait()
 	})
+}
+
+// track runs serveHTTP counted in handlers, so Close can wait for it.
+func (s *Server) track(w http.ResponseWriter, r *http.Request) {
+	s.handlersMu.Lock()
+	if s.quitting {
+		s.handlersMu.Unlock()
+		return
+	}
+	s.handlers.Add(1)
+	s.handlersMu.Unlock()
+	defer s.handlers.Done()
+	s.serveHTTP(w, r)
 }
 
 // Env is the environment that points a claude process at this server, with
@@ -199,7 +248,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case !req.Stream:
 		b, err := messageBody(reply, newID("msg_"), model)
 		if err != nil {
-			writeJSON(w, http.StatusInternalServerError, errorBody(http.StatusInternalServerError, "fakeapi: "+err.Error()))
+			writeJSON(w, http.StatusInternalServerError, errorBody(http.StatusInternalServerError, "demomodel: "+err.Error()))
 			return
 		}
 		writeJSON(w, http.StatusOK, b)
@@ -216,7 +265,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, reply Reply, model string) bool {
 	evs, err := streamEvents(reply, newID("msg_"), model)
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, errorBody(http.StatusInternalServerError, "fakeapi: "+err.Error()))
+		writeJSON(w, http.StatusInternalServerError, errorBody(http.StatusInternalServerError, "demomodel: "+err.Error()))
 		return false
 	}
 	h := w.Header()

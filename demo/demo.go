@@ -16,7 +16,7 @@ import (
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/batch"
-	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/demomodel"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/runfile"
@@ -72,7 +72,11 @@ func Run(ctx context.Context, o Options) int {
 		return batch.ExitFailed
 	}
 
-	api := fakeapi.Start(Model())
+	api, err := demomodel.Listen(demomodel.Demo())
+	if err != nil {
+		fmt.Fprintf(out, "familiar demo: %v\n", err)
+		return batch.ExitFailed
+	}
 	defer api.Close()
 	fmt.Fprintf(out, "familiar demo\n")
 	fmt.Fprintf(out, "  model:     a SCRIPTED DEMO MODEL on %s — not Claude; no credentials are used\n", api.URL())
@@ -116,10 +120,10 @@ func makeRepo(ctx context.Context, dir string) error {
 }
 
 // StartModel starts the scripted demo model on loopback. Close it when done.
-func StartModel() *fakeapi.Server { return fakeapi.Start(Model()) }
+func StartModel() (*demomodel.Server, error) { return demomodel.Listen(demomodel.Demo()) }
 
 // ModelHook points every agent at the scripted demo model.
-func ModelHook(api *fakeapi.Server) func(ctx context.Context, opts *agent.Options) {
+func ModelHook(api *demomodel.Server) func(ctx context.Context, opts *agent.Options) {
 	return func(ctx context.Context, opts *agent.Options) {
 		if opts.ExtraEnv == nil {
 			opts.ExtraEnv = map[string]string{}

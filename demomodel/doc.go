@@ -1,15 +1,20 @@
-// Package fakeapi is a scripted fake of the Anthropic Messages API for tests:
-// it streams (SSE) the text or tool_use each request is scripted to get and
-// logs every request so tests can assert what reached the model.
+// Package demomodel is a scripted model behind a fake of the Anthropic
+// Messages API, served with net/http on 127.0.0.1: it streams (SSE) the text
+// or tool_use each request is scripted to get and logs every request, so a
+// caller can see what reached the model.
 //
-// It is for tests and the demo only; it never talks to the real API, and it
-// starts no process: the test runs claude with Server.Env.
+// familiar uses it where no real model may be used: `familiar demo` and
+// `familiar run --demo-model` (Demo, a clearly labelled scripted model),
+// `familiar bench` (the same scripted API for every system it compares), and
+// the tests, through internal/fakeapi. It never talks to the real API or to
+// anything beyond its own loopback listener, and it starts no process: the
+// caller runs claude with Server.Env.
 //
 // # Use
 //
-//	srv := fakeapi.Start(fakeapi.PromptScript())
+//	srv := demomodel.Start(demomodel.PromptScript())
 //	defer srv.Close()
-//	agent.SeedConfigDir(cfg, repo, fakeapi.APIKey)
+//	agent.SeedConfigDir(cfg, repo, demomodel.APIKey)
 //	cmd.Env = agent.SessionEnv(os.Environ(), cfg, srv.Env())
 //	// prompt: "make a file\n@@TOOL Bash {\"command\":\"touch x\"}\n@@TEXT Made it."
 //
@@ -38,4 +43,4 @@
 // resends observed); on a 5xx or 429 it retries with backoff unless the
 // answer says x-should-retry: false, which error replies do unless
 // Reply.Retryable. Either way the turn ends with an error result.
-package fakeapi
+package demomodel

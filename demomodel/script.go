@@ -1,4 +1,4 @@
-package fakeapi
+package demomodel
 
 import (
 	"encoding/json"
@@ -207,7 +207,7 @@ func ParseDirectives(prompt string) []Reply {
 		case DirectiveDelay:
 			d, err := time.ParseDuration(rest)
 			if err != nil {
-				steps = append(steps, Reply{Text: fmt.Sprintf("fakeapi: bad %s %q: %v", DirectiveDelay, rest, err)})
+				steps = append(steps, Reply{Text: fmt.Sprintf("demomodel: bad %s %q: %v", DirectiveDelay, rest, err)})
 				continue
 			}
 			delay = d
@@ -225,13 +225,13 @@ func toolStep(rest string) Reply {
 	name, input, _ := strings.Cut(rest, " ")
 	input = strings.TrimSpace(input)
 	if name == "" {
-		return Reply{Text: "fakeapi: " + DirectiveTool + " needs a tool name"}
+		return Reply{Text: "demomodel: " + DirectiveTool + " needs a tool name"}
 	}
 	if input == "" {
 		input = "{}"
 	}
 	if !json.Valid([]byte(input)) {
-		return Reply{Text: fmt.Sprintf("fakeapi: %s %s: input is not valid JSON: %s", DirectiveTool, name, input)}
+		return Reply{Text: fmt.Sprintf("demomodel: %s %s: input is not valid JSON: %s", DirectiveTool, name, input)}
 	}
 	return Reply{ToolUses: []ToolUse{{Name: name, Input: json.RawMessage(input)}}}
 }
@@ -240,7 +240,7 @@ func errorStep(rest string) Reply {
 	code, msg, _ := strings.Cut(rest, " ")
 	status, err := strconv.Atoi(code)
 	if err != nil || status < 400 || status > 599 {
-		return Reply{Text: fmt.Sprintf("fakeapi: %s needs a status 400-599, got %q", DirectiveError, code)}
+		return Reply{Text: fmt.Sprintf("demomodel: %s needs a status 400-599, got %q", DirectiveError, code)}
 	}
 	return Reply{Status: status, Error: strings.TrimSpace(msg)}
 }

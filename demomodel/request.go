@@ -1,4 +1,4 @@
-package fakeapi
+package demomodel
 
 import (
 	"encoding/json"

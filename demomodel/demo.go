@@ -1,40 +1,38 @@
-package demo
+package demomodel
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/familiar-dev/familiar/internal/fakeapi"
 )
 
-// Model is the scripted demo model's script. A prompt carrying @@
+// Demo is the script of the scripted demo model. A prompt carrying @@
 // directives is answered as they say (the built-in demo tasks use them);
 // any other task gets a generic, clearly labelled answer: it writes a short
 // note about the task into the worktree, then reports what it did. That is
 // enough to see a task go through familiar end to end — permission prompt,
 // commit, report — with no credentials.
-func Model() fakeapi.Script {
-	scripted := fakeapi.PromptScript()
-	return func(req fakeapi.Request) fakeapi.Reply {
-		if req.IsSideRequest() || len(fakeapi.ParseDirectives(firstPrompt(req))) > 0 {
+func Demo() Script {
+	scripted := PromptScript()
+	return func(req Request) Reply {
+		if req.IsSideRequest() || len(ParseDirectives(firstPrompt(req))) > 0 {
 			return scripted(req)
 		}
 		title := taskTitle(firstPrompt(req))
 		if len(req.ToolResults()) == 0 {
-			return fakeapi.Reply{
+			return Reply{
 				Text: "(scripted demo model) I will write a note about this task.",
-				ToolUses: []fakeapi.ToolUse{{Name: "Write", Input: map[string]string{
+				ToolUses: []ToolUse{{Name: "Write", Input: map[string]string{
 					"file_path": "familiar-demo/" + slug(title) + ".md",
 					"content":   fmt.Sprintf("# %s\n\nWritten by familiar's scripted demo model, not by Claude.\n", title),
 				}}},
 			}
 		}
-		return fakeapi.Reply{Text: fmt.Sprintf("(scripted demo model) Wrote familiar-demo/%s.md for %q.", slug(title), title)}
+		return Reply{Text: fmt.Sprintf("(scripted demo model) Wrote familiar-demo/%s.md for %q.", slug(title), title)}
 	}
 }
 
-func firstPrompt(req fakeapi.Request) string {
+func firstPrompt(req Request) string {
 	for _, m := range req.Messages {
 		if m.Role != "user" {
 			continue

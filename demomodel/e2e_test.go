@@ -1,4 +1,4 @@
-package fakeapi_test
+package demomodel_test
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
-	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/demomodel"
 	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
@@ -72,16 +72,16 @@ func newRepo(t *testing.T) string {
 // group, killed when the run outlives runTimeout; afterwards no process may
 // be left that carries the run's config dir in its environment (Bash tool
 // commands run in sessions of their own, so the group alone proves nothing).
-func runClaude(t *testing.T, srv *fakeapi.Server, repo, prompt string, args ...string) run {
+func runClaude(t *testing.T, srv *demomodel.Server, repo, prompt string, args ...string) run {
 	t.Helper()
 	return runClaudeIn(t, srv, repo, filepath.Join(t.TempDir(), "claude-config"), prompt, args...)
 }
 
 // runClaudeIn is runClaude with a given config dir (seeded again if it exists).
-func runClaudeIn(t *testing.T, srv *fakeapi.Server, repo, configDir, prompt string, args ...string) run {
+func runClaudeIn(t *testing.T, srv *demomodel.Server, repo, configDir, prompt string, args ...string) run {
 	t.Helper()
 	claude := testenv.Claude(t)
-	if err := agent.SeedConfigDir(configDir, repo, fakeapi.APIKey); err != nil {
+	if err := agent.SeedConfigDir(configDir, repo, demomodel.APIKey); err != nil {
 		t.Fatal(err)
 	}
 	extra := srv.Env()
@@ -160,7 +160,7 @@ func processesWithEnv(kv string) []int {
 
 // noSideTraffic checks what the package doc promises about the CLI's
 // traffic with non-essential traffic disabled.
-func noSideTraffic(t *testing.T, srv *fakeapi.Server) {
+func noSideTraffic(t *testing.T, srv *demomodel.Server) {
 	t.Helper()
 	for i, r := range srv.Requests() {
 		if r.IsSideRequest() {
@@ -174,7 +174,7 @@ func noSideTraffic(t *testing.T, srv *fakeapi.Server) {
 
 func TestCLIPlainText(t *testing.T) {
 	t.Parallel()
-	srv := fakeapi.Start(fakeapi.PromptScript())
+	srv := demomodel.Start(demomodel.PromptScript())
 	defer srv.Close()
 	repo := newRepo(t)
 	prompt := "Say hello\n@@TEXT Hello from the script.\\nSecond line."
@@ -204,13 +204,13 @@ func TestCLIPlainText(t *testing.T) {
 
 func TestCLIToolUse(t *testing.T) {
 	t.Parallel()
-	srv := fakeapi.Start(fakeapi.PromptScript())
+	srv := demomodel.Start(demomodel.PromptScript())
 	defer srv.Close()
 	var (
 		mu      sync.Mutex
-		replies []fakeapi.Reply
+		replies []demomodel.Reply
 	)
-	srv.OnResponseDone(func(_ fakeapi.Request, reply fakeapi.Reply) {
+	srv.OnResponseDone(func(_ demomodel.Request, reply demomodel.Reply) {
 		mu.Lock()
 		defer mu.Unlock()
 		replies = append(replies, reply)
@@ -248,23 +248,23 @@ func TestCLIHTTPError(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name    string
-		script  fakeapi.Script
+		script  demomodel.Script
 		prompt  string
 		message string
 		resends bool // whether the CLI may send the turn again
 	}{
 		// On a 400 the CLI resends the turn with fewer beta features (five
 		// times with 2.1.330); every resend must get the error too.
-		{"400 directive", fakeapi.PromptScript(), "fail\n@@ERROR 400 fake bad request", "fake bad request", true},
-		{"400 sequence", fakeapi.Sequence(fakeapi.Reply{Status: 400, Error: "fake bad request"}, fakeapi.Reply{Text: "not for a resend"}),
+		{"400 directive", demomodel.PromptScript(), "fail\n@@ERROR 400 fake bad request", "fake bad request", true},
+		{"400 sequence", demomodel.Sequence(demomodel.Reply{Status: 400, Error: "fake bad request"}, demomodel.Reply{Text: "not for a resend"}),
 			"fail", "fake bad request", true},
 		// A 5xx would be retried with backoff; Reply sets x-should-retry:
 		// false, so the CLI gives up at once.
-		{"500 directive", fakeapi.PromptScript(), "fail\n@@ERROR 500 fake server error", "fake server error", false},
+		{"500 directive", demomodel.PromptScript(), "fail\n@@ERROR 500 fake server error", "fake server error", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := fakeapi.Start(tt.script)
+			srv := demomodel.Start(tt.script)
 			defer srv.Close()
 			repo := newRepo(t)
 			r := runClaude(t, srv, repo, tt.prompt)
@@ -300,12 +300,12 @@ func TestCaptureRequests(t *testing.T) {
 	if dir == "" {
 		t.Skip("set FAKEAPI_CAPTURE=dir to capture the CLI's requests")
 	}
-	write := func(name string, req fakeapi.Request) {
+	write := func(name string, req demomodel.Request) {
 		if err := os.WriteFile(filepath.Join(dir, name), req.Raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	srv := fakeapi.Start(fakeapi.PromptScript())
+	srv := demomodel.Start(demomodel.PromptScript())
 	defer srv.Close()
 	repo := newRepo(t)
 	prompt := "go\n@@TOOL Bash {\"command\":\"echo hi > created.txt\",\"description\":\"Create a file\"}\n@@TEXT All done here."
@@ -324,7 +324,7 @@ func TestCaptureRequests(t *testing.T) {
 	sid, _ := r.result()["session_id"].(string)
 	runClaudeIn(t, srv, repo, r.configDir, "/compact", "--resume", sid)
 	last := srv.Requests()[len(srv.Requests())-1]
-	if last.SideKind() != fakeapi.SideCompact {
+	if last.SideKind() != demomodel.SideCompact {
 		t.Errorf("last request is %q, not a compaction", last.SideKind())
 	}
 	write("p_compact.json", last)
