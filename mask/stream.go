@@ -1,0 +1,458 @@
+package mask
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// A Stream masks one output stream (a task's terminal) as a terminal shows
+// it, chunk by chunk. Masking each chunk with String misses what a person
+// sees as one secret:
+//
+//   - escape sequences inside it: colour codes (grep --color, ESC[1m in a
+//     Bearer header) split a key in two, and claude draws spaces as cursor
+//     moves (ESC[27G, ESC[1C, ESC[1B), which glue "Bearer" to the key that
+//     follows and defeat the word-start check;
+//   - chunk boundaries: a key written in two halves, or in two reads of the
+//     PTY.
+//
+// So a Stream matches on the text a terminal would show (the view): escape
+// sequences that draw nothing are left out of it, cursor moves become a space
+// or a newline, and the view of text already emitted stays as left context
+// for the next chunk. What it emits is the raw stream with each secret's
+// printable bytes replaced by the masked form; escape sequences inside a
+// secret are kept so the screen's colours and cursor stay right, and the text
+// of OSC/DCS strings (titles, hyperlinks) is masked too.
+//
+// It holds back the tail that could still be the start of a secret: the last
+// word of the view (and anything that could be the start of a literal the
+// Masker was given), at most MaxHold bytes of it, and an unfinished escape
+// sequence. Write returns what is safe to emit now; the caller emits the rest
+// with Flush once the stream has been quiet for a short deadline, and at its
+// end. Flush masks a held word that looks like the start of a secret whole,
+// and then masks the word's continuation in the next chunk too, so a key
+// written in two halves with a pause between them does not leak its second
+// half either. Memory is bounded by MaxHold plus one chunk.
+//
+// A Stream is not safe for concurrent use: one per stream, fed in order.
+type Stream struct {
+	m       *Masker
+	maxHold int
+
+	pending []byte // raw bytes not yet emitted
+	// ctx is the view of the last text emitted, unmasked, cut at a space:
+	// "Authorization: Bearer " at the end of one chunk makes the next one's
+	// first word a secret.
+	ctx string
+	// open says the last emitted text ended inside a secret (emitted by a
+	// forced cut or Flush): the next chunk's first word continues it.
+	open bool
+	// inKey says a private key block has begun and not ended: everything up
+	// to its end marker is masked.
+	inKey bool
+
+	// Scratch, reused between calls.
+	view   []byte
+	rawOff []int32 // rawOff[i]: where view byte i starts in pending
+	rawEnd []int32 // rawEnd[i]: where it ends (an escape sequence may draw it)
+	segs   []segment
+	out    []byte
+}
+
+// segment is an escape sequence or control byte of pending that draws no
+// printable byte: it is copied through (OSC and DCS strings masked), also
+// from inside a secret.
+type segment struct {
+	start, end int
+	text       bool // an OSC/DCS/APC string whose payload is text to mask
+}
+
+const (
+	// DefaultMaxHold is how many bytes of view a Stream holds back at most.
+	// Secrets are shorter; a longer word is cut and, if it looked like a
+	// secret, masked to its end.
+	DefaultMaxHold = 4096
+	// ctxLen bounds the left context kept from emitted text.
+	ctxLen = 256
+	// maxEscape bounds an unfinished escape sequence held back: a longer
+	// one is not an escape sequence a terminal would wait for.
+	maxEscape = 4096
+	// keyBegin stands in for a private key's begin marker in the context
+	// once the marker itself has gone by.
+	keyBegin = "-----BEGIN PRIVATE KEY-----\n"
+)
+
+// NewStream returns a Stream that masks with m (nil: shapes only). maxHold
+// <= 0 means DefaultMaxHold.
+func (m *Masker) NewStream(maxHold int) *Stream {
+	if m == nil {
+		m = plain
+	}
+	if maxHold <= 0 {
+		maxHold = DefaultMaxHold
+	}
+	return &Stream{m: m, maxHold: maxHold}
+}
+
+// Write takes the next chunk of the stream and returns the masked bytes that
+// are safe to emit now (possibly none). The result is only valid until the
+// next call.
+func (s *Stream) Write(p []byte) []byte {
+	s.pending = append(s.pending, p...)
+	return s.process(false)
+}
+
+// Flush returns everything held back, masked; call it when the stream has
+// been quiet for a short while (the terminal shows the held text by then) and
+// at its end. An unfinished escape sequence stays held unless final is set.
+func (s *Stream) Flush(final bool) []byte {
+	out := append([]byte(nil), s.process(true)...)
+	for final && len(s.pending) > 0 {
+		// An escape sequence cut off by the end of the stream: drop its ESC,
+		// which draws nothing, and mask the rest as text in its context.
+		s.pending = s.pending[1:]
+		out = append(out, s.process(true)...)
+	}
+	if final {
+		s.ctx, s.open, s.inKey = "", false, false
+	}
+	return out
+}
+
+// Held reports how many raw bytes the Stream holds back.
+func (s *Stream) Held() int { return len(s.pending) }
+
+// parse builds the view of pending and returns how many bytes of pending
+// it covers (an unfinished escape sequence at the end is left out).
+func (s *Stream) parse() int {
+	s.view, s.rawOff, s.rawEnd, s.segs = s.view[:0], s.rawOff[:0], s.rawEnd[:0], s.segs[:0]
+	p := s.pending
+	draw := func(c byte, start, end int) {
+		s.view = append(s.view, c)
+		s.rawOff = append(s.rawOff, int32(start))
+		s.rawEnd = append(s.rawEnd, int32(end))
+	}
+	i := 0
+	for i < len(p) {
+		c := p[i]
+		switch {
+		case c == 0x1b:
+			end, drawn, text, ok := escapeEnd(p, i)
+			if !ok {
+				if len(p)-i < maxEscape {
+					return i
+				}
+				end, drawn, text = i+1, 0, false // not a sequence: skip the ESC alone
+			}
+			s.segs = append(s.segs, segment{start: i, end: end, text: text})
+			if drawn != 0 {
+				draw(drawn, i, end)
+			}
+			i = end
+		case c == '\n' || c == '\r' || c == '\t' || c >= 0x20 && c != 0x7f:
+			draw(c, i, i+1)
+			i++
+		default: // other control bytes draw nothing
+			s.segs = append(s.segs, segment{start: i, end: i + 1})
+			i++
+		}
+	}
+	return i
+}
+
+// escapeEnd reads the escape sequence at p[i] (an ESC) and returns its end,
+// what it draws in the view (0: nothing; ' ' for horizontal cursor moves,
+// '\n' for vertical ones and positioning), and whether it carries a text
+// string. ok is false if p ends before the sequence does.
+func escapeEnd(p []byte, i int) (end int, drawn byte, text, ok bool) {
+	if i+1 >= len(p) {
+		return 0, 0, false, false
+	}
+	switch p[i+1] {
+	case '[': // CSI: parameters, intermediates, a final byte
+		j := i + 2
+		for j < len(p) && p[j] >= 0x20 && p[j] <= 0x3f {
+			j++
+		}
+		if j >= len(p) {
+			return 0, 0, false, false
+		}
+		f := p[j]
+		if f < 0x40 || f > 0x7e {
+			return j, 0, false, true // malformed: drop what we read
+		}
+		switch f {
+		case 'C', 'D', 'G', '`', 'a', 'I', 'Z', 'X':
+			drawn = ' '
+		case 'A', 'B', 'E', 'F', 'H', 'f', 'd', 'e', 'r':
+			drawn = '\n'
+		}
+		return j + 1, drawn, false, true
+	case ']', 'P', 'X', '^', '_': // strings, ended by BEL (OSC) or ST
+		for j := i + 2; j < len(p); j++ {
+			switch {
+			case p[j] == 0x07:
+				return j + 1, 0, true, true
+			case p[j] == 0x1b && j+1 < len(p) && p[j+1] == '\\':
+				return j + 2, 0, true, true
+			case p[j] == 0x1b && j+1 == len(p):
+				return 0, 0, false, false
+			}
+		}
+		return 0, 0, false, false
+	default: // ESC, intermediates, a final byte (ESC 7, ESC ( B, ESC M)
+		j := i + 1
+		for j < len(p) && p[j] >= 0x20 && p[j] <= 0x2f {
+			j++
+		}
+		if j >= len(p) {
+			return 0, 0, false, false
+		}
+		if p[j] == 'M' || p[j] == 'D' || p[j] == 'E' { // reverse index, index, next line
+			drawn = '\n'
+		}
+		return j + 1, drawn, false, true
+	}
+}
+
+func isViewSpace(c byte) bool { return isSpace(c) }
+
+// process emits what is safe (all of it when flush is set) and keeps the rest.
+func (s *Stream) process(flush bool) []byte {
+	covered := s.parse()
+	view := s.view
+	ctx := s.ctx
+	if s.inKey {
+		ctx = keyBegin
+	}
+	full := ctx + string(view)
+	off := len(ctx)
+	spans := s.m.find(full)
+
+	// The cut: everything before it is emitted now.
+	c := len(view)
+	forced := flush
+	if !flush {
+		c = 0
+		for k := len(view) - 1; k >= 0; k-- {
+			if isViewSpace(view[k]) {
+				c = k + 1
+				break
+			}
+		}
+		c = s.literalStart(full, off, c)
+		// A secret that crosses the cut, or may go on (it reaches the end:
+		// a private key's body, a quoted value), is held whole.
+		for _, sp := range spans {
+			if sp.start < off+c && (sp.end > off+c || sp.end == len(full)) && sp.start >= off {
+				c = sp.start - off
+			}
+		}
+		if len(view)-c > s.maxHold {
+			c, forced = len(view), true
+		}
+	}
+	if c == 0 && !s.open && covered == len(s.pending) && !flush {
+		return nil
+	}
+
+	// Spans to mask in view[0:c], in view coordinates; cont marks those that
+	// continue a secret begun in text already emitted.
+	type vspan struct {
+		a, b int
+		cont bool
+	}
+	var vs []vspan
+	open := false
+	if s.open {
+		e := 0
+		for e < c && !isViewSpace(view[e]) {
+			e++
+		}
+		if e > 0 {
+			vs = append(vs, vspan{0, e, true})
+		}
+		open = e == len(view) && forced
+	}
+	for _, sp := range spans {
+		a, b := sp.start-off, sp.end-off
+		if b <= 0 || a >= c {
+			continue
+		}
+		// A private key's body after the stand-in marker continues too.
+		cont := a < 0 || a == 0 && s.inKey
+		a, b = max(a, 0), min(b, c)
+		if sp.end-off >= c && forced {
+			open = true
+		}
+		vs = append(vs, vspan{a, b, cont})
+	}
+	if forced && c == len(view) {
+		if a := s.candidate(full, off, view); a >= 0 {
+			vs = append(vs, vspan{a, len(view), false})
+			open = true
+		}
+	}
+	// Merge (spans from find are sorted; the continuation and candidate
+	// may overlap them).
+	if len(vs) > 1 {
+		sortSpans := func() {
+			for i := 1; i < len(vs); i++ {
+				for j := i; j > 0 && vs[j].a < vs[j-1].a; j-- {
+					vs[j], vs[j-1] = vs[j-1], vs[j]
+				}
+			}
+		}
+		sortSpans()
+		merged := vs[:1]
+		for _, v := range vs[1:] {
+			last := &merged[len(merged)-1]
+			if v.a <= last.b {
+				last.b = max(last.b, v.b)
+				continue
+			}
+			merged = append(merged, v)
+		}
+		vs = merged
+	}
+
+	rawCut := covered
+	if c < len(view) {
+		rawCut = int(s.rawOff[c])
+	}
+	s.out = s.out[:0]
+	ri, seg := 0, 0
+	var b strings.Builder
+	for _, v := range vs {
+		s.out, seg = s.copyRaw(s.out, ri, int(s.rawOff[v.a]), seg, false)
+		b.Reset()
+		secret := string(view[v.a:v.b])
+		if v.cont {
+			b.WriteString(markerHead)
+			b.WriteString(strconv.Itoa(utf8.RuneCountInString(secret)))
+			b.WriteString(markerTail)
+		} else {
+			writeMasked(&b, secret, s.m.literals)
+		}
+		s.out = append(s.out, b.String()...)
+		ri = int(s.rawEnd[v.b-1])
+		s.out, seg = s.copyRaw(s.out, int(s.rawOff[v.a]), ri, seg, true)
+	}
+	s.out, _ = s.copyRaw(s.out, ri, rawCut, seg, false)
+
+	// Remember the context and drop what was emitted.
+	emitted := ctx + string(view[:c])
+	s.inKey = keyOpen(emitted)
+	if len(emitted) > ctxLen {
+		emitted = emitted[len(emitted)-ctxLen:]
+		if k := strings.IndexAny(emitted, " \t\r\n"); k >= 0 {
+			emitted = emitted[k+1:]
+		}
+	}
+	s.ctx = emitted
+	if c > 0 {
+		s.open = open
+	}
+	s.pending = append(s.pending[:0], s.pending[rawCut:]...)
+	return s.out
+}
+
+// copyRaw appends pending[from:to] to out: all of it, or with escapesOnly
+// only its escape sequences (the printable bytes of a secret are replaced by
+// the masked form). OSC and DCS strings are masked as text. seg is the first
+// segment that may lie in range; copyRaw returns the next one.
+func (s *Stream) copyRaw(out []byte, from, to, seg int, escapesOnly bool) ([]byte, int) {
+	for seg < len(s.segs) && s.segs[seg].end <= from {
+		seg++
+	}
+	pos := from
+	for ; seg < len(s.segs) && s.segs[seg].start < to; seg++ {
+		g := s.segs[seg]
+		if !escapesOnly {
+			out = append(out, s.pending[pos:g.start]...)
+		}
+		if g.text {
+			out = append(out, s.m.String(string(s.pending[g.start:g.end]))...)
+		} else {
+			out = append(out, s.pending[g.start:g.end]...)
+		}
+		pos = g.end
+	}
+	if !escapesOnly && pos < to {
+		out = append(out, s.pending[pos:to]...)
+	}
+	return out, seg
+}
+
+// literalStart moves the cut c back to where a literal secret may begin in
+// the held-back view: a suffix of full that is a proper prefix of a literal.
+func (s *Stream) literalStart(full string, off, c int) int {
+	for _, lit := range s.m.literals {
+		for k := min(len(lit)-1, len(full)-off); k > 0; k-- {
+			if strings.HasSuffix(full, lit[:k]) {
+				c = min(c, len(full)-off-k)
+				break
+			}
+		}
+	}
+	return c
+}
+
+// padding continues a held word as a secret would, to ask whether the word
+// could be the start of one.
+const padding = "A0b1C2d3E4f5G6h7J8k9M0n1P2q3R4s5T6u7V8w9"
+
+// candidate returns where the last word of view starts if, continued, it
+// would be a secret (a key cut short by a pause); -1 otherwise.
+func (s *Stream) candidate(full string, off int, view []byte) int {
+	a := len(view)
+	for a > 0 && !isViewSpace(view[a-1]) {
+		a--
+	}
+	if a == len(view) {
+		return -1
+	}
+	word := string(view[a:])
+	for _, lit := range s.m.literals {
+		for k := min(len(lit)-1, len(word)); k >= 3; k-- {
+			if strings.HasSuffix(word, lit[:k]) {
+				return len(view) - k
+			}
+		}
+	}
+	// Shapes the padding cannot complete: an AWS id has an exact length, a
+	// JWT dots inside.
+	for k := a; k < len(view); k++ {
+		if k > a && isWord(full, off+k-1) {
+			continue
+		}
+		w := string(view[k:])
+		for _, p := range []string{"AKIA", "ASIA", "eyJ"} {
+			if strings.HasPrefix(w, p) || strings.HasPrefix(p, w) && len(w) >= 3 {
+				return k
+			}
+		}
+	}
+	probe := full + padding
+	for _, sp := range s.m.find(probe) {
+		if sp.end > len(full) && sp.start-off < len(view) {
+			return max(a, sp.start-off) // the key in "TOKEN=ab": only the value
+		}
+	}
+	return -1
+}
+
+// keyOpen reports whether text ends inside a private key block: its last
+// BEGIN … PRIVATE KEY----- marker has no END marker after it.
+func keyOpen(text string) bool {
+	i := strings.LastIndex(text, "-----BEGIN ")
+	if i < 0 || strings.Contains(text[i:], "-----END ") {
+		return false
+	}
+	line := text[i:]
+	if nl := strings.IndexByte(line, '\n'); nl >= 0 {
+		line = line[:nl]
+	}
+	return strings.Contains(line, "PRIVATE KEY-----")
+}
