@@ -95,7 +95,7 @@ func TestDamagedStoreIsMovedAsideAndRestored(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/backup=%v", tc.name, withBackup), func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), FileName)
 				s := openAt(t, path, Options{})
-				putTasks(t, s, "kept", 40) // several pages of tasks
+				putTasks(t, s, "kept", 40)        // several pages of tasks
 				if err := s.Close(); err != nil { // backs up
 					t.Fatal(err)
 				}
@@ -132,6 +132,10 @@ func TestDamagedStoreIsMovedAsideAndRestored(t *testing.T) {
 				}
 				// The repaired store works.
 				putTasks(t, s, "new", 2)
+				// doctor can still say what happened.
+				if recs, err := Recoveries(path); err != nil || len(recs) != 1 || recs[0].Problem != rec.Problem || recs[0].Tasks != rec.Tasks {
+					t.Errorf("Recoveries = %+v, %v", recs, err)
+				}
 			})
 		}
 	}
@@ -375,5 +379,25 @@ func TestFullDiskRealTmpfs(t *testing.T) {
 	}
 	if len(acked) > 0 || total != len(recs) {
 		t.Errorf("%d acknowledged tasks lost after restart", len(acked))
+	}
+}
+
+// familiar doctor looks without repairing.
+func TestInspectReportsDamageWithoutRepairing(t *testing.T) {
+	leakcheck(t)
+	path := filepath.Join(t.TempDir(), FileName)
+	s := openAt(t, path, Options{})
+	putTasks(t, s, "x", 20)
+	s.Close()
+	damagePages(t, path, 3, 6)
+	if _, err := Open(path, Options{Inspect: true}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("Inspect on a damaged store: %v", err)
+	}
+	if matches, _ := filepath.Glob(path + ".damaged-*"); len(matches) > 0 || !fileExists(path) {
+		t.Fatalf("Inspect moved the file: %v", matches)
+	}
+	os.Truncate(path, 0)
+	if _, err := Open(path, Options{Inspect: true}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("Inspect on an emptied store: %v", err)
 	}
 }

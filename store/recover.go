@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -228,4 +229,48 @@ func writeMarker(path string, now time.Time) error {
 		return nil
 	}
 	return os.WriteFile(path+markerSuffix, []byte(now.UTC().Format(time.RFC3339)+"\n"), 0o600)
+}
+
+// recoveriesSuffix names the file that keeps the last few Recovery reports
+// next to the database, so `familiar doctor` and later starts can still say
+// what was lost after the server/message has scrolled away.
+const recoveriesSuffix = ".recoveries.json"
+
+// maxRecoveries bounds that file.
+const maxRecoveries = 5
+
+// Recoveries returns the reports of the last repairs of the database at
+// path, oldest first; none if it was never repaired.
+func Recoveries(path string) ([]Recovery, error) {
+	b, err := os.ReadFile(path + recoveriesSuffix)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: read recovery reports: %w", err)
+	}
+	var recs []Recovery
+	if err := json.Unmarshal(b, &recs); err != nil {
+		return nil, fmt.Errorf("store: read recovery reports %s: %w", path+recoveriesSuffix, err)
+	}
+	return recs, nil
+}
+
+// recordRecovery appends rec to the reports file, atomically.
+func recordRecovery(path string, rec Recovery) error {
+	recs, _ := Recoveries(path) // an unreadable file is replaced
+	recs = append(recs, rec)
+	if len(recs) > maxRecoveries {
+		recs = recs[len(recs)-maxRecoveries:]
+	}
+	b, err := json.MarshalIndent(recs, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + recoveriesSuffix + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path+recoveriesSuffix)
 }

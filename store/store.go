@@ -71,6 +71,10 @@ type Options struct {
 	// CheckTimeout bounds the consistency check at Open; 0 means
 	// DefaultCheckTimeout.
 	CheckTimeout time.Duration
+	// Inspect opens the store only to look (familiar doctor): damage is
+	// returned as an error matching ErrDamaged instead of repaired, and no
+	// backup or marker is written.
+	Inspect bool
 }
 
 // Store is familiar's embedded database. Its methods are safe for concurrent
@@ -106,6 +110,7 @@ type Store struct {
 	checkDone   <-chan struct{}
 
 	recovery *Recovery // what Open repaired; nil if nothing
+	inspect  bool      // Options.Inspect: no backups
 
 	// failCommit, if set (tests only, before any write), runs before each
 	// transaction in the writer; an error it returns fails the commit as a
@@ -158,6 +163,9 @@ func Open(path string, opts Options) (*Store, error) {
 	// the store starts empty), once; what was lost is in s.Recovery().
 	var recovery *Recovery
 	repair := func(problem string) {
+		if opts.Inspect {
+			return
+		}
 		now := clk.Now()
 		log.Error("store: the database is damaged; moving it aside", "path", path, "problem", problem)
 		recovery = &Recovery{At: now.UTC(), Problem: problem}
@@ -169,6 +177,9 @@ func Open(path string, opts Options) (*Store, error) {
 		recovery.RestoredFrom, recovery.BackupTime = restoreBackup(path, clk, checkTimeout, log)
 	}
 	if problem := emptyWhereAStoreWas(path); problem != "" {
+		if opts.Inspect {
+			return nil, fmt.Errorf("store: %s: %w: %s", path, ErrDamaged, problem)
+		}
 		repair(problem)
 	}
 	var (
@@ -184,6 +195,9 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		if problem == "" {
 			break
+		}
+		if opts.Inspect {
+			return nil, fmt.Errorf("store: %s: %w: %s", path, ErrDamaged, problem)
 		}
 		if attempt > 0 {
 			// A restored backup or a new file that is damaged: the disk
@@ -229,7 +243,9 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: %s: %w", path, err)
 	}
-	if err := writeMarker(path, clk.Now()); err != nil {
+	if opts.Inspect {
+		s.inspect = true
+	} else if err := writeMarker(path, clk.Now()); err != nil {
 		log.Warn("store: cannot write the marker that tells an emptied database from a new one", "err", err)
 	}
 	if recovery != nil {
@@ -238,9 +254,12 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil
 		})
 		log.Error("store: "+recovery.Message(), "damaged", recovery.DamagedPath, "restoredFrom", recovery.RestoredFrom)
+		if err := recordRecovery(path, *recovery); err != nil {
+			log.Warn("store: cannot keep the recovery report for doctor", "err", err)
+		}
 	}
 	s.backedUp.Store(s.commits.Load())
-	if opts.BackupEvery >= 0 {
+	if opts.BackupEvery >= 0 && !opts.Inspect {
 		every := opts.BackupEvery
 		if every == 0 {
 			every = DefaultBackupEvery
@@ -302,7 +321,7 @@ func (s *Store) Close() error {
 			<-s.backupDone
 		}
 		// A clean shutdown leaves a backup of the final state.
-		if s.commits.Load() != s.backedUp.Load() && s.Health().OK {
+		if s.commits.Load() != s.backedUp.Load() && s.Health().OK && !s.inspect {
 			if err := s.Backup(); err != nil {
 				s.log.Warn("store: backup at shutdown failed; the previous backups are kept", "err", err)
 			}
