@@ -51,6 +51,15 @@ type Stream struct {
 	// inKey says a private key block has begun and not ended: everything up
 	// to its end marker is masked.
 	inKey bool
+	// complete: the text is whole (Terminal), so its last word is not the
+	// start of a secret still to come.
+	complete bool
+	// retryAt: Write skips matching until pending is this long, unless the
+	// new bytes may end the held word (0: always match).
+	retryAt int
+	// examined counts the bytes matched over, for the test that keeps the
+	// work linear in the stream.
+	examined int
 
 	// Scratch, reused between calls.
 	view   []byte
@@ -100,7 +109,36 @@ func (m *Masker) NewStream(maxHold int) *Stream {
 // next call.
 func (s *Stream) Write(p []byte) []byte {
 	s.pending = append(s.pending, p...)
-	return s.process(false)
+	// Holding more is always safe. While the held word grows with no
+	// place to cut in sight, look again only when it has doubled (or
+	// reached MaxHold): matching stays linear in the stream even when a
+	// long word arrives a few bytes at a time.
+	if len(s.pending) < s.retryAt && !mayCut(p) {
+		return nil
+	}
+	out := s.process(false)
+	s.retryAt = 0
+	if len(out) == 0 && len(s.pending) > 0 {
+		s.retryAt = min(2*len(s.pending), 2*s.maxHold+1)
+	}
+	return out
+}
+
+// mayCut reports whether p may end the held word: it has a blank or an
+// escape sequence that draws one. (A sequence split across writes is missed;
+// that only holds the word a little longer.)
+func mayCut(p []byte) bool {
+	for i, c := range p {
+		if isSpace(c) {
+			return true
+		}
+		if c == 0x1b {
+			if _, drawn, _, ok := escapeEnd(p, i); ok && drawn != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Flush returns everything held back, masked; call it when the stream has
@@ -120,7 +158,26 @@ func (s *Stream) Flush(final bool) []byte {
 	return out
 }
 
-// Held reports how many raw bytes the Stream holds back.
+// Terminal masks s, a whole piece of terminal output, as a terminal shows
+// it: through colour codes and cursor moves (see Stream). An escape sequence
+// cut off at the end of s is kept as it is, so s may be one chunk of a longer
+// stream; but a secret split across chunks needs a Stream.
+func (m *Masker) Terminal(s string) string {
+	if m == nil {
+		m = plain
+	}
+	st := m.NewStream(len(s) + 1)
+	st.complete = true
+	out := append([]byte(nil), st.Write([]byte(s))...)
+	out = append(out, st.process(true)...)
+	if len(st.pending) > 0 {
+		out = append(out, m.text(string(st.pending))...)
+	}
+	return string(out)
+}
+
+// Held reports how many raw bytes the Stream holds back: at most about
+// twice MaxHold (escape sequences inside the held word) plus one write.
 func (s *Stream) Held() int { return len(s.pending) }
 
 // parse builds the view of pending and returns how many bytes of pending
@@ -128,6 +185,7 @@ func (s *Stream) Held() int { return len(s.pending) }
 func (s *Stream) parse() int {
 	s.view, s.rawOff, s.rawEnd, s.segs = s.view[:0], s.rawOff[:0], s.rawEnd[:0], s.segs[:0]
 	p := s.pending
+	s.examined += len(p)
 	draw := func(c byte, start, end int) {
 		s.view = append(s.view, c)
 		s.rawOff = append(s.rawOff, int32(start))
@@ -194,10 +252,16 @@ func escapeEnd(p []byte, i int) (end int, drawn byte, text, ok bool) {
 			switch {
 			case p[j] == 0x07:
 				return j + 1, 0, true, true
-			case p[j] == 0x1b && j+1 < len(p) && p[j+1] == '\\':
-				return j + 2, 0, true, true
 			case p[j] == 0x1b && j+1 == len(p):
 				return 0, 0, false, false
+			case p[j] == 0x1b && p[j+1] == '\\':
+				return j + 2, 0, true, true
+			case p[j] == 0x1b:
+				// Any other ESC cancels the string and starts a sequence
+				// of its own, as in a terminal; stopping here also keeps
+				// a run of unfinished strings from being read again and
+				// again.
+				return j, 0, true, true
 			}
 		}
 		return 0, 0, false, false
@@ -242,6 +306,16 @@ func (s *Stream) process(flush bool) []byte {
 			}
 		}
 		c = s.literalStart(full, off, c)
+		// Never cut inside an earlier masking's marker ("…[masked 12
+		// chars]" has spaces): the part after the cut would look like a
+		// new word, or a private key's body.
+		if strings.Contains(full, markerHead) {
+			for _, z := range maskedZones(full) {
+				if z.start < off+c && off+c < z.end {
+					c = max(z.start-off, 0)
+				}
+			}
+		}
 		// A secret that crosses the cut, or may go on (it reaches the end:
 		// a private key's body, a quoted value), is held whole.
 		for _, sp := range spans {
@@ -249,7 +323,11 @@ func (s *Stream) process(flush bool) []byte {
 				c = sp.start - off
 			}
 		}
-		if len(view)-c > s.maxHold {
+		held := covered
+		if c < len(view) {
+			held = covered - int(s.rawOff[c])
+		}
+		if len(view)-c > s.maxHold || held > 2*s.maxHold {
 			c, forced = len(view), true
 		}
 	}
@@ -283,12 +361,15 @@ func (s *Stream) process(flush bool) []byte {
 		// A private key's body after the stand-in marker continues too.
 		cont := a < 0 || a == 0 && s.inKey
 		a, b = max(a, 0), min(b, c)
-		if sp.end-off >= c && forced {
+		if a >= b {
+			continue
+		}
+		if sp.end-off >= c && forced && !s.complete {
 			open = true
 		}
 		vs = append(vs, vspan{a, b, cont})
 	}
-	if forced && c == len(view) {
+	if forced && c == len(view) && !s.complete {
 		if a := s.candidate(full, off, view); a >= 0 {
 			vs = append(vs, vspan{a, len(view), false})
 			open = true
@@ -373,7 +454,7 @@ func (s *Stream) copyRaw(out []byte, from, to, seg int, escapesOnly bool) ([]byt
 			out = append(out, s.pending[pos:g.start]...)
 		}
 		if g.text {
-			out = append(out, s.m.String(string(s.pending[g.start:g.end]))...)
+			out = append(out, s.m.text(string(s.pending[g.start:g.end]))...)
 		} else {
 			out = append(out, s.pending[g.start:g.end]...)
 		}
