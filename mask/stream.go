@@ -1,6 +1,7 @@
 package mask
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -65,6 +66,11 @@ type Stream struct {
 	view   []byte
 	rawOff []int32 // rawOff[i]: where view byte i starts in pending
 	rawEnd []int32 // rawEnd[i]: where it ends (an escape sequence may draw it)
+	cols   []int32 // cols[i]: the cursor's column before view byte i
+	// startCol is the column where pending starts (where the emitted text
+	// left the cursor); endCol where the parsed part of it ends.
+	startCol, endCol int
+	wrapAt int     // a possible wrap at the end of the view (its index), or -1
 	segs   []segment
 	out    []byte
 }
@@ -153,7 +159,7 @@ func (s *Stream) Flush(final bool) []byte {
 		out = append(out, s.process(true)...)
 	}
 	if final {
-		s.ctx, s.open, s.inKey = "", false, false
+		s.ctx, s.open, s.inKey, s.startCol = "", false, false, 0
 	}
 	return out
 }
@@ -183,13 +189,15 @@ func (s *Stream) Held() int { return len(s.pending) }
 // parse builds the view of pending and returns how many bytes of pending
 // it covers (an unfinished escape sequence at the end is left out).
 func (s *Stream) parse() int {
-	s.view, s.rawOff, s.rawEnd, s.segs = s.view[:0], s.rawOff[:0], s.rawEnd[:0], s.segs[:0]
+	s.view, s.rawOff, s.rawEnd, s.segs, s.cols = s.view[:0], s.rawOff[:0], s.rawEnd[:0], s.segs[:0], s.cols[:0]
 	p := s.pending
 	s.examined += len(p)
+	col := s.startCol
 	draw := func(c byte, start, end int) {
 		s.view = append(s.view, c)
 		s.rawOff = append(s.rawOff, int32(start))
 		s.rawEnd = append(s.rawEnd, int32(end))
+		s.cols = append(s.cols, int32(col))
 	}
 	i := 0
 	for i < len(p) {
@@ -199,6 +207,8 @@ func (s *Stream) parse() int {
 			end, drawn, text, ok := escapeEnd(p, i)
 			if !ok {
 				if len(p)-i < maxEscape {
+					s.endCol = col
+					s.joinWrapped(i)
 					return i
 				}
 				end, drawn, text = i+1, 0, false // not a sequence: skip the ESC alone
@@ -207,16 +217,133 @@ func (s *Stream) parse() int {
 			if drawn != 0 {
 				draw(drawn, i, end)
 			}
+			col = cursorColumn(p[i:end], col)
 			i = end
 		case c == '\n' || c == '\r' || c == '\t' || c >= 0x20 && c != 0x7f:
 			draw(c, i, i+1)
+			switch {
+			case c == '\n' || c == '\r':
+				col = 0
+			case c == '\t':
+				col = (col/8 + 1) * 8
+			case c < 0x80 || c >= 0xc0: // not a UTF-8 continuation byte
+				col++
+			}
 			i++
 		default: // other control bytes draw nothing
 			s.segs = append(s.segs, segment{start: i, end: i + 1})
 			i++
 		}
 	}
+	s.endCol = col
+	s.joinWrapped(i)
 	return i
+}
+
+// wrapColumn is how far right a line must reach for a line break after it
+// to be taken for a wrap: claude draws long lines (a command, its output)
+// wrapped at its width, so a key may go on at the start of the next line.
+const wrapColumn = 40
+
+// joinable bytes may continue a wrapped word.
+func joinable(c byte) bool {
+	return isLetter(c) || isDigit(c) || strings.IndexByte("-_./+=~", c) >= 0
+}
+
+// joinWrapped takes out of the view the line breaks (and the indentation
+// after them) that look like wraps: the line before reached wrapColumn and
+// both sides are inside a word. Their bytes stay in the output as segments.
+// A break at the end of the view that may turn out to be one is noted in
+// s.wrapAt for the cut to hold the word before it.
+func (s *Stream) joinWrapped(covered int) {
+	s.wrapAt = -1
+	v := s.view
+	n := len(v)
+	removed := false
+	w := 0
+	for r := 0; r < n; {
+		if !isSpace(v[r]) {
+			s.keep(w, r)
+			w++
+			r++
+			continue
+		}
+		e := r
+		brk := false
+		for e < n && isSpace(v[e]) {
+			brk = brk || v[e] == '\n' || v[e] == '\r'
+			e++
+		}
+		wrap := brk && r > 0 && joinable(v[r-1]) && s.cols[r] >= wrapColumn
+		switch {
+		case wrap && e < n && joinable(v[e]):
+			// Joined: the run's real bytes become segments.
+			for k := r; k < e; k++ {
+				if a, b := int(s.rawOff[k]), int(s.rawEnd[k]); b-a == 1 && isSpace(s.pending[a]) {
+					s.segs = append(s.segs, segment{start: a, end: b})
+				}
+			}
+			removed = true
+		case wrap && e == n:
+			s.wrapAt = w
+			fallthrough
+		default:
+			for k := r; k < e; k++ {
+				s.keep(w, k)
+				w++
+			}
+		}
+		r = e
+	}
+	s.view, s.rawOff, s.rawEnd, s.cols = v[:w], s.rawOff[:w], s.rawEnd[:w], s.cols[:w]
+	if removed {
+		slices.SortFunc(s.segs, func(a, b segment) int { return a.start - b.start })
+	}
+	_ = covered
+}
+
+// keep moves view byte r to position w (w <= r).
+func (s *Stream) keep(w, r int) {
+	if w != r {
+		s.view[w], s.rawOff[w], s.rawEnd[w], s.cols[w] = s.view[r], s.rawOff[r], s.rawEnd[r], s.cols[r]
+	}
+}
+
+// cursorColumn returns the column after the escape sequence seq, starting
+// from col: horizontal moves and positioning count, others leave it.
+func cursorColumn(seq []byte, col int) int {
+	if len(seq) < 3 || seq[1] != '[' {
+		if len(seq) == 2 && seq[1] == 'E' {
+			return 0
+		}
+		return col
+	}
+	params := seq[2 : len(seq)-1]
+	first, second := 0, 0
+	nth := 0
+	for _, c := range params {
+		switch {
+		case c >= '0' && c <= '9' && nth == 0:
+			first = min(first*10+int(c-'0'), 1<<16)
+		case c >= '0' && c <= '9' && nth == 1:
+			second = min(second*10+int(c-'0'), 1<<16)
+		case c == ';':
+			nth++
+		}
+	}
+	switch seq[len(seq)-1] {
+	case 'C', 'a':
+		return col + max(first, 1)
+	case 'D':
+		return max(col-max(first, 1), 0)
+	case 'G', '`':
+		return max(first, 1) - 1
+	case 'H', 'f':
+		return max(second, 1) - 1
+	case 'E', 'F':
+		return 0
+	}
+	return col
 }
 
 // escapeEnd reads the escape sequence at p[i] (an ESC) and returns its end,
@@ -304,6 +431,14 @@ func (s *Stream) process(flush bool) []byte {
 				c = k + 1
 				break
 			}
+		}
+		// A line that may wrap into the next chunk: hold its last word.
+		if s.wrapAt >= 0 && s.wrapAt <= c {
+			k := s.wrapAt
+			for k > 0 && joinable(view[k-1]) {
+				k--
+			}
+			c = min(c, k)
 		}
 		c = s.literalStart(full, off, c)
 		// Never cut inside an earlier masking's marker ("…[masked 12
@@ -434,6 +569,11 @@ func (s *Stream) process(flush bool) []byte {
 	s.ctx = emitted
 	if c > 0 {
 		s.open = open
+	}
+	if c < len(view) {
+		s.startCol = int(s.cols[c])
+	} else {
+		s.startCol = s.endCol
 	}
 	s.pending = append(s.pending[:0], s.pending[rawCut:]...)
 	return s.out
