@@ -70,9 +70,9 @@ type Stream struct {
 	// startCol is the column where pending starts (where the emitted text
 	// left the cursor); endCol where the parsed part of it ends.
 	startCol, endCol int
-	wrapAt int     // a possible wrap at the end of the view (its index), or -1
-	segs   []segment
-	out    []byte
+	wrapAt           int // a possible wrap at the end of the view (its index), or -1
+	segs             []segment
+	out              []byte
 }
 
 // segment is an escape sequence or control byte of pending that draws no
