@@ -7,6 +7,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,6 +48,7 @@ func Checks(ctx context.Context, o Options) []Check {
 		checkCredentials(),
 		checkDataDir(o.DataDir),
 		checkLock(),
+		checkStoreRepairs(),
 		checkWorktreesDir(),
 		checkLoopback(),
 	}
@@ -239,7 +241,13 @@ func checkLock() Check {
 		c.Detail = "no familiar has run in " + root + " yet"
 		return c
 	}
-	st, err := store.Open(path, store.Options{LockTimeout: 200 * time.Millisecond})
+	st, err := store.Open(path, store.Options{LockTimeout: 200 * time.Millisecond, Inspect: true})
+	if errors.Is(err, store.ErrDamaged) {
+		c.OK = false
+		c.Detail = err.Error()
+		c.Hint = "the next familiar start moves the file aside and restores the newest backup (" + store.BackupPath(path, 1) + ")"
+		return c
+	}
 	if err != nil {
 		c.OK = false
 		c.Detail = err.Error()
@@ -248,5 +256,43 @@ func checkLock() Check {
 	}
 	st.Close()
 	c.Detail = "no familiar is running for " + root
+	return c
+}
+
+// checkStoreRepairs reports the last time familiar found its store damaged
+// and what it did: what was lost must stay findable after the server/message
+// that said so has gone.
+func checkStoreRepairs() Check {
+	c := Check{Name: "store", OK: true, Detail: "never repaired"}
+	wd, err := os.Getwd()
+	if err != nil {
+		return c
+	}
+	root := wd
+	for {
+		if _, err := os.Stat(filepath.Join(root, ".git")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			c.Detail = "not in a git repository; nothing to check"
+			return c
+		}
+		root = parent
+	}
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
+	recs, err := store.Recoveries(filepath.Join(orchestrator.DefaultDataDir(root), store.FileName))
+	switch {
+	case err != nil:
+		c.OK, c.Detail = false, err.Error()
+	case len(recs) > 0:
+		last := recs[len(recs)-1]
+		c.OK = false
+		c.Detail = last.At.Local().Format("2006-01-02 15:04") + ": " + last.Message()
+		c.Hint = "look in the damaged file kept aside if you need what was lost; this note stays until " +
+			filepath.Join(orchestrator.DefaultDataDir(root), store.FileName) + ".recoveries.json is removed"
+	}
 	return c
 }

@@ -64,11 +64,21 @@ func String(s string) string { return plain.String(s) }
 // Env masks an environment: see Masker.Env.
 func Env(env []string) []string { return plain.Env(env) }
 
-// String masks the secrets in s.
+// String masks the secrets in s. Text with escape sequences (a terminal's
+// output, a tool's coloured output quoted in a message) is masked as a
+// terminal shows it, as Terminal does.
 func (m *Masker) String(s string) string {
 	if m == nil {
 		m = plain
 	}
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		return m.Terminal(s)
+	}
+	return m.text(s)
+}
+
+// text masks s as plain text: escape sequences are characters like others.
+func (m *Masker) text(s string) string {
 	spans := m.find(s)
 	if len(spans) == 0 {
 		return s

@@ -68,14 +68,20 @@ func OpenReadOnly(path string, opts Options) (*Store, error) {
 			path, ErrInvalid, version, SchemaVersion())
 	}
 	s := &Store{
-		db:         db,
-		path:       path,
-		log:        log,
-		clock:      clk,
-		closed:     true, // refuses every write
-		wake:       make(chan struct{}, 1),
-		writerDone: make(chan struct{}),
+		db:          db,
+		path:        path,
+		log:         log,
+		clock:       clk,
+		closed:      true, // refuses every write
+		inspect:     true, // and never backs up
+		wake:        make(chan struct{}, 1),
+		writerDone:  make(chan struct{}),
+		stopBackups: make(chan struct{}),
 	}
 	close(s.writerDone) // there is no writer to wait for
+	if err := s.initSeqs(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: %s: %w", path, err)
+	}
 	return s, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,9 +51,29 @@ type Options struct {
 	LockTimeout time.Duration
 	// Logger receives the store's diagnostics; nil discards them.
 	Logger *slog.Logger
-	// Clock stamps events, audit entries and tasks that come without times;
-	// nil means clock.Real.
+	// Clock stamps events, audit entries and tasks that come without times,
+	// and times backups, probes and the open-time check; nil means
+	// clock.Real.
 	Clock clock.Clock
+	// OnHealth is told when the store stops being able to write (a full
+	// disk: Health.Err matches ErrStoreFull) and when it can again, so the
+	// caller can warn its clients. It runs in the store's writer goroutine,
+	// in order: it must not block or call the store's write methods.
+	OnHealth func(Health)
+	// ProbeEvery is how often a degraded store tries a small write to
+	// learn that space has returned; 0 means DefaultProbeEvery.
+	ProbeEvery time.Duration
+	// BackupEvery is how often the store backs itself up while open (and
+	// written to); 0 means DefaultBackupEvery, negative never (Close still
+	// backs up).
+	BackupEvery time.Duration
+	// CheckTimeout bounds the consistency check at Open; 0 means
+	// DefaultCheckTimeout.
+	CheckTimeout time.Duration
+	// Inspect opens the store only to look (familiar doctor): damage is
+	// returned as an error matching ErrDamaged instead of repaired, and no
+	// backup or marker is written.
+	Inspect bool
 }
 
 // Store is familiar's embedded database. Its methods are safe for concurrent
@@ -78,6 +99,25 @@ type Store struct {
 
 	seq seqs // numbers events
 
+	healthMu   sync.Mutex
+	health     Health // guarded by healthMu
+	onHealth   func(Health)
+	probeEvery time.Duration
+
+	backupMu    sync.Mutex    // one backup at a time
+	backedUp    atomic.Uint64 // commits as of the last backup
+	stopBackups chan struct{} // closed by Close
+	backupDone  chan struct{} // closed when backupLoop returns (nil: no loop)
+	checkDone   <-chan struct{}
+
+	recovery *Recovery // what Open repaired; nil if nothing
+	inspect  bool      // Options.Inspect: no backups
+
+	// failCommit, if set (tests only, before any write), runs before each
+	// transaction in the writer; an error it returns fails the commit as a
+	// write error of bbolt would.
+	failCommit func() error
+
 	// beforeCommit, if set (tests only, before any write), runs in the writer
 	// goroutine before each transaction; tests use it to hold the writer.
 	beforeCommit func()
@@ -96,6 +136,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create data dir: %w", err)
 	}
+	checkTimeout := opts.CheckTimeout
+	if checkTimeout <= 0 {
+		checkTimeout = DefaultCheckTimeout
+	}
 	bopts := &bolt.Options{Timeout: timeout}
 	if runtime.GOOS != "windows" {
 		// A read transaction holds bbolt's mmap lock, and a commit that grows
@@ -104,12 +148,53 @@ func Open(path string, opts Options) (*Store, error) {
 		// file to the mapped size, hence the exception.
 		bopts.InitialMmapSize = 64 << 20
 	}
-	db, err := bolt.Open(path, 0o600, bopts)
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, lockedError(path, pidPath(path), log)
+
+	// A damaged file is moved aside and the newest good backup restored (or
+	// the store starts empty), once; what was lost is in s.Recovery().
+	var recovery *Recovery
+	repair := func(problem string) {
+		if opts.Inspect {
+			return
+		}
+		now := clk.Now()
+		log.Error("store: the database is damaged; moving it aside", "path", path, "problem", problem)
+		recovery = &Recovery{At: now.UTC(), Problem: problem}
+		damaged, err := moveAside(path, now)
+		if err != nil {
+			log.Error("store: cannot move the damaged database aside", "err", err)
+		}
+		recovery.DamagedPath = damaged
+		recovery.RestoredFrom, recovery.BackupTime = restoreBackup(path, clk, checkTimeout, log)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	if problem := emptyWhereAStoreWas(path); problem != "" {
+		if opts.Inspect {
+			return nil, fmt.Errorf("store: %s: %w: %s", path, ErrDamaged, problem)
+		}
+		repair(problem)
+	}
+	var (
+		db        *bolt.DB
+		checkDone <-chan struct{}
+	)
+	for attempt := 0; ; attempt++ {
+		var problem string
+		var err error
+		db, checkDone, problem, err = openChecked(path, bopts, clk, checkTimeout, log)
+		if err != nil {
+			return nil, err
+		}
+		if problem == "" {
+			break
+		}
+		if opts.Inspect {
+			return nil, fmt.Errorf("store: %s: %w: %s", path, ErrDamaged, problem)
+		}
+		if attempt > 0 {
+			// A restored backup or a new file that is damaged: the disk
+			// itself is failing; do not loop.
+			return nil, fmt.Errorf("store: %s: %w: %s, also after moving it aside", path, ErrDamaged, problem)
+		}
+		repair(problem)
 	}
 	// bolt.Open applies the mode only when it creates the file; an existing
 	// one may have been made by hand or an older tool with wider permissions.
@@ -119,21 +204,31 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 	}
 
+	probeEvery := opts.ProbeEvery
+	if probeEvery <= 0 {
+		probeEvery = DefaultProbeEvery
+	}
 	s := &Store{
-		db:         db,
-		path:       path,
-		pidPath:    pidPath(path),
-		log:        log,
-		clock:      clk,
-		wake:       make(chan struct{}, 1),
-		writerDone: make(chan struct{}),
+		db:          db,
+		path:        path,
+		pidPath:     pidPath(path),
+		log:         log,
+		clock:       clk,
+		wake:        make(chan struct{}, 1),
+		writerDone:  make(chan struct{}),
+		health:      Health{OK: true, Since: clk.Now()},
+		onHealth:    opts.OnHealth,
+		probeEvery:  probeEvery,
+		stopBackups: make(chan struct{}),
+		checkDone:   checkDone,
+		recovery:    recovery,
 	}
 	// The pid file is written first so that a second familiar starting while
 	// we migrate can already say who holds the lock.
 	if err := writePIDFile(s.pidPath); err != nil {
 		log.Warn("store: cannot record our pid; a second familiar will not be able to name us", "path", s.pidPath, "err", err)
 	}
-	if err := migrate(db, log); err != nil {
+	if err := guard(func() error { return migrate(db, log) }); err != nil {
 		removePIDFile(s.pidPath, log)
 		db.Close()
 		return nil, fmt.Errorf("store: %s: %w", path, err)
@@ -143,8 +238,63 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: %s: %w", path, err)
 	}
+	if opts.Inspect {
+		s.inspect = true
+	} else if err := writeMarker(path, clk.Now()); err != nil {
+		log.Warn("store: cannot write the marker that tells an emptied database from a new one", "err", err)
+	}
+	if recovery != nil {
+		_ = s.view(func(tx *bolt.Tx) error {
+			recovery.Tasks = tx.Bucket(bucketTasks).Stats().KeyN
+			return nil
+		})
+		log.Error("store: "+recovery.Message(), "damaged", recovery.DamagedPath, "restoredFrom", recovery.RestoredFrom)
+		if err := recordRecovery(path, *recovery); err != nil {
+			log.Warn("store: cannot keep the recovery report for doctor", "err", err)
+		}
+	}
+	s.backedUp.Store(s.commits.Load())
+	if opts.BackupEvery >= 0 && !opts.Inspect {
+		every := opts.BackupEvery
+		if every == 0 {
+			every = DefaultBackupEvery
+		}
+		s.backupDone = make(chan struct{})
+		go s.backupLoop(clk, every)
+	}
 	go s.writer()
+	if recovery != nil || !fileExists(BackupPath(path, 1)) {
+		// The repaired store, or one never backed up, gets a backup now.
+		s.backedUp.Store(^uint64(0))
+	}
 	return s, nil
+}
+
+// openChecked opens the database and checks it for at most checkTimeout.
+// problem describes damage (the caller repairs it); err is any other failure.
+func openChecked(path string, bopts *bolt.Options, clk clock.Clock, checkTimeout time.Duration, log *slog.Logger) (db *bolt.DB, checkDone <-chan struct{}, problem string, err error) {
+	err = guard(func() (err error) {
+		db, err = bolt.Open(path, 0o600, bopts)
+		return err
+	})
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, nil, "", lockedError(path, pidPath(path), log)
+	case err != nil && isDamage(err):
+		return nil, nil, err.Error(), nil
+	case err != nil:
+		return nil, nil, "", fmt.Errorf("store: open %s: %w", path, err)
+	}
+	problems, finished, done := checkDB(db, clk, checkTimeout, log)
+	if !finished {
+		log.Warn("store: the consistency check did not finish in time; it goes on in the background", "timeout", checkTimeout.String())
+		return db, done, "", nil
+	}
+	if len(problems) > 0 {
+		db.Close()
+		return nil, nil, strings.Join(problems, "; "), nil
+	}
+	return db, done, "", nil
 }
 
 // Path returns the database file's path.
@@ -161,6 +311,19 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 		s.signalWriter()
 		<-s.writerDone
+		close(s.stopBackups)
+		if s.backupDone != nil {
+			<-s.backupDone
+		}
+		// A clean shutdown leaves a backup of the final state.
+		if s.commits.Load() != s.backedUp.Load() && s.Health().OK && !s.inspect {
+			if err := s.Backup(); err != nil {
+				s.log.Warn("store: backup at shutdown failed; the previous backups are kept", "err", err)
+			}
+		}
+		if s.checkDone != nil {
+			<-s.checkDone
+		}
 		// Remove the pid file while we still hold the lock, so it never names
 		// a process that no longer holds it because of us.
 		removePIDFile(s.pidPath, s.log)
@@ -177,7 +340,7 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) error {
 	if s.dbClosed.Load() {
 		return ErrClosed
 	}
-	err := s.db.View(fn)
+	err := guard(func() error { return s.db.View(fn) })
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}

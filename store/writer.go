@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/familiar-dev/familiar/clock"
 )
 
 // writeOp is one queued write. apply runs in the writer goroutine inside the
@@ -52,10 +55,24 @@ func (s *Store) signalWriter() {
 // writer is the only goroutine that writes to the database. It takes all
 // pending writes (up to maxBatch), applies them in one transaction, answers
 // them, and repeats; it returns once Close has been called and everything
-// queued before it is answered.
+// queued before it is answered. While the store is degraded it also probes
+// every probeEvery, so that it learns when space has returned.
 func (s *Store) writer() {
 	defer close(s.writerDone)
-	for range s.wake {
+	var probe clock.Timer
+	var probeC <-chan time.Time
+	defer func() {
+		if probe != nil {
+			probe.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-s.wake:
+		case <-probeC:
+			probe, probeC = nil, nil
+			s.probe()
+		}
 		for {
 			s.mu.Lock()
 			batch := s.pending
@@ -81,6 +98,14 @@ func (s *Store) writer() {
 			}
 			break
 		}
+		switch healthy := s.Health().OK; {
+		case !healthy && probe == nil:
+			probe = s.clock.NewTimer(s.probeEvery)
+			probeC = probe.C()
+		case healthy && probe != nil:
+			probe.Stop()
+			probe, probeC = nil, nil
+		}
 	}
 }
 
@@ -92,16 +117,23 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 		failed := -1
 		var failErr error
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			for i, op := range batch {
-				if err := op.apply(tx); err != nil {
-					failed, failErr = i, err
+		err := guard(func() error {
+			if s.failCommit != nil {
+				if err := s.failCommit(); err != nil {
 					return err
 				}
 			}
-			return nil
+			return s.db.Update(func(tx *bolt.Tx) error {
+				for i, op := range batch {
+					if err := op.apply(tx); err != nil {
+						failed, failErr = i, err
+						return err
+					}
+				}
+				return nil
+			})
 		})
-		if failed >= 0 {
+		if failed >= 0 && err == failErr {
 			// Only this op is at fault: answer it and replay the others
 			// without it in a fresh transaction.
 			batch[failed].done <- failErr
@@ -110,11 +142,14 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 		n := s.commits.Add(1)
 		if err != nil {
-			err = fmt.Errorf("store: commit %d writes: %w", len(batch), err)
-			s.log.Error("store: commit failed", "writes", len(batch), "err", err)
+			// Nothing of the batch is stored: every caller hears so, with a
+			// kind it can act on (full disk or unavailable).
+			err = fmt.Errorf("store: commit %d writes: %w", len(batch), classify(err))
+			s.log.Debug("store: commit failed", "writes", len(batch), "err", err)
 		} else if len(batch) > 1 {
 			s.log.Debug("store: group commit", "writes", len(batch), "commits", n)
 		}
+		s.setHealth(err, len(batch))
 		for _, op := range batch {
 			op.done <- err
 		}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -60,7 +61,21 @@ func (r *Repo) ChangedFiles(ctx context.Context, wt Worktree) ([]FileChange, err
 		changes, err = r.changedFiles(ctx, wt, env)
 		return err
 	})
-	return changes, err
+	if err != nil {
+		return nil, err
+	}
+	// The files changed inside submodules, in place of the submodules'
+	// own entries (which only say "something in here changed").
+	inner, covered, err := r.submoduleChanges(ctx, wt)
+	if err != nil {
+		return nil, err
+	}
+	if len(covered) > 0 {
+		changes = slices.DeleteFunc(changes, func(c FileChange) bool { return covered[c.Path] })
+		changes = append(changes, inner...)
+		slices.SortFunc(changes, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) })
+	}
+	return changes, nil
 }
 
 func (r *Repo) changedFiles(ctx context.Context, wt Worktree, env []string) ([]FileChange, error) {
@@ -303,6 +318,9 @@ func (r *Repo) Checkpoint(ctx context.Context, wt Worktree, message string) (c C
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, err := r.checkWorktree(wt, false); err != nil {
+		return Commit{}, false, err
+	}
+	if err := r.checkBranchLocked(ctx, wt); err != nil {
 		return Commit{}, false, err
 	}
 	if _, err := r.git.run(ctx, invocation{dir: wt.Path, args: []string{"add", "--all"}}); err != nil {

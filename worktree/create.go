@@ -110,6 +110,11 @@ func (r *Repo) Create(ctx context.Context, opts CreateOptions) (Worktree, error)
 		r.rollback(ctx, wt)
 		return Worktree{}, err
 	}
+	// Submodules are checked out from the main checkout's copies; one that
+	// cannot be is not fatal: Submodules reports it, for the task to say.
+	if _, err := r.initSubmodules(ctx, wt.Path); err != nil {
+		r.log.Warn("cannot list the worktree's submodules", "worktree", wt.Path, "err", err)
+	}
 	return wt, nil
 }
 

@@ -176,9 +176,15 @@ func (r *Repo) removeLocked(ctx context.Context, e Entry, force bool) error {
 		return nil
 	}
 	args := []string{"worktree", "remove"}
-	if force {
+	switch {
+	case force:
 		// Twice: once for changes, once more for a lock.
 		args = append(args, "--force", "--force")
+	case r.hasInitialisedSubmodules(e.Path):
+		// git refuses any worktree with submodules checked out unless
+		// forced; Remove has checked it clean (submodules included) and
+		// unlocked, which is what git would have checked.
+		args = append(args, "--force")
 	}
 	args = append(args, "--", e.Path)
 	if _, err := r.git.run(ctx, invocation{dir: r.root, args: args}); err != nil {
@@ -319,4 +325,11 @@ func (r *Repo) Prune(ctx context.Context, liveTaskIDs []string) (PruneReport, er
 		return rep, fmt.Errorf("git worktree prune: %w", err)
 	}
 	return rep, nil
+}
+
+// hasInitialisedSubmodules reports whether git keeps submodule
+// repositories for the worktree at path (in its admin dir's modules/).
+func (r *Repo) hasInitialisedSubmodules(path string) bool {
+	admin, err := r.adminDir(path)
+	return err == nil && isDir(filepath.Join(admin, "modules"))
 }
