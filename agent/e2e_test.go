@@ -117,7 +117,7 @@ func startWith(t testing.TB, driver, prompt string, edit func(*agent.Options)) *
 	h := &harness{t: t, api: api, repo: gitRepo(t), rec: newRecorder()}
 	cfgDir := t.TempDir()
 	opts := agent.Options{
-		CLI:           agent.CLI{Path: claude, Version: agent.MinVersion},
+		CLI:           agent.CLI{Path: claude, Version: agent.NewestTested},
 		Driver:        driver,
 		Dir:           h.repo,
 		RepoRoot:      h.repo,

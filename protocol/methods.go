@@ -165,6 +165,11 @@ type ClaudeStatus struct {
 	Path      string `json:"path"`
 	Version   string `json:"version"`
 	Problem   string `json:"problem,omitempty"`
+	// Support places Version in familiar's window of CLI versions:
+	// "supported", "newer-untested" (runs, with Warning) or "too-old"
+	// (refused; Problem names the oldest supported). familiar's addition.
+	Support string `json:"support,omitempty"`
+	Warning string `json:"warning,omitempty"`
 }
 
 type GitStatus struct {
