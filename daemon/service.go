@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -56,13 +55,6 @@ func (s *Service) Initialize(ctx context.Context, p *protocol.InitializeParams) 
 		s.idleExitSec.Store(int64(*p.Settings.IdleExitSec))
 	}
 	res.ProtocolVersion = s.ProtocolVersion
-	// Where the CLI stands in the supported window. (Belongs in the
-	// orchestrator's Initialize, next to the rest of ClaudeStatus; set here
-	// until it is.)
-	if v := res.Claude.Version; v != "" && res.Claude.Support == "" {
-		res.Claude.Support = string(agent.VersionSupport(v))
-		res.Claude.Warning = agent.SupportWarning(v)
-	}
 	return res, nil
 }
 
