@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -388,5 +389,36 @@ func TestVersionMismatch(t *testing.T) {
 	})
 	if init.ServerInfo.Version != "9.0.0" || init.ProtocolVersion != 2 || daemon.Alive(oldPID) {
 		t.Fatalf("after replacement: %+v (old pid %d alive %v)", init.ServerInfo, oldPID, daemon.Alive(oldPID))
+	}
+}
+
+// The background familiar crashes (kill -9) with one task working on its own
+// and one waiting on a person. The next familiar continues the first by
+// itself; the second waits for its person (blocked{interrupted}).
+func TestCrashResumesUnattendedTasks(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	r := newDaemonRig(t, api)
+	w := r.window()
+	w.client.Result("initialize", map[string]any{"workspaceRoot": r.repo}, nil)
+	var asking, working protocol.Task
+	w.client.Result("task/create", map[string]any{"title": "asks", "description": askingTask}, &asking)
+	w.client.WaitNotification(0, "question", editor.Method("task/question", asking.ID))
+	w.client.Result("task/create", map[string]any{"title": "works", "description": "think long\n@@DELAY 8s\n@@TEXT Done on my own."}, &working)
+	w.client.WaitNotification(0, "working", editor.Method("task/updated", working.ID, `"status":"running"`))
+	pid := r.info().PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the killed familiar to be gone", 30*time.Second, func() bool { return !daemon.Alive(pid) })
+	w.close(t)
+
+	again := r.window()
+	again.client.Result("initialize", map[string]any{"workspaceRoot": r.repo}, nil)
+	again.client.WaitNotification(0, "the unattended task completes by itself", editor.Method("task/completed", working.ID))
+	var got protocol.Task
+	again.client.Result("task/get", map[string]any{"id": asking.ID}, &got)
+	if got.Status != protocol.StatusBlocked || got.Blocked == nil || got.Blocked.Reason != protocol.BlockedInterrupted {
+		t.Fatalf("the task that waited on a person is %s %+v", got.Status, got.Blocked)
 	}
 }
