@@ -422,3 +422,53 @@ func TestCrashResumesUnattendedTasks(t *testing.T) {
 		t.Fatalf("the task that waited on a person is %s %+v", got.Status, got.Blocked)
 	}
 }
+
+// claudeReporting is the real claude behind a wrapper that reports version v
+// to --version: how a release familiar was not tested with looks to it.
+func claudeReporting(t *testing.T, v string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '" + v + " (Claude Code)'; exit 0; fi\nexec " + testenv.Claude(t) + " \"$@\"\n"
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A newer, untested claude runs, with a warning in initialize, a
+// server/message and doctor; an older one is refused naming the oldest
+// supported.
+func TestClaudeVersionWindow(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+
+	r := newDaemonRig(t, api)
+	r.env = append(r.env, "FAMILIAR_CLAUDE="+claudeReporting(t, "2.1.999"))
+	w := r.window()
+	var init protocol.InitializeResult
+	w.client.Result("initialize", map[string]any{"workspaceRoot": r.repo,
+		"settings": map[string]any{"permissionPolicy": map[string]any{"default": "allow"}}}, &init)
+	if !init.Claude.Available || init.Claude.Support != "newer-untested" || !strings.Contains(init.Claude.Warning, "2.1.330") {
+		t.Fatalf("claude status for 2.1.999: %+v", init.Claude)
+	}
+	w.client.WaitNotification(0, "warning", editor.Method("server/message", `"level":"warning"`, "2.1.999"))
+	var task protocol.Task
+	w.client.Result("task/create", map[string]any{"title": "runs", "description": "@@TEXT fine"}, &task)
+	w.client.WaitNotification(0, "completed", editor.Method("task/completed", task.ID))
+	out, _ := r.familiar("doctor").CombinedOutput()
+	if !strings.Contains(string(out), "newer-untested") {
+		t.Errorf("doctor on 2.1.999:\n%s", out)
+	}
+
+	old := newDaemonRig(t, api)
+	old.env = append(old.env, "FAMILIAR_CLAUDE="+claudeReporting(t, "2.1.150"))
+	ow := old.window()
+	ow.client.Result("initialize", map[string]any{"workspaceRoot": old.repo}, &init)
+	if init.Claude.Available || init.Claude.Support != "too-old" || !strings.Contains(init.Claude.Problem, "oldest supported 2.1.200") {
+		t.Fatalf("claude status for 2.1.150: %+v", init.Claude)
+	}
+	out, _ = old.familiar("doctor").CombinedOutput()
+	if !strings.Contains(string(out), "older than the oldest supported 2.1.200") {
+		t.Errorf("doctor on 2.1.150:\n%s", out)
+	}
+}
