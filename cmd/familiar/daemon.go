@@ -71,21 +71,23 @@ func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.Workspa
 	svc.Stop = sync.OnceFunc(func() { close(stopRequested) })
 
 	srv := jsonrpc.NewServer(svc, hub, logger)
+	// Published before the socket accepts, so whoever connects can tell
+	// which familiar (and protocol version) it reached.
+	info := daemon.Info{PID: os.Getpid(), Version: version, ProtocolVersion: protocolVersion,
+		Socket: orchestrator.SocketPath(dd), Started: time.Now().UTC()}
+	if err := daemon.WriteInfo(dd, info); err != nil {
+		logger.Error("cannot publish daemon info", "err", err)
+	}
+	defer daemon.RemoveInfo(dd, info.PID)
 	// The listener has its own context: on stop it is closed first, so no
 	// client joins a familiar that is going away.
-	ln, err := srv.Listen(context.Background(), "unix:"+orchestrator.SocketPath(dd))
+	ln, err := srv.Listen(context.Background(), "unix:"+info.Socket)
 	if err != nil {
 		logger.Error("cannot listen", "err", err)
 		fmt.Fprintf(stderr, "familiar daemon: %v\n", err)
 		return 1
 	}
 	defer ln.Close()
-	info := daemon.Info{PID: os.Getpid(), Version: version, ProtocolVersion: protocolVersion,
-		Socket: ln.Path(), Started: time.Now().UTC()}
-	if err := daemon.WriteInfo(dd, info); err != nil {
-		logger.Error("cannot publish daemon info", "err", err)
-	}
-	defer daemon.RemoveInfo(dd, info.PID)
 	logger.Info("background familiar ready", "workspace", ws.Root, "socket", ln.Path(),
 		"version", version, "protocolVersion", protocolVersion, "idleExit", svc.IdleExit())
 
