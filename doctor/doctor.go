@@ -94,11 +94,14 @@ func checkClaude(ctx context.Context, o Options) Check {
 	cli, err := agent.FindCLI(ctx, o.ClaudePath, o.ToolsDir)
 	if err != nil {
 		c.Detail = err.Error()
-		c.Hint = fmt.Sprintf("npm install --prefix .tools @anthropic-ai/claude-code@%s (or set FAMILIAR_CLAUDE)", agent.MinVersion)
+		c.Hint = fmt.Sprintf("npm install --prefix .tools @anthropic-ai/claude-code@%s (or set FAMILIAR_CLAUDE)", agent.NewestTested)
 		return c
 	}
 	c.OK = true
-	c.Detail = fmt.Sprintf("%s at %s (minimum %s)", cli.Version, cli.Path, agent.MinVersion)
+	c.Detail = fmt.Sprintf("%s at %s: %s (supported %s to %s)", cli.Version, cli.Path, cli.Support, agent.MinVersion, agent.NewestTested)
+	if cli.Warning != "" {
+		c.Hint = cli.Warning
+	}
 	return c
 }
 

@@ -67,8 +67,9 @@ func (o *Orchestrator) TaskRetry(ctx context.Context, p *protocol.TaskRetryParam
 
 // recoverLeftovers settles what a previous familiar left behind: agents
 // still alive (familiar cannot re-attach to their PTY) are terminated, stale
-// claude session files are removed, and with resumeInterrupted the
-// interrupted tasks are queued to continue their sessions.
+// claude session files are removed, and the tasks a crash interrupted while
+// they waited on nobody (with resumeInterrupted: every interrupted task) are
+// queued to continue their sessions.
 func (o *Orchestrator) recoverLeftovers(resumeInterrupted bool) {
 	o.mu.Lock()
 	actors := o.actorsLocked()
@@ -85,7 +86,9 @@ func (o *Orchestrator) recoverLeftovers(resumeInterrupted bool) {
 			}
 		}
 		cleanStaleSessions(filepath.Join(o.taskDir(a.id), "claude", "sessions"))
-		if resumeInterrupted && v.T.Status == protocol.StatusBlocked && v.T.Blocked != nil &&
+		// Tasks a crash interrupted while they waited on nobody continue by
+		// default; --resume-interrupted continues every interrupted one.
+		if (resumeInterrupted || a.st.resumeOnLoad) && v.T.Status == protocol.StatusBlocked && v.T.Blocked != nil &&
 			v.T.Blocked.Reason == protocol.BlockedInterrupted && v.T.Agent != nil && v.T.Agent.SessionID != "" {
 			if _, err := a.call(context.Background(), cmdResume{}); err != nil {
 				o.logger.Warn("resume interrupted task", "task", a.id, "err", err)

@@ -105,6 +105,9 @@ type state struct {
 	completing bool
 	askedAt    time.Time
 	costUSD    *float64
+	// resumeOnLoad: read back from the store as live but not waiting on
+	// anybody (a crash interrupted it), so it continues by itself.
+	resumeOnLoad bool
 }
 
 // env is what step may know of the world besides the state.
@@ -800,10 +803,17 @@ func (st *stepper) apply(in input) error {
 		// its agent.
 		s.agent, s.stop, s.op, s.completing = agentNone, stopIntent{}, opNone, false
 		if live(status) {
+			// A task that waited on a person stays for that person; one
+			// that worked on its own continues by itself (recoverLeftovers).
+			s.resumeOnLoad = status != protocol.StatusWaiting && s.T.Agent != nil && s.T.Agent.SessionID != ""
+			detail := "familiar stopped while the agent was running"
+			if status == protocol.StatusWaiting {
+				detail = "familiar stopped while the agent waited for an answer"
+			}
 			if err := st.move(protocol.StatusBlocked); err != nil {
 				return err
 			}
-			s.T.Blocked = &protocol.Blocked{Reason: protocol.BlockedInterrupted, Detail: "familiar stopped while the agent was running"}
+			s.T.Blocked = &protocol.Blocked{Reason: protocol.BlockedInterrupted, Detail: detail}
 			st.changed()
 		}
 

@@ -291,6 +291,19 @@ func TestTransitions(t *testing.T) {
 					t.Errorf("blocked %+v", s.T.Blocked)
 				}
 			}},
+		{name: "a running task read back continues by itself", from: mk(running, agentUp, withSession()), in: inLoaded{}, status: protocol.StatusBlocked,
+			check: func(t *testing.T, s state) {
+				if !s.resumeOnLoad {
+					t.Error("not marked to resume")
+				}
+			}},
+		{name: "a task waiting on a person read back waits for them", from: mk(protocol.StatusWaiting, agentUp, withSession(), withQuestion(protocol.QuestionPermission)),
+			in: inLoaded{}, status: protocol.StatusBlocked,
+			check: func(t *testing.T, s state) {
+				if s.resumeOnLoad || !strings.Contains(s.T.Blocked.Detail, "waited for an answer") {
+					t.Errorf("resumeOnLoad %v, blocked %+v", s.resumeOnLoad, s.T.Blocked)
+				}
+			}},
 		{name: "a finished task read back stays", from: mk(protocol.StatusMerging, agentNone), in: inLoaded{}, status: protocol.StatusMerging, effects: []string{}},
 	}
 	for _, tc := range tests {

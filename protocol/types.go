@@ -151,6 +151,7 @@ const (
 	DefaultOutputRetentionDays  = 7
 	DefaultUndoWindowSec        = 300
 	DefaultDriver               = DriverPTY
+	DefaultIdleExitSec          = 300
 )
 
 // Ranges Validate accepts for Settings. They are wide on purpose: they catch
@@ -184,6 +185,10 @@ type Settings struct {
 	// RemoveWorktreeAfterMerge removes a task's worktree and branch once it
 	// is merged (familiar's addition to PROTOCOL.md).
 	RemoveWorktreeAfterMerge bool `json:"removeWorktreeAfterMerge"`
+	// IdleExitSec is how long the background familiar stays up with no
+	// client connected and nothing queued, running or waiting; 0 exits at
+	// once (familiar's addition to PROTOCOL.md).
+	IdleExitSec int `json:"idleExitSec"`
 }
 
 // DefaultSettings returns the settings of PROTOCOL.md's defaults; the
@@ -199,6 +204,7 @@ func DefaultSettings() Settings {
 		OutputRetentionDays:  DefaultOutputRetentionDays,
 		UndoWindowSec:        DefaultUndoWindowSec,
 		PermissionPolicy:     Policy{Default: PolicyAsk},
+		IdleExitSec:          DefaultIdleExitSec,
 	}
 }
 
@@ -234,6 +240,7 @@ func (s Settings) Apply(u *SettingsUpdate) Settings {
 		s.PermissionPolicy = *u.PermissionPolicy
 	}
 	set(&s.RemoveWorktreeAfterMerge, u.RemoveWorktreeAfterMerge)
+	set(&s.IdleExitSec, u.IdleExitSec)
 	return s
 }
 
@@ -259,6 +266,7 @@ type SettingsUpdate struct {
 	UndoWindowSec            *int                 `json:"undoWindowSec,omitempty"`
 	PermissionPolicy         *Policy              `json:"permissionPolicy,omitempty"`
 	RemoveWorktreeAfterMerge *bool                `json:"removeWorktreeAfterMerge,omitempty"`
+	IdleExitSec              *int                 `json:"idleExitSec,omitempty"`
 }
 
 // Policy decides permission requests without asking a person. A rule is a

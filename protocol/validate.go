@@ -58,6 +58,7 @@ func (s Settings) asUpdate() *SettingsUpdate {
 		OutputRetentionDays:  &s.OutputRetentionDays,
 		UndoWindowSec:        &s.UndoWindowSec,
 		PermissionPolicy:     &s.PermissionPolicy,
+		IdleExitSec:          &s.IdleExitSec,
 	}
 }
 
@@ -78,6 +79,7 @@ func (u *SettingsUpdate) validate(c *checker, prefix string) {
 	c.intPtrRange(f("termGraceSec"), u.TermGraceSec, 0, MaxTermGraceSec)
 	c.intPtrRange(f("outputRetentionDays"), u.OutputRetentionDays, 1, MaxOutputRetentionDays)
 	c.intPtrRange(f("undoWindowSec"), u.UndoWindowSec, 0, MaxUndoWindowSec)
+	c.intPtrRange(f("idleExitSec"), u.IdleExitSec, 0, MaxTimeoutSec)
 	validateMcpServers(c, f("mcpServers"), u.McpServers)
 	if u.PermissionPolicy != nil {
 		u.PermissionPolicy.validate(c, f("permissionPolicy"))
@@ -303,6 +305,7 @@ func (p *ProfilesListParams) Validate() error { return nil }
 func (p *SkillsListParams) Validate() error   { return nil }
 func (p *McpPresetsParams) Validate() error   { return nil }
 func (p *ServerStatsParams) Validate() error  { return nil }
+func (p *ServerStopParams) Validate() error   { return nil }
 
 func (p *SkillsGetParams) Validate() error {
 	var c checker

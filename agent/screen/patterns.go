@@ -26,7 +26,7 @@ var (
 	// "(4s · ↓ 5 tokens)".
 	reSpinner = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+\S+…`)
 	// The spinner line while the CLI backs off after an API error.
-	reRetrying = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+(API error · retrying .*)$`)
+	reRetrying = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+(API error · [Rr]etrying .*)$`) // "Retrying" up to 2.1.300
 
 	// Tool permission dialogs.
 	// "Do you want to proceed?", "... create new.txt?", "... make this edit
@@ -45,7 +45,8 @@ var (
 	reChoiceEditing = regexp.MustCompile(`ctrl\+g to edit`)
 
 	// A numbered option: "❯ 1. Yes", "  2. No", "  4. [ ] Type something".
-	reNumbered = regexp.MustCompile(`^(\s*)(❯\s*)?(\d)\.\s+(.*)$`)
+	reDialogDigit = regexp.MustCompile(`^(\d)\.\s+(.+)$`)
+	reNumbered    = regexp.MustCompile(`^(\s*)(❯\s*)?(\d)\.\s+(.*)$`)
 	// A multi-select checkbox before a label: "[ ] Auth", "[✔] Export".
 	reCheckbox = regexp.MustCompile(`^\[([ ✔])\]\s+`)
 	// The highlighted line of an unnumbered list: "❯ No, exit".
@@ -62,7 +63,7 @@ var (
 	// The window title while a turn runs: a turning half circle
 	// ("◐ Claude Code", "◑ Claude Code"). Idle or waiting on a person it is
 	// "✳ Claude Code".
-	reTitleWorking = regexp.MustCompile(`^[◐◓◑◒] `)
+	reTitleWorking = regexp.MustCompile(`^[◐◓◑◒\x{2801}-\x{28FF}] `) // braille spinner up to 2.1.200
 )
 
 // placeholders are hints the CLI writes into an empty input box (dimmed,
@@ -128,8 +129,8 @@ var patterns = []pattern{
 }
 
 // TitleWorking reports whether a window title (Snapshot.Title) says a turn
-// is running. testdata: working (title "◐ Claude Code"), idle ("✳ Claude
-// Code").
+// is running. testdata: working (title "◐ Claude Code"; "⠐ <session>" in
+// 2.1.200), idle ("✳ Claude Code").
 func TitleWorking(title string) bool {
 	return reTitleWorking.MatchString(title)
 }
@@ -427,7 +428,12 @@ func (v *view) selectList(from, to int) ([]Option, int) {
 		if i == sel {
 			label = strings.TrimSpace(m[2])
 		}
-		opts = append(opts, Option{Label: label, Selected: i == sel})
+		o := Option{Label: label, Selected: i == sel}
+		// Up to 2.1.300 the dialogs number their options ("1. Yes").
+		if d := reDialogDigit.FindStringSubmatch(label); d != nil {
+			o.Digit, o.Label = int(d[1][0]-'0'), d[2]
+		}
+		opts = append(opts, o)
 	}
 	return opts, first
 }
