@@ -58,6 +58,10 @@ type Options struct {
 	// NoProgress, when positive, reports ProblemNoProgress after that long
 	// without output. It is paused while a question waits on a person.
 	NoProgress time.Duration
+	// CommandTimeout bounds a tool command that makes no progress (writes
+	// nothing, starts nothing) while it runs; the no-progress watchdog is
+	// paused meanwhile. 0 = DefaultCommandTimeout. Only with NoProgress.
+	CommandTimeout time.Duration
 	// VerboseHooks emits every hook payload as an EventHook.
 	VerboseHooks bool
 
