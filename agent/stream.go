@@ -22,7 +22,7 @@ type streamDriver struct {
 	// Touched only by the reader goroutine (feed):
 	partial     []byte
 	lastText    string
-	resetsAt    time.Time // from a rejected rate_limit_event, for the result that follows
+	resetsAt    time.Time       // from a rejected rate_limit_event, for the result that follows
 	mcpReported map[string]bool // failed MCP servers already reported
 }
 

@@ -57,8 +57,8 @@ var (
 	// Outcomes of the last turn, shown under its echoed prompt.
 	reInterrupted = regexp.MustCompile(`^\s*⎿\s+(Interrupted · What should Claude do instead\?)\s*$`)
 	// "API Error: 529 …", "API Error: Connection refused — … (ECONNREFUSED)".
-	reAPIError = regexp.MustCompile(`^\s*[●⎿]\s+(API Error: (?:(\d{3})\b)?.*)$`)
-	reLoginError  = regexp.MustCompile(`^\s*[●⎿]\s+((?:Invalid API key|OAuth token has expired|Not logged in)\b.*|.*Please run /login.*)$`)
+	reAPIError   = regexp.MustCompile(`^\s*[●⎿]\s+(API Error: (?:(\d{3})\b)?.*)$`)
+	reLoginError = regexp.MustCompile(`^\s*[●⎿]\s+((?:Invalid API key|OAuth token has expired|Not logged in)\b.*|.*Please run /login.*)$`)
 	// A claude.ai usage limit: "⎿  You've hit your 5-hour limit · resets
 	// 7:33pm (UTC)".
 	reUsageLimit = regexp.MustCompile(`^\s*[●⎿]\s+(You've hit your .*limit.*|.*usage limit reached.*)$`)

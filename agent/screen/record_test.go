@@ -209,7 +209,7 @@ var scenarios = []scenario{
 		s.capture("api-gave-up", hasAll("529", "? for shortcuts"), lacks("esc to interrupt"))
 	}},
 	{name: "usage-limit", home: oauthHome, env: map[string]string{"ANTHROPIC_API_KEY": ""},
-		script: fakeapi.Sequence(fakeapi.UsageLimitReply(time.Date(2026, 11, 23, 19, 33, 0, 0, time.UTC).Add(48*time.Hour))),
+		script: fakeapi.Sequence(fakeapi.UsageLimitReply(time.Date(2026, 11, 23, 19, 33, 0, 0, time.UTC).Add(48 * time.Hour))),
 		run: func(s *session) {
 			s.waitIdle()
 			s.submit("go")
