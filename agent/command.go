@@ -25,7 +25,7 @@ const ProblemCommandTimeout = "a command made no progress for the command timeou
 const DefaultCommandTimeout = time.Hour
 
 // commandPoll is how often a running command's processes are sampled.
-const commandPoll = 5 * time.Second
+var commandPoll = 5 * time.Second
 
 // commandTools are the tools whose call runs a command of the agent's.
 var commandTools = map[string]bool{"Bash": true}

@@ -211,6 +211,9 @@ func lastAPIError(path string) *Failure {
 				text = append(text, c.Text)
 			}
 		}
+		if e.APIErrorStatus == 0 {
+			e.APIErrorStatus = messageStatus(strings.Join(text, "\n"))
+		}
 		fl := &Failure{
 			Status:  e.APIErrorStatus,
 			Message: strings.Join(text, "\n"),
@@ -224,10 +227,25 @@ func lastAPIError(path string) *Failure {
 	return nil
 }
 
+// apiErrorStatus reads the status of "API Error: 529 …".
+var apiErrorStatus = regexp.MustCompile(`API Error: ([45]\d\d)\b`)
+
+// messageStatus is the HTTP status an error message names, 0 if none.
+func messageStatus(msg string) int {
+	if m := apiErrorStatus.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
 // screenFailure builds a Failure from what the screen shows (the fallback
 // when no hook told), reading the reset time of a usage limit from the text.
 func screenFailure(text, status string, now time.Time) *Failure {
 	n, _ := strconv.Atoi(status)
+	if n == 0 {
+		n = messageStatus(text)
+	}
 	f := &Failure{Status: n, Message: text, Kind: classifyFailure(n, "", "", text)}
 	if f.Kind == FailureUsageLimit {
 		if t, ok := parseResetTime(text, now); ok {

@@ -447,7 +447,8 @@ func (d *ptyDriver) failTurn(msg, errField, transcript string, fromScreen *Failu
 		f = fromScreen
 	}
 	if f == nil && msg != "" {
-		f = &Failure{Kind: classifyFailure(0, "", errField, msg), Message: msg}
+		n := messageStatus(msg)
+		f = &Failure{Kind: classifyFailure(n, "", errField, msg), Status: n, Message: msg}
 	}
 	if f != nil && msg == "" {
 		msg = f.Message
