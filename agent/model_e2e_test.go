@@ -289,8 +289,8 @@ func TestUsageLimitCarriesResetTime(t *testing.T) {
 func TestLongWork(t *testing.T) {
 	defer agent.SetCommandPoll(300 * time.Millisecond)()
 	short := func(o *agent.Options) {
-		o.NoProgress = 3 * time.Second
-		o.CommandTimeout = 4 * time.Second
+		o.NoProgress = 5 * time.Second
+		o.CommandTimeout = 6 * time.Second
 		o.AllowedTools = []string{"Bash"}
 	}
 	problem := func(prefix string) func(agent.Event) bool {
@@ -298,9 +298,10 @@ func TestLongWork(t *testing.T) {
 	}
 	drivers(t, func(t *testing.T, driver string) {
 		t.Run("printing", func(t *testing.T) {
-			// Runs 3× the no-progress timeout, printing every 0.5 s.
+			// Runs 3× the no-progress timeout and 2.5× the command
+			// timeout, printing every 0.5 s.
 			h := startWith(t, driver, `count
-@@TOOL Bash {"command":"for i in $(seq 1 18); do echo $i; sleep 0.5; done","description":"count"}
+@@TOOL Bash {"command":"for i in $(seq 1 30); do echo $i; sleep 0.5; done","description":"count"}
 @@TEXT counted`, short)
 			ev, _ := h.rec.wait(t, 0, "turn end", turnEnded)
 			if ev.Turn.LastMessage != "counted" {
@@ -308,19 +309,19 @@ func TestLongWork(t *testing.T) {
 			}
 			for _, ev := range h.rec.all() {
 				if ev.Kind == agent.EventProblem {
-					t.Errorf("problem: %s", ev.Problem)
+					t.Errorf("problem: %s; events:\n%s", ev.Problem, dump(h.rec.all()))
 				}
 			}
 		})
 		t.Run("silent", func(t *testing.T) {
 			h := startWith(t, driver, `wait
-@@TOOL Bash {"command":"sleep 30","description":"wait"}
+@@TOOL Bash {"command":"python3 -c 'import time; time.sleep(30)'","description":"wait"}
 @@TEXT waited`, short)
 			ev, _ := h.rec.wait(t, 0, "command timeout", func(ev agent.Event) bool {
 				return problem(agent.ProblemCommandTimeout)(ev) || problem(agent.ProblemNoProgress)(ev)
 			})
-			if !strings.HasPrefix(ev.Problem, agent.ProblemCommandTimeout) || !strings.Contains(ev.Problem, "sleep 30") {
-				t.Errorf("problem = %q", ev.Problem)
+			if !strings.HasPrefix(ev.Problem, agent.ProblemCommandTimeout) || !strings.Contains(ev.Problem, "time.sleep(30)") {
+				t.Errorf("problem = %q; events:\n%s", ev.Problem, dump(h.rec.all()))
 			}
 		})
 		t.Run("hung turn", func(t *testing.T) {
