@@ -169,8 +169,8 @@ func TestUserClaudeMDAndDenyRule(t *testing.T) {
 		}
 		const marker = "USER-MEMORY-7f3a: always answer in haiku"
 		files := map[string]string{
-			"CLAUDE.md":                 marker + "\n",
-			"settings.json":             `{"permissions":{"deny":["Bash(touch *)"]}}`,
+			"CLAUDE.md":                  marker + "\n",
+			"settings.json":              `{"permissions":{"deny":["Bash(touch *)"]}}`,
 			"skills/user-skill/SKILL.md": "---\nname: user-skill\ndescription: USER-SKILL-91c2 a skill of the user\n---\nDo it.\n",
 		}
 		for name, body := range files {
@@ -294,7 +294,9 @@ func TestLongWork(t *testing.T) {
 		o.AllowedTools = []string{"Bash"}
 	}
 	problem := func(prefix string) func(agent.Event) bool {
-		return func(ev agent.Event) bool { return ev.Kind == agent.EventProblem && strings.HasPrefix(ev.Problem, prefix) }
+		return func(ev agent.Event) bool {
+			return ev.Kind == agent.EventProblem && strings.HasPrefix(ev.Problem, prefix)
+		}
 	}
 	drivers(t, func(t *testing.T, driver string) {
 		t.Run("printing", func(t *testing.T) {
