@@ -332,3 +332,56 @@ func TestLongWork(t *testing.T) {
 		})
 	})
 }
+
+// TestLoginRefreshSharedByTasks: an expired claude.ai login is refreshed
+// once for three concurrent tasks and the user's own claude, and the rotated
+// refresh token lands in the user's credentials file (CLAUDE-CLI notes in
+// the README). Copies or links of the file per task would refresh three
+// times with one token (two refused, invalid_grant) and leave the user's file
+// holding a token the server no longer accepts.
+func TestLoginRefreshSharedByTasks(t *testing.T) {
+	oauth, err := fakeapi.StartOAuth()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(oauth.Close)
+	home := t.TempDir()
+	const expired, refresh = "sk-ant-oat01-expired-login", "sk-ant-ort01-original-refresh"
+	creds := writeLogin(t, home, expired, refresh, time.Now().Add(-time.Hour))
+	var hs []*harness
+	for range 3 {
+		hs = append(hs, startWith(t, agent.DriverStream, "@@TEXT refreshed", func(o *agent.Options) {
+			asUser(home)(o)
+			for k, v := range oauth.Env() {
+				o.ExtraEnv[k] = v
+			}
+		}))
+	}
+	for _, h := range hs {
+		ev, _ := h.rec.wait(t, 0, "turn end", turnEnded)
+		if ev.Turn.Failed {
+			t.Errorf("turn failed: %+v", ev.Turn)
+		}
+	}
+	refs := oauth.Refreshes()
+	if len(refs) != 1 || !refs[0].Granted || refs[0].RefreshToken != refresh {
+		t.Fatalf("refreshes = %+v, want one with the original token", refs)
+	}
+	for i, h := range hs {
+		for _, r := range h.api.MainRequests() {
+			if got := r.Header.Get("Authorization"); got != "Bearer "+refs[0].AccessToken {
+				t.Errorf("task %d sent %q", i, got)
+			}
+		}
+	}
+	b, err := os.ReadFile(creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), refs[0].NewRefresh) || !strings.Contains(string(b), refs[0].AccessToken) {
+		t.Errorf("the user's credentials file does not hold the refreshed login: %s", b)
+	}
+	if fi, err := os.Stat(creds); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("credentials file mode: %v %v", fi.Mode(), err)
+	}
+}
