@@ -90,6 +90,7 @@ type Orchestrator struct {
 	approvals []time.Duration     // guarded by mu; response times of people to questions
 	toolUses  map[string]int      // guarded by mu; tool calls by name
 	closed    bool                // guarded by mu
+	limit     usageLimit          // guarded by mu; a known usage limit (limits.go)
 }
 
 // queueKey orders queued tasks: priority (higher first), then FIFO.
@@ -191,6 +192,7 @@ func (o *Orchestrator) Close() error {
 		return nil
 	}
 	o.closed = true
+	o.stopLimitTimerLocked()
 	actors := o.actorsLocked()
 	o.mu.Unlock()
 	close(o.closing)
@@ -236,6 +238,7 @@ func (o *Orchestrator) env() env {
 		startBackoff:     o.cfg.StartBackoff,
 		maxStartFailures: maxStartFailures,
 		repoRoot:         o.cfg.Repo.Root(),
+		maxBudgetUSD:     s.MaxBudgetUsd,
 	}
 }
 
