@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -129,10 +130,12 @@ func parseResetTime(msg string, now time.Time) (time.Time, bool) {
 		hour += 12
 	}
 	now = now.In(loc)
-	day := time.Date(now.Year(), now.Month(), now.Day(), hour, minute, 0, 0, loc)
+	// The CLI shows the minute, not the second: the limit resets within
+	// it, so the end of the minute is the first time it has surely reset.
+	day := time.Date(now.Year(), now.Month(), now.Day(), hour, minute, 0, 0, loc).Add(time.Minute)
 	if m[1] != "" {
 		if d, err := time.ParseInLocation("Jan 2 2006", m[1]+" "+strconv.Itoa(now.Year()), loc); err == nil {
-			day = time.Date(d.Year(), d.Month(), d.Day(), hour, minute, 0, 0, loc)
+			day = time.Date(d.Year(), d.Month(), d.Day(), hour, minute, 0, 0, loc).Add(time.Minute)
 			if day.Before(now.Add(-24 * time.Hour)) {
 				day = day.AddDate(1, 0, 0)
 			}
@@ -195,11 +198,17 @@ func lastAPIError(path string) *Failure {
 	lines := bytes.Split(b, []byte("\n"))
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := bytes.TrimSpace(lines[i])
-		if len(line) == 0 || !bytes.Contains(line, []byte(`"assistant"`)) {
+		if len(line) == 0 || !bytes.Contains(line, []byte(`"assistant"`)) && !bytes.Contains(line, []byte(`"user"`)) {
 			continue
 		}
 		var e transcriptError
-		if json.Unmarshal(line, &e) != nil || e.Type != "assistant" {
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		if e.Type == "user" {
+			return nil // the turn after it has not answered (yet)
+		}
+		if e.Type != "assistant" {
 			continue
 		}
 		if !e.IsAPIErrorMessage {
@@ -237,6 +246,31 @@ func messageStatus(msg string) int {
 		return n
 	}
 	return 0
+}
+
+// transcriptLag bounds the wait for the CLI to write the failed call into
+// the transcript: StopFailure fires before it does (CLI 2.1.330).
+const transcriptLag = 2 * time.Second
+
+// awaitAPIError is lastAPIError, looking again every 50 ms for up to
+// transcriptLag while the transcript does not hold the failure yet.
+func awaitAPIError(ctx context.Context, path string) *Failure {
+	if path == "" {
+		return nil
+	}
+	deadline := time.Now().Add(transcriptLag)
+	for {
+		if f := lastAPIError(path); f != nil || time.Now().After(deadline) {
+			return f
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 // screenFailure builds a Failure from what the screen shows (the fallback

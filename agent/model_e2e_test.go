@@ -272,7 +272,7 @@ func TestUsageLimitCarriesResetTime(t *testing.T) {
 	drivers(t, func(t *testing.T, driver string) {
 		home := t.TempDir()
 		writeLogin(t, home, "sk-ant-oat01-subscriber", "sk-ant-ort01-r", time.Now().Add(24*time.Hour))
-		reset := time.Now().Add(3 * time.Hour).Truncate(time.Minute)
+		reset := time.Now().Add(3 * time.Hour).Truncate(time.Minute).Add(17 * time.Second)
 		h := startScript(t, fakeapi.Sequence(fakeapi.UsageLimitReply(reset)), driver, "go", asUser(home))
 		ev, _ := h.rec.wait(t, 0, "failed turn", failedTurn)
 		f := ev.Turn.Failure

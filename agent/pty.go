@@ -442,7 +442,7 @@ func (d *ptyDriver) failTurn(msg, errField, transcript string, fromScreen *Failu
 		transcript = d.transcript
 	}
 	d.mu.Unlock()
-	f := lastAPIError(transcript)
+	f := awaitAPIError(s.ctx, transcript)
 	if f == nil {
 		f = fromScreen
 	}

@@ -24,7 +24,7 @@ type usageLimit struct {
 // resetSlack is waited after the reset time before resuming: the API's
 // clock and ours differ a little, and a resume a second early meets the
 // limit again.
-const resetSlack = 30 * time.Second
+var resetSlack = 30 * time.Second
 
 // usageLimited records a limit that resets at resetsAt.
 func (o *Orchestrator) usageLimited(resetsAt time.Time) {

@@ -134,7 +134,7 @@ type (
 		activity protocol.Activity
 		detail   string // masked
 	}
-	inQuestion    struct {
+	inQuestion struct {
 		q       protocol.Question
 		kind    string
 		decided *decision
@@ -158,7 +158,7 @@ type (
 	}
 	inNoProgress     struct{}
 	inCommandTimeout struct{ detail string }
-	inAgentProblem struct {
+	inAgentProblem   struct {
 		detail string
 		fatal  bool
 	}
@@ -212,22 +212,22 @@ func (inNoProgress) inputName() string    { return "no progress" }
 func (inCommandTimeout) inputName() string {
 	return "command timeout"
 }
-func (inAgentProblem) inputName() string  { return "agent problem" }
-func (inExited) inputName() string        { return "exited" }
-func (cmdCancel) inputName() string       { return "cancel" }
-func (cmdPause) inputName() string        { return "pause" }
-func (cmdResume) inputName() string       { return "resume" }
-func (cmdSend) inputName() string         { return "send" }
-func (cmdSetMode) inputName() string      { return "set mode" }
-func (cmdShutdown) inputName() string     { return "shutdown" }
-func (cmdKill) inputName() string         { return "kill" }
-func (cmdBeginOp) inputName() string      { return "begin op" }
-func (cmdEndOp) inputName() string        { return "end op" }
-func (cmdRequeue) inputName() string      { return "requeue" }
-func (inQueueMoved) inputName() string    { return "queue moved" }
-func (inLoaded) inputName() string        { return "loaded" }
-func (inWorktree) inputName() string      { return "worktree" }
-func (inProcess) inputName() string       { return "process" }
+func (inAgentProblem) inputName() string { return "agent problem" }
+func (inExited) inputName() string       { return "exited" }
+func (cmdCancel) inputName() string      { return "cancel" }
+func (cmdPause) inputName() string       { return "pause" }
+func (cmdResume) inputName() string      { return "resume" }
+func (cmdSend) inputName() string        { return "send" }
+func (cmdSetMode) inputName() string     { return "set mode" }
+func (cmdShutdown) inputName() string    { return "shutdown" }
+func (cmdKill) inputName() string        { return "kill" }
+func (cmdBeginOp) inputName() string     { return "begin op" }
+func (cmdEndOp) inputName() string       { return "end op" }
+func (cmdRequeue) inputName() string     { return "requeue" }
+func (inQueueMoved) inputName() string   { return "queue moved" }
+func (inLoaded) inputName() string       { return "loaded" }
+func (inWorktree) inputName() string     { return "worktree" }
+func (inProcess) inputName() string      { return "process" }
 
 // Effects: what the actor does after a step, in order.
 type effect interface{ effectName() string }

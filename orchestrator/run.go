@@ -217,9 +217,9 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 		NoProgress:   time.Duration(noProgress) * time.Second,
 		// A command that writes nothing falls under its own, longer limit.
 		CommandTimeout: time.Duration(commandTimeout) * time.Second,
-		VerboseHooks: p.Directives != nil && p.Directives.Verbose,
-		Clock:        o.clk,
-		Logger:       o.logger.With("task", id),
+		VerboseHooks:   p.Directives != nil && p.Directives.Verbose,
+		Clock:          o.clk,
+		Logger:         o.logger.With("task", id),
 	}
 	if p.T.Agent != nil && p.T.Agent.SessionID != "" {
 		opts.SessionID = p.T.Agent.SessionID

@@ -211,15 +211,15 @@ type Settings struct {
 // permission policy asks about everything.
 func DefaultSettings() Settings {
 	return Settings{
-		MaxConcurrent:        DefaultMaxConcurrent,
-		DefaultDriver:        DefaultDriver,
-		ApprovalTimeoutSec:   DefaultApprovalTimeoutSec,
-		NoProgressTimeoutSec: DefaultNoProgressTimeoutSec,
-		TermGraceSec:         DefaultTermGraceSec,
-		McpServers:           map[string]McpServer{},
-		OutputRetentionDays:  DefaultOutputRetentionDays,
-		UndoWindowSec:        DefaultUndoWindowSec,
-		PermissionPolicy:     Policy{Default: PolicyAsk},
+		MaxConcurrent:         DefaultMaxConcurrent,
+		DefaultDriver:         DefaultDriver,
+		ApprovalTimeoutSec:    DefaultApprovalTimeoutSec,
+		NoProgressTimeoutSec:  DefaultNoProgressTimeoutSec,
+		TermGraceSec:          DefaultTermGraceSec,
+		McpServers:            map[string]McpServer{},
+		OutputRetentionDays:   DefaultOutputRetentionDays,
+		UndoWindowSec:         DefaultUndoWindowSec,
+		PermissionPolicy:      Policy{Default: PolicyAsk},
 		CommandTimeoutSec:     DefaultCommandTimeoutSec,
 		ResumeAfterUsageLimit: true,
 	}
