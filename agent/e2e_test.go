@@ -106,8 +106,15 @@ func start(t *testing.T, driver, prompt string) *harness {
 
 func startWith(t testing.TB, driver, prompt string, edit func(*agent.Options)) *harness {
 	t.Helper()
+	return startScript(t, fakeapi.PromptScript(), driver, prompt, edit)
+}
+
+// startScript is startWith with the fake API answering from script. Every
+// session gets a fake HOME (the user's own claude config is read from it).
+func startScript(t testing.TB, script fakeapi.Script, driver, prompt string, edit func(*agent.Options)) *harness {
+	t.Helper()
 	claude := testenv.Claude(t)
-	api := fakeapi.Start(fakeapi.PromptScript())
+	api := fakeapi.Start(script)
 	t.Cleanup(api.Close)
 	hooks, err := agent.NewHookServer(nil)
 	if err != nil {
@@ -124,7 +131,7 @@ func startWith(t testing.TB, driver, prompt string, edit func(*agent.Options)) *
 		ConfigDir:     cfgDir,
 		LogPath:       filepath.Join(t.TempDir(), "out.log"),
 		Prompt:        prompt,
-		ExtraEnv:      api.Env(),
+		ExtraEnv:      withHome(api.Env(), t.TempDir()),
 		Hooks:         hooks,
 		ConfirmWithin: 5 * time.Second,
 		GraceTimeout:  5 * time.Second,
@@ -146,6 +153,11 @@ func startWith(t testing.TB, driver, prompt string, edit func(*agent.Options)) *
 		}
 	})
 	return h
+}
+
+func withHome(env map[string]string, home string) map[string]string {
+	env["HOME"] = home
+	return env
 }
 
 func (h *harness) exists(name string) bool {

@@ -25,7 +25,7 @@ func (a procAdapter) exitStatus() Exited {
 	st, _ := a.p.ExitStatus()
 	x := Exited{Code: st.Code}
 	if st.Signaled() {
-		x.Signal = st.Signal.String()
+		x.Signal = procs.SignalName(st.Signal)
 	}
 	return x
 }
@@ -122,13 +122,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		s.watchdog = procs.NewWatchdog(opts.Clock, opts.NoProgress, func() {
 			s.emit(Event{Kind: EventProblem, Problem: ProblemNoProgress})
 		})
-		s.qs.onCount = func(n int) {
-			if n > 0 {
-				s.watchdog.Pause()
-			} else {
-				s.watchdog.Resume()
-			}
-		}
+		s.qs.onCount = s.questionsChanged
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(fmt.Errorf("start claude: %w", err))

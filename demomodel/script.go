@@ -23,6 +23,29 @@ type Reply struct {
 	Error      string        // the error message for Status (default: the status text)
 	Retryable  bool          // with Status: let the CLI retry (by default x-should-retry: false stops it)
 	Delay      time.Duration // wait this long before answering (ends early if the request is cancelled)
+	// Header is added to the answer's HTTP headers (e.g. the
+	// anthropic-ratelimit-unified-* headers of a usage-limit refusal; see
+	// UsageLimitReply).
+	Header map[string]string
+}
+
+// UsageLimitReply is the answer a claude.ai subscription gets when its usage
+// limit is reached, as the CLI receives it: HTTP 429 rate_limit_error with the
+// unified rate-limit headers saying "rejected", which limit, and when it
+// resets. The CLI turns it into "You've hit your 5-hour limit · resets
+// <time>" and api_error "usage_limit_reached" with the reset time (only when
+// it authenticates with a claude.ai OAuth login; with an API key it is a
+// plain 429).
+func UsageLimitReply(resetsAt time.Time) Reply {
+	return Reply{
+		Status: 429,
+		Error:  "This request would exceed your account's rate limit. Please try again later.",
+		Header: map[string]string{
+			"anthropic-ratelimit-unified-status":               "rejected",
+			"anthropic-ratelimit-unified-reset":                strconv.FormatInt(resetsAt.Unix(), 10),
+			"anthropic-ratelimit-unified-representative-claim": "five_hour",
+		},
+	}
 }
 
 // ToolUse is one tool call the model makes.

@@ -237,6 +237,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = "claude-fake"
 	}
+	for k, v := range reply.Header {
+		w.Header().Set(k, v)
+	}
 	switch {
 	case reply.Status != 0:
 		if !reply.Retryable {

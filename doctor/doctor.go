@@ -105,21 +105,27 @@ func checkClaude(ctx context.Context, o Options) Check {
 	return c
 }
 
-// credentialVars are the ways the CLI accepts credentials from the
-// environment. Their values are never printed.
-var credentialVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"}
-
+// checkCredentials says how claude will log in inside tasks (the user's own
+// login: environment, claude.ai login, cloud provider), never the secret.
 func checkCredentials() Check {
 	c := Check{Name: "credentials"}
-	for _, v := range credentialVars {
-		if os.Getenv(v) != "" {
-			c.OK = true
-			c.Detail = v + " is set"
-			return c
-		}
+	a := agent.DetectAuth(os.Environ(), time.Now())
+	if a.Method == agent.AuthNone {
+		c.Detail = "claude is not logged in (the demo needs no login)"
+		c.Hint = agent.AuthFix
+		return c
 	}
-	c.Detail = "no credentials in the environment (the demo needs none)"
-	c.Hint = "export ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) before running real tasks"
+	c.OK = a.Problem == ""
+	c.Detail = "tasks use " + a.Method
+	if a.Source != "" {
+		c.Detail += " from " + a.Source
+	}
+	if !a.ExpiresAt.IsZero() {
+		c.Detail += fmt.Sprintf("; the access token expires %s (claude refreshes it)", a.ExpiresAt.Local().Format(time.RFC3339))
+	}
+	if a.Problem != "" {
+		c.Hint = a.Problem
+	}
 	return c
 }
 

@@ -269,6 +269,8 @@ func (a *actor) run(eff effect) {
 		o.mu.Lock()
 		o.approvals = append(o.approvals, eff.after)
 		o.mu.Unlock()
+	case effUsageLimit:
+		o.usageLimited(eff.resetsAt)
 	default:
 		o.logger.Error("unknown effect", "effect", fmt.Sprintf("%T", eff))
 	}
@@ -297,7 +299,12 @@ func (a *actor) startAgent(eff effStartAgent) {
 		defer o.wg.Done()
 		sess, info, err := o.startAgent(gen, &p, eff.logPath, others, a)
 		if err != nil {
-			a.post(envelope{in: inStartFailed{detail: err.Error(), transient: isTransientStart(err)}, gen: gen})
+			var ae *authError
+			if errors.As(err, &ae) {
+				a.post(envelope{in: inStartFailed{detail: ae.problem, auth: true}, gen: gen})
+				return
+			}
+			a.post(envelope{in: inStartFailed{detail: err.Error(), transient: err != nil && isTransientStart(err)}, gen: gen})
 			return
 		}
 		if !a.post(envelope{in: inStarted{agent: info}, gen: gen, sess: sess}) {
@@ -392,7 +399,11 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		if !ok {
 			act = protocol.ActivityThinking
 		}
-		in = inActivity{activity: act}
+		detail, _ := clip(ev.Activity.Detail)
+		if len(detail) > maxActivityDetail {
+			detail = detail[:maxActivityDetail] + "…"
+		}
+		in = inActivity{activity: act, detail: o.maskString(detail)}
 	case agent.EventQuestion:
 		in = a.question(ev.Question)
 	case agent.EventQuestionResolved:
@@ -408,6 +419,8 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		o.logger.Warn("agent problem", "task", a.id, "problem", ev.Problem)
 		if ev.Problem == agent.ProblemNoProgress {
 			in = inNoProgress{}
+		} else if strings.HasPrefix(ev.Problem, agent.ProblemCommandTimeout) {
+			in = inCommandTimeout{detail: o.maskString(ev.Problem)}
 		} else {
 			in = inAgentProblem{detail: o.maskString(ev.Problem), fatal: strings.HasPrefix(ev.Problem, agent.ProblemOutputLog)}
 		}
@@ -418,6 +431,9 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 	}
 	a.post(envelope{in: in, gen: gen})
 }
+
+// maxActivityDetail bounds Task.activityDetail (a long command line).
+const maxActivityDetail = 300
 
 // activities ties the agent's activity names to the protocol's: a name
 // missing here is a compile-time-visible gap rather than a silent cast.

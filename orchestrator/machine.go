@@ -119,6 +119,7 @@ type env struct {
 	maxStartFailures int
 	repoRoot         string
 	dataDir          string
+	maxBudgetUSD     float64 // the setting; a task's own wins; 0 = none
 }
 
 // Inputs. Commands come from clients; the rest are what the agent or a
@@ -131,10 +132,14 @@ type (
 	inStartFailed struct {
 		detail    string
 		transient bool
+		auth      bool // no login at all: blocked{auth}
 	}
 	inBackoffDone struct{}
-	inActivity    struct{ activity protocol.Activity }
-	inQuestion    struct {
+	inActivity    struct {
+		activity protocol.Activity
+		detail   string // masked
+	}
+	inQuestion struct {
 		q       protocol.Question
 		kind    string
 		decided *decision
@@ -156,8 +161,9 @@ type (
 		blocked string
 		errs    string
 	}
-	inNoProgress   struct{}
-	inAgentProblem struct {
+	inNoProgress     struct{}
+	inCommandTimeout struct{ detail string }
+	inAgentProblem   struct {
 		detail string
 		fatal  bool
 	}
@@ -208,22 +214,25 @@ func (inApprovalTimer) inputName() string { return "approval timeout" }
 func (inTurnEnded) inputName() string     { return "turn ended" }
 func (inCompleted) inputName() string     { return "completed" }
 func (inNoProgress) inputName() string    { return "no progress" }
-func (inAgentProblem) inputName() string  { return "agent problem" }
-func (inExited) inputName() string        { return "exited" }
-func (cmdCancel) inputName() string       { return "cancel" }
-func (cmdPause) inputName() string        { return "pause" }
-func (cmdResume) inputName() string       { return "resume" }
-func (cmdSend) inputName() string         { return "send" }
-func (cmdSetMode) inputName() string      { return "set mode" }
-func (cmdShutdown) inputName() string     { return "shutdown" }
-func (cmdKill) inputName() string         { return "kill" }
-func (cmdBeginOp) inputName() string      { return "begin op" }
-func (cmdEndOp) inputName() string        { return "end op" }
-func (cmdRequeue) inputName() string      { return "requeue" }
-func (inQueueMoved) inputName() string    { return "queue moved" }
-func (inLoaded) inputName() string        { return "loaded" }
-func (inWorktree) inputName() string      { return "worktree" }
-func (inProcess) inputName() string       { return "process" }
+func (inCommandTimeout) inputName() string {
+	return "command timeout"
+}
+func (inAgentProblem) inputName() string { return "agent problem" }
+func (inExited) inputName() string       { return "exited" }
+func (cmdCancel) inputName() string      { return "cancel" }
+func (cmdPause) inputName() string       { return "pause" }
+func (cmdResume) inputName() string      { return "resume" }
+func (cmdSend) inputName() string        { return "send" }
+func (cmdSetMode) inputName() string     { return "set mode" }
+func (cmdShutdown) inputName() string    { return "shutdown" }
+func (cmdKill) inputName() string        { return "kill" }
+func (cmdBeginOp) inputName() string     { return "begin op" }
+func (cmdEndOp) inputName() string       { return "end op" }
+func (cmdRequeue) inputName() string     { return "requeue" }
+func (inQueueMoved) inputName() string   { return "queue moved" }
+func (inLoaded) inputName() string       { return "loaded" }
+func (inWorktree) inputName() string     { return "worktree" }
+func (inProcess) inputName() string      { return "process" }
 
 // Effects: what the actor does after a step, in order.
 type effect interface{ effectName() string }
@@ -257,6 +266,9 @@ type (
 	effSlotFreed      struct{ ranFor time.Duration } // a live task left the live states
 	effQueueChanged   struct{}                       // the queue gained or lost a task
 	effResponded      struct{ after time.Duration }  // a person answered, after this long
+	// effUsageLimit: the account's usage limit is reached until resetsAt
+	// (zero: unknown). The queue holds back and blocked tasks resume then.
+	effUsageLimit struct{ resetsAt time.Time }
 )
 
 func (effPersist) effectName() string        { return "persist" }
@@ -275,6 +287,7 @@ func (effComplete) effectName() string       { return "complete" }
 func (effSlotFreed) effectName() string      { return "slot freed" }
 func (effQueueChanged) effectName() string   { return "queue changed" }
 func (effResponded) effectName() string      { return "responded" }
+func (effUsageLimit) effectName() string     { return "usage limit" }
 
 // stepper accumulates the next state and its effects.
 type stepper struct {
@@ -312,6 +325,7 @@ func (st *stepper) move(to protocol.Status) error {
 	}
 	if to != protocol.StatusRunning && to != protocol.StatusWaiting {
 		s.T.Activity = protocol.ActivityIdle
+		s.T.ActivityDetail = ""
 	}
 	if to != protocol.StatusWaiting && s.T.PendingQuestion != nil {
 		s.T.PendingQuestion = nil
@@ -354,11 +368,16 @@ func (st *stepper) beginStart() {
 // block settles the task as blocked now and lets a live agent go: a
 // blocked task holds no claude process.
 func (st *stepper) block(reason protocol.BlockedReason, detail string) {
+	st.blockWith(protocol.Blocked{Reason: reason, Detail: detail})
+}
+
+// blockWith is block with the whole Blocked (an API status, a reset time).
+func (st *stepper) blockWith(b protocol.Blocked) {
 	if err := st.move(protocol.StatusBlocked); err != nil {
 		return
 	}
-	st.s.T.Blocked = &protocol.Blocked{Reason: reason, Detail: detail}
-	st.s.LastError = detail
+	st.s.T.Blocked = &b
+	st.s.LastError = b.Detail
 	st.changed()
 	st.stopAgent(stopIntent{kind: stopRelease}, false)
 }
@@ -447,6 +466,10 @@ func (st *stepper) apply(in input) error {
 			return nil
 		}
 		s.stop = stopIntent{}
+		if in.auth {
+			st.block(protocol.BlockedAuth, in.detail)
+			return nil
+		}
 		s.StartFailures++
 		if !in.transient || s.StartFailures >= st.e.maxStartFailures {
 			detail := in.detail
@@ -472,10 +495,10 @@ func (st *stepper) apply(in input) error {
 		if status != protocol.StatusRunning && status != protocol.StatusWaiting {
 			return nil
 		}
-		if in.activity == s.T.Activity {
+		if in.activity == s.T.Activity && in.detail == s.T.ActivityDetail {
 			return nil
 		}
-		s.T.Activity = in.activity
+		s.T.Activity, s.T.ActivityDetail = in.activity, in.detail
 		s.T.UpdatedAt = st.e.now.UTC()
 		st.emit(effUpdated{}) // activity is not worth a durable write
 
@@ -573,6 +596,13 @@ func (st *stepper) apply(in input) error {
 	case inNoProgress:
 		if live(status) && s.agent == agentUp {
 			st.stopAgent(stopIntent{kind: stopBlock, reason: protocol.BlockedTimeout, detail: "no progress for the no-progress timeout"}, false)
+		}
+
+	case inCommandTimeout:
+		// A command ran without writing or starting anything for the
+		// command timeout: reported as such, not as "no progress".
+		if live(status) && s.agent == agentUp {
+			st.stopAgent(stopIntent{kind: stopBlock, reason: protocol.BlockedTimeout, detail: in.detail}, false)
 		}
 
 	case inAgentProblem:
@@ -933,18 +963,48 @@ func (st *stepper) turnEnded(turn agent.TurnEnded) {
 		return
 	}
 	s.Turns++
+	f := turn.Failure
+	if !turn.Failed {
+		f = nil
+	}
 	switch {
-	case turn.Failed && s.Turns == 1 && transientFailure(turn.Error) && s.StartFailures+1 < st.e.maxStartFailures:
-		// Claude gave up on an overloaded API before doing anything: start
-		// again later rather than failing the task. The restart repeats the
-		// turn: its prompt is the task's, since no session was saved yet
-		// worth resuming, or the resume prompt.
+	case f != nil && f.Kind == agent.FailureAuth:
+		// No retry helps: the person has to log in.
+		st.block(protocol.BlockedAuth, fmt.Sprintf("%s; %s", f.Message, agent.AuthFix))
+	case f != nil && f.Kind == agent.FailureUsageLimit:
+		// Blocked until the limit resets; the actor holds the queue back
+		// and resumes the task then (unless the setting is off).
+		if s.FollowUp == "" {
+			s.FollowUp = resumePrompt
+		}
+		b := protocol.Blocked{Reason: protocol.BlockedUsageLimit, Detail: f.Message, Status: f.Status}
+		if !f.ResetsAt.IsZero() {
+			b.ResetsAt = f.ResetsAt.UTC()
+		}
+		st.blockWith(b)
+		st.emit(effUsageLimit{resetsAt: f.ResetsAt})
+	case turn.Failed && (transientAPIFailure(f) || f == nil && s.Turns == 1 && transientFailure(turn.Error)) &&
+		s.StartFailures+1 < st.e.maxStartFailures:
+		// Claude gave up on an overloaded or unreachable API: start again
+		// after a backoff rather than failing the task. The restart
+		// repeats the turn: the resumed session gets the resume prompt (or
+		// what the person sent), a session never saved its first prompt.
 		s.LastError = turn.Error
 		if s.FollowUp == "" {
 			s.FollowUp = resumePrompt
 		}
 		st.stopAgent(stopIntent{kind: stopRetry}, false)
 		st.emit(effPersist{})
+	case f != nil && f.Kind == agent.FailureAPI:
+		detail := f.Message
+		if transientAPIFailure(f) {
+			detail = fmt.Sprintf("%s (claude gave up retrying, %d times over)", f.Message, s.StartFailures+1)
+		}
+		st.blockWith(protocol.Blocked{Reason: protocol.BlockedAPIError, Detail: detail, Status: f.Status})
+	case st.overBudget() && !(s.T.Status == protocol.StatusRunning && !turn.Failed && s.T.PendingQuestion == nil && turn.Asks == ""):
+		// Spent: it stops here rather than start another turn. (A turn
+		// that finished the task completes: the work is paid for.)
+		st.block(protocol.BlockedBudget, fmt.Sprintf("the task spent $%.2f of its $%.2f budget", *s.costUSD, st.budget()))
 	case s.T.PendingQuestion != nil || turn.Asks != "":
 		// Waiting on the person: keep what this turn did as a checkpoint.
 		st.emit(effCheckpoint{message: fmt.Sprintf("familiar checkpoint: %s (turn %d)", s.T.Title, s.Turns)})
@@ -955,4 +1015,18 @@ func (st *stepper) turnEnded(turn agent.TurnEnded) {
 		s.completing = true
 		st.emit(effPersist{}, effComplete{turn: turn})
 	}
+}
+
+// budget is the task's spending limit in USD; 0 = none.
+func (st *stepper) budget() float64 {
+	if b := st.s.MaxBudgetUsd; b != nil {
+		return *b
+	}
+	return st.e.maxBudgetUSD
+}
+
+// overBudget reports whether the task has spent its budget.
+func (st *stepper) overBudget() bool {
+	b := st.budget()
+	return b > 0 && st.s.costUSD != nil && *st.s.costUSD >= b
 }

@@ -48,6 +48,11 @@ func withBlocked(r protocol.BlockedReason) func(*state) {
 func withOp(op opKind) func(*state)   { return func(s *state) { s.op = op } }
 func withFailures(n int) func(*state) { return func(s *state) { s.StartFailures = n } }
 func completing() func(*state)        { return func(s *state) { s.completing = true } }
+func withTurns(n int) func(*state)    { return func(s *state) { s.Turns = n } }
+func withBudget(usd float64) func(*state) {
+	return func(s *state) { s.MaxBudgetUsd = &usd }
+}
+func withActivity(a protocol.Activity) func(*state) { return func(s *state) { s.T.Activity = a } }
 
 // names lists effect names, for compact expectations.
 func names(effs []effect) []string {
@@ -171,6 +176,82 @@ func TestTransitions(t *testing.T) {
 			}},
 		{name: "a failed turn blocks and lets the agent go", from: mk(running, agentUp), in: inTurnEnded{turn: agent.TurnEnded{Failed: true, Error: "bad request"}},
 			status: protocol.StatusBlocked, phase: agentStopping},
+		// The model side failing (issue 13 §2) and the user's login (issue 14).
+		{name: "API unreachable on a later turn: the turn is retried", from: mk(running, agentUp, withTurns(3)),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Error: "x", Failure: &agent.Failure{Kind: agent.FailureAPI, Message: "API Error: Connection refused"}}},
+			status: running, phase: agentStopping, effects: []string{"stop agent", "persist"},
+			check: func(t *testing.T, s state) {
+				if s.stop.kind != stopRetry || s.FollowUp != resumePrompt {
+					t.Errorf("stop %v followUp %q", s.stop.kind, s.FollowUp)
+				}
+			}},
+		{name: "API still overloaded after the retries: blocked{api_error} with the status", from: mk(running, agentUp, withFailures(2)),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 529, Message: "API Error: 529 overloaded"}}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				b := s.T.Blocked
+				if b.Reason != protocol.BlockedAPIError || b.Status != 529 || !strings.Contains(b.Detail, "529 overloaded") {
+					t.Errorf("blocked %+v", b)
+				}
+			}},
+		{name: "a refused request is not retried: blocked{api_error}", from: mk(running, agentUp),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 400, Message: "API Error: 400 bad"}}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedAPIError || s.T.Blocked.Status != 400 {
+					t.Errorf("blocked %+v", s.T.Blocked)
+				}
+			}},
+		{name: "not logged in: blocked{auth} with the fix", from: mk(running, agentUp),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAuth, Status: 401, Message: "Not logged in · Please run /login"}}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedAuth || !strings.Contains(s.T.Blocked.Detail, "claude login") {
+					t.Errorf("blocked %+v", s.T.Blocked)
+				}
+			}},
+		{name: "no login at all: blocked{auth} before claude starts", from: mk(protocol.StatusStarting, agentStarting),
+			in:     inStartFailed{detail: "claude is not logged in; run `claude login`", auth: true},
+			status: protocol.StatusBlocked, gone: true,
+			check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedAuth || s.StartFailures != 0 {
+					t.Errorf("blocked %+v failures %d", s.T.Blocked, s.StartFailures)
+				}
+			}},
+		{name: "usage limit: blocked{usage_limit} with the reset time, queue told", from: mk(running, agentUp),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureUsageLimit, Status: 429, Message: "You've hit your 5-hour limit", ResetsAt: testEnv.now.Add(2 * time.Hour)}}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			effects: []string{"slot freed", "persist", "updated", "stop agent", "usage limit"},
+			check: func(t *testing.T, s state) {
+				b := s.T.Blocked
+				if b.Reason != protocol.BlockedUsageLimit || !b.ResetsAt.Equal(testEnv.now.Add(2*time.Hour)) || s.FollowUp != resumePrompt {
+					t.Errorf("blocked %+v followUp %q", b, s.FollowUp)
+				}
+			}},
+		{name: "over budget after a turn that goes on: blocked{budget}", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionQuestion), withBudget(1)),
+			in:     inTurnEnded{turn: agent.TurnEnded{CostUSD: 1.25, Asks: "q1"}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedBudget || !strings.Contains(s.T.Blocked.Detail, "$1.25 of its $1.00") {
+					t.Errorf("blocked %+v", s.T.Blocked)
+				}
+			}},
+		{name: "over budget on the turn that finishes: completes", from: mk(running, agentUp, withBudget(1)),
+			in: inTurnEnded{turn: agent.TurnEnded{CostUSD: 1.25, LastMessage: "done"}}, status: running, effects: []string{"persist", "complete"}},
+		{name: "a silent command: blocked{timeout} naming the command", from: mk(running, agentUp),
+			in: inCommandTimeout{detail: agent.ProblemCommandTimeout + ": `sleep 1200`"}, status: running, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				if s.stop.reason != protocol.BlockedTimeout || !strings.Contains(s.stop.detail, "sleep 1200") {
+					t.Errorf("stop %+v", s.stop)
+				}
+			}},
+		{name: "activity detail is announced", from: mk(running, agentUp, withActivity(protocol.ActivityThinking)),
+			in: inActivity{activity: protocol.ActivityThinking, detail: "API unreachable, retry 3 of 10"}, status: running, effects: []string{"updated"},
+			check: func(t *testing.T, s state) {
+				if s.T.ActivityDetail != "API unreachable, retry 3 of 10" {
+					t.Errorf("detail %q", s.T.ActivityDetail)
+				}
+			}},
 		{name: "completed: merging, announced, agent released", from: mk(running, agentUp, completing()), in: inCompleted{result: protocol.TaskResult{Summary: "s"}},
 			status: protocol.StatusMerging, phase: agentStopping,
 			effects: []string{"slot freed", "persist", "updated", "publish task/completed", "stop agent"}},
@@ -364,6 +445,10 @@ func TestTransitionGraph(t *testing.T) {
 		inActivity{activity: protocol.ActivityWriting}, inQuestion{q: protocol.Question{ID: "q"}, kind: agent.KindPermission},
 		inResolved{questionID: "q1"}, inAnswered{questionID: "q1"}, inApprovalTimer{questionID: "q1"},
 		inTurnEnded{turn: agent.TurnEnded{LastMessage: "x"}}, inTurnEnded{turn: agent.TurnEnded{Failed: true, Error: "529"}},
+		inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureUsageLimit, ResetsAt: testEnv.now.Add(time.Hour)}}},
+		inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAuth}}},
+		inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 529}}},
+		inStartFailed{detail: "x", auth: true}, inCommandTimeout{detail: "x"},
 		inCompleted{}, inNoProgress{}, inAgentProblem{detail: "x", fatal: true}, inExited{code: 1},
 		cmdCancel{}, cmdPause{}, cmdResume{}, cmdSend{text: "x"}, cmdSetMode{mode: protocol.ModeAuditor}, cmdShutdown{}, cmdKill{},
 		cmdBeginOp{op: opMerge}, cmdBeginOp{op: opUndo}, cmdBeginOp{op: opRemove}, cmdEndOp{op: opMerge, ok: true},

@@ -89,6 +89,7 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 	}
 	t.PromptOverride, t.Hints, t.Directives = p.PromptOverride, p.Hints, p.Directives
 	t.Skills, t.McpServers, t.NoProgressTimeoutSec, t.Policy = p.Skills, p.McpServers, p.NoProgressTimeoutSec, p.PermissionPolicy
+	t.CommandTimeoutSec, t.MaxBudgetUsd = p.CommandTimeoutSec, p.MaxBudgetUsd
 	t.BaseRef = p.BaseRef
 	if err := mcp.ValidateAll(mcpServers(p.McpServers)); err != nil {
 		return nil, protocol.InvalidParams("mcpServers", err.Error())

@@ -103,6 +103,7 @@ type Orchestrator struct {
 	approvals    []time.Duration // guarded by mu; response times of people to questions
 	toolUses     map[string]int  // guarded by mu; tool calls by name
 	closed       bool            // guarded by mu
+	limit        usageLimit      // guarded by mu; a known usage limit (limits.go)
 }
 
 // queueKey orders queued tasks: priority (higher first), then FIFO.
@@ -207,6 +208,7 @@ func (o *Orchestrator) Close() error {
 		return nil
 	}
 	o.closed = true
+	o.stopLimitTimerLocked()
 	actors := o.actorsLocked()
 	o.mu.Unlock()
 	close(o.closing)
@@ -251,6 +253,7 @@ func (o *Orchestrator) env() env {
 		maxStartFailures: maxStartFailures,
 		repoRoot:         o.cfg.Repo.Root(),
 		dataDir:          o.cfg.DataDir,
+		maxBudgetUSD:     s.MaxBudgetUsd,
 	}
 }
 

@@ -58,6 +58,9 @@ func answerError(err error) error {
 		return protocol.NotFound("question", err.Error())
 	case errorsIs(err, agent.ErrBadAnswer):
 		return protocol.InvalidParams("optionId", err.Error())
+	case errorsIs(err, agent.ErrNotReady):
+		// claude is stopped (SIGSTOP) or cannot take input now.
+		return protocol.FailedPrecondition(err.Error(), protocol.StatusWaiting)
 	}
 	return err
 }

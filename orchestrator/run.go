@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -67,6 +68,10 @@ func (o *Orchestrator) startQueued() (moved bool) {
 			return moved
 		}
 		free := o.settingsNow().MaxConcurrent - o.runningLocked()
+		if o.limitedLocked() {
+			// Claude's usage limit: a task started now would only meet it.
+			free = 0
+		}
 		queue := o.queueLocked()
 		o.mu.Unlock()
 		if free <= 0 || len(queue) == 0 {
@@ -120,6 +125,11 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 	if o.cfg.StartHook != nil {
 		o.cfg.StartHook(ctx, &opts)
 	}
+	// No login at all: claude would only answer "Not logged in". The task
+	// is blocked{auth} at once, with the fix, and no process is spawned.
+	if auth := agent.DetectAuth(sessionEnv(opts), o.clk.Now()); auth.Method == agent.AuthNone {
+		return nil, protocol.AgentInfo{}, &authError{problem: auth.Problem}
+	}
 	sess, err := o.cfg.Start(ctx, opts)
 	if err != nil {
 		return nil, protocol.AgentInfo{}, err
@@ -127,6 +137,39 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 	id := sess.Identity()
 	a.post(envelope{in: inProcess{identity: id}, gen: gen})
 	return sess, protocol.AgentInfo{PID: sess.PID(), SessionID: sess.SessionID(), ClaudeVersion: o.cfg.CLI.Version}, nil
+}
+
+// authError is a start refused for want of any login.
+type authError struct{ problem string }
+
+func (e *authError) Error() string { return e.problem }
+
+// sessionEnv is the environment the agent's claude will have, for telling
+// how it will log in: familiar's, with the session's extras over it.
+func sessionEnv(opts agent.Options) []string {
+	env := opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append([]string(nil), env...)
+	for k, v := range opts.ExtraEnv {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// transientAPIFailure reports whether a failure the CLI reported is worth
+// trying the turn again for: the API was overloaded, rate limited, failing
+// on its side or unreachable, rather than refusing the request.
+func transientAPIFailure(f *agent.Failure) bool {
+	if f == nil || f.Kind != agent.FailureAPI {
+		return false
+	}
+	switch {
+	case f.Status == 0, f.Status == 408, f.Status == 409, f.Status == 429, f.Status >= 500:
+		return true
+	}
+	return false
 }
 
 // transientFailure reports whether a failed first turn was the API being
@@ -172,6 +215,10 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 	if p.NoProgressTimeoutSec != nil {
 		noProgress = *p.NoProgressTimeoutSec
 	}
+	commandTimeout := s.CommandTimeoutSec
+	if p.CommandTimeoutSec != nil {
+		commandTimeout = *p.CommandTimeoutSec
+	}
 	grace := time.Duration(s.TermGraceSec) * time.Second
 	if grace <= 0 {
 		grace = time.Nanosecond // 0 means kill at once; procs reads 0 as its default
@@ -196,9 +243,11 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 		HookTimeout:  time.Duration(s.ApprovalTimeoutSec)*time.Second + time.Hour,
 		GraceTimeout: grace,
 		NoProgress:   time.Duration(noProgress) * time.Second,
-		VerboseHooks: p.Directives != nil && p.Directives.Verbose,
-		Clock:        o.clk,
-		Logger:       o.logger.With("task", id),
+		// A command that writes nothing falls under its own, longer limit.
+		CommandTimeout: time.Duration(commandTimeout) * time.Second,
+		VerboseHooks:   p.Directives != nil && p.Directives.Verbose,
+		Clock:          o.clk,
+		Logger:         o.logger.With("task", id),
 	}
 	if p.T.Agent != nil && p.T.Agent.SessionID != "" {
 		opts.SessionID = p.T.Agent.SessionID

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -99,6 +101,8 @@ func (s *Service) Initialize(ctx context.Context, p *protocol.InitializeParams) 
 			Support: string(ws.CLI.Support), Warning: ws.CLI.Warning},
 		Git: protocol.GitStatus{Available: true, Version: ws.GitVersion},
 	}
+	a := agent.DetectAuth(os.Environ(), ws.Orch.clk.Now())
+	res.Claude.Auth = &protocol.AuthStatus{Method: a.Method, Source: a.Source, Problem: a.Problem}
 	if ws.CLIErr != nil {
 		res.Claude.Problem = ws.CLIErr.Error()
 		ws.Orch.pub.publish("", protocol.ServerMessageNotification{Level: protocol.LevelWarning,

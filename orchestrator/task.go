@@ -20,6 +20,8 @@ type persisted struct {
 	Skills               []string                      `json:"skills,omitempty"`
 	McpServers           map[string]protocol.McpServer `json:"mcpServers,omitempty"`
 	NoProgressTimeoutSec *int                          `json:"noProgressTimeoutSec,omitempty"`
+	CommandTimeoutSec    *int                          `json:"commandTimeoutSec,omitempty"`
+	MaxBudgetUsd         *float64                      `json:"maxBudgetUsd,omitempty"`
 	Policy               *protocol.Policy              `json:"permissionPolicy,omitempty"`
 	BaseRef              string                        `json:"baseRef,omitempty"`
 	RepoRoot             string                        `json:"repoRoot,omitempty"`

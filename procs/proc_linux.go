@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -164,4 +165,64 @@ func reapZombie(m *member) bool {
 	var ws unix.WaitStatus
 	pid, err := unix.Wait4(m.pid, &ws, unix.WNOHANG, nil)
 	return pid == m.pid || err != nil
+}
+
+// TreeProgress is a fingerprint of what the descendants of a process are
+// doing: it changes when one of them writes anything (to a terminal, a pipe
+// or a file) or when one starts or ends. A command that prints progresses; a
+// `sleep 1200` or a call hung on the network does not.
+type TreeProgress struct {
+	Procs   int    // live descendants
+	Written uint64 // bytes they have written (wchar of /proc/PID/io)
+	pids    uint64 // a sum over their (pid, start time), to see one replaced by another
+}
+
+// DescendantProgress reads the TreeProgress of pid's descendants (pid itself
+// is left out: claude repaints its spinner while a command runs).
+func DescendantProgress(pid int) (TreeProgress, error) {
+	all, err := readAllStats()
+	if err != nil {
+		return TreeProgress{}, err
+	}
+	children := make(map[int][]procStat)
+	for _, s := range all {
+		children[s.ppid] = append(children[s.ppid], s)
+	}
+	var p TreeProgress
+	queue := append([]procStat(nil), children[pid]...)
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		if s.dead() {
+			continue
+		}
+		p.Procs++
+		p.pids += uint64(s.pid)*1_000_003 + s.start
+		p.Written += readWchar(s.pid)
+		queue = append(queue, children[s.pid]...)
+	}
+	return p, nil
+}
+
+// readWchar reads the bytes a process has written; 0 when unreadable (it
+// just ended, or belongs to someone else).
+func readWchar(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "wchar:"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// Stopped reports whether pid is stopped by a signal (SIGSTOP, SIGTSTP: state
+// T) — it cannot take input until it is continued.
+func Stopped(pid int) bool {
+	s, err := readStat(pid)
+	return err == nil && (s.state == 'T' || s.state == 't')
 }

@@ -170,6 +170,19 @@ type ClaudeStatus struct {
 	// (refused; Problem names the oldest supported). familiar's addition.
 	Support string `json:"support,omitempty"`
 	Warning string `json:"warning,omitempty"`
+	// Auth says how claude will authenticate in tasks, never the secret
+	// (familiar's addition).
+	Auth *AuthStatus `json:"auth,omitempty"`
+}
+
+// AuthStatus is the login claude uses: method is one of bedrock, vertex,
+// foundry, auth_token, api_key, api_key_helper, oauth_token, claude_login,
+// none; source where it comes from (a variable name or a file path);
+// problem, when set, why tasks will be blocked{auth}, with the fix.
+type AuthStatus struct {
+	Method  string `json:"method"`
+	Source  string `json:"source,omitempty"`
+	Problem string `json:"problem,omitempty"`
 }
 
 type GitStatus struct {
@@ -202,6 +215,10 @@ type TaskCreateParams struct {
 	// NoProgressTimeoutSec overrides the setting for this task.
 	NoProgressTimeoutSec *int    `json:"noProgressTimeoutSec,omitempty"`
 	PermissionPolicy     *Policy `json:"permissionPolicy,omitempty"`
+	// CommandTimeoutSec and MaxBudgetUsd override the settings for this
+	// task (familiar's additions).
+	CommandTimeoutSec *int     `json:"commandTimeoutSec,omitempty"`
+	MaxBudgetUsd      *float64 `json:"maxBudgetUsd,omitempty"`
 }
 
 // Hints point the agent at files and facts the person already knows about.

@@ -59,6 +59,8 @@ func (s Settings) asUpdate() *SettingsUpdate {
 		UndoWindowSec:        &s.UndoWindowSec,
 		PermissionPolicy:     &s.PermissionPolicy,
 		IdleExitSec:          &s.IdleExitSec,
+		CommandTimeoutSec:    &s.CommandTimeoutSec,
+		MaxBudgetUsd:         &s.MaxBudgetUsd,
 	}
 }
 
@@ -80,6 +82,8 @@ func (u *SettingsUpdate) validate(c *checker, prefix string) {
 	c.intPtrRange(f("outputRetentionDays"), u.OutputRetentionDays, 1, MaxOutputRetentionDays)
 	c.intPtrRange(f("undoWindowSec"), u.UndoWindowSec, 0, MaxUndoWindowSec)
 	c.intPtrRange(f("idleExitSec"), u.IdleExitSec, 0, MaxTimeoutSec)
+	c.intPtrRange(f("commandTimeoutSec"), u.CommandTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
+	budget(c, f("maxBudgetUsd"), u.MaxBudgetUsd)
 	validateMcpServers(c, f("mcpServers"), u.McpServers)
 	if u.PermissionPolicy != nil {
 		u.PermissionPolicy.validate(c, f("permissionPolicy"))
@@ -175,6 +179,8 @@ func (p *TaskCreateParams) Validate() error {
 		}
 	}
 	c.intPtrRange("noProgressTimeoutSec", p.NoProgressTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
+	c.intPtrRange("commandTimeoutSec", p.CommandTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
+	budget(&c, "maxBudgetUsd", p.MaxBudgetUsd)
 	if p.PermissionPolicy != nil {
 		p.PermissionPolicy.validate(&c, "permissionPolicy")
 	}
@@ -411,3 +417,17 @@ func join(prefix, name string) string {
 func index(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
 
 func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
+
+// budget checks a spending limit in USD: 0 (none) or positive, finite, and
+// below a bound that catches cents typed as dollars times a thousand.
+func budget(c *checker, field string, v *float64) {
+	if v == nil {
+		return
+	}
+	if !(*v >= 0 && *v <= MaxBudgetUsd) {
+		c.fail(field, "%s must be between 0 (no limit) and %d, not %v.", field, MaxBudgetUsd, *v)
+	}
+}
+
+// MaxBudgetUsd is the largest maxBudgetUsd accepted.
+const MaxBudgetUsd = 100000

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,7 +76,14 @@ type scenario struct {
 	noKeyAllow bool           // leave the API key unapproved: the key dialog shows
 	script     fakeapi.Script // default: fakeapi.PromptScript()
 	files      map[string]string
-	run        func(s *session)
+	// env is added to the session's environment; a value "" removes the
+	// variable (e.g. ANTHROPIC_API_KEY, to log in another way).
+	env map[string]string
+	// home fills the fake HOME (e.g. a ~/.claude/.credentials.json).
+	home func(t *testing.T, home string)
+	// baseURL, when set, replaces the fake API's URL (a closed port).
+	baseURL func(t *testing.T) string
+	run     func(s *session)
 }
 
 var scenarios = []scenario{
@@ -202,6 +210,32 @@ var scenarios = []scenario{
 		s.capture("api-retry", hasAll("esc to interrupt"), hasAny("Retrying", "retrying", "attempt"))
 		s.wait(hasAll("made it after retries", "? for shortcuts"))
 	}},
+	{name: "api-retry-refused", baseURL: closedPort, env: map[string]string{"CLAUDE_CODE_MAX_RETRIES": "2"}, run: func(s *session) {
+		s.waitIdle()
+		s.submit("go")
+		s.capture("api-retry-refused", hasAll("ECONNREFUSED", "attempt 1/2", "esc to interrupt"))
+		s.capture("api-gave-up-refused", hasAll("? for shortcuts"), lacks("esc to interrupt"))
+	}},
+	{name: "api-gave-up", env: map[string]string{"CLAUDE_CODE_MAX_RETRIES": "1"}, script: fakeapi.Sequence(
+		fakeapi.Reply{Status: 529, Error: "fake overloaded", Retryable: true},
+		fakeapi.Reply{Status: 529, Error: "fake overloaded", Retryable: true},
+	), run: func(s *session) {
+		s.waitIdle()
+		s.submit("go")
+		s.capture("api-gave-up", hasAll("529", "? for shortcuts"), lacks("esc to interrupt"))
+	}},
+	{name: "usage-limit", home: oauthHome, env: map[string]string{"ANTHROPIC_API_KEY": ""},
+		script: fakeapi.Sequence(fakeapi.UsageLimitReply(time.Date(2026, 11, 23, 19, 33, 0, 0, time.UTC).Add(48 * time.Hour))),
+		run: func(s *session) {
+			s.waitIdle()
+			s.submit("go")
+			s.capture("usage-limit", hasAll("limit", "resets"), lacks("esc to interrupt"))
+		}},
+	{name: "not-logged-in", env: map[string]string{"ANTHROPIC_API_KEY": ""}, run: func(s *session) {
+		s.waitIdle()
+		s.submit("go")
+		s.capture("not-logged-in", hasAny("Not logged in", "/login"), lacks("esc to interrupt"))
+	}},
 	{name: "login-error", run: func(s *session) {
 		s.waitIdle()
 		s.submit("@@ERROR 401 fake invalid x-api-key")
@@ -213,6 +247,44 @@ var scenarios = []scenario{
 	{name: "dialog-trust", noTrust: true, run: func(s *session) {
 		s.capture("dialog-trust", hasAll("Accessing workspace", "Enter to confirm"))
 	}},
+}
+
+// closedPort is a loopback URL nothing listens on: connections are refused.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+// oauthHome gives the fake HOME a claude.ai login (a dummy Max
+// subscription token that expires in a day), as `claude login` leaves it.
+func oauthHome(t *testing.T, home string) {
+	dir := filepath.Join(home, ".claude")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	creds := fmt.Sprintf(`{"claudeAiOauth":{"accessToken":"sk-ant-oat01-dummy-access","refreshToken":"sk-ant-ort01-dummy-refresh","expiresAt":%d,"scopes":["user:inference","user:profile"],"subscriptionType":"max"}}`,
+		time.Now().Add(24*time.Hour).UnixMilli())
+	if err := os.WriteFile(filepath.Join(dir, ".credentials.json"), []byte(creds), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// withoutEmpty drops the variables env sets to "" from environ.
+func withoutEmpty(environ []string, env map[string]string) []string {
+	out := environ[:0:0]
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if v, ok := env[k]; ok && v == "" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 func TestRecord(t *testing.T) {
@@ -334,10 +406,19 @@ func startSession(t *testing.T, claude, git, version, outDir string, srv *fakeap
 	// The CLI writes $HOME/.config/git/ignore even with CLAUDE_CONFIG_DIR set
 	// (CLAUDE-CLI.md §7): keep the developer's HOME out of it.
 	extra["HOME"] = t.TempDir()
+	if sc.home != nil {
+		sc.home(t, extra["HOME"])
+		// The login in HOME is the user's own (CLAUDE-CLI.md; agent.SessionEnv).
+		extra["CLAUDE_SECURESTORAGE_CONFIG_DIR"] = ""
+	}
+	if sc.baseURL != nil {
+		extra["ANTHROPIC_BASE_URL"] = sc.baseURL(t)
+	}
+	maps.Copy(extra, sc.env)
 
 	cmd := exec.Command(claude, "--permission-mode", "default")
 	cmd.Dir = repo
-	cmd.Env = agent.SessionEnv(os.Environ(), configDir, extra)
+	cmd.Env = withoutEmpty(agent.SessionEnv(os.Environ(), configDir, extra), sc.env)
 	// pty.StartWithSize makes claude a session leader (Setsid), so its pid is
 	// its process group and signals to -pid reach what it started in it.
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: recordCols, Rows: recordRows})

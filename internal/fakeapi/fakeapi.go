@@ -17,7 +17,11 @@
 //	// prompt: "make a file\n@@TOOL Bash {\"command\":\"touch x\"}\n@@TEXT Made it."
 package fakeapi
 
-import "github.com/familiar-dev/familiar/demomodel"
+import (
+	"time"
+
+	"github.com/familiar-dev/familiar/demomodel"
+)
 
 type (
 	Server   = demomodel.Server
@@ -54,3 +58,10 @@ func Sequence(replies ...Reply) Script { return demomodel.Sequence(replies...) }
 
 // ParseDirectives returns the replies a prompt's @@ directives script.
 func ParseDirectives(prompt string) []Reply { return demomodel.ParseDirectives(prompt) }
+
+// UsageLimitReply is the 429 a subscription gets at its usage limit (see
+// demomodel.UsageLimitReply).
+func UsageLimitReply(resetsAt time.Time) Reply { return demomodel.UsageLimitReply(resetsAt) }
+
+// SideReply is a harmless answer of the shape a side request expects.
+func SideReply(req Request) Reply { return demomodel.SideReply(req) }
