@@ -123,6 +123,10 @@ func newRunner(t *testing.T, settings protocol.Settings) *runnerEnv {
 	o, err := New(Config{
 		Repo: r.repo, Store: st, DataDir: dir, Notifier: &fakeNotifier{}, Settings: settings,
 		CLI: agent.CLI{Path: "/fake/claude", Version: "2.1.330"}, StartBackoff: time.Millisecond,
+		// A login, so the check before a start lets it through.
+		StartHook: func(ctx context.Context, opts *agent.Options) {
+			opts.ExtraEnv = map[string]string{"ANTHROPIC_API_KEY": "sk-ant-api03-runner-test"}
+		},
 		Start: func(ctx context.Context, opts agent.Options) (Session, error) {
 			r.mu.Lock()
 			defer r.mu.Unlock()

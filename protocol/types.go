@@ -216,16 +216,16 @@ type Settings struct {
 // permission policy asks about everything.
 func DefaultSettings() Settings {
 	return Settings{
-		MaxConcurrent:        DefaultMaxConcurrent,
-		DefaultDriver:        DefaultDriver,
-		ApprovalTimeoutSec:   DefaultApprovalTimeoutSec,
-		NoProgressTimeoutSec: DefaultNoProgressTimeoutSec,
-		TermGraceSec:         DefaultTermGraceSec,
-		McpServers:           map[string]McpServer{},
-		OutputRetentionDays:  DefaultOutputRetentionDays,
-		UndoWindowSec:        DefaultUndoWindowSec,
-		PermissionPolicy:     Policy{Default: PolicyAsk},
-		IdleExitSec:          DefaultIdleExitSec,
+		MaxConcurrent:         DefaultMaxConcurrent,
+		DefaultDriver:         DefaultDriver,
+		ApprovalTimeoutSec:    DefaultApprovalTimeoutSec,
+		NoProgressTimeoutSec:  DefaultNoProgressTimeoutSec,
+		TermGraceSec:          DefaultTermGraceSec,
+		McpServers:            map[string]McpServer{},
+		OutputRetentionDays:   DefaultOutputRetentionDays,
+		UndoWindowSec:         DefaultUndoWindowSec,
+		PermissionPolicy:      Policy{Default: PolicyAsk},
+		IdleExitSec:           DefaultIdleExitSec,
 		CommandTimeoutSec:     DefaultCommandTimeoutSec,
 		ResumeAfterUsageLimit: true,
 	}
