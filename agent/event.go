@@ -3,6 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/familiar-dev/familiar/agent/transcript"
 )
 
 // EventKind says which field of an Event is set.
@@ -17,6 +19,7 @@ const (
 	EventExited           EventKind = "exited"            // the process is gone
 	EventProblem          EventKind = "problem"           // something familiar could not do (e.g. a keystroke that did not take)
 	EventHook             EventKind = "hook"              // a raw hook payload (for verbose tasks)
+	EventTranscript       EventKind = "transcript"        // text, thinking, a tool call, the plan or usage (package transcript)
 )
 
 // Activity values, as in PROTOCOL.md.
@@ -56,6 +59,8 @@ type Event struct {
 	Exit     *Exited     `json:"exit,omitempty"`
 	Problem  string      `json:"problem,omitempty"`
 	Hook     *HookEvent  `json:"hook,omitempty"`
+
+	Transcript *transcript.Entry `json:"transcript,omitempty"`
 }
 
 // Activity is what the agent is doing now.
@@ -67,13 +72,16 @@ type Activity struct {
 
 // Question is something the agent waits on a person for.
 type Question struct {
-	ID        string          `json:"id"`
-	Kind      string          `json:"kind"`
-	Text      string          `json:"text"`
-	Tool      string          `json:"tool,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	Options   []Option        `json:"options"`
-	AllowText bool            `json:"allowText"`
+	ID    string          `json:"id"`
+	Kind  string          `json:"kind"`
+	Text  string          `json:"text"`
+	Tool  string          `json:"tool,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// ToolUseID is the model's id of the tool call a permission is about,
+	// when known: the transcript's tool call with the same id.
+	ToolUseID string   `json:"toolUseId,omitempty"`
+	Options   []Option `json:"options"`
+	AllowText bool     `json:"allowText"`
 }
 
 // Option is one answer a Question offers.
@@ -111,6 +119,10 @@ type TurnEnded struct {
 	OutputTokens    int     `json:"outputTokens,omitempty"`
 	// Asks is the id of the prose question the turn ended with, if any.
 	Asks string `json:"asks,omitempty"`
+	// Usage is what the turn's model responses used, from the transcript
+	// (nil when it shows none). CostUSD above, when set, is the CLI's own
+	// figure and wins over Usage.CostUSD, an estimate from list prices.
+	Usage *transcript.Totals `json:"usage,omitempty"`
 }
 
 // Exited reports the end of the process.

@@ -29,6 +29,24 @@ type ptyDriver struct {
 	fallback  *pendingQuestion      // guarded by mu; a question read from the screen
 	typingMu  sync.Mutex            // one prompt typed at a time
 	hookHeard bool                  // guarded by mu; any hook arrived (hooks are working)
+
+	// The last PreToolUse's call: PermissionRequest, which follows it,
+	// carries no tool_use_id of its own.
+	lastToolUse, lastToolName string // guarded by mu
+}
+
+// toolUseID is the id of the call a PermissionRequest is about.
+func (d *ptyDriver) toolUseID(p hookPayload) string {
+	if p.ToolUseID != "" {
+		return p.ToolUseID
+	}
+	d.mu.Lock()
+	id, name := d.lastToolUse, d.lastToolName
+	d.mu.Unlock()
+	if name == p.ToolName && id != "" {
+		return id
+	}
+	return d.s.tr.pendingID(p.ToolName)
 }
 
 // hookPayload is the union of the hook payload fields familiar reads.
@@ -45,6 +63,7 @@ type hookPayload struct {
 	Error           string            `json:"error"`
 	Message         string            `json:"message"`
 	AgentType       string            `json:"agent_type"`
+	TranscriptPath  string            `json:"transcript_path"`
 }
 
 // onOutput is called with every chunk of PTY output, in order.
@@ -340,6 +359,10 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	if s.opts.VerboseHooks {
 		s.emit(Event{Kind: EventHook, Hook: &HookEvent{Name: event, Payload: raw}})
 	}
+	if p.TranscriptPath != "" {
+		s.tr.follow(p.TranscriptPath)
+	}
+	s.tr.poke()
 	switch event {
 	case "UserPromptSubmit":
 		s.mu.Lock()
@@ -349,6 +372,12 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 		s.mu.Unlock()
 		s.setActivity(Activity{State: ActivityThinking})
 	case "PreToolUse":
+		if p.ToolUseID != "" {
+			d.mu.Lock()
+			d.lastToolUse = p.ToolUseID
+			d.lastToolName = p.ToolName
+			d.mu.Unlock()
+		}
 		s.setActivity(toolActivity(p.ToolName, p.ToolInput))
 	case "PostToolUse", "PostToolUseFailure":
 		// A permission still held for this call was answered in the terminal.
@@ -361,7 +390,10 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	case "SubagentStart":
 		s.setActivity(Activity{State: ActivityThinking, Detail: "subagent " + p.AgentType})
 	case "Stop":
-		turn := &TurnEnded{LastMessage: p.LastMessage, BackgroundTasks: len(p.BackgroundTasks) + len(p.SessionCrons)}
+		// Everything the turn did is reported before its end.
+		s.tr.settle(p.LastMessage)
+		turn := &TurnEnded{LastMessage: p.LastMessage, BackgroundTasks: len(p.BackgroundTasks) + len(p.SessionCrons),
+			Usage: s.tr.turnUsage()}
 		if turn.BackgroundTasks > 0 {
 			// Not done: background work will start another turn when it ends.
 			s.emit(Event{Kind: EventTurnEnded, Turn: turn})
@@ -369,7 +401,9 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 		}
 		s.endTurn(turn)
 	case "StopFailure":
-		s.endTurn(&TurnEnded{LastMessage: p.LastMessage, Failed: true, Error: strings.TrimSpace(p.Error + ": " + p.LastMessage)})
+		s.tr.settle("")
+		s.endTurn(&TurnEnded{LastMessage: p.LastMessage, Failed: true, Error: strings.TrimSpace(p.Error + ": " + p.LastMessage),
+			Usage: s.tr.turnUsage()})
 	}
 	return nil
 }
@@ -385,7 +419,7 @@ func (d *ptyDriver) permissionRequest(ctx context.Context, p hookPayload) any {
 		q := &pendingQuestion{
 			q: Question{
 				Kind: KindPermission, Text: permissionText(p.ToolName, p.ToolInput),
-				Tool: p.ToolName, Input: p.ToolInput, Options: permissionOptions(), AllowText: true,
+				Tool: p.ToolName, Input: p.ToolInput, ToolUseID: d.toolUseID(p), Options: permissionOptions(), AllowText: true,
 			},
 			tool: p.ToolName, input: p.ToolInput, source: "hook",
 		}
@@ -394,6 +428,9 @@ func (d *ptyDriver) permissionRequest(ctx context.Context, p hookPayload) any {
 			return nil
 		}
 		decision = permissionDecision(q, a, p.Suggestions)
+		if decision["behavior"] == "allow" {
+			s.tr.setStatus(q.q.ToolUseID, p.ToolName, "running")
+		}
 	}
 	if decision == nil {
 		return nil
