@@ -390,16 +390,23 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	case "SubagentStart":
 		s.setActivity(Activity{State: ActivityThinking, Detail: "subagent " + p.AgentType})
 	case "Stop":
-		// Everything the turn did is reported before its end.
-		s.tr.settle(p.LastMessage)
-		turn := &TurnEnded{LastMessage: p.LastMessage, BackgroundTasks: len(p.BackgroundTasks) + len(p.SessionCrons),
-			Usage: s.tr.turnUsage()}
-		if turn.BackgroundTasks > 0 {
-			// Not done: background work will start another turn when it ends.
-			s.emit(Event{Kind: EventTurnEnded, Turn: turn})
-			return nil
-		}
-		s.endTurn(turn)
+		// Everything the turn did is reported before its end, and the CLI
+		// may write the last lines of its session file only once this hook
+		// answered: so the hook answers now and the turn ends once the file
+		// caught up.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.tr.settle(p.LastMessage)
+			turn := &TurnEnded{LastMessage: p.LastMessage, BackgroundTasks: len(p.BackgroundTasks) + len(p.SessionCrons),
+				Usage: s.tr.turnUsage()}
+			if turn.BackgroundTasks > 0 {
+				// Not done: background work will start another turn when it ends.
+				s.emit(Event{Kind: EventTurnEnded, Turn: turn})
+				return
+			}
+			s.endTurn(turn)
+		}()
 	case "StopFailure":
 		s.tr.settle("")
 		s.endTurn(&TurnEnded{LastMessage: p.LastMessage, Failed: true, Error: strings.TrimSpace(p.Error + ": " + p.LastMessage),

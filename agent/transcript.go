@@ -119,8 +119,9 @@ func (f *transcriptFeed) poke() {
 }
 
 // settleWithin bounds how long a turn's end waits for the session file to
-// catch up with the Stop hook: the CLI buffers its writes.
-const settleWithin = 2 * time.Second
+// catch up with the Stop hook: the CLI buffers its writes, and on a loaded
+// machine they lagged the hook by seconds. It usually takes milliseconds.
+const settleWithin = 10 * time.Second
 
 // settleEvery is how often the file is re-read while settling.
 const settleEvery = 10 * time.Millisecond
