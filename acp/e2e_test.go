@@ -75,6 +75,7 @@ func nodeModules(t *testing.T) string {
 
 type world struct {
 	t    *testing.T
+	api  *fakeapi.Server
 	repo string
 	env  []string
 	mods string
@@ -86,7 +87,7 @@ func newWorld(t *testing.T) *world {
 	api := fakeapi.Start(fakeapi.PromptScript())
 	t.Cleanup(api.Close)
 	state := t.TempDir()
-	w := &world{t: t, repo: testenv.GitRepo(t, map[string]string{"README.md": "hello\n"}), mods: mods}
+	w := &world{t: t, api: api, repo: testenv.GitRepo(t, map[string]string{"README.md": "hello\n"}), mods: mods}
 	w.env = append(os.Environ(), "FAMILIAR_CLAUDE="+claude, "HOME="+filepath.Join(state, "home"),
 		"XDG_STATE_HOME="+filepath.Join(state, "state"), "XDG_DATA_HOME="+filepath.Join(state, "data"),
 		"FAMILIAR_BIN="+familiarBin(t), "ACP_NODE_MODULES="+mods, "ACP_CWD="+w.repo,
@@ -100,11 +101,16 @@ func newWorld(t *testing.T) *world {
 // run runs one scenario of the Node client and fails with its output.
 func (w *world) run(scenario string) string {
 	w.t.Helper()
+	return w.runWith(scenario, nil)
+}
+
+func (w *world) runWith(scenario string, env []string) string {
+	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(testenv.RepoRoot(), "acp", "testdata", "node", "client.mjs"), scenario)
 	cmd.Dir = w.repo
-	cmd.Env = w.env
+	cmd.Env = append(append([]string(nil), w.env...), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
