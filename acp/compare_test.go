@@ -41,7 +41,13 @@ func TestACPReferenceComparison(t *testing.T) {
 	})
 	claude := testenv.Claude(t)
 	refCmd, _ := json.Marshal([]string{"node", ref})
-	refEnv := []string{"ACP_AGENT_CMD=" + string(refCmd), "IS_SANDBOX=1", "CLAUDE_CODE_EXECUTABLE=" + claude, "ACP_VALIDATE=warn"}
+	refEnv := []string{"ACP_AGENT_CMD=" + string(refCmd), "IS_SANDBOX=1", "ACP_VALIDATE=warn"}
+	if os.Getenv("FAMILIAR_ACP_REF_PINNED_CLAUDE") != "" {
+		// claude-code-acp 0.16.2's SDK (0.2.44) fails its first tool_use turn
+		// with claude 2.1.330 ("[ede_diagnostic] result_type=user"), so by
+		// default it runs the CLI its SDK bundles, as it ships.
+		refEnv = append(refEnv, "CLAUDE_CODE_EXECUTABLE="+claude)
+	}
 	agents := []struct {
 		name string
 		env  []string

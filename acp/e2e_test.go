@@ -111,6 +111,8 @@ func (w *world) runWith(scenario string, env []string) string {
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(testenv.RepoRoot(), "acp", "testdata", "node", "client.mjs"), scenario)
 	cmd.Dir = w.repo
 	cmd.Env = append(append([]string(nil), w.env...), env...)
+	// The agent the client started may hold the pipes after a kill.
+	cmd.WaitDelay = 10 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

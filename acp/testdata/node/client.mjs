@@ -192,6 +192,9 @@ const scenarios = {
       });
       const stop = await prompt(ctx, s, tool("touch acp-cancelled.txt"));
       expect(stop === "cancelled", "stopReason " + stop, s);
+      // The task is not cancelled: the session goes on.
+      const again = await prompt(ctx, s, "go on\n@@TEXT Going on.");
+      expect(again === "end_turn" && text(s).includes("Going on."), "after cancel: " + again, s);
     });
   },
   async architect() {
