@@ -323,7 +323,13 @@ func (d *ptyDriver) sendPrompt(ctx context.Context, text string) error {
 	d.typingMu.Lock()
 	defer d.typingMu.Unlock()
 	s := d.s
-	if !s.waitFor(ctx, readyTimeout, func() bool { return d.current().State == screen.Idle && !s.inTurn }) {
+	// After an interrupt the CLI asks "What should Claude do instead?" with
+	// its prompt open: that screen takes a prompt too.
+	ready := func() bool {
+		st := d.current().State
+		return (st == screen.Idle || st == screen.Interrupted) && !s.inTurn
+	}
+	if !s.waitFor(ctx, readyTimeout, ready) {
 		return fmt.Errorf("%w: the idle prompt did not appear within %s (screen: %s)", ErrNotReady, readyTimeout, d.current().State)
 	}
 	s.mu.Lock()

@@ -93,3 +93,34 @@ func TestTranscript(t *testing.T) {
 		}
 	})
 }
+
+// An interrupted turn is over, and the next prompt goes on in the session
+// (ACP's session/cancel, then the next session/prompt).
+func TestPromptAfterInterrupt(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		h := start(t, driver, "make\n@@TOOL Bash {\"command\":\"touch never.txt\"}\n@@TEXT Never.")
+		_, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+		if driver == agent.DriverPTY {
+			waitScreen(t, h.sess, "Do you want to proceed?")
+		}
+		if err := h.sess.Interrupt(); err != nil {
+			t.Fatal(err)
+		}
+		ev, next := h.rec.wait(t, next, "the interrupted turn's end", func(ev agent.Event) bool {
+			return turnEnded(ev) || (ev.Kind == agent.EventQuestion && ev.Question.Kind == agent.KindQuestion)
+		})
+		if ev.Kind == agent.EventQuestion {
+			if err := h.sess.Answer(ev.Question.ID, agent.Answer{Text: "go on\n@@TEXT Going on."}); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := h.sess.SendPrompt("go on\n@@TEXT Going on."); err != nil {
+			t.Fatal(err)
+		}
+		ev, _ = h.rec.wait(t, next, "the next turn's end", func(ev agent.Event) bool {
+			return turnEnded(ev) && ev.Turn.LastMessage == "Going on."
+		})
+		if h.exists("never.txt") {
+			t.Error("the interrupted command ran")
+		}
+	})
+}
