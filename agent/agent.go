@@ -43,6 +43,7 @@ type Session struct {
 
 	pty    *ptyDriver    // one of these is set
 	stream *streamDriver // "
+	tr     *transcriptFeed
 
 	mu        sync.Mutex
 	activity  Activity      // guarded by mu

@@ -45,6 +45,8 @@ var methods = map[string]methodFunc{
 	protocol.MethodTaskRemove:  noResult(protocol.Server.TaskRemove),
 	protocol.MethodTaskEvents:  typed(protocol.Server.TaskEvents),
 
+	protocol.MethodTaskInterrupt: typed(protocol.Server.TaskInterrupt),
+
 	protocol.MethodProfilesList: typed(protocol.Server.ProfilesList),
 	protocol.MethodSkillsList:   typed(protocol.Server.SkillsList),
 	protocol.MethodSkillsGet:    typed(protocol.Server.SkillsGet),

@@ -54,6 +54,7 @@ type taskView struct {
 	merge      *mergeRecord
 	finishedAt time.Time
 	agentPhase agentPhase
+	steps      []protocol.ToolCall // a copy of the tool calls so far (task/get)
 }
 
 // reply is what a command gets back.
@@ -184,7 +185,7 @@ func (a *actor) handle(env envelope) error {
 func (a *actor) publishView() {
 	s := &a.st
 	v := &taskView{T: s.T, Seq: s.Seq, sess: a.sess, logs: append([]string(nil), s.Logs...), lastErr: s.LastError,
-		op: s.op, merge: s.Merge, agentPhase: s.agent}
+		op: s.op, merge: s.Merge, agentPhase: s.agent, steps: append([]protocol.ToolCall(nil), s.steps...)}
 	if q := s.T.PendingQuestion; q != nil {
 		c := *q
 		v.T.PendingQuestion = &c
@@ -415,6 +416,8 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		in = inResolved{questionID: ev.Resolved.QuestionID, by: by, optionID: ev.Resolved.OptionID}
 	case agent.EventTurnEnded:
 		in = inTurnEnded{turn: *ev.Turn}
+	case agent.EventTranscript:
+		in = inTranscript{entry: o.transcriptEntry(ev.Transcript)}
 	case agent.EventProblem:
 		o.logger.Warn("agent problem", "task", a.id, "problem", ev.Problem)
 		if ev.Problem == agent.ProblemNoProgress {
@@ -462,7 +465,7 @@ func (a *actor) question(q *agent.Question) input {
 	if !ok {
 		kind = protocol.QuestionQuestion
 	}
-	pq := protocol.Question{ID: q.ID, Kind: kind, Text: q.Text, Tool: q.Tool, Input: q.Input, AllowText: q.AllowText}
+	pq := protocol.Question{ID: q.ID, Kind: kind, Text: q.Text, Tool: q.Tool, Input: q.Input, AllowText: q.AllowText, ToolUseID: q.ToolUseID}
 	for _, opt := range q.Options {
 		pq.Options = append(pq.Options, protocol.Option{ID: opt.ID, Label: opt.Label})
 	}

@@ -39,6 +39,7 @@ type Session interface {
 	Done() <-chan struct{}
 	Answer(questionID string, a agent.Answer) error
 	SendPrompt(text string) error
+	Interrupt() error
 	Input(raw []byte) error
 	Resize(cols, rows int) error
 	Screen() screen.Snapshot

@@ -108,7 +108,17 @@ type state struct {
 	// resumeOnLoad: read back from the store as live but not waiting on
 	// anybody (a crash interrupted it), so it continues by itself.
 	resumeOnLoad bool
+	// interrupting is set by task/interrupt until the turn it ended is
+	// over: the stream driver reports that turn as failed, which is not
+	// the task failing.
+	interrupting bool
+	// steps are the task's tool calls as the transcript reported them
+	// (task/get); memory only, the store has them as task/transcript events.
+	steps []protocol.ToolCall
 }
+
+// maxSteps bounds the steps a task keeps in memory; the oldest go first.
+const maxSteps = 1000
 
 // env is what step may know of the world besides the state.
 type env struct {
@@ -156,6 +166,7 @@ type (
 	}
 	inApprovalTimer struct{ questionID string }
 	inTurnEnded     struct{ turn agent.TurnEnded }
+	inTranscript    struct{ entry protocol.TranscriptEntry }
 	inCompleted     struct {
 		result  protocol.TaskResult
 		blocked string
@@ -172,11 +183,12 @@ type (
 		signal string
 	}
 
-	cmdCancel  struct{}
-	cmdPause   struct{}
-	cmdResume  struct{ text string }
-	cmdSend    struct{ text string }
-	cmdSetMode struct {
+	cmdCancel    struct{}
+	cmdPause     struct{}
+	cmdInterrupt struct{}
+	cmdResume    struct{ text string }
+	cmdSend      struct{ text string }
+	cmdSetMode   struct {
 		mode   protocol.Mode
 		notice string
 	}
@@ -212,6 +224,8 @@ func (inResolved) inputName() string      { return "question resolved" }
 func (inAnswered) inputName() string      { return "answered" }
 func (inApprovalTimer) inputName() string { return "approval timeout" }
 func (inTurnEnded) inputName() string     { return "turn ended" }
+func (inTranscript) inputName() string    { return "transcript" }
+func (cmdInterrupt) inputName() string    { return "interrupt" }
 func (inCompleted) inputName() string     { return "completed" }
 func (inNoProgress) inputName() string    { return "no progress" }
 func (inCommandTimeout) inputName() string {
@@ -503,6 +517,9 @@ func (st *stepper) apply(in input) error {
 		st.emit(effUpdated{}) // activity is not worth a durable write
 
 	case inQuestion:
+		if in.kind == agent.KindQuestion {
+			s.interrupting = false // the PTY driver's interrupted turn ends asking
+		}
 		if s.agent != agentUp {
 			return nil // the agent is going away; nobody should answer it
 		}
@@ -564,6 +581,17 @@ func (st *stepper) apply(in input) error {
 
 	case inTurnEnded:
 		st.turnEnded(in.turn)
+
+	case inTranscript:
+		st.transcript(in.entry)
+
+	case cmdInterrupt:
+		if (status != protocol.StatusRunning && status != protocol.StatusWaiting) || s.agent != agentUp {
+			return errTransition("interrupt", status)
+		}
+		// The caller interrupts the live agent; the turn then ends as the
+		// driver reports it (PTY: a question; stream: a failed result).
+		s.interrupting = true
 
 	case inCompleted:
 		if !s.completing {
@@ -952,6 +980,22 @@ func (st *stepper) policyAnswered(q protocol.Question, d *decision) {
 // turnEnded decides what the end of a turn means for the task.
 func (st *stepper) turnEnded(turn agent.TurnEnded) {
 	s := &st.s
+	if u := turn.Usage; u != nil && turn.BackgroundTasks == 0 {
+		if s.T.Usage == nil {
+			s.T.Usage = &protocol.Usage{}
+		}
+		tu := protocol.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+			CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Responses: u.Responses}
+		if turn.CostUSD > 0 {
+			tu.CostUSD = turn.CostUSD // the CLI's own figure wins over the estimate
+		}
+		s.T.Usage.Turns = append(s.T.Usage.Turns, tu)
+	}
+	if s.interrupting && turn.BackgroundTasks == 0 {
+		// The turn task/interrupt ended: over, not failed.
+		s.interrupting = false
+		turn.Failed, turn.Error = false, ""
+	}
 	if turn.CostUSD > 0 {
 		c := turn.CostUSD
 		if s.costUSD != nil {
@@ -1029,4 +1073,38 @@ func (st *stepper) budget() float64 {
 func (st *stepper) overBudget() bool {
 	b := st.budget()
 	return b > 0 && st.s.costUSD != nil && *st.s.costUSD >= b
+}
+
+// transcript publishes one transcript entry and keeps what task/get and
+// the Task show of it: the steps and the usage.
+func (st *stepper) transcript(e protocol.TranscriptEntry) {
+	s := &st.s
+	st.emit(effPublish{protocol.TaskTranscriptNotification{ID: s.T.ID, Entry: e}})
+	if tc := e.ToolCall; tc != nil {
+		for i := len(s.steps) - 1; i >= 0; i-- {
+			if s.steps[i].ID == tc.ID {
+				s.steps[i] = *tc
+				return
+			}
+		}
+		s.steps = append(s.steps, *tc)
+		if len(s.steps) > maxSteps {
+			s.steps = append([]protocol.ToolCall(nil), s.steps[len(s.steps)-maxSteps:]...)
+		}
+	}
+	if u := e.Usage; u != nil {
+		if s.T.Usage == nil {
+			s.T.Usage = &protocol.Usage{}
+		}
+		t := s.T.Usage
+		t.InputTokens += u.InputTokens
+		t.OutputTokens += u.OutputTokens
+		t.CacheReadTokens += u.CacheReadTokens
+		t.CacheWriteTokens += u.CacheWriteTokens
+		t.CostUSD += u.CostUSD
+		t.Responses++
+		if u.Responses > 0 { // a stream-json turn's usage counts all its responses
+			t.Responses += u.Responses - 1
+		}
+	}
 }

@@ -82,6 +82,7 @@ func (s *fakeSession) Answer(id string, a agent.Answer) error {
 	return nil
 }
 func (s *fakeSession) SendPrompt(string) error    { return nil }
+func (s *fakeSession) Interrupt() error           { return nil }
 func (s *fakeSession) Input([]byte) error         { return nil }
 func (s *fakeSession) Resize(int, int) error      { return nil }
 func (s *fakeSession) Screen() screen.Snapshot    { return screen.Snapshot{} }

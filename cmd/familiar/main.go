@@ -28,6 +28,8 @@ Usage:
                              needed; --no-daemon serves in this process)
   familiar stop              stop the repository's background familiar (agents
                              stop gracefully and stay resumable)
+  familiar acp               an Agent Client Protocol agent on stdin/stdout
+                             (Zed, JetBrains, CodeCompanion, agent-shell)
   familiar run [--json] FILE run the tasks of a YAML/JSON file headless
   familiar demo              run two tasks through the real claude against a
                              built-in scripted model (no credentials needed)
@@ -73,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			logger.Warn("cannot become a subreaper; orphaned tool processes may outlive their task", "err", err)
 		}
 		return serve(ctx, args[1:], os.Stdin, stdout, stderr, logger)
+	case "acp":
+		return runACP(ctx, args[1:], os.Stdin, stdout, stderr, logger)
 	case "run":
 		_ = procs.EnableSubreaper()
 		return runBatch(args[1:], stdout, stderr, logger)
