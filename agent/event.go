@@ -74,6 +74,11 @@ type Question struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	Options   []Option        `json:"options"`
 	AllowText bool            `json:"allowText"`
+	// Closing is set on a prose question (KindQuestion from a turn's last
+	// message): "question", "ask" or "unsure" as package closing read it.
+	// Unsure means the message may only report; the person replies or marks
+	// the task done.
+	Closing string `json:"closing,omitempty"`
 }
 
 // Option is one answer a Question offers.

@@ -390,12 +390,3 @@ func waitAnswer(ctx context.Context, p *pendingQuestion) (Answer, bool) {
 		return Answer{}, false
 	}
 }
-
-// endsWithQuestion reports whether a final message asks the person something
-// in prose: its last non-empty line ends with a question mark.
-func endsWithQuestion(msg string) bool {
-	lines := strings.Split(strings.TrimSpace(msg), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	last = strings.TrimRight(last, "*_` ")
-	return strings.HasSuffix(last, "?")
-}

@@ -173,15 +173,18 @@ func TestHookServerRejectsCallsWithoutTheSecret(t *testing.T) {
 	}
 }
 
-func TestEndsWithQuestion(t *testing.T) {
-	for msg, want := range map[string]bool{
-		"I can do A or B. Which one do you prefer?": true,
-		"Done.\n\nShould I also add tests?**":       true,
-		"Is it? No. Done.":                          false,
-		"All done.":                                 false,
+func TestProseReply(t *testing.T) {
+	q := Question{Kind: KindQuestion, Options: []Option{{ID: "1", Label: "Use Postgres"}, {ID: "2", Label: "Use SQLite"}}, AllowText: true}
+	for _, tc := range []struct {
+		a    Answer
+		want string
+	}{
+		{Answer{OptionID: "2"}, "Use SQLite"},
+		{Answer{Text: "neither"}, "neither"},
+		{Answer{OptionID: "1", Text: "with pgx"}, "Use Postgres\n\nwith pgx"},
 	} {
-		if got := endsWithQuestion(msg); got != want {
-			t.Errorf("endsWithQuestion(%q) = %v", msg, got)
+		if got := proseReply(q, tc.a); got != tc.want {
+			t.Errorf("proseReply(%+v) = %q, want %q", tc.a, got, tc.want)
 		}
 	}
 }
