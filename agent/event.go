@@ -43,6 +43,14 @@ const (
 	OptionDeny        = "deny"
 )
 
+// Option ids a permission question may add: a second, narrower rule to
+// grant, and switching the session to accept-edits (never implied by an
+// allow-always).
+const (
+	OptionAllowAlwaysExact = "allow_always_exact"
+	OptionAcceptEdits      = "mode_accept_edits"
+)
+
 // Event is one thing the agent did, as observed.
 type Event struct {
 	Kind EventKind `json:"kind"`
@@ -85,6 +93,9 @@ type Question struct {
 type Option struct {
 	ID    string `json:"id"`
 	Label string `json:"label"`
+	// Rule is the permission rule an allow-always option grants, as its
+	// label names it ("Bash(npm test:*)").
+	Rule string `json:"rule,omitempty"`
 }
 
 // Answer to a Question: an option, free text, or both (deny with a reason),

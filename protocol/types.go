@@ -126,6 +126,10 @@ type Question struct {
 	Truncated    bool  `json:"truncated,omitempty"`
 	OriginalSize int   `json:"originalSize,omitempty"`
 	OutputOffset int64 `json:"outputOffset,omitempty"`
+	// Closing is set on a question read from a turn's last message:
+	// "question", "ask" or "unsure" (it may only report; the person replies
+	// or marks the task done). Familiar's addition.
+	Closing string `json:"closing,omitempty"`
 }
 
 func (q Question) MarshalJSON() ([]byte, error) {
@@ -140,6 +144,9 @@ func (q Question) MarshalJSON() ([]byte, error) {
 type Option struct {
 	ID    string `json:"id"`
 	Label string `json:"label"`
+	// Rule is the permission rule an allow-always option grants
+	// ("Bash(npm test:*)"); its label names it too. Familiar's addition.
+	Rule string `json:"rule,omitempty"`
 }
 
 // Defaults of Settings, from PROTOCOL.md.

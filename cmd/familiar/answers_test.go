@@ -51,4 +51,3 @@ func TestProseQuestionMidParagraphWaits(t *testing.T) {
 		t.Errorf("the answer did not reach the model: %.400s", last.Raw)
 	}
 }
-
