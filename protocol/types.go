@@ -38,6 +38,13 @@ type Task struct {
 	Attempt           int    `json:"attempt"`
 	PreviousAttemptID string `json:"previousAttemptId,omitempty"`
 
+	// Grants are the allow-always rules granted for this task; they hold
+	// across restarts of its session (familiar's addition).
+	Grants []Grant `json:"grants,omitempty"`
+	// UndoableUntil is when task/undo stops being accepted, while it is
+	// (familiar's addition).
+	UndoableUntil time.Time `json:"undoableUntil,omitzero"`
+
 	CreatedAt  time.Time `json:"createdAt"`
 	StartedAt  time.Time `json:"startedAt,omitzero"`
 	FinishedAt time.Time `json:"finishedAt,omitzero"`
@@ -51,6 +58,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 	p.AcceptanceCriteria = nonNil(p.AcceptanceCriteria)
 	p.CreatedAt, p.StartedAt = utc(p.CreatedAt), utc(p.StartedAt)
 	p.FinishedAt, p.UpdatedAt = utc(p.FinishedAt), utc(p.UpdatedAt)
+	p.UndoableUntil = utc(p.UndoableUntil)
 	return json.Marshal(p)
 }
 
@@ -81,6 +89,8 @@ type TaskResult struct {
 	// size before (familiar's addition to PROTOCOL.md).
 	Truncated    bool `json:"truncated,omitempty"`
 	OriginalSize int  `json:"originalSize,omitempty"`
+	// SummaryRef, with Truncated, fetches the whole summary (task/text).
+	SummaryRef string `json:"summaryRef,omitempty"`
 }
 
 func (r TaskResult) MarshalJSON() ([]byte, error) {
@@ -126,6 +136,10 @@ type Question struct {
 	Truncated    bool  `json:"truncated,omitempty"`
 	OriginalSize int   `json:"originalSize,omitempty"`
 	OutputOffset int64 `json:"outputOffset,omitempty"`
+	// TextRef and InputRef fetch the whole Text or Input when they were
+	// clipped (task/text). Familiar's addition.
+	TextRef  string `json:"textRef,omitempty"`
+	InputRef string `json:"inputRef,omitempty"`
 	// Closing is set on a question read from a turn's last message:
 	// "question", "ask" or "unsure" (it may only report; the person replies
 	// or marks the task done). Familiar's addition.
@@ -303,6 +317,8 @@ type Event struct {
 	Seq    int64           `json:"seq"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
+	// At is when familiar sent the notification (familiar's addition).
+	At time.Time `json:"at,omitzero"`
 }
 
 // NewEvent records n as an Event.
