@@ -388,8 +388,12 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		o.pub.publish(a.id, protocol.TaskOutputNotification{ID: a.id, Data: o.maskString(string(ev.Output))})
 		return
 	case agent.EventHook:
+		var ref string
+		if len(ev.Hook.Payload) > maxText {
+			_, ref = o.clipText(a.id, string(ev.Hook.Payload))
+		}
 		payload, cut := clipJSON(ev.Hook.Payload)
-		o.pub.publish(a.id, protocol.TaskHookNotification{ID: a.id, Name: ev.Hook.Name, Payload: o.mask(payload), Truncated: cut})
+		o.pub.publish(a.id, protocol.TaskHookNotification{ID: a.id, Name: ev.Hook.Name, Payload: o.mask(payload), Truncated: cut, PayloadRef: ref})
 		return
 	case agent.EventActivity:
 		if tool := ev.Activity.Tool; tool != "" {
