@@ -123,12 +123,8 @@ func TestAllowAlwaysSurvivesPauseResume(t *testing.T) {
 	}
 	c.Result("task/respond", map[string]any{"id": task.ID, "questionId": qn.Question.ID, "optionId": "allow_always"}, nil)
 	// The second request (the delayed one) is in flight: pause there.
-	deadline := time.Now().Add(30 * time.Second)
-	for len(api.MainRequests()) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the second request never came")
-		}
-		time.Sleep(20 * time.Millisecond) // another process's HTTP request; nothing to wait on
+	if _, ok := api.WaitFor(func(rs []fakeapi.Request) bool { return len(mainOnly(rs)) >= 2 }, 30*time.Second); !ok {
+		t.Fatal("the second request never came")
 	}
 	c.Result("task/pause", map[string]any{"id": task.ID}, nil)
 	c.WaitNotification(next, "paused", editor.Method("task/updated", task.ID, `"status":"paused"`))
@@ -308,4 +304,14 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 		t.Fatalf("git %v: %v", args, err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+func mainOnly(rs []fakeapi.Request) []fakeapi.Request {
+	var out []fakeapi.Request
+	for _, r := range rs {
+		if !r.IsSideRequest() {
+			out = append(out, r)
+		}
+	}
+	return out
 }
