@@ -15,18 +15,32 @@ import (
 const serveHelp = `Usage: familiar serve (--stdio | --listen unix:PATH) [flags]
 
 Serves an editor (or any client) over JSON-RPC 2.0 with LSP framing, as
-described in PROTOCOL.md. --stdio serves one client on stdin/stdout, where
-nothing but protocol frames is ever written; logs go to stderr and to
-familiar.log in the data dir. One familiar serves a repository: a second
-"familiar serve --stdio" for the same repository joins the running one
-through the socket in its data dir, so every editor window sees the same
-tasks.
+described in PROTOCOL.md. In a repository, --stdio forwards stdin/stdout to
+the repository's background familiar (started if none runs), so editor
+windows come and go while agents keep running and every window sees the same
+tasks; --no-daemon serves in this process instead. --listen serves any number
+of clients on a unix socket. Nothing but protocol frames is ever written to
+stdout; logs go to stderr and to familiar.log in the data dir.
 
 Exit codes:
   0  the client sent shutdown and exit (or closed stdin)
   1  the workspace could not be opened (e.g. another familiar holds it) or
      serving failed
   2  bad usage
+
+Flags:
+`
+
+const stopHelp = `Usage: familiar stop [flags]
+
+Stops the background familiar of the repository in the current directory (or
+--workspace): its agents are stopped gracefully (SIGTERM, then SIGKILL after
+the grace) and their tasks stay resumable with task/resume.
+
+Exit codes:
+  0  it stopped, or none was running
+  1  it could not be stopped
+  2  bad usage, or not in a git repository
 
 Flags:
 `
