@@ -93,12 +93,18 @@ func Remove(list []Grant, rule string) ([]Grant, bool) {
 type File struct {
 	path  string
 	scope Scope
+	repo  string // the repository root, for a repository file
 	mu    sync.Mutex
 }
 
 // RepositoryFile is the repository's grants: <repoRoot>/.familiar/policy.yaml.
+//
+// When familiar creates it, it also lists it in the repository's
+// .git/info/exclude (local, never committed): an untracked file in the
+// person's checkout would otherwise count as uncommitted work there and
+// stop task/merge. A person who wants it shared adds it with git add -f.
 func RepositoryFile(repoRoot string) *File {
-	return &File{path: filepath.Join(repoRoot, ".familiar", "policy.yaml"), scope: ScopeRepository}
+	return &File{path: filepath.Join(repoRoot, ".familiar", "policy.yaml"), scope: ScopeRepository, repo: repoRoot}
 }
 
 // UserFile is the user's grants: $XDG_CONFIG_HOME/familiar/policy.yaml, else
@@ -211,9 +217,49 @@ func (f *File) write(list []Grant) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write %s: %w", f.path, err)
 	}
+	_, statErr := os.Stat(f.path)
 	if err := os.Rename(tmp.Name(), f.path); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write %s: %w", f.path, err)
 	}
+	if f.repo != "" && errors.Is(statErr, fs.ErrNotExist) {
+		if err := excludeLocally(f.repo, "/.familiar/policy.yaml"); err != nil {
+			return fmt.Errorf("wrote %s but could not exclude it from git status: %w", f.path, err)
+		}
+	}
 	return nil
+}
+
+// excludeLocally adds pattern to the repository's .git/info/exclude unless
+// it is there. A checkout whose .git is a file (a linked worktree or a
+// submodule) is left alone: its exclude file is elsewhere, and familiar's
+// repository root is a main checkout.
+func excludeLocally(repoRoot, pattern string) error {
+	gitDir := filepath.Join(repoRoot, ".git")
+	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	path := filepath.Join(gitDir, "info", "exclude")
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if string(bytes.TrimSpace(line)) == pattern {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	prefix := ""
+	if len(b) > 0 && !bytes.HasSuffix(b, []byte("\n")) {
+		prefix = "\n"
+	}
+	_, werr := fmt.Fprintf(out, "%s# familiar: allow-always grants of this repository (local)\n%s\n", prefix, pattern)
+	return errors.Join(werr, out.Close())
 }

@@ -2,6 +2,7 @@ package grants
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -89,5 +90,32 @@ func TestAddRemove(t *testing.T) {
 	l3, removed := Remove(l2, "Read")
 	if !removed || len(l3) != 0 || len(l2) != 1 {
 		t.Fatalf("remove changed its input or failed: %v %v", l2, l3)
+	}
+}
+
+// The repository file never makes the person's checkout dirty (which would
+// stop task/merge): familiar excludes it locally when it creates it.
+func TestRepositoryFileKeepsCheckoutClean(t *testing.T) {
+	repo := t.TempDir()
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	git("init", "-q")
+	f := RepositoryFile(repo)
+	for _, r := range []string{"Read", "Edit(./src/**)"} {
+		if _, err := f.Add(Grant{Rule: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := git("status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Fatalf("checkout dirty after a grant:\n%s", st)
+	}
+	b, _ := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
+	if strings.Count(string(b), "/.familiar/policy.yaml") != 1 {
+		t.Errorf("exclude file:\n%s", b)
 	}
 }
