@@ -47,6 +47,14 @@ const (
 	OptionDeny        = "deny"
 )
 
+// Option ids a permission question may add: a second, narrower rule to
+// grant, and switching the session to accept-edits (never implied by an
+// allow-always).
+const (
+	OptionAllowAlwaysExact = "allow_always_exact"
+	OptionAcceptEdits      = "mode_accept_edits"
+)
+
 // Event is one thing the agent did, as observed.
 type Event struct {
 	Kind EventKind `json:"kind"`
@@ -84,12 +92,20 @@ type Question struct {
 	ToolUseID string   `json:"toolUseId,omitempty"`
 	Options   []Option `json:"options"`
 	AllowText bool     `json:"allowText"`
+	// Closing is set on a prose question (KindQuestion from a turn's last
+	// message): "question", "ask" or "unsure" as package closing read it.
+	// Unsure means the message may only report; the person replies or marks
+	// the task done.
+	Closing string `json:"closing,omitempty"`
 }
 
 // Option is one answer a Question offers.
 type Option struct {
 	ID    string `json:"id"`
 	Label string `json:"label"`
+	// Rule is the permission rule an allow-always option grants, as its
+	// label names it ("Bash(npm test:*)").
+	Rule string `json:"rule,omitempty"`
 }
 
 // Answer to a Question: an option, free text, or both (deny with a reason),

@@ -514,7 +514,7 @@ func (d *ptyDriver) permissionRequest(ctx context.Context, p hookPayload) any {
 		q := &pendingQuestion{
 			q: Question{
 				Kind: KindPermission, Text: permissionText(p.ToolName, p.ToolInput),
-				Tool: p.ToolName, Input: p.ToolInput, ToolUseID: d.toolUseID(p), Options: permissionOptions(), AllowText: true,
+				Tool: p.ToolName, Input: p.ToolInput, ToolUseID: d.toolUseID(p), Options: s.permissionOptions(p.ToolName, p.ToolInput), AllowText: true,
 			},
 			tool: p.ToolName, input: p.ToolInput, source: "hook",
 		}

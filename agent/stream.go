@@ -231,7 +231,7 @@ func (d *streamDriver) askPermission(requestID string, req canUseTool) {
 		p := &pendingQuestion{
 			q: Question{
 				Kind: KindPermission, Text: permissionText(req.ToolName, req.Input),
-				Tool: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID, Options: permissionOptions(), AllowText: true,
+				Tool: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID, Options: s.permissionOptions(req.ToolName, req.Input), AllowText: true,
 			},
 			tool: req.ToolName, input: req.Input, source: "stream",
 		}

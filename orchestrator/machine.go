@@ -163,6 +163,7 @@ type (
 		questionID string
 		optionID   string
 		audit      map[string]any
+		grant      *protocol.Grant // an allow-always answer's rule
 	}
 	inApprovalTimer struct{ questionID string }
 	inTurnEnded     struct{ turn agent.TurnEnded }
@@ -194,6 +195,8 @@ type (
 	}
 	cmdShutdown struct{}
 	cmdKill     struct{}
+	cmdMarkDone struct{ questionID string } // a prose question was a report after all
+	cmdRevoke   struct{ rule string }       // a task grant goes
 	cmdBeginOp  struct{ op opKind }
 	cmdEndOp    struct {
 		op      opKind
@@ -247,6 +250,8 @@ func (inQueueMoved) inputName() string   { return "queue moved" }
 func (inLoaded) inputName() string       { return "loaded" }
 func (inWorktree) inputName() string     { return "worktree" }
 func (inProcess) inputName() string      { return "process" }
+func (cmdMarkDone) inputName() string    { return "mark done" }
+func (cmdRevoke) inputName() string      { return "revoke" }
 
 // Effects: what the actor does after a step, in order.
 type effect interface{ effectName() string }
@@ -283,6 +288,7 @@ type (
 	// effUsageLimit: the account's usage limit is reached until resetsAt
 	// (zero: unknown). The queue holds back and blocked tasks resume then.
 	effUsageLimit struct{ resetsAt time.Time }
+	effSaveGrant  struct{ grant protocol.Grant } // a repository or user grant to its file
 )
 
 func (effPersist) effectName() string        { return "persist" }
@@ -302,6 +308,7 @@ func (effSlotFreed) effectName() string      { return "slot freed" }
 func (effQueueChanged) effectName() string   { return "queue changed" }
 func (effResponded) effectName() string      { return "responded" }
 func (effUsageLimit) effectName() string     { return "usage limit" }
+func (effSaveGrant) effectName() string      { return "save grant" }
 
 // stepper accumulates the next state and its effects.
 type stepper struct {
@@ -556,6 +563,19 @@ func (st *stepper) apply(in input) error {
 		data["responseSec"] = st.e.now.Sub(s.askedAt).Seconds()
 		st.emit(effResponded{after: st.e.now.Sub(s.askedAt)})
 		st.emit(effAudit{action: "permission.decided", actor: string(protocol.DecidedByUser), data: data})
+		if g := in.grant; g != nil {
+			// Kept beyond this session: familiar's policy allows the rule
+			// when a later session of the task asks again.
+			if g.Scope == protocol.GrantTask {
+				if !grantsHave(s.T.Grants, g.Rule) {
+					s.T.Grants = append(append([]protocol.Grant(nil), s.T.Grants...), *g)
+				}
+			} else {
+				st.emit(effSaveGrant{grant: *g})
+			}
+			st.emit(effAudit{action: "policy.granted", actor: "user", data: map[string]any{
+				"rule": g.Rule, "scope": g.Scope, "tool": g.Tool, "questionId": in.questionID}})
+		}
 		st.settle(in.questionID, protocol.DecidedByUser, in.optionID)
 
 	case inApprovalTimer:
@@ -772,6 +792,40 @@ func (st *stepper) apply(in input) error {
 		if live(status) && s.agent == agentUp {
 			st.stopAgent(stopIntent{kind: stopSwitch}, false)
 		}
+		st.changed()
+
+	case cmdMarkDone:
+		q := s.T.PendingQuestion
+		if status != protocol.StatusWaiting || q == nil || q.Kind != protocol.QuestionQuestion {
+			return protocol.FailedPrecondition("only a task waiting on a question from the agent's last message can be marked done", status)
+		}
+		if in.questionID != "" && in.questionID != q.ID {
+			return protocol.NotFound("question", in.questionID)
+		}
+		if s.completing {
+			return nil
+		}
+		text := q.Text
+		st.emit(effAudit{action: "task.markedDone", actor: "user", data: map[string]any{"questionId": q.ID, "closing": q.Closing}})
+		st.settle(q.ID, protocol.DecidedByUser, "")
+		// As if the turn had ended with a report: the usual git work, then
+		// merging.
+		s.completing = true
+		st.emit(effPersist{}, effComplete{turn: agent.TurnEnded{LastMessage: text}})
+
+	case cmdRevoke:
+		var kept []protocol.Grant
+		for _, g := range s.T.Grants {
+			if g.Rule != in.rule {
+				kept = append(kept, g)
+			}
+		}
+		if len(kept) == len(s.T.Grants) {
+			return nil
+		}
+		s.T.Grants = kept
+		st.emit(effAudit{action: "policy.revoked", actor: "user", data: map[string]any{
+			"rule": in.rule, "scope": protocol.GrantTask, "note": "a running session keeps the rule until it restarts"}})
 		st.changed()
 
 	case cmdShutdown:
@@ -1107,4 +1161,13 @@ func (st *stepper) transcript(e protocol.TranscriptEntry) {
 			t.Responses += u.Responses - 1
 		}
 	}
+}
+
+func grantsHave(list []protocol.Grant, rule string) bool {
+	for _, g := range list {
+		if g.Rule == rule {
+			return true
+		}
+	}
+	return false
 }

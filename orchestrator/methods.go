@@ -528,7 +528,7 @@ func (o *Orchestrator) TaskEvents(ctx context.Context, p *protocol.TaskEventsPar
 		if err != nil {
 			continue
 		}
-		res.Events = append(res.Events, protocol.Event{Seq: int64(e.Seq), Method: e.Kind, Params: params})
+		res.Events = append(res.Events, protocol.Event{Seq: int64(e.Seq), Method: e.Kind, Params: params, At: e.At})
 	}
 	return res, nil
 }

@@ -33,7 +33,10 @@ func (r *fakeRepo) Create(ctx context.Context, o worktree.CreateOptions) (worktr
 	r.mu.Unlock()
 	return worktree.Worktree{Path: "/wt/" + o.TaskID, Branch: "familiar/" + o.TaskID, BaseRef: "main", BaseCommit: "abc"}, nil
 }
-func (r *fakeRepo) CheckRef(context.Context, string) error                { return nil }
+func (r *fakeRepo) CheckRef(context.Context, string) error { return nil }
+func (r *fakeRepo) UndoRefs(context.Context, string) ([]worktree.Undone, error) {
+	return nil, nil
+}
 func (r *fakeRepo) CheckRefAt(context.Context, string, string) error      { return nil }
 func (r *fakeRepo) CheckPath(string) error                                { return nil }
 func (r *fakeRepo) ListTracked(context.Context, string) ([]string, error) { return nil, nil }

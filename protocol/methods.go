@@ -306,6 +306,9 @@ type TaskRespondParams struct {
 	Text       string `json:"text,omitempty"`
 	// UpdatedInput replaces a permission request's tool input (stream driver).
 	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+	// GrantScope says where an allow-always answer's rule holds: "task"
+	// (default), "repository" or "user". Familiar's addition.
+	GrantScope GrantScope `json:"grantScope,omitempty"`
 }
 
 type TaskSendParams struct {

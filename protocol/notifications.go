@@ -124,6 +124,8 @@ type TaskHookNotification struct {
 	Name      string          `json:"name"`
 	Payload   json.RawMessage `json:"payload"`
 	Truncated bool            `json:"truncated,omitempty"`
+	// PayloadRef, with Truncated, fetches the whole payload (task/text).
+	PayloadRef string `json:"payloadRef,omitempty"`
 }
 
 func (TaskHookNotification) Method() string    { return NotifyTaskHook }

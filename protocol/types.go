@@ -48,6 +48,12 @@ type Task struct {
 	// Usage is what the task's model responses used, over all its turns
 	// (familiar's addition).
 	Usage *Usage `json:"usage,omitempty"`
+	// Grants are the allow-always rules granted for this task; they hold
+	// across restarts of its session (familiar's addition).
+	Grants []Grant `json:"grants,omitempty"`
+	// UndoableUntil is when task/undo stops being accepted, while it is
+	// (familiar's addition).
+	UndoableUntil time.Time `json:"undoableUntil,omitzero"`
 
 	CreatedAt  time.Time `json:"createdAt"`
 	StartedAt  time.Time `json:"startedAt,omitzero"`
@@ -62,6 +68,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 	p.AcceptanceCriteria = nonNil(p.AcceptanceCriteria)
 	p.CreatedAt, p.StartedAt = utc(p.CreatedAt), utc(p.StartedAt)
 	p.FinishedAt, p.UpdatedAt = utc(p.FinishedAt), utc(p.UpdatedAt)
+	p.UndoableUntil = utc(p.UndoableUntil)
 	return json.Marshal(p)
 }
 
@@ -92,6 +99,8 @@ type TaskResult struct {
 	// size before (familiar's addition to PROTOCOL.md).
 	Truncated    bool `json:"truncated,omitempty"`
 	OriginalSize int  `json:"originalSize,omitempty"`
+	// SummaryRef, with Truncated, fetches the whole summary (task/text).
+	SummaryRef string `json:"summaryRef,omitempty"`
 }
 
 func (r TaskResult) MarshalJSON() ([]byte, error) {
@@ -145,6 +154,14 @@ type Question struct {
 	Truncated    bool  `json:"truncated,omitempty"`
 	OriginalSize int   `json:"originalSize,omitempty"`
 	OutputOffset int64 `json:"outputOffset,omitempty"`
+	// TextRef and InputRef fetch the whole Text or Input when they were
+	// clipped (task/text). Familiar's addition.
+	TextRef  string `json:"textRef,omitempty"`
+	InputRef string `json:"inputRef,omitempty"`
+	// Closing is set on a question read from a turn's last message:
+	// "question", "ask" or "unsure" (it may only report; the person replies
+	// or marks the task done). Familiar's addition.
+	Closing string `json:"closing,omitempty"`
 }
 
 func (q Question) MarshalJSON() ([]byte, error) {
@@ -159,6 +176,9 @@ func (q Question) MarshalJSON() ([]byte, error) {
 type Option struct {
 	ID    string `json:"id"`
 	Label string `json:"label"`
+	// Rule is the permission rule an allow-always option grants
+	// ("Bash(npm test:*)"); its label names it too. Familiar's addition.
+	Rule string `json:"rule,omitempty"`
 }
 
 // Defaults of Settings, from PROTOCOL.md.
@@ -335,6 +355,8 @@ type Event struct {
 	Seq    int64           `json:"seq"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
+	// At is when familiar sent the notification (familiar's addition).
+	At time.Time `json:"at,omitzero"`
 }
 
 // NewEvent records n as an Event.

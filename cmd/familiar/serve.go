@@ -34,8 +34,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	worktrees := fs.String("worktrees", "", "where task worktrees are made (default: $XDG_DATA_HOME/familiar/worktrees)")
 	noDaemon := fs.Bool("no-daemon", false, "with --stdio: serve in this process; agents stop when the last client leaves")
 	beDaemon := fs.Bool("daemon", false, "be the background familiar of --workspace (started by serve --stdio)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	// --help serves nothing, so stdout is free for it.
+	withHelp(fs, serveHelp, stdout)
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if !*stdio && *listen == "" && !*beDaemon {
 		fmt.Fprintln(stderr, "familiar serve: give --stdio, --listen unix:PATH, or both")
