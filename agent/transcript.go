@@ -135,18 +135,20 @@ func (f *transcriptFeed) settle(lastMessage string) {
 		return
 	}
 	want := strings.TrimSpace(lastMessage)
-	deadline := f.s.opts.Clock.Now().Add(settleWithin)
+	// Real time, not the session's clock: this waits on the CLI's file
+	// writes, which an injected clock does not move.
+	deadline := time.Now().Add(settleWithin)
 	for {
 		t.Sync()
 		f.mu.Lock()
 		done := want == "" || strings.TrimSpace(f.lastText) == want
 		f.mu.Unlock()
-		if done || !f.s.opts.Clock.Now().Before(deadline) {
+		if done || !time.Now().Before(deadline) {
 			return
 		}
-		tm := f.s.opts.Clock.NewTimer(settleEvery)
+		tm := time.NewTimer(settleEvery)
 		select {
-		case <-tm.C():
+		case <-tm.C:
 		case <-f.s.ctx.Done():
 			tm.Stop()
 			return

@@ -1135,13 +1135,14 @@ func (st *stepper) transcript(e protocol.TranscriptEntry) {
 	s := &st.s
 	st.emit(effPublish{protocol.TaskTranscriptNotification{ID: s.T.ID, Entry: e}})
 	if tc := e.ToolCall; tc != nil {
+		step := compactStep(*tc)
 		for i := len(s.steps) - 1; i >= 0; i-- {
 			if s.steps[i].ID == tc.ID {
-				s.steps[i] = *tc
+				s.steps[i] = step
 				return
 			}
 		}
-		s.steps = append(s.steps, *tc)
+		s.steps = append(s.steps, step)
 		if len(s.steps) > maxSteps {
 			s.steps = append([]protocol.ToolCall(nil), s.steps[len(s.steps)-maxSteps:]...)
 		}
