@@ -50,6 +50,11 @@ func newDaemonRig(t *testing.T, api *fakeapi.Server) *daemonRig {
 		if info.PID != 0 && daemon.Alive(info.PID) {
 			t.Errorf("the background familiar (pid %d) outlived familiar stop", info.PID)
 		}
+		// The daemon is nobody's child: a race report (go test -race) or a
+		// panic only shows in its stderr file.
+		if e, _ := os.ReadFile(filepath.Join(r.dd, daemon.ErrFile)); strings.Contains(string(e), "DATA RACE") || strings.Contains(string(e), "panic:") {
+			t.Errorf("the background familiar's stderr:\n%s", e)
+		}
 		if t.Failed() {
 			b, _ := os.ReadFile(filepath.Join(r.dd, "familiar.log"))
 			e, _ := os.ReadFile(filepath.Join(r.dd, daemon.ErrFile))
