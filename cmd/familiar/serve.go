@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -75,6 +77,25 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			DataDir: dd, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
 			ToolsDir: toolsDir(), Version: version, ResumeInterrupted: *resume,
 		}, stderr)
+	}
+	if *stdio && !*noDaemon && *listen == "" && root == "" {
+		// Started outside the repository (an editor's extension host often
+		// runs in /): the client's initialize names it. Its bytes are
+		// replayed to whoever serves the connection.
+		br := bufio.NewReader(stdin)
+		frame, wsRoot, err := jsonrpc.PeekInitialize(br)
+		stdin = io.MultiReader(bytes.NewReader(frame), br)
+		if err == nil && wsRoot != "" && filepath.IsAbs(wsRoot) {
+			if real, err := filepath.EvalSymlinks(wsRoot); err == nil {
+				wsRoot = real
+			}
+			if top := repoTop(wsRoot); top != "" {
+				root = top
+				if dd == "" {
+					dd = orchestrator.DefaultDataDir(root)
+				}
+			}
+		}
 	}
 	if *stdio && !*noDaemon && *listen == "" && root != "" {
 		var extra []string
