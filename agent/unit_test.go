@@ -112,7 +112,9 @@ func TestSessionEnvScrubsParentSession(t *testing.T) {
 		"CLAUDE_CODE_MAX_RETRIES=2", "ANTHROPIC_API_KEY=k", "HTTPS_PROXY=http://p", "CLAUDE_CONFIG_DIR=/home/u/.claude",
 	}, "/cfg", map[string]string{"TERM": "xterm-256color"})
 	got := strings.Join(env, " ")
-	for _, gone := range []string{"CLAUDECODE=", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "/home/u/.claude"} {
+	// The user's own config dir is not the session's (its credential store
+	// may still be: CLAUDE_SECURESTORAGE_CONFIG_DIR, see auth.go).
+	for _, gone := range []string{"CLAUDECODE=", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CONFIG_DIR=/home/u/.claude"} {
 		if strings.Contains(got, gone) {
 			t.Errorf("%s not scrubbed: %s", gone, got)
 		}
