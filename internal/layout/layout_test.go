@@ -20,6 +20,7 @@ var domain = []string{
 	"agent", "agent/screen", "batch", "bench", "clock", "demo", "demomodel", "doctor",
 	"jsonrpc", "mask", "mcp", "orchestrator", "policy", "procs", "profiles", "protocol",
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
+	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
 }
 
 // except returns every domain package but the ones given.
@@ -37,7 +38,7 @@ func except(keep ...string) []string {
 // import (directly) any package listed for it.
 var mustNot = map[string][]string{
 	"clock":        except("clock"),
-	"mask":         except("mask"),
+	"mask":         except("mask", "clock"),
 	"protocol":     except("protocol"),
 	"policy":       except("policy"),
 	"demomodel":    except("demomodel"),
@@ -46,17 +47,25 @@ var mustNot = map[string][]string{
 	"procs":        except("procs", "clock", "procs/procfs"),
 	"procs/procfs": except("procs/procfs"),
 	"mailbox":      except("mailbox"),
-	"runfile":      except("runfile", "protocol"),
-	"jsonrpc":      {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"agent":        {"store", "worktree", "orchestrator", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"worktree":     {"agent", "agent/screen", "orchestrator", "store", "jsonrpc", "procs", "profiles", "mcp", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"profiles":     {"procs", "agent", "agent/screen", "worktree", "store", "orchestrator", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"mcp":          {"orchestrator", "store", "agent", "agent/screen", "worktree", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"orchestrator": {"jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"batch":        {"jsonrpc", "store", "agent", "procs", "bench", "demo", "doctor", "cmd/familiar"},
-	"demo":         {"jsonrpc", "store", "bench", "doctor", "cmd/familiar"},
-	"doctor":       {"jsonrpc", "batch", "bench", "demo", "cmd/familiar"},
-	"bench":        {"jsonrpc", "batch", "demo", "doctor", "cmd/familiar"},
+	// acp speaks ACP on one side and familiar's protocol on the other: a
+	// client of the daemon like an editor, nothing of the engine.
+	"acp":              except("acp", "protocol"),
+	"agent/closing":    except("agent/closing"),
+	"agent/transcript": except("agent/transcript"),
+	"daemon":           except("daemon", "clock", "protocol", "jsonrpc"),
+	"grants":           except("grants", "policy"),
+	"texts":            except("texts"),
+	"runfile":          except("runfile", "protocol"),
+	"jsonrpc":          {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"agent":            {"store", "worktree", "orchestrator", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"worktree":         {"agent", "agent/screen", "orchestrator", "store", "jsonrpc", "procs", "profiles", "mcp", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"profiles":         {"procs", "agent", "agent/screen", "worktree", "store", "orchestrator", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"mcp":              {"orchestrator", "store", "agent", "agent/screen", "worktree", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"orchestrator":     {"jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"batch":            {"jsonrpc", "store", "agent", "procs", "bench", "demo", "doctor", "cmd/familiar"},
+	"demo":             {"jsonrpc", "store", "bench", "doctor", "cmd/familiar"},
+	"doctor":           {"jsonrpc", "batch", "bench", "demo", "cmd/familiar"},
+	"bench":            {"jsonrpc", "batch", "demo", "doctor", "cmd/familiar"},
 }
 
 // forbiddenInBinary are packages the production binary must not link.
