@@ -1035,9 +1035,7 @@ func (st *stepper) policyAnswered(q protocol.Question, d *decision) {
 func (st *stepper) turnEnded(turn agent.TurnEnded) {
 	s := &st.s
 	if u := turn.Usage; u != nil && turn.BackgroundTasks == 0 {
-		if s.T.Usage == nil {
-			s.T.Usage = &protocol.Usage{}
-		}
+		s.T.Usage = ownUsage(s.T.Usage)
 		tu := protocol.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
 			CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Responses: u.Responses}
 		if turn.CostUSD > 0 {
@@ -1148,9 +1146,7 @@ func (st *stepper) transcript(e protocol.TranscriptEntry) {
 		}
 	}
 	if u := e.Usage; u != nil {
-		if s.T.Usage == nil {
-			s.T.Usage = &protocol.Usage{}
-		}
+		s.T.Usage = ownUsage(s.T.Usage)
 		t := s.T.Usage
 		t.InputTokens += u.InputTokens
 		t.OutputTokens += u.OutputTokens
@@ -1171,4 +1167,15 @@ func grantsHave(list []protocol.Grant, rule string) bool {
 		}
 	}
 	return false
+}
+
+// ownUsage returns a copy of u to change: views and notifications already
+// sent share the old one, so the state never writes through its pointer.
+func ownUsage(u *protocol.Usage) *protocol.Usage {
+	if u == nil {
+		return &protocol.Usage{}
+	}
+	c := *u
+	c.Turns = append([]protocol.Usage(nil), u.Turns...)
+	return &c
 }
