@@ -310,3 +310,55 @@ func mainOnly(rs []fakeapi.Request) []fakeapi.Request {
 	}
 	return out
 }
+
+// An allow-always saved for the repository holds for the next task too, and
+// the policy file it writes never makes the person's checkout dirty: the
+// first task still merges.
+func TestRepositoryGrantHoldsForOtherTasks(t *testing.T) {
+	api := fakeapi.Start(fakeapi.Sequence(
+		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{"command": "npm test"}}}},
+		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Write", Input: map[string]string{"file_path": "first.txt", "content": "1\n"}}}},
+		fakeapi.Reply{Text: "Tested and wrote first.txt."},
+		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{"command": "npm test -- --ci"}}}},
+		fakeapi.Reply{Text: "Tested again."},
+	))
+	defer api.Close()
+	repo := gitRepo(t)
+	c := startFamiliar(t, repo, api).client
+	// Writes are allowed by the settings' policy; npm test is asked.
+	c.Result("initialize", map[string]any{"workspaceRoot": repo, "settings": map[string]any{
+		"permissionPolicy": map[string]any{"default": "ask", "allow": []string{"Write"}}}}, nil)
+	var first protocol.Task
+	c.Result("task/create", map[string]any{"title": "first", "description": "Test."}, &first)
+	n, next := c.WaitNotification(0, "permission", editor.Method("task/question", first.ID, `"kind":"permission"`))
+	var qn protocol.TaskQuestionNotification
+	json.Unmarshal(n.Params, &qn)
+	c.Result("task/respond", map[string]any{"id": first.ID, "questionId": qn.Question.ID, "optionId": "allow_always", "grantScope": "repository"}, nil)
+	c.WaitNotification(next, "first completed", editor.Method("task/completed", first.ID))
+	if st := gitOut(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Fatalf("the checkout is dirty after a repository grant:\n%s", st)
+	}
+	c.Result("task/merge", map[string]any{"id": first.ID}, nil)
+
+	var second protocol.Task
+	c.Result("task/create", map[string]any{"title": "second", "description": "Test again."}, &second)
+	r, _ := c.WaitNotification(next, "decided by the repository grant", editor.Method("task/questionResolved", second.ID, `"decidedBy":"policy"`))
+	if !strings.Contains(string(r.Params), `"optionId":"allow"`) {
+		t.Fatalf("resolved = %s", r.Params)
+	}
+	c.WaitNotification(next, "second completed", editor.Method("task/completed", second.ID))
+	var list protocol.PolicyListResult
+	c.Result("policy/list", map[string]any{}, &list)
+	found := false
+	for _, g := range list.Grants {
+		found = found || (g.Rule == "Bash(npm test:*)" && g.Scope == protocol.GrantRepository && g.TaskID == first.ID)
+	}
+	if !found {
+		t.Fatalf("policy/list = %+v", list)
+	}
+	var rev protocol.PolicyRevokeResult
+	c.Result("policy/revoke", map[string]any{"rule": "Bash(npm test:*)", "scope": "repository"}, &rev)
+	if !rev.Revoked {
+		t.Fatal("repository grant not revoked")
+	}
+}
