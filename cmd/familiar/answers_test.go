@@ -179,6 +179,7 @@ func TestFullTextsFetchedWhole(t *testing.T) {
 	long := strings.Repeat("Summary line with a secret-free ✓ mark.\n", 1200) // ~50 KB, over the 30 KB clip
 	api := fakeapi.Start(fakeapi.Sequence(
 		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{"command": "head -c 200000 /dev/zero | tr '\\0' a; echo END"}}}},
+		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{"command": "head -c 10000 /dev/zero | tr '\\0' b; echo END"}}}},
 		fakeapi.Reply{Text: long},
 	))
 	defer api.Close()
@@ -212,6 +213,23 @@ func TestFullTextsFetchedWhole(t *testing.T) {
 	whole := fetchText(t, c, task.ID, ref, 64<<10)
 	if want := strings.Repeat("a", 200000) + "END\n"; whole != want {
 		t.Fatalf("tool output fetched: %d bytes, want %d", len(whole), len(want))
+	}
+	// Both outputs are reachable from the task's steps: the one claude
+	// saved by its file, the 10 KB one (shown as its first 2 KB) by the copy
+	// familiar keeps.
+	var got protocol.Task
+	c.Result("task/get", map[string]any{"id": task.ID}, &got)
+	var refs []string
+	for _, s := range got.Steps {
+		if s.Name == "Bash" {
+			refs = append(refs, s.ResultRef)
+		}
+	}
+	if len(refs) != 2 || refs[0] != ref || !strings.HasPrefix(refs[1], "clip/") {
+		t.Fatalf("steps' result refs = %q (want %q and a clip)", refs, ref)
+	}
+	if mid := fetchText(t, c, task.ID, refs[1], 4096); !strings.HasPrefix(mid, strings.Repeat("b", 10000)) || !strings.Contains(mid, "END") {
+		t.Errorf("10 KB output fetched: %d bytes", len(mid))
 	}
 	for _, bad := range []string{"../../etc/passwd", "tool-results/../../x.txt", "clip/zz"} {
 		if m := c.Call("task/text", map[string]any{"id": task.ID, "ref": bad}); m.Error == nil || m.Error.Code != protocol.CodeInvalidParams {
