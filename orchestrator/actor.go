@@ -428,7 +428,7 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 	case agent.EventTurnEnded:
 		in = inTurnEnded{turn: *ev.Turn}
 	case agent.EventTranscript:
-		in = inTranscript{entry: o.transcriptEntry(ev.Transcript)}
+		in = inTranscript{entry: o.transcriptEntry(a.id, ev.Transcript)}
 	case agent.EventProblem:
 		o.logger.Warn("agent problem", "task", a.id, "problem", ev.Problem)
 		if ev.Problem == agent.ProblemNoProgress {

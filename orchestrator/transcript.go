@@ -3,11 +3,12 @@ package orchestrator
 import (
 	"github.com/familiar-dev/familiar/agent/transcript"
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/texts"
 )
 
 // transcriptEntry turns an agent's transcript entry into its protocol form,
 // masked like everything else familiar sends.
-func (o *Orchestrator) transcriptEntry(e *transcript.Entry) protocol.TranscriptEntry {
+func (o *Orchestrator) transcriptEntry(id string, e *transcript.Entry) protocol.TranscriptEntry {
 	out := protocol.TranscriptEntry{Kind: string(e.Kind), At: e.At.UTC(), MessageID: e.MessageID, Text: o.maskString(e.Text)}
 	if tc := e.Tool; tc != nil {
 		p := &protocol.ToolCall{ID: tc.ID, Name: tc.Name, Kind: tc.Kind, Title: o.maskString(tc.Title), Input: o.mask(tc.Input),
@@ -16,6 +17,7 @@ func (o *Orchestrator) transcriptEntry(e *transcript.Entry) protocol.TranscriptE
 		if len(p.Input) > 0 {
 			p.Input, _ = clipJSON(p.Input)
 		}
+		p.ResultRef = o.resultRef(id, tc)
 		for _, d := range tc.Diffs {
 			oldText, _ := clip(o.maskString(d.OldText))
 			newText, _ := clip(o.maskString(d.NewText))
@@ -36,4 +38,21 @@ func (o *Orchestrator) transcriptEntry(e *transcript.Entry) protocol.TranscriptE
 		out.Usage = pu
 	}
 	return out
+}
+
+// resultRef is where the whole result of a tool call can be fetched when its
+// step shows only the start: the file claude saved an output over ~30 KB in,
+// else a copy familiar keeps.
+func (o *Orchestrator) resultRef(id string, tc *transcript.ToolCall) string {
+	if ref := texts.ToolResultRef(tc.Result); ref != "" {
+		return ref
+	}
+	if tc.FullResult == "" {
+		return ""
+	}
+	_, ref, err := o.texts(id).Clip(tc.FullResult, transcript.ResultExcerpt)
+	if err != nil {
+		o.logger.Warn("keep tool result", "task", id, "err", err)
+	}
+	return ref
 }

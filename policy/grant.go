@@ -77,35 +77,58 @@ func GrantRules(d Dirs, tool string, input json.RawMessage) []string {
 // not an argument it works on.
 var subcommand = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
+// maxSubcommand is the longest word taken for a subcommand.
+const maxSubcommand = 32
+
+// maxExactRule bounds a rule that spells out a whole command: a longer one
+// is no rule a person can read in a button, and would be asked about as a
+// whole anyway.
+const maxExactRule = 1 << 10
+
 func bashGrants(command string) []string {
+	if len(command) > maxScript {
+		return nil
+	}
 	exact := Rule{Tool: "Bash", Content: strings.TrimSpace(command)}.String()
+	if len(exact) > maxExactRule {
+		exact = ""
+	}
+	rules := func(prefix string) []string {
+		var out []string
+		for _, r := range []string{prefix, exact} {
+			if r != "" {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
 	s := lex(command, false)
 	if !s.allowable() || s.substit || len(s.commands) != 1 {
-		return []string{exact}
+		return rules("")
 	}
 	cmd := s.commands[0]
 	if cmd.risky || len(cmd.words) == 0 {
-		return []string{exact}
+		return rules("")
 	}
 	for _, dyn := range cmd.dynamic {
 		if dyn {
-			return []string{exact}
+			return rules("")
 		}
 	}
 	words := cmd.words
 	prefix := words[0]
 	switch {
 	case len(words) == 1:
-	case subcommand.MatchString(words[1]):
+	case len(words[1]) <= maxSubcommand && subcommand.MatchString(words[1]):
 		prefix += " " + words[1]
 	default:
 		// "rm -rf x": a prefix rule would be Bash(rm:*).
-		return []string{exact}
+		return rules("")
 	}
 	if strings.ContainsAny(prefix, "*()\\") {
-		return []string{exact}
+		return rules("")
 	}
-	return []string{"Bash(" + prefix + ":*)", exact}
+	return rules("Bash(" + prefix + ":*)")
 }
 
 func pathGrants(ruleTool string, p *string, tree bool, d Dirs) []string {

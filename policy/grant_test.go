@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -34,6 +35,9 @@ func TestGrantRules(t *testing.T) {
 		{"mcp__github__create_issue", js(map[string]string{}), []string{"mcp__github__create_issue"}},
 		{"Task", js(map[string]string{"subagent_type": "general-purpose"}), []string{"Task(general-purpose)"}},
 		{"Bash", json.RawMessage(`"nope"`), nil},
+		// A huge command: no rule spells it out (it would be the label).
+		{"Bash", js(map[string]string{"command": "echo " + strings.Repeat("x", 5000)}), nil},
+		{"Bash", js(map[string]string{"command": "npm run " + strings.Repeat("x", 5000)}), []string{"Bash(npm run:*)"}},
 	} {
 		got := GrantRules(d, tc.tool, tc.input)
 		if !slices.Equal(got, tc.want) {

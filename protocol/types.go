@@ -452,8 +452,12 @@ type ToolCall struct {
 	Input json.RawMessage `json:"input,omitempty"`
 	Files []string        `json:"files,omitempty"`
 	// Status: pending, running, completed or failed.
-	Status     string     `json:"status"`
-	Result     string     `json:"result,omitempty"` // the start of the tool's result (2000 bytes at most)
+	Status string `json:"status"`
+	Result string `json:"result,omitempty"` // the start of the tool's result (2000 bytes at most)
+	// ResultRef fetches the whole result with task/text when Result is only
+	// its start: a tool output claude saved ("tool-results/<file>") or one
+	// familiar kept ("clip/<hash>"). Familiar's addition.
+	ResultRef  string     `json:"resultRef,omitempty"`
 	DurationMs int64      `json:"durationMs,omitempty"`
 	Diffs      []FileDiff `json:"diffs,omitempty"` // what an edit changes
 	StartedAt  time.Time  `json:"startedAt"`

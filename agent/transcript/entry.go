@@ -61,7 +61,12 @@ type ToolCall struct {
 	Files  []string        `json:"files,omitempty"` // paths the call reads or writes
 	Status string          `json:"status"`          // one of the Status* constants
 	// Result is the start of what the tool returned (at most ResultExcerpt bytes).
-	Result     string     `json:"result,omitempty"`
+	Result string `json:"result,omitempty"`
+	// FullResult is the whole of what the tool returned when Result is only
+	// its start, for a caller that keeps it behind a reference (claude
+	// itself shortens outputs over ~30 KB to a preview naming the file it
+	// saved them in).
+	FullResult string     `json:"-"`
 	DurationMs int64      `json:"durationMs,omitempty"`
 	Diffs      []FileDiff `json:"diffs,omitempty"` // what an edit changed
 	StartedAt  time.Time  `json:"startedAt"`

@@ -244,7 +244,11 @@ func (r *Reader) user(l *line, at time.Time) []Entry {
 			if b.IsError {
 				tc.Status = StatusFailed
 			}
-			tc.Result = excerpt(resultText(b.Content))
+			full := resultText(b.Content)
+			tc.Result = excerpt(full)
+			if len(full) > ResultExcerpt {
+				tc.FullResult = full
+			}
 			end := at
 			tc.EndedAt = &end
 			if d := end.Sub(tc.StartedAt); d > 0 {

@@ -171,3 +171,33 @@ func TestTailFollowsAppends(t *testing.T) {
 		t.Fatal("appended line never read")
 	}
 }
+
+// A result longer than the excerpt keeps its whole text for the caller to
+// store behind a reference; a short one has no separate copy.
+func TestLongResultKeptWhole(t *testing.T) {
+	r := &Reader{}
+	long := strings.Repeat("x", ResultExcerpt+500)
+	lines := []string{
+		`{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"x"}},{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"y"}}]}}`,
+		`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"` + long + `"},{"tool_use_id":"t2","type":"tool_result","content":"short"}]}}`,
+	}
+	var got []Entry
+	for _, l := range lines {
+		got = append(got, r.Line([]byte(l))...)
+	}
+	var results []*ToolCall
+	for _, e := range got {
+		if e.Tool != nil && e.Tool.Status == StatusCompleted {
+			results = append(results, e.Tool)
+		}
+	}
+	if len(results) != 2 {
+		t.Fatalf("entries = %+v", got)
+	}
+	if results[0].FullResult != long || len(results[0].Result) > ResultExcerpt+len("…") {
+		t.Errorf("long result: excerpt %d bytes, full %d", len(results[0].Result), len(results[0].FullResult))
+	}
+	if results[1].FullResult != "" || results[1].Result != "short" {
+		t.Errorf("short result = %+v", results[1])
+	}
+}

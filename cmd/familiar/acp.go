@@ -21,8 +21,10 @@ import (
 func runACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
 	fs := flag.NewFlagSet("acp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	// --help serves nothing, so stdout is free for it.
+	withHelp(fs, acpHelp, stdout)
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	cwd, _ := os.Getwd()
 	err := acp.Serve(ctx, stdin, stdout, acp.Options{

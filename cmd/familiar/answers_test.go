@@ -179,6 +179,7 @@ func TestFullTextsFetchedWhole(t *testing.T) {
 	long := strings.Repeat("Summary line with a secret-free ✓ mark.\n", 1200) // ~50 KB, over the 30 KB clip
 	api := fakeapi.Start(fakeapi.Sequence(
 		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{"command": "head -c 200000 /dev/zero | tr '\\0' a; echo END"}}}},
+		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{"command": "head -c 10000 /dev/zero | tr '\\0' b; echo END"}}}},
 		fakeapi.Reply{Text: long},
 	))
 	defer api.Close()
@@ -212,6 +213,23 @@ func TestFullTextsFetchedWhole(t *testing.T) {
 	whole := fetchText(t, c, task.ID, ref, 64<<10)
 	if want := strings.Repeat("a", 200000) + "END\n"; whole != want {
 		t.Fatalf("tool output fetched: %d bytes, want %d", len(whole), len(want))
+	}
+	// Both outputs are reachable from the task's steps: the one claude
+	// saved by its file, the 10 KB one (shown as its first 2 KB) by the copy
+	// familiar keeps.
+	var got protocol.Task
+	c.Result("task/get", map[string]any{"id": task.ID}, &got)
+	var refs []string
+	for _, s := range got.Steps {
+		if s.Name == "Bash" {
+			refs = append(refs, s.ResultRef)
+		}
+	}
+	if len(refs) != 2 || refs[0] != ref || !strings.HasPrefix(refs[1], "clip/") {
+		t.Fatalf("steps' result refs = %q (want %q and a clip)", refs, ref)
+	}
+	if mid := fetchText(t, c, task.ID, refs[1], 4096); !strings.HasPrefix(mid, strings.Repeat("b", 10000)) || !strings.Contains(mid, "END") {
+		t.Errorf("10 KB output fetched: %d bytes", len(mid))
 	}
 	for _, bad := range []string{"../../etc/passwd", "tool-results/../../x.txt", "clip/zz"} {
 		if m := c.Call("task/text", map[string]any{"id": task.ID, "ref": bad}); m.Error == nil || m.Error.Code != protocol.CodeInvalidParams {
@@ -309,4 +327,56 @@ func mainOnly(rs []fakeapi.Request) []fakeapi.Request {
 		}
 	}
 	return out
+}
+
+// An allow-always saved for the repository holds for the next task too, and
+// the policy file it writes never makes the person's checkout dirty: the
+// first task still merges.
+func TestRepositoryGrantHoldsForOtherTasks(t *testing.T) {
+	api := fakeapi.Start(fakeapi.Sequence(
+		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{"command": "npm test"}}}},
+		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Write", Input: map[string]string{"file_path": "first.txt", "content": "1\n"}}}},
+		fakeapi.Reply{Text: "Tested and wrote first.txt."},
+		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{"command": "npm test -- --ci"}}}},
+		fakeapi.Reply{Text: "Tested again."},
+	))
+	defer api.Close()
+	repo := gitRepo(t)
+	c := startFamiliar(t, repo, api).client
+	// Writes are allowed by the settings' policy; npm test is asked.
+	c.Result("initialize", map[string]any{"workspaceRoot": repo, "settings": map[string]any{
+		"permissionPolicy": map[string]any{"default": "ask", "allow": []string{"Write"}}}}, nil)
+	var first protocol.Task
+	c.Result("task/create", map[string]any{"title": "first", "description": "Test."}, &first)
+	n, next := c.WaitNotification(0, "permission", editor.Method("task/question", first.ID, `"kind":"permission"`))
+	var qn protocol.TaskQuestionNotification
+	json.Unmarshal(n.Params, &qn)
+	c.Result("task/respond", map[string]any{"id": first.ID, "questionId": qn.Question.ID, "optionId": "allow_always", "grantScope": "repository"}, nil)
+	c.WaitNotification(next, "first completed", editor.Method("task/completed", first.ID))
+	if st := gitOut(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Fatalf("the checkout is dirty after a repository grant:\n%s", st)
+	}
+	c.Result("task/merge", map[string]any{"id": first.ID}, nil)
+
+	var second protocol.Task
+	c.Result("task/create", map[string]any{"title": "second", "description": "Test again."}, &second)
+	r, _ := c.WaitNotification(next, "decided by the repository grant", editor.Method("task/questionResolved", second.ID, `"decidedBy":"policy"`))
+	if !strings.Contains(string(r.Params), `"optionId":"allow"`) {
+		t.Fatalf("resolved = %s", r.Params)
+	}
+	c.WaitNotification(next, "second completed", editor.Method("task/completed", second.ID))
+	var list protocol.PolicyListResult
+	c.Result("policy/list", map[string]any{}, &list)
+	found := false
+	for _, g := range list.Grants {
+		found = found || (g.Rule == "Bash(npm test:*)" && g.Scope == protocol.GrantRepository && g.TaskID == first.ID)
+	}
+	if !found {
+		t.Fatalf("policy/list = %+v", list)
+	}
+	var rev protocol.PolicyRevokeResult
+	c.Result("policy/revoke", map[string]any{"rule": "Bash(npm test:*)", "scope": "repository"}, &rev)
+	if !rev.Revoked {
+		t.Fatal("repository grant not revoked")
+	}
 }

@@ -31,6 +31,20 @@ Exit codes:
 Flags:
 `
 
+const acpHelp = `Usage: familiar acp
+
+Speaks the Agent Client Protocol (v1) on stdin/stdout, for editors that use
+ACP agents: each ACP session is a familiar task of the repository it names,
+run by that repository's background familiar (started if none runs), so
+the task is also visible to every other client. Nothing but protocol
+messages is written to stdout; logs go to stderr.
+
+Exit codes:
+  0  the client closed the connection
+  1  serving failed
+  2  bad usage
+`
+
 const stopHelp = `Usage: familiar stop [flags]
 
 Stops the background familiar of the repository in the current directory (or

@@ -30,7 +30,7 @@ func familiar(t *testing.T, args ...string) (stdout, stderr string, code int) {
 }
 
 func TestEverySubcommandHasHelp(t *testing.T) {
-	for _, c := range [][]string{{"serve"}, {"stop"}, {"run"}, {"demo"}, {"audit"}, {"audit", "export"}, {"bench"}, {"doctor"}, {"version"}} {
+	for _, c := range [][]string{{"serve"}, {"acp"}, {"stop"}, {"run"}, {"demo"}, {"audit"}, {"audit", "export"}, {"bench"}, {"doctor"}, {"version"}} {
 		for _, flag := range []string{"--help", "-h"} {
 			out, errOut, code := familiar(t, append(c, flag)...)
 			name := strings.Join(c, " ")
@@ -61,7 +61,7 @@ func TestTopLevelHelpListsEverySubcommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, c := range []string{"serve", "stop", "run", "demo", "audit export", "bench", "doctor", "version", "README", "PROTOCOL.md"} {
+	for _, c := range []string{"serve", "acp", "stop", "run", "demo", "audit export", "bench", "doctor", "version", "README", "PROTOCOL.md"} {
 		if !strings.Contains(out, c) {
 			t.Errorf("familiar --help does not mention %q:\n%s", c, out)
 		}
