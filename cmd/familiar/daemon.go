@@ -111,8 +111,11 @@ func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.Workspa
 	stopIdle()
 	<-idle
 	logger.Info("stopping the background familiar; running agents stop gracefully and stay resumable", "why", why)
-	ln.Close()
+	// The workspace first: requests still waiting on a task are answered
+	// (familiar is shutting down) while their clients are connected; then
+	// the clients go.
 	closeWS()
+	ln.Close()
 	logger.Info("background familiar stopped", "why", why)
 	return 0
 }

@@ -147,11 +147,27 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	svc.Clients = hub.Clients
 	srv := jsonrpc.NewServer(svc, hub, logger)
 	var lmu sync.Mutex // guards listeners
-	defer func() {
+	closeWS := sync.OnceFunc(func() {
 		if w := svc.Workspace(); w != nil {
 			if err := w.Close(); err != nil {
 				logger.Error("close workspace", "err", err)
 			}
+		}
+	})
+	defer closeWS()
+	// Connections outlive the signal a little: the workspace closes first,
+	// so requests still waiting on a task are answered (familiar is shutting
+	// down) before the clients are let go.
+	connCtx, closeConns := context.WithCancel(context.Background())
+	defer closeConns()
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-ctx.Done():
+			closeWS()
+			closeConns()
+		case <-stopped:
 		}
 	}()
 	var listeners []*jsonrpc.Listener
@@ -163,7 +179,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 	}()
 	shareSocket := func(w *orchestrator.Workspace) {
-		l, err := srv.Listen(ctx, "unix:"+orchestrator.SocketPath(w.DataDir))
+		l, err := srv.Listen(connCtx, "unix:"+orchestrator.SocketPath(w.DataDir))
 		if err != nil {
 			logger.Warn("no shared socket; other editor windows cannot join", "err", err)
 			return
@@ -179,7 +195,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		svc.OnOpen = shareSocket
 	}
 	if *listen != "" {
-		l, err := srv.Listen(ctx, *listen)
+		l, err := srv.Listen(connCtx, *listen)
 		if err != nil {
 			fmt.Fprintf(stderr, "familiar serve: %v\n", err)
 			return 1
@@ -187,7 +203,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		listeners = append(listeners, l)
 	}
 	if *stdio {
-		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil {
+		if err := srv.ServeStdio(connCtx, stdin, stdout); err != nil {
 			logger.Error("stdio", "err", err)
 			return 1
 		}
