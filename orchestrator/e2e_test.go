@@ -838,3 +838,43 @@ func findProcess(comm, dir string) int {
 	}
 	return 0
 }
+
+// A task the API fails for ends blocked with the API's error; one task/send
+// continues it in the same session and worktree, with its history: the
+// model sees the first prompt and the person's message in one conversation.
+func TestBlockedByAPIErrorContinuesWithSend(t *testing.T) {
+	e := openWith(t, nil, nil, fakeapi.Sequence(
+		fakeapi.Reply{Status: 400, Error: "prompt is malformed in some way"},
+		fakeapi.Reply{Text: "Fixed it and finished."},
+	))
+	ctx := context.Background()
+	task, err := e.o.TaskCreate(ctx, &protocol.TaskCreateParams{Title: "flaky api", Description: "first words of the task"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "blocked", statusIs(task.ID, protocol.StatusBlocked))
+	blocked := e.get(t, task.ID)
+	if blocked.Blocked == nil || blocked.Blocked.Reason == protocol.BlockedInterrupted {
+		t.Fatalf("blocked = %+v", blocked.Blocked)
+	}
+	t.Logf("blocked: %s %q", blocked.Blocked.Reason, blocked.Blocked.Detail)
+	if _, err := e.o.TaskSend(ctx, &protocol.TaskSendParams{ID: task.ID, Text: "please try once more"}); err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID))
+	done := e.get(t, task.ID)
+	if done.Worktree == nil || blocked.Worktree == nil || done.Worktree.Path != blocked.Worktree.Path {
+		t.Errorf("continued in another worktree: %+v then %+v", blocked.Worktree, done.Worktree)
+	}
+	if done.Agent == nil || blocked.Agent == nil || done.Agent.SessionID != blocked.Agent.SessionID {
+		t.Errorf("continued in another session: %+v then %+v", blocked.Agent, done.Agent)
+	}
+	// The request that finished it carried the whole conversation.
+	var last string
+	for _, r := range e.api.MainRequests() {
+		last = string(r.Raw)
+	}
+	if !strings.Contains(last, "first words of the task") || !strings.Contains(last, "please try once more") {
+		t.Errorf("the continued turn lost its history:\n%.2000s", last)
+	}
+}

@@ -295,7 +295,14 @@ func (o *Orchestrator) TaskPause(ctx context.Context, p *protocol.TaskIDParams) 
 // TaskResume queues a paused or blocked task; it continues its claude
 // session with --resume in the same worktree when a slot is free.
 func (o *Orchestrator) TaskResume(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
-	v, err := o.command(ctx, p.ID, cmdResume{})
+	a, err := o.get(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.waitReleased(ctx, a); err != nil {
+		return nil, err
+	}
+	v, err := a.call(ctx, cmdResume{})
 	if err != nil {
 		return nil, err
 	}
@@ -311,14 +318,8 @@ func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams)
 	if err != nil {
 		return nil, err
 	}
-	if v := a.view(); v.T.Status == protocol.StatusMerging && v.sess != nil {
-		// The finished agent is still stopping: let it go first.
-		if err := o.waitAgentGone(ctx, v); err != nil {
-			return nil, err
-		}
-		if err := o.waitSettled(ctx, a); err != nil {
-			return nil, err
-		}
+	if err := o.waitReleased(ctx, a); err != nil {
+		return nil, err
 	}
 	v, err := a.call(ctx, cmdSend{text: p.Text})
 	if err != nil {
@@ -347,6 +348,20 @@ func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams)
 	}
 	o.poke()
 	return o.viewOf(a.view()), nil
+}
+
+// waitReleased waits until a task that no longer runs (finished, blocked,
+// paused) has let its agent go: a person continuing it right away should
+// not be told to try again.
+func (o *Orchestrator) waitReleased(ctx context.Context, a *actor) error {
+	v := a.view()
+	if v.sess == nil || live(v.T.Status) {
+		return nil
+	}
+	if err := o.waitAgentGone(ctx, v); err != nil {
+		return err
+	}
+	return o.waitSettled(ctx, a)
 }
 
 // waitSettled waits until the actor has handled what its agent's exit
