@@ -150,6 +150,9 @@ func TestSecretsThroughTheTerminalNeverLeave(t *testing.T) {
 		walk(v)
 		if p := shows(strings.Join(strs, "\n"), secrets...); p != "" {
 			t.Errorf("%s notification shows %q: %.400s", n.Method, p, n.Params)
+			if d := os.Getenv("FAMILIAR_TEST_DUMP"); d != "" {
+				os.WriteFile(filepath.Join(d, n.Method[5:]+"-"+p), n.Params, 0o600)
+			}
 		}
 		if n.Method == "task/output" {
 			outputNotes.WriteString(strings.Join(strs[1:], ""))
