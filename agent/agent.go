@@ -36,6 +36,10 @@ type Session struct {
 	done   chan struct{}  // closed after the Exited event was emitted
 
 	watchdog *procs.Watchdog // nil without NoProgress (its methods are nil-safe)
+	gate     progressGate    // what pauses watchdog
+
+	cmdMu sync.Mutex
+	cmd   *commandWatch // guarded by cmdMu; the command running now
 
 	pty    *ptyDriver    // one of these is set
 	stream *streamDriver // "
@@ -102,6 +106,13 @@ func (s *Session) waitFor(ctx context.Context, d time.Duration, cond func() bool
 			return false
 		}
 	}
+}
+
+// epoch counts the turns started (UserPromptSubmit).
+func (s *Session) epoch() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.turnEpoch
 }
 
 func (s *Session) setActivity(a Activity) {
@@ -183,11 +194,25 @@ func (s *Session) resolveElsewhere(match func(*pendingQuestion) bool, by string)
 	}
 }
 
-// Answer answers a pending question.
+// apiRetry reports that claude retries a failed API call: the activity
+// says so ("API unreachable, retry 3 of 10") and an EventAPIRetry carries
+// the details. A retry is progress: claude is not stuck, the API is.
+func (s *Session) apiRetry(r APIRetry) {
+	s.watchdog.Kick()
+	s.setActivity(Activity{State: ActivityThinking, Detail: r.Summary()})
+	s.emit(Event{Kind: EventAPIRetry, Retry: &r})
+}
+
+// Answer answers a pending question. A claude stopped by a signal (SIGSTOP)
+// cannot take the answer: it is refused rather than typed into a frozen
+// terminal or handed to a hook nobody reads.
 func (s *Session) Answer(questionID string, a Answer) error {
 	p := s.qs.get(questionID)
 	if p == nil {
 		return fmt.Errorf("%w: %s", ErrNoQuestion, questionID)
+	}
+	if s.proc != nil && procs.Stopped(s.proc.PID()) {
+		return fmt.Errorf("%w: claude (pid %d) is stopped by a signal; continue it (SIGCONT) first", ErrNotReady, s.proc.PID())
 	}
 	if err := validate(p.q, a); err != nil {
 		return err
@@ -225,7 +250,9 @@ func (s *Session) SendPrompt(text string) error {
 	if s.stream != nil {
 		return s.stream.sendPrompt(text)
 	}
-	return s.pty.sendPrompt(context.Background(), text)
+	// The session's context: a prompt waiting for the idle screen gives up
+	// the moment the process is stopped.
+	return s.pty.sendPrompt(s.ctx, text)
 }
 
 // Interrupt stops the current turn (Esc in the TUI, an interrupt control
@@ -284,6 +311,7 @@ func (s *Session) Stop(ctx context.Context) error {
 func (s *Session) watchExit(cleanup func()) {
 	<-s.proc.Done()
 	s.cancel()
+	s.stopCommandWatch()
 	s.resolveElsewhere(func(*pendingQuestion) bool { return true }, "agent")
 	s.wg.Wait()
 	if cleanup != nil {

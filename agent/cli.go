@@ -13,9 +13,55 @@ import (
 	"time"
 )
 
-// MinVersion is the oldest Claude Code release whose screens, hooks and
-// control protocol familiar has been verified against (CLAUDE-CLI.md).
-const MinVersion = "2.1.330"
+// The window of Claude Code releases familiar supports (README, "CLI
+// versions"). MinVersion is the oldest release for which the hooks familiar
+// uses exist and screens are recorded (agent/screen/testdata/<version>/);
+// NewestTested is the pinned release. CI runs the end-to-end tests against
+// TestedVersions (.ci/run-versions).
+const (
+	MinVersion   = "2.1.200"
+	NewestTested = "2.1.330"
+)
+
+// TestedVersions are the releases with recorded screens and an end-to-end
+// run in CI: the oldest supported, one in the middle, the pinned newest.
+var TestedVersions = []string{"2.1.200", "2.1.300", "2.1.330"}
+
+// Support says where a claude version stands in the window.
+type Support string
+
+const (
+	// SupportSupported: within [MinVersion, NewestTested].
+	SupportSupported Support = "supported"
+	// SupportNewerUntested: newer than NewestTested. It runs, with a
+	// warning: states come from hooks first, and a screen no pattern
+	// matches is reported as unknown, never guessed.
+	SupportNewerUntested Support = "newer-untested"
+	// SupportTooOld: older than MinVersion; refused.
+	SupportTooOld Support = "too-old"
+)
+
+// VersionSupport places version v in the window.
+func VersionSupport(v string) Support {
+	switch {
+	case CompareVersions(v, MinVersion) < 0:
+		return SupportTooOld
+	case CompareVersions(v, NewestTested) > 0:
+		return SupportNewerUntested
+	default:
+		return SupportSupported
+	}
+}
+
+// SupportWarning is what to tell the person about version v: "" unless it
+// is newer than NewestTested.
+func SupportWarning(v string) string {
+	if VersionSupport(v) != SupportNewerUntested {
+		return ""
+	}
+	return fmt.Sprintf("claude %s is newer than the newest version familiar was tested with (%s); it runs, "+
+		"with states taken from hooks first and screens familiar does not know reported as unknown", v, NewestTested)
+}
 
 // ErrCLIUnavailable is returned when claude is missing, does not run, or is
 // older than MinVersion.
@@ -25,6 +71,10 @@ var ErrCLIUnavailable = errors.New("claude CLI unavailable")
 type CLI struct {
 	Path    string
 	Version string // e.g. "2.1.330"
+	Support Support
+	// Warning is set for a newer, untested version: say it where the
+	// person sees it (doctor, initialize, the log).
+	Warning string
 }
 
 // toolsBin is where .ci/run and `make demo` install the pinned CLI inside a
@@ -51,10 +101,13 @@ func FindCLI(ctx context.Context, configured, toolsDir string) (CLI, error) {
 	if v == "" {
 		return CLI{Path: path}, fmt.Errorf("%w: cannot read a version from %q", ErrCLIUnavailable, strings.TrimSpace(string(out)))
 	}
-	c := CLI{Path: path, Version: v}
-	if CompareVersions(v, MinVersion) < 0 {
-		return c, fmt.Errorf("%w: claude %s at %s is older than the minimum supported %s; install it with: npm install --prefix .tools @anthropic-ai/claude-code@%s",
-			ErrCLIUnavailable, v, path, MinVersion, MinVersion)
+	c := CLI{Path: path, Version: v, Support: VersionSupport(v)}
+	switch c.Support {
+	case SupportTooOld:
+		return c, fmt.Errorf("%w: claude %s at %s is older than the oldest supported %s; install a supported one with: npm install --prefix .tools @anthropic-ai/claude-code@%s",
+			ErrCLIUnavailable, v, path, MinVersion, NewestTested)
+	case SupportNewerUntested:
+		c.Warning = SupportWarning(v)
 	}
 	return c, nil
 }
@@ -76,7 +129,7 @@ func lookPath(configured, toolsDir string) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("%w: claude not found in the tools dir or on PATH; install it with: npm install --prefix .tools @anthropic-ai/claude-code@%s",
-		ErrCLIUnavailable, MinVersion)
+		ErrCLIUnavailable, NewestTested)
 }
 
 var versionRE = regexp.MustCompile(`\b(\d+)\.(\d+)\.(\d+)\b`)

@@ -12,8 +12,8 @@ import (
 // CLI starts straight at its prompt: onboarding marked done (without it the
 // CLI exits offline, CLAUDE-CLI.md §1.1), the API key approved by its last 20
 // characters, and trust recorded for the main repository root (one record
-// covers all its worktrees, §1.4). The user's own ~/.claude.json is never read
-// or written.
+// covers all its worktrees, §1.4). The user's own ~/.claude.json is never
+// written (layerUserConfig reads the MCP servers from it).
 //
 // An existing file (a resumed session) keeps its other fields: the CLI writes
 // state there itself. The file is replaced atomically.
@@ -153,7 +153,30 @@ func SessionEnv(base []string, configDir string, extra map[string]string) []stri
 	}
 	if configDir != "" {
 		out = append(out, "CLAUDE_CONFIG_DIR="+configDir)
+		// The session's state is familiar's, its login the user's own
+		// (auth.go): the credential store stays where the user's claude
+		// keeps it. A value the user set explicitly is kept.
+		if _, ok := extra["CLAUDE_SECURESTORAGE_CONFIG_DIR"]; !ok && !hasEnv(base, "CLAUDE_SECURESTORAGE_CONFIG_DIR") {
+			out = append(out, "CLAUDE_SECURESTORAGE_CONFIG_DIR="+UserConfigOf(withExtra(base, extra)).secureStorageDir())
+		}
 	}
+	for k, v := range extra {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func hasEnv(env []string, key string) bool {
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok && k == key {
+			return true
+		}
+	}
+	return false
+}
+
+func withExtra(base []string, extra map[string]string) []string {
+	out := append([]string(nil), base...)
 	for k, v := range extra {
 		out = append(out, k+"="+v)
 	}

@@ -1,76 +1,47 @@
 package agent
 
-import "sync"
+import "github.com/familiar-dev/familiar/mailbox"
 
 // emitter delivers events to the caller's handler in order, from one
 // goroutine, so a slow handler never blocks the PTY reader or a hook call.
 // Consecutive output events are merged while they wait.
 type emitter struct {
-	fn   func(Event)
-	done chan struct{}
-
-	mu     sync.Mutex
-	cond   *sync.Cond
-	queue  []Event // guarded by mu
-	closed bool    // guarded by mu
+	box *mailbox.Mailbox[Event]
 }
 
 // maxMergedOutput bounds how much output one merged event carries.
 const maxMergedOutput = 64 << 10
 
 func newEmitter(fn func(Event)) *emitter {
-	e := &emitter{fn: fn, done: make(chan struct{})}
-	e.cond = sync.NewCond(&e.mu)
-	go e.run()
-	return e
+	return &emitter{box: mailbox.New(mailbox.Options[Event]{
+		Handle: func(batch []Event) {
+			if fn == nil {
+				return
+			}
+			for _, ev := range batch {
+				fn(ev)
+			}
+		},
+		Merge: mergeOutput,
+	})}
+}
+
+// mergeOutput folds an output chunk into the output event queued before it.
+func mergeOutput(last *Event, next Event) bool {
+	if last.Kind != EventOutput || next.Kind != EventOutput || len(last.Output)+len(next.Output) > maxMergedOutput {
+		return false
+	}
+	last.Output = append(last.Output, next.Output...)
+	return true
 }
 
 func (e *emitter) emit(ev Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return
-	}
-	if ev.Kind == EventOutput && len(e.queue) > 0 {
-		last := &e.queue[len(e.queue)-1]
-		if last.Kind == EventOutput && len(last.Output)+len(ev.Output) <= maxMergedOutput {
-			last.Output = append(last.Output, ev.Output...)
-			return
-		}
-	}
 	if ev.Kind == EventOutput {
+		// The caller reuses its buffer; the queued event owns a copy.
 		ev.Output = append([]byte(nil), ev.Output...)
 	}
-	e.queue = append(e.queue, ev)
-	e.cond.Signal()
+	e.box.Push(ev)
 }
 
-func (e *emitter) run() {
-	defer close(e.done)
-	for {
-		e.mu.Lock()
-		for len(e.queue) == 0 && !e.closed {
-			e.cond.Wait()
-		}
-		if len(e.queue) == 0 && e.closed {
-			e.mu.Unlock()
-			return
-		}
-		ev := e.queue[0]
-		e.queue[0] = Event{}
-		e.queue = e.queue[1:]
-		e.mu.Unlock()
-		if e.fn != nil {
-			e.fn(ev)
-		}
-	}
-}
-
-// close delivers what is queued, then stops the goroutine and waits for it.
-func (e *emitter) close() {
-	e.mu.Lock()
-	e.closed = true
-	e.cond.Signal()
-	e.mu.Unlock()
-	<-e.done
-}
+// close delivers what is queued, then stops and waits for the goroutine.
+func (e *emitter) close() { e.box.Close() }

@@ -17,6 +17,7 @@ const (
 	EventExited           EventKind = "exited"            // the process is gone
 	EventProblem          EventKind = "problem"           // something familiar could not do (e.g. a keystroke that did not take)
 	EventHook             EventKind = "hook"              // a raw hook payload (for verbose tasks)
+	EventAPIRetry         EventKind = "api_retry"         // claude is retrying a failed API call (Retry)
 )
 
 // Activity values, as in PROTOCOL.md.
@@ -56,6 +57,7 @@ type Event struct {
 	Exit     *Exited     `json:"exit,omitempty"`
 	Problem  string      `json:"problem,omitempty"`
 	Hook     *HookEvent  `json:"hook,omitempty"`
+	Retry    *APIRetry   `json:"retry,omitempty"`
 }
 
 // Activity is what the agent is doing now.
@@ -111,12 +113,15 @@ type TurnEnded struct {
 	OutputTokens    int     `json:"outputTokens,omitempty"`
 	// Asks is the id of the prose question the turn ended with, if any.
 	Asks string `json:"asks,omitempty"`
+	// Failure says why a Failed turn failed, when claude said (the API gave
+	// up, no credentials, a usage limit).
+	Failure *Failure `json:"failure,omitempty"`
 }
 
 // Exited reports the end of the process.
 type Exited struct {
 	Code   int    `json:"code"`
-	Signal string `json:"signal,omitempty"`
+	Signal string `json:"signal,omitempty"` // "SIGKILL", "SIGTERM", … when a signal ended it
 }
 
 // HookEvent is a raw hook payload as the CLI sent it.

@@ -1,13 +1,13 @@
 package agent_test
 
 import (
-	"os"
 	"testing"
 
+	"github.com/familiar-dev/familiar/internal/leakcheck"
 	"github.com/familiar-dev/familiar/internal/mcptest"
 )
 
 func TestMain(m *testing.M) {
 	mcptest.Main()
-	os.Exit(m.Run())
+	leakcheck.Main(m)
 }

@@ -29,6 +29,10 @@ type ptyDriver struct {
 	fallback  *pendingQuestion      // guarded by mu; a question read from the screen
 	typingMu  sync.Mutex            // one prompt typed at a time
 	hookHeard bool                  // guarded by mu; any hook arrived (hooks are working)
+
+	failed      bool   // guarded by mu; the turn of failedEpoch was reported failed
+	failedEpoch int    // guarded by mu
+	transcript  string // guarded by mu; the transcript path the hooks gave
 }
 
 // hookPayload is the union of the hook payload fields familiar reads.
@@ -45,6 +49,7 @@ type hookPayload struct {
 	Error           string            `json:"error"`
 	Message         string            `json:"message"`
 	AgentType       string            `json:"agent_type"`
+	TranscriptPath  string            `json:"transcript_path"`
 }
 
 // onOutput is called with every chunk of PTY output, in order.
@@ -158,6 +163,11 @@ func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
 		d.fallback = nil
 		d.mu.Unlock()
 	}
+	if c.Pattern == "api-retry" {
+		if r, ok := parseRetryLine(c.Text); ok {
+			s.apiRetry(r)
+		}
+	}
 	switch c.State {
 	case screen.Working:
 		// Hooks say precisely when a turn starts and ends; the spinner
@@ -190,6 +200,11 @@ func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
 	case screen.Permission, screen.Choice, screen.Dialog:
 		s.wg.Add(1)
 		go d.screenFallback(c)
+	case screen.Failed:
+		// The turn ended with an error nobody answers on screen. StopFailure
+		// normally says so first; without it (hooks silent) the screen does.
+		s.wg.Add(1)
+		go d.screenFailed(c)
 	case screen.Unknown:
 		s.mu.Lock()
 		inTurn := s.inTurn
@@ -241,10 +256,38 @@ func (d *ptyDriver) screenFallback(c screen.Classification) {
 			p.q.Options = append(p.q.Options, Option{ID: fmt.Sprint(o.Digit), Label: o.Label})
 		}
 	}
+	if len(p.q.Options) == 0 && !p.q.AllowText {
+		// Nobody could answer it: report what is on screen instead of
+		// asking (issue 13: a 529 became an unanswerable question).
+		d.mu.Unlock()
+		s.emit(Event{Kind: EventProblem, Problem: "claude shows a screen familiar cannot answer: " + clip(c.Text, 300)})
+		return
+	}
 	d.fallback = p
 	d.mu.Unlock()
 	s.qs.add(p)
 	s.emit(Event{Kind: EventQuestion, Question: &p.q})
+}
+
+// screenFailed ends the turn from a failure the screen shows, when no
+// StopFailure hook did within ConfirmWithin.
+func (d *ptyDriver) screenFailed(c screen.Classification) {
+	s := d.s
+	defer s.wg.Done()
+	epoch := s.epoch()
+	if s.waitFor(context.Background(), s.opts.ConfirmWithin, func() bool {
+		d.mu.Lock()
+		told := d.failed && d.failedEpoch == s.turnEpoch
+		st := d.class.State
+		d.mu.Unlock()
+		return st != screen.Failed || told
+	}) {
+		return
+	}
+	if s.ctx.Err() != nil || s.epoch() != epoch {
+		return
+	}
+	d.failTurn(c.Text, "", "", screenFailure(c.Text, c.Detail, s.opts.Clock.Now()))
 }
 
 // answerOnScreen answers a question read from the screen with keys, and
@@ -336,6 +379,9 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	s.watchdog.Kick()
 	d.mu.Lock()
 	d.hookHeard = true
+	if p.TranscriptPath != "" {
+		d.transcript = p.TranscriptPath
+	}
 	d.mu.Unlock()
 	if s.opts.VerboseHooks {
 		s.emit(Event{Kind: EventHook, Hook: &HookEvent{Name: event, Payload: raw}})
@@ -350,7 +396,9 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 		s.setActivity(Activity{State: ActivityThinking})
 	case "PreToolUse":
 		s.setActivity(toolActivity(p.ToolName, p.ToolInput))
+		s.commandStarted(p.ToolUseID, p.ToolName, p.ToolInput)
 	case "PostToolUse", "PostToolUseFailure":
+		s.commandEnded(p.ToolUseID)
 		// A permission still held for this call was answered in the terminal.
 		s.resolveElsewhere(func(q *pendingQuestion) bool {
 			return q.source == "hook" && q.tool == p.ToolName && jsonEqual(q.input, p.ToolInput)
@@ -361,6 +409,7 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	case "SubagentStart":
 		s.setActivity(Activity{State: ActivityThinking, Detail: "subagent " + p.AgentType})
 	case "Stop":
+		s.commandEnded("")
 		turn := &TurnEnded{LastMessage: p.LastMessage, BackgroundTasks: len(p.BackgroundTasks) + len(p.SessionCrons)}
 		if turn.BackgroundTasks > 0 {
 			// Not done: background work will start another turn when it ends.
@@ -369,9 +418,45 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 		}
 		s.endTurn(turn)
 	case "StopFailure":
-		s.endTurn(&TurnEnded{LastMessage: p.LastMessage, Failed: true, Error: strings.TrimSpace(p.Error + ": " + p.LastMessage)})
+		s.commandEnded("")
+		d.failTurn(p.LastMessage, p.Error, p.TranscriptPath, nil)
 	}
 	return nil
+}
+
+// failTurn ends a turn that failed. What failed is read from the session
+// transcript (the CLI records the failed call with its status, error code
+// and a usage limit's reset time), else from the screen's reading.
+func (d *ptyDriver) failTurn(msg, errField, transcript string, fromScreen *Failure) {
+	s := d.s
+	epoch := s.epoch() // before d.mu: s.mu comes first
+	d.mu.Lock()
+	if d.failed && d.failedEpoch == epoch {
+		d.mu.Unlock()
+		return // the hook and the screen both told
+	}
+	d.failed, d.failedEpoch = true, epoch
+	if transcript != "" {
+		d.transcript = transcript
+	} else {
+		transcript = d.transcript
+	}
+	d.mu.Unlock()
+	f := awaitAPIError(s.ctx, transcript)
+	if f == nil {
+		f = fromScreen
+	}
+	if f == nil && msg != "" {
+		n := messageStatus(msg)
+		f = &Failure{Kind: classifyFailure(n, "", errField, msg), Status: n, Message: msg}
+	}
+	if f != nil && msg == "" {
+		msg = f.Message
+	}
+	if f != nil && f.Kind == FailureUsageLimit && f.ResetsAt.IsZero() {
+		f.ResetsAt, _ = parseResetTime(f.Message, s.opts.Clock.Now())
+	}
+	s.endTurn(&TurnEnded{LastMessage: msg, Failed: true, Error: strings.TrimSpace(strings.TrimPrefix(errField+": "+msg, ": ")), Failure: f})
 }
 
 // permissionRequest holds the hook call until the person (or policy) answers,

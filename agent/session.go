@@ -58,6 +58,10 @@ type Options struct {
 	// NoProgress, when positive, reports ProblemNoProgress after that long
 	// without output. It is paused while a question waits on a person.
 	NoProgress time.Duration
+	// CommandTimeout bounds a tool command that makes no progress (writes
+	// nothing, starts nothing) while it runs; the no-progress watchdog is
+	// paused meanwhile. 0 = DefaultCommandTimeout. Only with NoProgress.
+	CommandTimeout time.Duration
 	// VerboseHooks emits every hook payload as an EventHook.
 	VerboseHooks bool
 
@@ -157,6 +161,25 @@ func (o *Options) prepareConfig(settings map[string]any) (string, error) {
 	if err := SeedConfigDir(o.ConfigDir, o.RepoRoot, LookupEnv(env, "ANTHROPIC_API_KEY")); err != nil {
 		return "", err
 	}
+	// The user's own claude configuration, below familiar's layer.
+	user := UserConfigOf(o.userEnv())
+	if err := layerUserConfig(o.ConfigDir, user); err != nil {
+		return "", err
+	}
+	if servers := user.userMCPServers(o.RepoRoot); len(servers) > 0 {
+		if o.MCPConfigPath == "" {
+			empty := filepath.Join(o.ConfigDir, "familiar-mcp-empty.json")
+			if err := writeFileAtomic(empty, []byte(`{"mcpServers":{}}`), 0o600); err != nil {
+				return "", err
+			}
+			o.MCPConfigPath = empty
+		}
+		merged, err := mergeMCPConfig(o.ConfigDir, o.MCPConfigPath, servers)
+		if err != nil {
+			return "", err
+		}
+		o.MCPConfigPath = merged
+	}
 	if settings == nil {
 		return "", nil
 	}
@@ -169,6 +192,16 @@ func (o *Options) prepareConfig(settings map[string]any) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// userEnv is the environment that says where the user's own claude config
+// is: familiar's, with ExtraEnv over it (tests give a fake HOME there).
+func (o *Options) userEnv() []string {
+	env := append([]string(nil), o.Env...)
+	for k, v := range o.ExtraEnv {
+		env = append(env, k+"="+v)
+	}
+	return env
 }
 
 // pendingQuestion is a Question waiting for an answer.

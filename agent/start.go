@@ -25,7 +25,7 @@ func (a procAdapter) exitStatus() Exited {
 	st, _ := a.p.ExitStatus()
 	x := Exited{Code: st.Code}
 	if st.Signaled() {
-		x.Signal = st.Signal.String()
+		x.Signal = procs.SignalName(st.Signal)
 	}
 	return x
 }
@@ -42,6 +42,10 @@ func (s *Session) Identity() procs.Identity {
 // Events flow to opts.OnEvent until the Exited event, after which Done is
 // closed.
 func Start(ctx context.Context, opts Options) (*Session, error) {
+	// A start that was called off (familiar shutting down) spawns nothing.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start claude: %w", err)
+	}
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
@@ -118,13 +122,10 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		s.watchdog = procs.NewWatchdog(opts.Clock, opts.NoProgress, func() {
 			s.emit(Event{Kind: EventProblem, Problem: ProblemNoProgress})
 		})
-		s.qs.onCount = func(n int) {
-			if n > 0 {
-				s.watchdog.Pause()
-			} else {
-				s.watchdog.Resume()
-			}
-		}
+		s.qs.onCount = s.questionsChanged
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(fmt.Errorf("start claude: %w", err))
 	}
 	p, err := procs.Start(cfg)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // streamDriver drives `claude -p --input-format stream-json --output-format
@@ -21,6 +22,7 @@ type streamDriver struct {
 	// Touched only by the reader goroutine (feed):
 	partial     []byte
 	lastText    string
+	resetsAt    time.Time       // from a rejected rate_limit_event, for the result that follows
 	mcpReported map[string]bool // failed MCP servers already reported
 }
 
@@ -65,10 +67,12 @@ type streamMessage struct {
 	Request   json.RawMessage `json:"request"`
 	Message   struct {
 		Content []struct {
-			Type  string          `json:"type"`
-			Text  string          `json:"text"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
+			Type      string          `json:"type"`
+			Text      string          `json:"text"`
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Input     json.RawMessage `json:"input"`
+			ToolUseID string          `json:"tool_use_id"`
 		} `json:"content"`
 	} `json:"message"`
 	// result
@@ -80,9 +84,18 @@ type streamMessage struct {
 		OutputTokens int `json:"output_tokens"`
 	} `json:"usage"`
 	TerminalReason string `json:"terminal_reason"`
+	APIErrorStatus int    `json:"api_error_status"`
+	APIError       string `json:"api_error"`
 	// system/api_retry
-	Attempt int    `json:"attempt"`
-	Error   string `json:"error"`
+	Attempt     int    `json:"attempt"`
+	MaxRetries  int    `json:"max_retries"`
+	ErrorStatus int    `json:"error_status"`
+	Error       string `json:"error"`
+	// rate_limit_event
+	RateLimitInfo struct {
+		Status   string `json:"status"`
+		ResetsAt int64  `json:"resetsAt"`
+	} `json:"rate_limit_info"`
 	// system/init
 	MCPServers []struct {
 		Name   string `json:"name"`
@@ -127,13 +140,21 @@ func (d *streamDriver) handleLine(line []byte) {
 				}
 			}
 		case "api_retry":
-			s.setActivity(Activity{State: ActivityThinking, Detail: fmt.Sprintf("API retry %d: %s", m.Attempt, m.Error)})
+			s.apiRetry(APIRetry{Attempt: m.Attempt, MaxAttempts: m.MaxRetries, Status: m.ErrorStatus, Message: m.Error})
 		}
+	case "rate_limit_event":
+		if m.RateLimitInfo.Status == "rejected" && m.RateLimitInfo.ResetsAt > 0 {
+			d.resetsAt = time.Unix(m.RateLimitInfo.ResetsAt, 0)
+		}
+	case "tool_progress":
+		// A heartbeat while a tool runs; the command watch decides whether
+		// the command itself makes progress.
 	case "assistant":
 		for _, c := range m.Message.Content {
 			switch c.Type {
 			case "tool_use":
 				s.setActivity(toolActivity(c.Name, c.Input))
+				s.commandStarted(c.ID, c.Name, c.Input)
 			case "text":
 				if c.Text != "" {
 					d.lastText = c.Text
@@ -141,6 +162,11 @@ func (d *streamDriver) handleLine(line []byte) {
 			}
 		}
 	case "user":
+		for _, c := range m.Message.Content {
+			if c.Type == "tool_result" {
+				s.commandEnded(c.ToolUseID)
+			}
+		}
 		s.setActivity(Activity{State: ActivityThinking})
 	case "control_request":
 		var req canUseTool
@@ -170,7 +196,22 @@ func (d *streamDriver) handleLine(line []byte) {
 			if m.TerminalReason != "" {
 				turn.Error = m.TerminalReason + ": " + m.Result
 			}
+			if m.TerminalReason == "api_error" || m.APIErrorStatus != 0 || m.APIError != "" {
+				turn.Failure = &Failure{
+					Kind:    classifyFailure(m.APIErrorStatus, m.APIError, "", m.Result),
+					Status:  m.APIErrorStatus,
+					Message: m.Result,
+				}
+				if turn.Failure.Kind == FailureUsageLimit {
+					turn.Failure.ResetsAt = d.resetsAt
+					if turn.Failure.ResetsAt.IsZero() {
+						turn.Failure.ResetsAt, _ = parseResetTime(m.Result, s.opts.Clock.Now())
+					}
+				}
+			}
 		}
+		d.resetsAt = time.Time{}
+		s.commandEnded("")
 		s.endTurn(turn)
 	}
 }

@@ -24,16 +24,26 @@ func fakeCLI(t *testing.T, version string) string {
 
 func TestFindCLI(t *testing.T) {
 	ctx := context.Background()
-	t.Run("configured and recent", func(t *testing.T) {
+	t.Run("newer than tested: runs with a warning", func(t *testing.T) {
 		c, err := FindCLI(ctx, fakeCLI(t, "2.1.331"), "")
-		if err != nil || c.Version != "2.1.331" {
+		if err != nil || c.Version != "2.1.331" || c.Support != SupportNewerUntested ||
+			!strings.Contains(c.Warning, "2.1.331") || !strings.Contains(c.Warning, NewestTested) {
 			t.Fatalf("FindCLI = %+v, %v", c, err)
 		}
 	})
-	t.Run("too old", func(t *testing.T) {
-		_, err := FindCLI(ctx, fakeCLI(t, "2.0.9"), "")
-		if !errors.Is(err, ErrCLIUnavailable) || !strings.Contains(err.Error(), "older than the minimum") {
-			t.Fatalf("err = %v", err)
+	for _, v := range TestedVersions {
+		t.Run("tested "+v, func(t *testing.T) {
+			c, err := FindCLI(ctx, fakeCLI(t, v), "")
+			if err != nil || c.Support != SupportSupported || c.Warning != "" {
+				t.Fatalf("FindCLI = %+v, %v", c, err)
+			}
+		})
+	}
+	t.Run("too old: refused, naming the oldest supported", func(t *testing.T) {
+		c, err := FindCLI(ctx, fakeCLI(t, "2.1.199"), "")
+		if !errors.Is(err, ErrCLIUnavailable) || !strings.Contains(err.Error(), "older than the oldest supported "+MinVersion) ||
+			c.Support != SupportTooOld {
+			t.Fatalf("FindCLI = %+v, err = %v", c, err)
 		}
 	})
 	t.Run("configured path missing", func(t *testing.T) {

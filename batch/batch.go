@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"sync"
 	"time"
 
@@ -322,5 +321,3 @@ func (n *notes) take() []note {
 	n.list = nil
 	return l
 }
-
-var _ = sort.Strings

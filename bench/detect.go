@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
-	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/demomodel"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -55,7 +55,7 @@ func (r *runner) detection(ctx context.Context) error {
 // question in prose, so the task waits with claude alive at its prompt, and
 // the answer to that is the next prompt.
 func (r *runner) detectAtClient(ctx context.Context, driver string) (Dist, error) {
-	api := fakeapi.Start(fakeapi.PromptScript())
+	api := demomodel.Start(demomodel.PromptScript())
 	defer api.Close()
 	sw := toolUseStopwatch(api)
 	repo, err := newRepo(ctx, r.tmp, 0, 0)
@@ -126,7 +126,7 @@ func (r *runner) detectAtClient(ctx context.Context, driver string) (Dist, error
 
 func (r *runner) detectDriver(ctx context.Context, driver string) (DetectionResult, error) {
 	res := DetectionResult{Driver: driver}
-	api := fakeapi.Start(fakeapi.PromptScript())
+	api := demomodel.Start(demomodel.PromptScript())
 	defer api.Close()
 	sw := toolUseStopwatch(api)
 	hooks, err := agent.NewHookServer(nil)
@@ -263,9 +263,9 @@ type stopwatch struct {
 	doneAt time.Time
 }
 
-func toolUseStopwatch(api *fakeapi.Server) *stopwatch {
+func toolUseStopwatch(api *demomodel.Server) *stopwatch {
 	sw := &stopwatch{}
-	api.OnResponseDone(func(req fakeapi.Request, reply fakeapi.Reply) {
+	api.OnResponseDone(func(req demomodel.Request, reply demomodel.Reply) {
 		if len(reply.ToolUses) > 0 {
 			sw.mu.Lock()
 			sw.doneAt = time.Now()

@@ -7,7 +7,7 @@
 // It drives the real packages (procs, agent, orchestrator, worktree) with
 // children that stand in for claude — internal/fakeagent, built on the fly
 // with the go tool — and, where a figure is about the real CLI, the pinned
-// claude against internal/fakeapi. Everything listens on loopback only and
+// claude against the scripted model of package demomodel. Everything listens on loopback only and
 // lives in a temporary directory that Run removes. It runs git itself only to
 // make throwaway repositories and for the `git worktree add` baseline.
 //

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
-	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/demomodel"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -128,7 +128,7 @@ func RunOverheadChild(ctx context.Context, o ChildOptions) error {
 	if o.Kind == KindClaude {
 		// One turn that ends with a question: the task waits on the person
 		// and the CLI sits at its prompt.
-		api := fakeapi.Start(fakeapi.PromptScript())
+		api := demomodel.Start(demomodel.PromptScript())
 		defer api.Close()
 		claude = o.Claude
 		edit = func(opts *agent.Options) {

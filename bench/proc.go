@@ -2,41 +2,26 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/familiar-dev/familiar/procs/procfs"
 )
 
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It
-// is 100 on every Linux architecture Go supports.
-const clockTicks = 100
-
 // cpuTime returns the CPU time (user + system) process pid has used; 0 means
-// this process (/proc/self).
+// this process.
 func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(procPath(pid, "stat"))
+	if pid == 0 {
+		pid = os.Getpid()
+	}
+	s, err := procfs.ReadStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) may hold spaces; fields after it are plain.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("unreadable %s", procPath(pid, "stat"))
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short %s", procPath(pid, "stat"))
-	}
-	// f[0] is field 3 (state): utime and stime are fields 14 and 15.
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("unreadable %s", procPath(pid, "stat"))
-	}
-	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+	return time.Duration(s.UTime+s.STime) * time.Second / procfs.ClockTicks, nil
 }
 
 // memory is what /proc/<pid>/status says of a process's memory, in bytes.

@@ -181,7 +181,7 @@ func (r *runner) floodAgent(ctx context.Context, n int64, color bool) (Throughpu
 	}
 	start := time.Now()
 	sess, err := agent.Start(ctx, agent.Options{
-		CLI:       agent.CLI{Path: r.fake, Version: agent.MinVersion},
+		CLI:       agent.CLI{Path: r.fake, Version: agent.NewestTested},
 		Dir:       dir,
 		ConfigDir: filepath.Join(dir, "claude"),
 		LogPath:   filepath.Join(dir, "out.log"),

@@ -179,6 +179,10 @@ func (c *connection) admitLocked(method string) (early error, waitInit chan stru
 		c.state = stateInitializing
 		c.initDone = make(chan struct{})
 		return nil, nil, true
+	case method == protocol.MethodServerStop:
+		// Accepted before initialize: a client whose protocol version this
+		// familiar refuses must still be able to stop (and so replace) it.
+		return nil, nil, false
 	case c.state == stateNew:
 		return protocol.ServerNotInitialized(), nil, false
 	}

@@ -17,7 +17,9 @@
 //   - table.go: the method table. Params are decoded into the protocol
 //     package's structs (ill-typed → -32602 with data.field) and validated
 //     (Validate), then the protocol.Server method runs.
-//   - conn.go: per-connection rules. initialize first (-32002 before it),
+//   - conn.go: per-connection rules. initialize first (-32002 before it; server/stop is
+//     accepted before it, so a client of another protocol version can stop
+//     the daemon),
 //     -32601 for unknown methods, $/cancelRequest cancels the request's
 //     context (-32800), shutdown then exit closes the connection. Requests run
 //     on their own goroutines (jsonrpc2.AsyncHandler), so a slow method never

@@ -153,6 +153,9 @@ func TestLifecycle(t *testing.T) {
 
 	wantError(t, c.call(protocol.MethodTaskGet, map[string]any{"id": "x"}), protocol.CodeServerNotInitialized, "-")
 	wantError(t, c.call("no/such", nil), protocol.CodeServerNotInitialized, "-")
+	// server/stop reaches the server before initialize (this one does not
+	// implement it).
+	wantError(t, c.call(protocol.MethodServerStop, map[string]any{"ifIdle": true}), protocol.CodeMethodNotFound, "-")
 	// A failed initialize may be retried.
 	wantError(t, c.call(protocol.MethodInitialize, map[string]any{}), protocol.CodeInvalidParams, "workspaceRoot")
 	wantError(t, c.call(protocol.MethodTaskGet, map[string]any{"id": "x"}), protocol.CodeServerNotInitialized, "-")

@@ -220,8 +220,15 @@ func Forward(ctx context.Context, socketPath string, in io.Reader, out io.Writer
 	if err != nil {
 		return fmt.Errorf("connecting to familiar at %s: %w", socketPath, err)
 	}
-	conn := c.(*net.UnixConn)
+	return ForwardConn(ctx, c.(*net.UnixConn), in, out)
+}
+
+// ForwardConn is Forward over a connection already made (the daemon package
+// connects, starting the daemon if needed). It closes conn.
+func ForwardConn(ctx context.Context, conn *net.UnixConn, in io.Reader, out io.Writer) error {
+	socketPath := conn.RemoteAddr().String()
 	defer conn.Close()
+	var err error
 
 	upDone := make(chan struct{})
 	go func() { // in → daemon

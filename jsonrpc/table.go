@@ -52,6 +52,7 @@ var methods = map[string]methodFunc{
 	protocol.MethodMcpCheck:     typed(protocol.Server.McpCheck),
 	protocol.MethodAuditList:    typed(protocol.Server.AuditList),
 	protocol.MethodServerStats:  typed(protocol.Server.ServerStats),
+	protocol.MethodServerStop:   typed(protocol.Server.ServerStop),
 }
 
 // params is what every params struct of package protocol is.

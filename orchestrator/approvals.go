@@ -23,15 +23,15 @@ type decision struct {
 
 // policyDecision applies the task's policy (or the settings') to a
 // permission question. ok is false when a person has to decide.
-func (o *Orchestrator) policyDecision(t *task, q *agent.Question) (decision, bool) {
-	p := o.settings.PermissionPolicy
-	if t.Policy != nil {
-		p = *t.Policy
+func (o *Orchestrator) policyDecision(own *protocol.Policy, directives *protocol.Directives, wt *protocol.Worktree, q *agent.Question) (decision, bool) {
+	p := o.settingsNow().PermissionPolicy
+	if own != nil {
+		p = *own
 	}
-	elevated := t.Directives != nil && t.Directives.Elevated
+	elevated := directives != nil && directives.Elevated
 	dirs := policy.Dirs{}
-	if t.T.Worktree != nil {
-		dirs.Work = t.T.Worktree.Path
+	if wt != nil {
+		dirs.Work = wt.Path
 	}
 	dirs.Home, _ = os.UserHomeDir()
 	v := policy.DecideIn(dirs, policy.Policy{Default: policy.Verdict(p.Default), Allow: p.Allow, Deny: p.Deny}, elevated, q.Tool, q.Input)

@@ -30,13 +30,14 @@ type notes struct {
 type note struct {
 	method string
 	params json.RawMessage
+	at     time.Time // when it arrived
 }
 
 func (n *notes) Notify(method string, params any) {
 	b, _ := params.(json.RawMessage)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.list = append(n.list, note{method, b})
+	n.list = append(n.list, note{method: method, params: b, at: time.Now()})
 	close(n.changed)
 	n.changed = make(chan struct{})
 }
@@ -61,6 +62,12 @@ func (n *notes) wait(t *testing.T, what string, match func(note) bool) note {
 			t.Fatalf("timed out waiting for %s; notifications:\n%s", what, n.dump())
 		}
 	}
+}
+
+func (n *notes) all() []note {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]note(nil), n.list...)
 }
 
 func (n *notes) dump() string {
@@ -99,6 +106,9 @@ type env struct {
 	notes *notes
 	repo  string
 	api   *fakeapi.Server
+	home  string // the fake HOME of every task
+	// startHook, when set before a task starts, adjusts its agent's options.
+	startHook func(*agent.Options)
 }
 
 func gitRepo(t *testing.T) string { return testenv.GitRepo(t, nil) }
@@ -113,7 +123,8 @@ func openWith(t *testing.T, clk clock.Clock, settings *protocol.SettingsUpdate, 
 	claude := testenv.Claude(t)
 	api := fakeapi.Start(script)
 	t.Cleanup(api.Close)
-	e := &env{notes: &notes{changed: make(chan struct{})}, repo: gitRepo(t), api: api}
+	e := &env{notes: &notes{changed: make(chan struct{})}, repo: gitRepo(t), api: api, home: t.TempDir()}
+	home := e.home
 	ws, err := orchestrator.OpenWorkspace(context.Background(), e.repo, orchestrator.WorkspaceOptions{
 		DataDir:       t.TempDir(),
 		WorktreesRoot: t.TempDir(),
@@ -126,6 +137,13 @@ func openWith(t *testing.T, clk clock.Clock, settings *protocol.SettingsUpdate, 
 			}
 			for k, v := range api.Env() {
 				o.ExtraEnv[k] = v
+			}
+			// A fake HOME: tasks read the user's own claude config from it.
+			if _, ok := o.ExtraEnv["HOME"]; !ok {
+				o.ExtraEnv["HOME"] = home
+			}
+			if e.startHook != nil {
+				e.startHook(o)
 			}
 		},
 	})
@@ -353,7 +371,7 @@ func TestRetryStartsAFreshAttempt(t *testing.T) {
 	if first.Blocked.Reason != protocol.BlockedAgentFailed || !strings.Contains(first.Blocked.Detail, "build server is down") {
 		t.Fatalf("blocked = %+v", first.Blocked)
 	}
-	retry, err := e.o.TaskRetry(context.Background(), &protocol.TaskIDParams{ID: a.ID})
+	retry, err := e.o.TaskRetry(context.Background(), &protocol.TaskRetryParams{ID: a.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

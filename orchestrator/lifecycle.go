@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,80 +15,30 @@ import (
 	"github.com/familiar-dev/familiar/protocol"
 )
 
-// TaskPause stops the agent gracefully, keeps its session and worktree and
-// frees its slot. A queued task is simply held back.
-func (o *Orchestrator) TaskPause(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
-	t, err := o.get(p.ID)
+// TaskRetry starts a new attempt of a finished task, with what the
+// previous attempt left in its prompt: by default in a fresh worktree from
+// the same base commit; with fromBranch, from the previous attempt's branch,
+// so its work carries over.
+func (o *Orchestrator) TaskRetry(ctx context.Context, p *protocol.TaskRetryParams) (*protocol.Task, error) {
+	prevActor, err := o.get(p.ID)
 	if err != nil {
 		return nil, err
 	}
-	o.mu.Lock()
-	status := t.T.Status
-	switch {
-	case status == protocol.StatusRunning || status == protocol.StatusWaiting:
-		if t.sess == nil {
-			o.mu.Unlock()
-			return nil, errTransition("pause", status)
-		}
-		t.pausing = true
-		o.mu.Unlock()
-		o.stopAgent(t, "", "")
-		return o.view(t), nil
-	default:
-		o.mu.Unlock()
-		return nil, errTransition("pause", status)
-	}
-}
-
-// TaskResume queues a paused (or interrupted) task; it continues its claude
-// session with --resume in the same worktree when a slot is free.
-func (o *Orchestrator) TaskResume(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
-	t, err := o.get(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	o.mu.Lock()
-	status := t.T.Status
-	resumable := status == protocol.StatusPaused ||
-		(status == protocol.StatusBlocked && t.T.Blocked != nil && t.T.Blocked.Reason == protocol.BlockedInterrupted)
-	if !resumable {
-		o.mu.Unlock()
-		return nil, errTransition("resume", status)
-	}
-	if err := o.setStatusLocked(t, protocol.StatusQueued); err != nil {
-		o.mu.Unlock()
-		return nil, err
-	}
-	t.T.Blocked = nil
-	if t.FollowUp == "" {
-		t.FollowUp = resumePrompt
-	}
-	o.touchLocked(t)
-	o.mu.Unlock()
-	o.poke()
-	return o.view(t), nil
-}
-
-// resumePrompt starts the next turn of a resumed session: the previous one
-// was cut off, and claude waits for a prompt after --resume.
-const resumePrompt = "familiar stopped you before you finished (a pause or a restart). Continue the task where you left off."
-
-// TaskRetry starts a new attempt of a finished task in a fresh worktree from
-// the same base commit, with what the previous attempt left in its prompt.
-func (o *Orchestrator) TaskRetry(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
-	prev, err := o.get(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	o.mu.Lock()
+	prev := prevActor.view()
 	status := prev.T.Status
 	if live(status) || status == protocol.StatusQueued {
-		o.mu.Unlock()
 		return nil, errTransition("retry", status)
 	}
+	stored, err := o.cfg.Store.GetTask(p.ID)
+	if err != nil {
+		return nil, mapError(err, "task", "id")
+	}
+	var base persisted
+	if err := json.Unmarshal(stored.Data, &base); err != nil {
+		return nil, fmt.Errorf("read task %s: %w", p.ID, err)
+	}
 	now := o.clk.Now().UTC()
-	t := &task{}
-	t.persisted = prev.persisted
+	t := base
 	t.T = protocol.Task{
 		ID: newTaskID(), Title: prev.T.Title, Description: prev.T.Description,
 		AcceptanceCriteria: prev.T.AcceptanceCriteria, Type: prev.T.Type, Profile: prev.T.Profile,
@@ -95,50 +46,55 @@ func (o *Orchestrator) TaskRetry(ctx context.Context, p *protocol.TaskIDParams) 
 		Status: protocol.StatusQueued, Activity: protocol.ActivityIdle,
 		Attempt: prev.T.Attempt + 1, PreviousAttemptID: prev.T.ID, CreatedAt: now, UpdatedAt: now,
 	}
-	t.Process, t.Starts, t.Logs, t.FollowUp, t.LastError = nil, 0, nil, "", ""
-	if prev.T.Worktree != nil {
-		t.BaseRef = prev.T.Worktree.BaseCommit
+	t.Process, t.Starts, t.Logs, t.FollowUp, t.LastError, t.StartFailures, t.Turns, t.Merge = nil, 0, nil, "", "", 0, 0, nil
+	if w := prev.T.Worktree; w != nil {
+		t.BaseRef = w.BaseCommit
+		if p.FromBranch {
+			t.BaseRef = w.Branch
+		}
+	} else if p.FromBranch {
+		return nil, protocol.InvalidParams("fromBranch", "the previous attempt has no branch to start from")
 	}
-	t.Prior = &priorAttempt{LastError: prev.LastError}
+	t.Prior = &priorAttempt{LastError: prev.lastErr}
 	if prev.T.Result != nil {
 		t.Prior.Summary = prev.T.Result.Summary
 	}
 	if prev.T.Blocked != nil {
 		t.Prior.BlockedReason = string(prev.T.Blocked.Reason) + ": " + prev.T.Blocked.Detail
 	}
-	o.mu.Unlock()
-	return o.enqueue(t)
+	return o.enqueue(&t)
 }
 
-// recover settles what a previous familiar left behind: agents still alive
-// (familiar cannot re-attach to their PTY) are terminated, stale claude
-// session files are removed, and with resumeInterrupted the interrupted
-// tasks are queued to continue their sessions.
+// recoverLeftovers settles what a previous familiar left behind: agents
+// still alive (familiar cannot re-attach to their PTY) are terminated, stale
+// claude session files are removed, and the tasks a crash interrupted while
+// they waited on nobody (with resumeInterrupted: every interrupted task) are
+// queued to continue their sessions.
 func (o *Orchestrator) recoverLeftovers(resumeInterrupted bool) {
 	o.mu.Lock()
+	actors := o.actorsLocked()
+	grace := time.Duration(o.settingsNow().TermGraceSec) * time.Second
+	o.mu.Unlock()
 	var orphans []procs.Identity
-	for _, t := range o.tasks {
-		if t.Process != nil {
-			if alive, _ := t.Process.Alive(); alive {
-				orphans = append(orphans, *t.Process)
+	for _, a := range actors {
+		v := a.view()
+		if p := a.st.Process; p != nil {
+			// Read before any input runs on the actor: New has not started
+			// the scheduler yet, and load's inputs have all been handled.
+			if alive, _ := p.Alive(); alive {
+				orphans = append(orphans, *p)
 			}
-			t.Process = nil
-			o.save(t)
 		}
-		cleanStaleSessions(filepath.Join(o.taskDir(t.T.ID), "claude", "sessions"))
-		if resumeInterrupted && t.T.Status == protocol.StatusBlocked && t.T.Blocked != nil &&
-			t.T.Blocked.Reason == protocol.BlockedInterrupted && t.T.Agent != nil && t.T.Agent.SessionID != "" {
-			if err := o.setStatusLocked(t, protocol.StatusQueued); err == nil {
-				t.T.Blocked = nil
-				if t.FollowUp == "" {
-					t.FollowUp = resumePrompt
-				}
-				o.touchLocked(t)
+		cleanStaleSessions(filepath.Join(o.taskDir(a.id), "claude", "sessions"))
+		// Tasks a crash interrupted while they waited on nobody continue by
+		// default; --resume-interrupted continues every interrupted one.
+		if (resumeInterrupted || a.st.resumeOnLoad) && v.T.Status == protocol.StatusBlocked && v.T.Blocked != nil &&
+			v.T.Blocked.Reason == protocol.BlockedInterrupted && v.T.Agent != nil && v.T.Agent.SessionID != "" {
+			if _, err := a.call(context.Background(), cmdResume{}); err != nil {
+				o.logger.Warn("resume interrupted task", "task", a.id, "err", err)
 			}
 		}
 	}
-	grace := time.Duration(o.settings.TermGraceSec) * time.Second
-	o.mu.Unlock()
 	for _, id := range orphans {
 		o.logger.Warn("terminating an agent left by a previous familiar", "pid", id.PID)
 		ctx, cancel := context.WithTimeout(context.Background(), grace+30*time.Second)
@@ -173,43 +129,17 @@ func cleanStaleSessions(dir string) {
 		if json.Unmarshal(b, &s) != nil || s.PID <= 0 {
 			continue
 		}
-		if !pidAlive(s.PID, s.ProcStart) {
+		if !procs.Running(s.PID, s.ProcStart) {
 			os.Remove(path)
 		}
 	}
 }
 
-// pidAlive reports whether pid runs and, when start is known, started at
-// that clock tick (field 22 of /proc/PID/stat), so a reused pid is not
-// mistaken for the session's process.
-func pidAlive(pid int, start string) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return false
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 20 || fields[0] == "Z" {
-		return false
-	}
-	return start == "" || fields[19] == start
-}
-
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
-}
-
 // UseSettings replaces the settings for this process only (familiar run's
 // file settings must not overwrite the editor's saved ones).
 func (o *Orchestrator) UseSettings(s protocol.Settings) {
-	o.mu.Lock()
-	o.settings = s
-	o.mu.Unlock()
+	o.settings.Store(&s)
+	o.queueChanged()
 	o.poke()
 }
 
@@ -217,20 +147,18 @@ func (o *Orchestrator) UseSettings(s protocol.Settings) {
 // for them to settle.
 func (o *Orchestrator) CancelAll(ctx context.Context) {
 	o.mu.Lock()
-	var ids []string
-	for id, t := range o.tasks {
-		if t.T.Status == protocol.StatusQueued || live(t.T.Status) {
-			ids = append(ids, id)
-		}
-	}
+	actors := o.actorsLocked()
 	o.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, id := range ids {
+	for _, a := range actors {
+		if s := a.view().T.Status; s != protocol.StatusQueued && !live(s) {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := o.TaskCancel(ctx, &protocol.TaskIDParams{ID: id}); err != nil {
-				o.logger.Debug("cancel", "task", id, "err", err)
+			if _, err := o.TaskCancel(ctx, &protocol.TaskIDParams{ID: a.id}); err != nil {
+				o.logger.Debug("cancel", "task", a.id, "err", err)
 			}
 		}()
 	}
@@ -240,24 +168,17 @@ func (o *Orchestrator) CancelAll(ctx context.Context) {
 // Kill stops every running agent without a grace period (a second Ctrl-C).
 func (o *Orchestrator) Kill() {
 	o.mu.Lock()
-	var sessions []*task
-	for _, t := range o.tasks {
-		if t.sess != nil {
-			t.cancelled = t.cancelled || t.T.Status != protocol.StatusMerging
-			t.stopping = true
-			sessions = append(sessions, t)
+	actors := o.actorsLocked()
+	o.mu.Unlock()
+	var views []*taskView
+	for _, a := range actors {
+		if v := a.view(); v.sess != nil {
+			a.post(envelope{in: cmdKill{}})
+			views = append(views, v)
 		}
 	}
-	o.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // a done context: procs goes straight to SIGKILL
-	for _, t := range sessions {
-		o.mu.Lock()
-		sess := t.sess
-		o.mu.Unlock()
-		if sess != nil {
-			_ = sess.Stop(ctx)
-		}
+	for _, v := range views {
+		<-v.sess.Done()
 	}
 }
 
@@ -265,38 +186,13 @@ func (o *Orchestrator) Kill() {
 // --resume and the new mode's flags, and told about the switch: the
 // conversation continues, now with the new tool set.
 func (o *Orchestrator) TaskSetMode(ctx context.Context, p *protocol.TaskSetModeParams) (*protocol.Task, error) {
-	t, err := o.get(p.ID)
-	if err != nil {
-		return nil, err
-	}
 	notice, err := profiles.ModeNotice(string(p.Mode), nil)
 	if err != nil {
 		return nil, protocol.InvalidParams("mode", err.Error())
 	}
-	o.mu.Lock()
-	from := t.T.Mode
-	if from == p.Mode {
-		o.mu.Unlock()
-		return o.view(t), nil
+	v, err := o.command(ctx, p.ID, cmdSetMode{mode: p.Mode, notice: notice})
+	if err != nil {
+		return nil, err
 	}
-	switch t.T.Status {
-	case protocol.StatusMerged, protocol.StatusCancelled:
-		status := t.T.Status
-		o.mu.Unlock()
-		return nil, errTransition("change the mode of", status)
-	}
-	t.T.Mode = p.Mode
-	o.audit(t.T.ID, "task.mode", "user", map[string]string{"from": string(from), "to": string(p.Mode)})
-	restart := t.sess != nil && (t.T.Status == protocol.StatusRunning || t.T.Status == protocol.StatusWaiting)
-	if restart {
-		t.FollowUp = notice
-		t.switching = true
-		o.stopAgentAsync(t)
-	} else if t.T.Agent != nil {
-		// Told at the next start of its session.
-		t.FollowUp = notice
-	}
-	o.touchLocked(t)
-	o.mu.Unlock()
-	return o.view(t), nil
+	return o.viewOf(v), nil
 }

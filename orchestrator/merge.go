@@ -19,23 +19,22 @@ type mergeRecord struct {
 // notUndoable is said with every undo: what familiar cannot take back.
 const notUndoable = "familiar cannot undo pushes, nor changes made outside the worktree (other files, services, databases)."
 
-// TaskMerge merges a finished task's branch into its base ref.
+// TaskMerge merges a finished task's branch into its base ref. One merge,
+// undo or remove of a task runs at a time: a second request while one runs
+// is refused (FailedPrecondition naming the state).
 func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParams) (*protocol.Task, error) {
-	t, err := o.get(p.ID)
+	a, v, err := o.beginOp(ctx, p.ID, opMerge)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.waitStopped(ctx, t); err != nil {
-		return nil, err
-	}
-	o.mu.Lock()
-	status := t.T.Status
-	if status != protocol.StatusMerging {
-		o.mu.Unlock()
-		return nil, errTransition("merge", status)
-	}
-	wt := o.worktreeOf(t)
-	o.mu.Unlock()
+	done := cmdEndOp{op: opMerge}
+	defer func() {
+		if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
+			o.logger.Warn("end merge", "task", p.ID, "err", err)
+		}
+	}()
+	status := v.T.Status
+	wt, _ := o.worktreeOfView(v)
 	if wt.Path == "" || wt.BaseRef == "" || wt.BaseRef == "HEAD" {
 		return nil, protocol.FailedPrecondition("the task's base is not a branch; merge its branch by hand", status)
 	}
@@ -45,7 +44,7 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 	}
 	msg := p.Message
 	if msg == "" {
-		msg = "familiar: " + t.T.Title
+		msg = "familiar: " + v.T.Title
 	}
 	res, err := o.cfg.Repo.Merge(ctx, wt, wt.BaseRef, strategy, msg)
 	if err != nil {
@@ -53,130 +52,87 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 		if errors.As(err, &ce) {
 			return nil, protocol.Conflict("the merge conflicts; nothing was changed: "+ce.Error(), ce.Files)
 		}
-		if errors.Is(err, worktree.ErrFailedPrecondition) {
-			return nil, protocol.FailedPrecondition(err.Error(), status)
-		}
-		return nil, mapError(err, "merge")
+		return nil, mapError(err, "merge", "strategy")
 	}
-	o.mu.Lock()
-	if err := o.setStatusLocked(t, protocol.StatusMerged); err != nil {
-		o.mu.Unlock()
+	done.ok = true
+	done.merge = &mergeRecord{MergeResult: res, At: o.clk.Now().UTC(), Strategy: string(strategy)}
+	done.audit = map[string]any{"base": res.Base, "before": res.Before, "after": res.After, "strategy": strategy}
+	if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
 		return nil, err
 	}
-	t.Merge = &mergeRecord{MergeResult: res, At: o.clk.Now().UTC(), Strategy: string(strategy)}
-	o.audit(t.T.ID, "task.merged", "user", map[string]any{"base": res.Base, "before": res.Before, "after": res.After, "strategy": strategy})
-	o.touchLocked(t)
-	remove := o.settings.RemoveWorktreeAfterMerge
-	o.mu.Unlock()
-	if remove {
-		if err := o.TaskRemove(ctx, &protocol.TaskRemoveParams{ID: t.T.ID, DeleteBranch: true}); err != nil {
-			o.logger.Warn("remove after merge", "task", t.T.ID, "err", err)
+	done = cmdEndOp{op: "settled"} // the deferred call is now a no-op
+	if o.settingsNow().RemoveWorktreeAfterMerge {
+		if err := o.TaskRemove(ctx, &protocol.TaskRemoveParams{ID: p.ID, DeleteBranch: true}); err != nil {
+			o.logger.Warn("remove after merge", "task", p.ID, "err", err)
 		}
 	}
-	return o.view(t), nil
+	return o.TaskGet(ctx, &protocol.TaskIDParams{ID: p.ID})
 }
 
 // TaskUndo reverts, within undoWindowSec, a merge (the base goes back to its
 // pre-merge commit if nobody moved it) or, before a merge, the task's last
-// checkpoint. The undone commit stays at refs/familiar/undo/<id>.
+// checkpoint. The undone commit stays at refs/familiar/undo/<id>. What it
+// reports is checked: after a merge's undo the base is at its pre-merge
+// commit.
 func (o *Orchestrator) TaskUndo(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
-	t, err := o.get(p.ID)
+	a, v, err := o.beginOp(ctx, p.ID, opUndo)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.waitStopped(ctx, t); err != nil {
-		return nil, err
+	done := cmdEndOp{op: opUndo}
+	defer func() {
+		if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
+			o.logger.Warn("end undo", "task", p.ID, "err", err)
+		}
+	}()
+	status := v.T.Status
+	window := time.Duration(o.settingsNow().UndoWindowSec) * time.Second
+	since := v.T.FinishedAt
+	merge := v.merge
+	if merge != nil && status == protocol.StatusMerged {
+		since = merge.At
 	}
-	o.mu.Lock()
-	status := t.T.Status
-	window := time.Duration(o.settings.UndoWindowSec) * time.Second
-	since := t.T.FinishedAt
-	if t.Merge != nil && status == protocol.StatusMerged {
-		since = t.Merge.At
-	}
-	wt := o.worktreeOf(t)
-	merge := t.Merge
-	o.mu.Unlock()
-	switch {
-	case status != protocol.StatusMerged && status != protocol.StatusMerging && status != protocol.StatusBlocked && status != protocol.StatusCancelled:
-		return nil, errTransition("undo", status)
-	case window <= 0 || since.IsZero() || o.clk.Now().Sub(since) > window:
+	if window <= 0 || since.IsZero() || o.clk.Now().Sub(since) > window {
 		return nil, protocol.FailedPrecondition("the undo window has passed", status)
 	}
+	wt, hasWT := o.worktreeOfView(v)
 	if status == protocol.StatusMerged {
-		if err := o.cfg.Repo.UndoMerge(ctx, t.T.ID, merge.MergeResult); err != nil {
-			if errors.Is(err, worktree.ErrFailedPrecondition) {
-				return nil, protocol.FailedPrecondition(err.Error(), status)
-			}
-			return nil, mapError(err, "undo")
+		if merge == nil {
+			return nil, protocol.FailedPrecondition("familiar has no record of this merge", status)
 		}
-		o.mu.Lock()
-		_ = o.setStatusLocked(t, protocol.StatusMerging)
-		t.Merge = nil
-		o.audit(t.T.ID, "task.undone", "user", map[string]any{"merge": merge, "keptAt": worktree.UndoRef(t.T.ID)})
-		o.touchLocked(t)
-		o.mu.Unlock()
+		if err := o.cfg.Repo.UndoMerge(ctx, p.ID, merge.MergeResult); err != nil {
+			return nil, mapError(err, "undo", "id")
+		}
+		if err := o.cfg.Repo.CheckRefAt(ctx, merge.Base, merge.Before); err != nil {
+			return nil, mapError(err, "undo", "id")
+		}
+		done.ok, done.undone = true, true
+		done.audit = map[string]any{"merge": merge, "keptAt": worktree.UndoRef(p.ID)}
 	} else {
-		if wt.Path == "" {
+		if !hasWT {
 			return nil, protocol.FailedPrecondition("the task has no worktree", status)
 		}
 		at, err := o.cfg.Repo.StepBack(ctx, wt)
 		if err != nil {
-			if errors.Is(err, worktree.ErrFailedPrecondition) {
-				return nil, protocol.FailedPrecondition(err.Error(), status)
-			}
-			return nil, mapError(err, "undo")
+			return nil, mapError(err, "undo", "id")
 		}
-		o.refreshResult(ctx, t)
-		o.mu.Lock()
-		o.audit(t.T.ID, "task.undone", "user", map[string]any{"branchAt": at, "keptAt": worktree.UndoRef(t.T.ID)})
-		o.touchLocked(t)
-		o.mu.Unlock()
+		files, commits, err := o.changes(ctx, wt)
+		if err != nil {
+			o.logger.Warn("refresh result", "task", p.ID, "err", err)
+		}
+		done.ok = true
+		done.result = &protocol.TaskResult{ChangedFiles: files, Commits: commits}
+		done.audit = map[string]any{"branchAt": at, "keptAt": worktree.UndoRef(p.ID)}
 	}
-	o.pub.publish(t.T.ID, protocol.ServerMessageNotification{Level: protocol.LevelInfo,
-		Text: "Undone; the undone commit stays at " + worktree.UndoRef(t.T.ID) + ". " + notUndoable})
-	return o.view(t), nil
+	if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
+		return nil, err
+	}
+	done = cmdEndOp{op: "settled"}
+	o.pub.publish(p.ID, protocol.ServerMessageNotification{Level: protocol.LevelInfo,
+		Text: "Undone; the undone commit stays at " + worktree.UndoRef(p.ID) + ". " + notUndoable})
+	return o.TaskGet(ctx, &protocol.TaskIDParams{ID: p.ID})
 }
 
-// refreshResult recomputes a finished task's changed files and commits.
-func (o *Orchestrator) refreshResult(ctx context.Context, t *task) {
-	o.mu.Lock()
-	wt := o.worktreeOf(t)
-	o.mu.Unlock()
-	files, err1 := o.cfg.Repo.ChangedFiles(ctx, wt)
-	commits, err2 := o.cfg.Repo.Commits(ctx, wt)
-	if err := errors.Join(err1, err2); err != nil {
-		o.logger.Warn("refresh result", "task", t.T.ID, "err", err)
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if t.T.Result == nil {
-		return
-	}
-	t.T.Result.ChangedFiles, t.T.Result.Commits = nil, nil
-	for _, f := range files {
-		t.T.Result.ChangedFiles = append(t.T.Result.ChangedFiles, protocol.ChangedFile{Path: f.Path, Status: protocol.FileStatus(f.Status), OldPath: f.OldPath})
-	}
-	for _, c := range commits {
-		t.T.Result.Commits = append(t.T.Result.Commits, protocol.Commit{SHA: c.SHA, Subject: c.Subject})
-	}
-}
-
-// waitStopped waits until a finished task's agent has exited (it is stopped
-// right after completion), so git never races an agent still writing.
-func (o *Orchestrator) waitStopped(ctx context.Context, t *task) error {
-	o.mu.Lock()
-	sess := t.sess
-	stopping := t.stopping
-	o.mu.Unlock()
-	if sess == nil || !stopping {
-		return nil
-	}
-	select {
-	case <-sess.Done():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+func (o *Orchestrator) worktreeOfView(v *taskView) (worktree.Worktree, bool) {
+	return o.worktreeOf(&persisted{T: v.T})
 }

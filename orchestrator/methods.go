@@ -15,34 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/mcp"
+	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
 )
-
-var errorsIs = errors.Is
-
-// get returns a task or NotFound.
-func (o *Orchestrator) get(id string) (*task, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	t := o.tasks[id]
-	if t == nil {
-		return nil, protocol.NotFound("task", id)
-	}
-	return t, nil
-}
-
-func (o *Orchestrator) view(t *task) *protocol.Task {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	snap := t.snapshot()
-	if snap.Status == protocol.StatusQueued {
-		o.fillQueueLocked(&snap)
-	}
-	return &snap
-}
 
 // Settings returns the current settings.
 func (o *Orchestrator) Settings() protocol.Settings { return o.settingsNow() }
@@ -54,10 +31,11 @@ func (o *Orchestrator) UpdateSettings(ctx context.Context, u *protocol.SettingsU
 			return nil, err
 		}
 	}
-	o.mu.Lock()
-	s := o.settings.Apply(u)
-	o.settings = s
+	o.mu.Lock() // one update at a time: each applies to the last
+	s := o.settingsNow().Apply(u)
+	o.settings.Store(&s)
 	o.mu.Unlock()
+	o.queueChanged()
 	b, err := json.Marshal(s)
 	if err == nil {
 		err = o.cfg.Store.PutSetting(ctx, "settings", b)
@@ -93,7 +71,7 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 	}
 	now := o.clk.Now().UTC()
 	s := o.settingsNow()
-	t := &task{}
+	t := &persisted{}
 	t.T = protocol.Task{
 		ID: newTaskID(), Title: p.Title, Description: p.Description, AcceptanceCriteria: p.AcceptanceCriteria,
 		Type: p.Type, Profile: p.Profile, Mode: p.Mode, Priority: p.Priority, Driver: p.Driver,
@@ -111,13 +89,14 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 	}
 	t.PromptOverride, t.Hints, t.Directives = p.PromptOverride, p.Hints, p.Directives
 	t.Skills, t.McpServers, t.NoProgressTimeoutSec, t.Policy = p.Skills, p.McpServers, p.NoProgressTimeoutSec, p.PermissionPolicy
+	t.CommandTimeoutSec, t.MaxBudgetUsd = p.CommandTimeoutSec, p.MaxBudgetUsd
 	t.BaseRef = p.BaseRef
 	if err := mcp.ValidateAll(mcpServers(p.McpServers)); err != nil {
 		return nil, protocol.InvalidParams("mcpServers", err.Error())
 	}
 	// Build once now, so a broken profile, an unknown skill or a bad mode
 	// fails task/create (with the file and line) instead of the start.
-	spec, err := o.buildSpec(&t.persisted, nil, nil)
+	spec, err := o.buildSpec(t, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -133,36 +112,41 @@ func hintFiles(p *protocol.TaskCreateParams) []string {
 }
 
 // enqueue adds a new task to the queue.
-func (o *Orchestrator) enqueue(t *task) (*protocol.Task, error) {
+func (o *Orchestrator) enqueue(p *persisted) (*protocol.Task, error) {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
 		return nil, protocol.Unavailable("familiar is shutting down")
 	}
-	var maxSeq int64
-	for _, x := range o.tasks {
-		maxSeq = max(maxSeq, x.Seq)
-	}
-	t.Seq = maxSeq + 1
-	o.tasks[t.T.ID] = t
-	o.touchLocked(t)
+	o.nextSeq++
+	p.Seq = o.nextSeq
+	p.RepoRoot = o.cfg.Repo.Root()
+	a := newActor(o, *p)
+	o.tasks[p.T.ID] = a
+	o.order[p.T.ID] = queueKey{priority: p.T.Priority, seq: p.Seq}
+	o.queueValid = false
 	o.mu.Unlock()
+	// Saved and announced before the caller hears of it.
+	o.save(p)
+	snap := o.viewOf(a.view())
+	o.pub.publish(p.T.ID, protocol.TaskUpdatedNotification{Task: *snap})
 	o.poke()
-	return o.view(t), nil
+	return snap, nil
 }
 
 // TaskGet returns one task.
 func (o *Orchestrator) TaskGet(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
-	t, err := o.get(p.ID)
+	a, err := o.get(p.ID)
 	if err != nil {
 		return nil, err
 	}
-	return o.view(t), nil
+	return o.viewOf(a.view()), nil
 }
 
 // TaskList lists tasks newest first, filtered, with cursor paging. Every
-// task is in memory (loaded at start), so the list is computed there: a
-// free-text query over 10,000 tasks need not decode 10,000 records.
+// task is in memory, so the list is computed there from the tasks' latest
+// views: a free-text query over 10,000 tasks need not decode 10,000
+// records, and no task's work holds it up.
 func (o *Orchestrator) TaskList(ctx context.Context, p *protocol.TaskListParams) (*protocol.TaskListResult, error) {
 	after, err := decodeCursor(p.Cursor)
 	if err != nil {
@@ -170,49 +154,49 @@ func (o *Orchestrator) TaskList(ctx context.Context, p *protocol.TaskListParams)
 	}
 	q := strings.ToLower(strings.TrimSpace(p.Query))
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	var matched []*task
-	for _, t := range o.tasks {
-		if len(p.Status) > 0 && !slices.Contains(p.Status, t.T.Status) {
-			continue
-		}
-		if !p.Since.IsZero() && t.T.CreatedAt.Before(p.Since.Time) {
-			continue
-		}
-		if !p.Until.IsZero() && !t.T.CreatedAt.Before(p.Until.Time) {
-			continue
-		}
-		if q != "" && !t.matches(q) {
-			continue
-		}
-		matched = append(matched, t)
+	views := make([]*taskView, 0, len(o.tasks))
+	for _, a := range o.tasks {
+		views = append(views, a.view())
 	}
-	sort.Slice(matched, func(i, j int) bool { return newer(matched[i], matched[j]) })
+	o.mu.Unlock()
+	var matched []*taskView
+	for _, v := range views {
+		if len(p.Status) > 0 && !slices.Contains(p.Status, v.T.Status) {
+			continue
+		}
+		if !p.Since.IsZero() && v.T.CreatedAt.Before(p.Since.Time) {
+			continue
+		}
+		if !p.Until.IsZero() && !v.T.CreatedAt.Before(p.Until.Time) {
+			continue
+		}
+		if q != "" && !v.matches(q) {
+			continue
+		}
+		matched = append(matched, v)
+	}
+	sort.Slice(matched, func(i, j int) bool { return newer(&matched[i].T, &matched[j].T) })
 	res := &protocol.TaskListResult{Total: len(matched)}
 	limit := p.EffectiveLimit()
-	for _, t := range matched {
-		if after != nil && !newer(after, t) {
+	for _, v := range matched {
+		if after != nil && !newer(after, &v.T) {
 			continue
 		}
 		if len(res.Tasks) == limit {
 			res.NextCursor = encodeCursor(res.Tasks[len(res.Tasks)-1])
 			break
 		}
-		snap := t.snapshot()
-		if snap.Status == protocol.StatusQueued {
-			o.fillQueueLocked(&snap)
-		}
-		res.Tasks = append(res.Tasks, snap)
+		res.Tasks = append(res.Tasks, *o.viewOf(v))
 	}
 	return res, nil
 }
 
 // newer orders tasks newest first, by creation time then id.
-func newer(a, b *task) bool {
-	if !a.T.CreatedAt.Equal(b.T.CreatedAt) {
-		return a.T.CreatedAt.After(b.T.CreatedAt)
+func newer(a, b *protocol.Task) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.After(b.CreatedAt)
 	}
-	return a.T.ID > b.T.ID
+	return a.ID > b.ID
 }
 
 // A cursor is the position of the last task of a page.
@@ -220,7 +204,7 @@ func encodeCursor(t protocol.Task) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.CreatedAt.UnixNano(), 10) + "." + t.ID))
 }
 
-func decodeCursor(c string) (*task, error) {
+func decodeCursor(c string) (*protocol.Task, error) {
 	if c == "" {
 		return nil, nil
 	}
@@ -233,20 +217,18 @@ func decodeCursor(c string) (*task, error) {
 	if !ok || err != nil || id == "" {
 		return nil, fmt.Errorf("bad cursor")
 	}
-	t := &task{}
-	t.T.CreatedAt, t.T.ID = time.Unix(0, n).UTC(), id
-	return t, nil
+	return &protocol.Task{CreatedAt: time.Unix(0, n).UTC(), ID: id}, nil
 }
 
 // matches reports whether the lowercased query q is in the task's title,
 // description, summary or error.
-func (t *task) matches(q string) bool {
-	fields := []string{t.T.Title, t.T.Description, t.LastError}
-	if t.T.Result != nil {
-		fields = append(fields, t.T.Result.Summary)
+func (v *taskView) matches(q string) bool {
+	fields := []string{v.T.Title, v.T.Description, v.lastErr}
+	if v.T.Result != nil {
+		fields = append(fields, v.T.Result.Summary)
 	}
-	if t.T.Blocked != nil {
-		fields = append(fields, t.T.Blocked.Detail)
+	if v.T.Blocked != nil {
+		fields = append(fields, v.T.Blocked.Detail)
 	}
 	for _, f := range fields {
 		if strings.Contains(strings.ToLower(f), q) {
@@ -256,94 +238,131 @@ func (t *task) matches(q string) bool {
 	return false
 }
 
+// command runs a command on a task's actor and returns the task's view.
+func (o *Orchestrator) command(ctx context.Context, id string, in input) (*taskView, error) {
+	a, err := o.get(id)
+	if err != nil {
+		return nil, err
+	}
+	return a.call(ctx, in)
+}
+
+// waitAgentGone waits until a task's agent has exited (after a cancel or a
+// pause), so the caller answers once the process tree is gone.
+func (o *Orchestrator) waitAgentGone(ctx context.Context, v *taskView) error {
+	if v == nil || v.sess == nil {
+		return nil
+	}
+	select {
+	case <-v.sess.Done():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-o.closing:
+		return protocol.Unavailable("familiar is shutting down")
+	}
+}
+
 // TaskCancel cancels a queued task at once, or terminates a running one
 // (SIGTERM → grace → SIGKILL of its tree); the worktree is kept.
 func (o *Orchestrator) TaskCancel(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
-	t, err := o.get(p.ID)
+	v, err := o.command(ctx, p.ID, cmdCancel{})
 	if err != nil {
 		return nil, err
 	}
-	o.mu.Lock()
-	switch {
-	case t.T.Status == protocol.StatusQueued || t.T.Status == protocol.StatusPaused || t.T.Status == protocol.StatusBlocked:
-		if err := o.setStatusLocked(t, protocol.StatusCancelled); err != nil {
-			o.mu.Unlock()
+	if err := o.waitAgentGone(ctx, v); err != nil {
+		return nil, err
+	}
+	return o.TaskGet(ctx, p)
+}
+
+// TaskPause stops the agent gracefully, keeps its session and worktree and
+// frees its slot. A queued task is held back in the queue.
+func (o *Orchestrator) TaskPause(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
+	v, err := o.command(ctx, p.ID, cmdPause{})
+	if err != nil {
+		return nil, err
+	}
+	if err := o.waitAgentGone(ctx, v); err != nil {
+		return nil, err
+	}
+	return o.TaskGet(ctx, p)
+}
+
+// TaskResume queues a paused or blocked task; it continues its claude
+// session with --resume in the same worktree when a slot is free.
+func (o *Orchestrator) TaskResume(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
+	v, err := o.command(ctx, p.ID, cmdResume{})
+	if err != nil {
+		return nil, err
+	}
+	o.poke()
+	return o.viewOf(v), nil
+}
+
+// TaskSend gives the agent a follow-up message: typed into a live agent;
+// for a finished, paused or blocked task, the prompt its session resumes
+// with.
+func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams) (*protocol.Task, error) {
+	a, err := o.get(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	if v := a.view(); v.T.Status == protocol.StatusMerging && v.sess != nil {
+		// The finished agent is still stopping: let it go first.
+		if err := o.waitAgentGone(ctx, v); err != nil {
 			return nil, err
 		}
-		t.T.Blocked = &protocol.Blocked{Reason: protocol.BlockedCancelledByUser, Detail: "cancelled by the user"}
-		o.touchLocked(t)
-		o.mu.Unlock()
-		return o.view(t), nil
-	case live(t.T.Status):
-		t.cancelled = true
-		t.stopping = true
-		sess := t.sess
-		o.mu.Unlock()
-		if sess != nil {
-			o.stopAgent(t, protocol.BlockedCancelledByUser, "cancelled by the user")
+		if err := o.waitSettled(ctx, a); err != nil {
+			return nil, err
 		}
-		// A task still starting is stopped by start() when its agent is up.
-		return o.view(t), nil
-	default:
-		from := t.T.Status
-		o.mu.Unlock()
-		return nil, errTransition("cancel", from)
 	}
-}
-
-// TaskRespond answers the pending question.
-func (o *Orchestrator) TaskRespond(ctx context.Context, p *protocol.TaskRespondParams) (*protocol.Task, error) {
-	t, err := o.get(p.ID)
+	v, err := a.call(ctx, cmdSend{text: p.Text})
 	if err != nil {
 		return nil, err
 	}
-	if err := o.answer(t, p); err != nil {
-		return nil, err
-	}
-	return o.view(t), nil
-}
-
-// TaskSend gives the running agent a follow-up message.
-func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams) (*protocol.Task, error) {
-	t, err := o.get(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	o.mu.Lock()
-	sess, status := t.sess, t.T.Status
-	if status == protocol.StatusMerging && sess != nil && t.stopping {
-		// The finished agent is still stopping: let it go first.
-		o.mu.Unlock()
+	if (v.T.Status == protocol.StatusRunning || v.T.Status == protocol.StatusWaiting) && v.sess != nil {
+		// Typing waits for the idle prompt; the request gives up when its
+		// client does or familiar shuts down (the session's stop ends the
+		// typing too).
+		sent := make(chan error, 1)
+		o.wg.Add(1)
+		go func() {
+			defer o.wg.Done()
+			sent <- v.sess.SendPrompt(p.Text)
+		}()
 		select {
-		case <-sess.Done():
+		case err := <-sent:
+			if err != nil {
+				return nil, protocol.FailedPrecondition("the agent did not take the message: "+err.Error(), v.T.Status)
+			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-o.closing:
+			return nil, protocol.Unavailable("familiar is shutting down")
 		}
-		o.mu.Lock()
-		sess, status = t.sess, t.T.Status
 	}
-	if status == protocol.StatusMerging && sess == nil {
-		// A follow-up on finished work: the agent resumes its session with
-		// it when a slot is free.
-		if err := o.setStatusLocked(t, protocol.StatusQueued); err != nil {
-			o.mu.Unlock()
-			return nil, err
+	o.poke()
+	return o.viewOf(a.view()), nil
+}
+
+// waitSettled waits until the actor has handled what its agent's exit
+// posted (the view's session is gone).
+func (o *Orchestrator) waitSettled(ctx context.Context, a *actor) error {
+	for {
+		v, err := a.call(ctx, inQueueMoved{})
+		if err != nil {
+			return err
 		}
-		t.FollowUp = p.Text
-		t.T.Result = nil
-		o.touchLocked(t)
-		o.mu.Unlock()
-		o.poke()
-		return o.view(t), nil
+		if v.sess == nil || v.agentPhase == agentNone {
+			return nil
+		}
+		select {
+		case <-v.sess.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	o.mu.Unlock()
-	if sess == nil || (status != protocol.StatusRunning && status != protocol.StatusWaiting) {
-		return nil, errTransition("send a message to", status)
-	}
-	if err := sess.SendPrompt(p.Text); err != nil {
-		return nil, fmt.Errorf("send to agent: %w", err)
-	}
-	return o.view(t), nil
 }
 
 // TaskInput writes raw keystrokes into the task's terminal.
@@ -375,28 +394,25 @@ func (o *Orchestrator) TaskScreen(ctx context.Context, p *protocol.TaskIDParams)
 		Cursor: protocol.Cursor{Row: snap.Cursor.Row, Col: snap.Cursor.Col}}, nil
 }
 
-func (o *Orchestrator) session(id, action string) (*agent.Session, error) {
-	t, err := o.get(id)
+func (o *Orchestrator) session(id, action string) (Session, error) {
+	a, err := o.get(id)
 	if err != nil {
 		return nil, err
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if t.sess == nil {
-		return nil, errTransition(action, t.T.Status)
+	v := a.view()
+	if v.sess == nil {
+		return nil, errTransition(action, v.T.Status)
 	}
-	return t.sess, nil
+	return v.sess, nil
 }
 
 // TaskOutput pages through the task's raw output log.
 func (o *Orchestrator) TaskOutput(ctx context.Context, p *protocol.TaskOutputParams) (*protocol.TaskOutputResult, error) {
-	t, err := o.get(p.ID)
+	a, err := o.get(p.ID)
 	if err != nil {
 		return nil, err
 	}
-	o.mu.Lock()
-	logs := append([]string(nil), t.Logs...)
-	o.mu.Unlock()
+	logs := a.view().logs
 	if p.Offset < 0 {
 		return nil, protocol.InvalidParams("offset", fmt.Sprintf("offset %d is negative", p.Offset))
 	}
@@ -430,71 +446,65 @@ func (o *Orchestrator) TaskOutput(ctx context.Context, p *protocol.TaskOutputPar
 	}
 	buf = buf[:n]
 	// Never cut inside a UTF-8 character: stop before an incomplete one.
-	cut := utf8Boundary(buf)
+	cut := procs.CompleteUTF8(buf)
 	res.Data = string(buf[:cut])
 	res.NextOffset = p.Offset + int64(cut)
 	res.Truncated = res.NextOffset < res.Size
 	return res, nil
 }
 
-// utf8Boundary returns the length of b without a trailing incomplete UTF-8
-// sequence.
-func utf8Boundary(b []byte) int {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-3; i-- {
-		c := b[i]
-		if c < 0x80 {
-			return len(b)
-		}
-		if c >= 0xC0 { // a lead byte: is its sequence complete?
-			need := 2
-			if c >= 0xF0 {
-				need = 4
-			} else if c >= 0xE0 {
-				need = 3
-			}
-			if len(b)-i < need {
-				return i
-			}
-			return len(b)
-		}
-	}
-	return len(b)
-}
-
 // TaskReorder changes a queued task's priority or moves it before another.
+// The order is the orchestrator's (in memory, under its lock); the tasks
+// save their new place on their own actors, without holding anyone up.
 func (o *Orchestrator) TaskReorder(ctx context.Context, p *protocol.TaskReorderParams) (*protocol.Task, error) {
-	t, err := o.get(p.ID)
+	a, err := o.get(p.ID)
 	if err != nil {
 		return nil, err
 	}
+	if v := a.view(); v.T.Status != protocol.StatusQueued {
+		return nil, errTransition("reorder", v.T.Status)
+	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if t.T.Status != protocol.StatusQueued {
-		return nil, errTransition("reorder", t.T.Status)
-	}
+	key := o.order[p.ID]
 	if p.Priority != nil {
-		t.T.Priority = *p.Priority
+		key.priority = *p.Priority
 	}
+	changed := map[string]queueKey{}
 	if p.Before != "" {
 		b := o.tasks[p.Before]
-		if b == nil || b.T.Status != protocol.StatusQueued {
+		if b == nil || b.view().T.Status != protocol.StatusQueued || p.Before == p.ID {
+			o.mu.Unlock()
 			return nil, protocol.InvalidParams("before", "before must name another queued task")
 		}
-		t.T.Priority = b.T.Priority
+		bk := o.order[p.Before]
+		key.priority = bk.priority
 		// Take b's place in FIFO order and push b and those after it back.
-		for _, x := range o.tasks {
-			if x != t && x.T.Status == protocol.StatusQueued && x.T.Priority == b.T.Priority && x.Seq >= b.Seq {
-				x.Seq++
-				o.save(x)
+		for _, x := range o.queueLocked() {
+			xk := o.order[x.id]
+			if x.id != p.ID && xk.priority == bk.priority && xk.seq >= bk.seq {
+				xk.seq++
+				o.order[x.id] = xk
+				changed[x.id] = xk
 			}
 		}
-		t.Seq = b.Seq - 1
+		key.seq = bk.seq - 1
 	}
-	for _, x := range o.queueLocked() {
-		o.touchLocked(x)
+	o.order[p.ID] = key
+	o.queueValid = false
+	changed[p.ID] = key
+	targets := map[string]*actor{}
+	for id := range changed {
+		targets[id] = o.tasks[id]
 	}
-	snap := t.snapshot()
-	o.fillQueueLocked(&snap)
+	o.mu.Unlock()
+	for id, x := range targets {
+		k := changed[id]
+		x.post(envelope{in: cmdRequeue{priority: k.priority, seq: k.seq}})
+	}
+	o.announceQueue()
+	snap := a.view().T
+	snap.Priority = key.priority
+	o.fillQueue(&snap)
 	return &snap, nil
 }
 
@@ -522,16 +532,14 @@ func (o *Orchestrator) TaskEvents(ctx context.Context, p *protocol.TaskEventsPar
 
 // TaskDiff reports the task's changes against its base commit.
 func (o *Orchestrator) TaskDiff(ctx context.Context, p *protocol.TaskDiffParams) (*protocol.TaskDiffResult, error) {
-	t, err := o.get(p.ID)
+	a, err := o.get(p.ID)
 	if err != nil {
 		return nil, err
 	}
-	o.mu.Lock()
-	wt := o.worktreeOf(t)
-	hasWT := t.T.Worktree != nil
-	o.mu.Unlock()
+	v := a.view()
+	wt, hasWT := o.worktreeOfView(v)
 	if !hasWT {
-		return nil, protocol.FailedPrecondition("the task has no worktree yet", t.T.Status)
+		return nil, protocol.FailedPrecondition("the task has no worktree yet", v.T.Status)
 	}
 	if p.Path != "" {
 		if err := o.cfg.Repo.CheckPath(p.Path); err != nil {
@@ -540,11 +548,11 @@ func (o *Orchestrator) TaskDiff(ctx context.Context, p *protocol.TaskDiffParams)
 	}
 	files, err := o.cfg.Repo.ChangedFiles(ctx, wt)
 	if err != nil {
-		return nil, mapError(err, "diff")
+		return nil, mapError(err, "diff", "path")
 	}
 	patch, err := o.cfg.Repo.Diff(ctx, wt, p.Path)
 	if err != nil {
-		return nil, mapError(err, "diff")
+		return nil, mapError(err, "diff", "path")
 	}
 	res := &protocol.TaskDiffResult{Patch: patch}
 	for _, f := range files {
@@ -557,32 +565,45 @@ func (o *Orchestrator) TaskDiff(ctx context.Context, p *protocol.TaskDiffParams)
 }
 
 // TaskRemove removes a finished task's worktree (and branch, if asked).
+// One remove, merge or undo of a task runs at a time.
 func (o *Orchestrator) TaskRemove(ctx context.Context, p *protocol.TaskRemoveParams) error {
-	t, err := o.get(p.ID)
+	a, v, err := o.beginOp(ctx, p.ID, opRemove)
 	if err != nil {
 		return err
 	}
-	o.mu.Lock()
-	status := t.T.Status
-	wt := t.T.Worktree
-	o.mu.Unlock()
-	if live(status) {
-		return errTransition("remove", status)
-	}
-	if wt != nil {
+	done := cmdEndOp{op: opRemove}
+	defer func() { a.post(envelope{in: done}) }()
+	if wt := v.T.Worktree; wt != nil {
 		err := o.cfg.Repo.Remove(ctx, wt.Path, worktree.RemoveOptions{DeleteBranch: p.DeleteBranch, Force: p.Force})
-		if errors.Is(err, worktree.ErrFailedPrecondition) {
-			return protocol.FailedPrecondition(err.Error()+"; pass force to remove it anyway", status)
-		}
 		if err != nil && !errors.Is(err, worktree.ErrNotFound) {
-			return mapError(err, "remove worktree")
+			return mapError(err, "remove worktree", "force")
 		}
 	}
-	o.mu.Lock()
-	t.T.Worktree = nil
-	o.touchLocked(t)
-	o.mu.Unlock()
+	done.ok = true
 	return nil
+}
+
+// beginOp claims a task for one git operation; a second one while it runs
+// is refused naming the state.
+func (o *Orchestrator) beginOp(ctx context.Context, id string, op opKind) (*actor, *taskView, error) {
+	a, err := o.get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v := a.view(); v.sess != nil && (v.T.Status == protocol.StatusMerging || v.T.Status == protocol.StatusBlocked) {
+		// A finished task's agent is still going away: git must not race it.
+		if err := o.waitAgentGone(ctx, v); err != nil {
+			return nil, nil, err
+		}
+		if err := o.waitSettled(ctx, a); err != nil {
+			return nil, nil, err
+		}
+	}
+	v, err := a.call(ctx, cmdBeginOp{op: op})
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, v, nil
 }
 
 // ServerStats summarises the tasks.
@@ -592,9 +613,10 @@ func (o *Orchestrator) ServerStats(ctx context.Context) (*protocol.ServerStats, 
 	st := &protocol.ServerStats{Tasks: protocol.TaskCounts{ByStatus: map[protocol.Status]int{}}}
 	var done, ok int
 	var total time.Duration
-	for _, t := range o.tasks {
-		st.Tasks.ByStatus[t.T.Status]++
-		switch t.T.Status {
+	for _, a := range o.tasks {
+		v := a.view()
+		st.Tasks.ByStatus[v.T.Status]++
+		switch v.T.Status {
 		case protocol.StatusQueued:
 			st.QueueDepth++
 		case protocol.StatusStarting, protocol.StatusRunning, protocol.StatusWaiting:
@@ -602,7 +624,8 @@ func (o *Orchestrator) ServerStats(ctx context.Context) (*protocol.ServerStats, 
 		case protocol.StatusMerging, protocol.StatusMerged:
 			done++
 			ok++
-		case protocol.StatusBlocked, protocol.StatusCancelled:
+		case protocol.StatusBlocked:
+			// A cancel is the person's choice, not a failure.
 			done++
 		}
 	}

@@ -5,12 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
@@ -29,7 +30,7 @@ type Notifier interface {
 
 // Config wires an Orchestrator to the repository it serves.
 type Config struct {
-	Repo      *worktree.Repo
+	Repo      Repository
 	Store     *store.Store
 	DataDir   string // per-repository state: config dirs, output logs
 	Hooks     *agent.HookServer
@@ -56,30 +57,59 @@ type Config struct {
 	// StartBackoff is the first wait before retrying a failed agent start;
 	// it doubles each time (default 1 s).
 	StartBackoff time.Duration
+	// Start starts an agent; nil means agent.Start (tests of the runner
+	// pass a fake).
+	Start StartFunc
 }
 
-// Orchestrator owns the tasks of one repository.
+// Orchestrator owns the tasks of one repository. Each task is an actor
+// (actor.go); the orchestrator keeps the map of them, the queue's order and
+// the slots, and never does I/O under its lock.
 type Orchestrator struct {
 	cfg    Config
 	logger *slog.Logger
 	clk    clock.Clock
 	pub    *publisher
 
-	ctx    context.Context // cancelled by Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // scheduler and task runners
+	ctx     context.Context // cancelled by Close once every agent has gone
+	cancel  context.CancelFunc
+	closing chan struct{} // closed when Close starts: waiting requests give up
+	// startCtx is cancelled when Close starts: worktree creation and agent
+	// starts in progress are called off.
+	startCtx    context.Context
+	startCancel context.CancelFunc
+	wg          sync.WaitGroup // scheduler, actors' mailboxes and effects
+	agents      agentCount     // agents starting or running
 
 	kick   chan struct{} // 1-buffered: the queue may be able to start something
 	masker *mask.Masker
 	dirs   profiles.Dirs // where workspace and global profiles and skills live
 
-	mu        sync.Mutex
-	settings  protocol.Settings // guarded by mu
-	tasks     map[string]*task  // guarded by mu
-	durations []time.Duration   // guarded by mu; recent run times, for estimatedStartSec
-	approvals []time.Duration   // guarded by mu; response times of people to questions
-	toolUses  map[string]int    // guarded by mu; tool calls by name
-	closed    bool              // guarded by mu
+	// settings are replaced whole (settings/update) and read without a
+	// lock: every step of every task reads them.
+	settings atomic.Pointer[protocol.Settings]
+
+	mu      sync.Mutex
+	tasks   map[string]*actor   // guarded by mu
+	order   map[string]queueKey // guarded by mu; queue order of every task
+	nextSeq int64               // guarded by mu
+	// queueCache is the queue in start order and the number of live tasks,
+	// for the queue fields of views; rebuilt when invalidated.
+	queueCache   []*actor        // guarded by mu
+	queueIndex   map[string]int  // guarded by mu
+	queueRunning int             // guarded by mu
+	queueValid   bool            // guarded by mu
+	durations    []time.Duration // guarded by mu; recent run times, for estimatedStartSec
+	approvals    []time.Duration // guarded by mu; response times of people to questions
+	toolUses     map[string]int  // guarded by mu; tool calls by name
+	closed       bool            // guarded by mu
+	limit        usageLimit      // guarded by mu; a known usage limit (limits.go)
+}
+
+// queueKey orders queued tasks: priority (higher first), then FIFO.
+type queueKey struct {
+	priority int
+	seq      int64
 }
 
 // New loads the tasks of the store and starts the scheduler. Tasks that were
@@ -95,28 +125,37 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Settings.MaxConcurrent == 0 {
 		cfg.Settings = protocol.DefaultSettings()
 	}
+	if cfg.StartBackoff <= 0 {
+		cfg.StartBackoff = time.Second
+	}
+	if cfg.Start == nil {
+		cfg.Start = startClaude
+	}
 	o := &Orchestrator{
 		cfg:      cfg,
 		logger:   cfg.Logger,
 		clk:      cfg.Clock,
 		kick:     make(chan struct{}, 1),
-		settings: cfg.Settings,
-		tasks:    map[string]*task{},
+		closing:  make(chan struct{}),
+		tasks:    map[string]*actor{},
+		order:    map[string]queueKey{},
 		toolUses: map[string]int{},
 		dirs:     profiles.DirsFor(cfg.Repo.Root()),
 	}
+	o.agents.init()
+	o.settings.Store(&cfg.Settings)
 	o.masker = cfg.Masker
 	if o.masker == nil {
 		o.masker = mask.NewMasker(os.Environ())
 	}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
+	o.startCtx, o.startCancel = context.WithCancel(o.ctx)
 	o.pub = newPublisher(cfg.Store, cfg.Notifier, cfg.Logger)
 	if err := o.load(); err != nil {
+		o.cancel()
+		o.wg.Wait()
 		o.pub.close()
 		return nil, err
-	}
-	if o.cfg.StartBackoff <= 0 {
-		o.cfg.StartBackoff = time.Second
 	}
 	o.recoverLeftovers(cfg.ResumeInterrupted)
 	o.wg.Add(2)
@@ -126,37 +165,42 @@ func New(cfg Config) (*Orchestrator, error) {
 	return o, nil
 }
 
+// load reads every task back and settles what the last run left live.
 func (o *Orchestrator) load() error {
-	cursor := ""
-	for {
-		recs, _, next, err := o.cfg.Store.ListTasks(store.TaskFilter{Limit: 200, Cursor: cursor})
-		if err != nil {
-			return fmt.Errorf("load tasks: %w", err)
-		}
-		for _, rec := range recs {
-			var t task
-			if err := json.Unmarshal(rec.Data, &t.persisted); err != nil {
-				o.logger.Error("skipping unreadable task", "id", rec.ID, "err", err)
-				continue
-			}
-			if live(t.T.Status) {
-				t.T.Status = protocol.StatusBlocked
-				t.T.Blocked = &protocol.Blocked{Reason: protocol.BlockedInterrupted, Detail: "familiar stopped while the agent was running"}
-				t.T.PendingQuestion = nil
-				t.T.Activity = protocol.ActivityIdle
-				o.save(&t)
-			}
-			o.tasks[t.T.ID] = &t
-		}
-		if next == "" {
-			return nil
-		}
-		cursor = next
+	recs, unreadable, err := o.cfg.Store.AllTasks()
+	if err != nil {
+		return fmt.Errorf("load tasks: %w", err)
 	}
+	for _, id := range unreadable {
+		o.logger.Error("skipping unreadable task", "id", id)
+	}
+	var loaded []*actor
+	o.mu.Lock()
+	for _, rec := range recs {
+		var p persisted
+		if err := json.Unmarshal(rec.Data, &p); err != nil {
+			o.logger.Error("skipping unreadable task", "id", rec.ID, "err", err)
+			continue
+		}
+		a := newActor(o, p)
+		o.tasks[p.T.ID] = a
+		o.order[p.T.ID] = queueKey{priority: p.T.Priority, seq: p.Seq}
+		o.nextSeq = max(o.nextSeq, p.Seq)
+		loaded = append(loaded, a)
+	}
+	o.mu.Unlock()
+	for _, a := range loaded {
+		if _, err := a.call(context.Background(), inLoaded{}); err != nil {
+			o.logger.Error("load task", "id", a.id, "err", err)
+		}
+	}
+	return nil
 }
 
-// Close stops every agent gracefully, waits for the task goroutines and
-// flushes notifications. The tasks stay in the store.
+// Close stops every agent gracefully (they stay resumable: blocked
+// {interrupted}), waits for every goroutine and flushes notifications. The
+// tasks stay in the store. Requests still waiting on a task are answered
+// with an error at once.
 func (o *Orchestrator) Close() error {
 	o.mu.Lock()
 	if o.closed {
@@ -164,26 +208,30 @@ func (o *Orchestrator) Close() error {
 		return nil
 	}
 	o.closed = true
-	var running []*task
-	for _, t := range o.tasks {
-		if t.sess != nil {
-			running = append(running, t)
-		}
-	}
+	o.stopLimitTimerLocked()
+	actors := o.actorsLocked()
 	o.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, t := range running {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			o.stopAgent(t, protocol.BlockedInterrupted, "familiar shut down")
-		}()
+	close(o.closing)
+	o.startCancel()
+	for _, a := range actors {
+		a.post(envelope{in: cmdShutdown{}})
 	}
-	wg.Wait()
+	o.agents.Wait()
+	for _, a := range actors {
+		a.close()
+	}
 	o.cancel()
 	o.wg.Wait()
 	o.pub.close()
 	return nil
+}
+
+func (o *Orchestrator) actorsLocked() []*actor {
+	out := make([]*actor, 0, len(o.tasks))
+	for _, a := range o.tasks {
+		out = append(out, a)
+	}
+	return out
 }
 
 // poke wakes the scheduler.
@@ -194,11 +242,26 @@ func (o *Orchestrator) poke() {
 	}
 }
 
-func (o *Orchestrator) settingsNow() protocol.Settings {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.settings
+// env is what the state machine may know of the world.
+func (o *Orchestrator) env() env {
+	s := o.settingsNow()
+	return env{
+		now:              o.clk.Now(),
+		approvalTimeout:  time.Duration(s.ApprovalTimeoutSec) * time.Second,
+		headless:         o.cfg.Headless,
+		startBackoff:     o.cfg.StartBackoff,
+		maxStartFailures: maxStartFailures,
+		repoRoot:         o.cfg.Repo.Root(),
+		dataDir:          o.cfg.DataDir,
+		maxBudgetUSD:     s.MaxBudgetUsd,
+	}
 }
+
+// maxStartFailures is how many transient start failures (spawn errors, an
+// API that stays overloaded until claude gives up) a task survives.
+const maxStartFailures = 3
+
+func (o *Orchestrator) settingsNow() protocol.Settings { return *o.settings.Load() }
 
 func newTaskID() string {
 	b := make([]byte, 8)
@@ -213,29 +276,171 @@ func (o *Orchestrator) taskDir(id string) string {
 	return filepath.Join(o.cfg.DataDir, "tasks", id)
 }
 
-// mapError turns errors of the packages below into protocol errors.
-func mapError(err error, what string) error {
-	var pe *protocol.Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &pe):
-		return err
-	case errors.Is(err, worktree.ErrInvalid):
-		return protocol.InvalidParams("baseRef", fmt.Sprintf("%s: %v", what, err))
-	case errors.Is(err, worktree.ErrNotFound), errors.Is(err, store.ErrNotFound):
-		return protocol.NotFound(what, err.Error())
-	case errors.Is(err, worktree.ErrConflict):
-		return protocol.Conflict(fmt.Sprintf("%s: %v", what, err), nil)
-	case errors.Is(err, agent.ErrCLIUnavailable), errors.Is(err, worktree.ErrUnavailable):
-		return protocol.Unavailable(fmt.Sprintf("%s: %v", what, err))
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
-
 func ensureDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	return nil
+}
+
+// get returns a task's actor or NotFound.
+func (o *Orchestrator) get(id string) (*actor, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	a := o.tasks[id]
+	if a == nil {
+		return nil, protocol.NotFound("task", id)
+	}
+	return a, nil
+}
+
+// queueLocked returns the queued tasks in start order.
+func (o *Orchestrator) queueLocked() []*actor {
+	var q []*actor
+	for _, a := range o.tasks {
+		if a.view().T.Status == protocol.StatusQueued {
+			q = append(q, a)
+		}
+	}
+	sort.Slice(q, func(i, j int) bool {
+		ki, kj := o.order[q[i].id], o.order[q[j].id]
+		if ki.priority != kj.priority {
+			return ki.priority > kj.priority
+		}
+		return ki.seq < kj.seq
+	})
+	return q
+}
+
+func (o *Orchestrator) runningLocked() int {
+	n := 0
+	for _, a := range o.tasks {
+		if live(a.view().T.Status) {
+			n++
+		}
+	}
+	return n
+}
+
+// queueChanged invalidates the cached queue order.
+func (o *Orchestrator) queueChanged() {
+	o.mu.Lock()
+	o.queueValid = false
+	o.mu.Unlock()
+}
+
+// fillQueue sets queuePosition and estimatedStartSec on a queued task's
+// snapshot: position in the queue, and an estimate from recent run times.
+func (o *Orchestrator) fillQueue(snap *protocol.Task) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.queueValid {
+		o.queueCache = o.queueLocked()
+		o.queueIndex = make(map[string]int, len(o.queueCache))
+		for i, a := range o.queueCache {
+			o.queueIndex[a.id] = i
+		}
+		o.queueRunning = o.runningLocked()
+		o.queueValid = true
+	}
+	q := o.queueCache
+	pos, ok := o.queueIndex[snap.ID] // 0-based here; clients see 1 for the next task to start
+	if !ok {
+		pos = len(q) // not yet among the views (its transition is in progress)
+	}
+	p := pos + 1
+	snap.QueuePosition = &p
+	avg := 300 * time.Second // until familiar has seen a task finish
+	if n := len(o.durations); n > 0 {
+		var sum time.Duration
+		for _, d := range o.durations {
+			sum += d
+		}
+		avg = sum / time.Duration(n)
+	}
+	slots := max(o.settingsNow().MaxConcurrent, 1)
+	est := int((time.Duration(pos/slots+1) * avg).Seconds())
+	running := o.queueRunning
+	if running < slots && pos < slots-running {
+		est = 0
+	}
+	snap.EstimatedStartSec = &est
+}
+
+// viewOf is the protocol view of a task with its queue fields.
+func (o *Orchestrator) viewOf(v *taskView) *protocol.Task {
+	snap := v.T
+	if snap.Status == protocol.StatusQueued {
+		o.fillQueue(&snap)
+	}
+	return &snap
+}
+
+// slotFreed records a finished run's duration and lets the queue move.
+func (o *Orchestrator) slotFreed(ran time.Duration) {
+	o.mu.Lock()
+	if ran > 0 {
+		o.durations = append(o.durations, ran)
+		if len(o.durations) > 20 {
+			o.durations = o.durations[1:]
+		}
+	}
+	o.queueValid = false
+	o.mu.Unlock()
+	o.poke()
+}
+
+func (o *Orchestrator) countTool(tool string) {
+	o.mu.Lock()
+	o.toolUses[tool]++
+	o.mu.Unlock()
+}
+
+// liveTitles are the titles of the other live tasks (the prompt mentions
+// them so agents don't step on each other).
+func (o *Orchestrator) liveTitles(except string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for id, a := range o.tasks {
+		if id != except && live(a.view().T.Status) {
+			out = append(out, a.view().T.Title)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// stopSession terminates an agent (SIGTERM → grace → SIGKILL of its tree)
+// and waits for it; now skips the grace.
+func (o *Orchestrator) stopSession(sess Session, now bool) {
+	grace := time.Duration(o.settingsNow().TermGraceSec) * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), grace+30*time.Second)
+	defer cancel()
+	if now {
+		c, cancelNow := context.WithCancel(ctx)
+		cancelNow() // a done context: procs goes straight to SIGKILL
+		ctx = c
+	}
+	if err := sess.Stop(ctx); err != nil && ctx.Err() == nil {
+		o.logger.Warn("stop agent", "pid", sess.PID(), "err", err)
+	}
+}
+
+// goStopSession stops an agent in the background; its exit event settles
+// the task.
+func (o *Orchestrator) goStopSession(sess Session, now bool) {
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		o.stopSession(sess, now)
+	}()
+}
+
+func (o *Orchestrator) worktreeOf(p *persisted) (worktree.Worktree, bool) {
+	w := p.T.Worktree
+	if w == nil {
+		return worktree.Worktree{TaskID: p.T.ID}, false
+	}
+	return worktree.Worktree{Path: w.Path, Branch: w.Branch, BaseRef: w.BaseRef, BaseCommit: w.BaseCommit, RepoRoot: o.cfg.Repo.Root(), TaskID: p.T.ID}, true
 }

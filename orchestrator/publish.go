@@ -1,11 +1,13 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
+	"strconv"
 
+	"github.com/familiar-dev/familiar/mailbox"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
 )
@@ -13,18 +15,13 @@ import (
 // publisher gives every notification its global seq by appending it to the
 // store, then sends it to the clients — in the order publish was called, and
 // only once it is durable, so a client never sees a seq that a restart could
-// lose. It runs in one goroutine so that a slow commit never blocks the
-// caller (which may hold the orchestrator's lock).
+// lose. Its mailbox drains on one goroutine, so a slow commit never blocks
+// the caller.
 type publisher struct {
 	st       *store.Store
 	notifier Notifier
 	logger   *slog.Logger
-	done     chan struct{}
-
-	mu     sync.Mutex
-	cond   *sync.Cond
-	queue  []pending // guarded by mu
-	closed bool      // guarded by mu
+	box      *mailbox.Mailbox[pending]
 }
 
 type pending struct {
@@ -38,61 +35,37 @@ type pending struct {
 const maxOutputNotification = 64 << 10
 
 func newPublisher(st *store.Store, n Notifier, logger *slog.Logger) *publisher {
-	p := &publisher{st: st, notifier: n, logger: logger, done: make(chan struct{})}
-	p.cond = sync.NewCond(&p.mu)
-	go p.run()
+	p := &publisher{st: st, notifier: n, logger: logger}
+	// Everything queued goes into one commit: a lone commit costs
+	// milliseconds here, so per-notification commits would throttle several
+	// busy agents.
+	p.box = mailbox.New(mailbox.Options[pending]{Handle: p.send, Merge: mergeOutput})
 	return p
+}
+
+// mergeOutput folds a task's output chunk into its chunk queued just before.
+func mergeOutput(last *pending, next pending) bool {
+	out, ok := next.n.(protocol.TaskOutputNotification)
+	if !ok || last.audit != nil {
+		return false
+	}
+	prev, ok := last.n.(protocol.TaskOutputNotification)
+	if !ok || prev.ID != out.ID || len(prev.Data)+len(out.Data) > maxOutputNotification {
+		return false
+	}
+	prev.Data += out.Data
+	last.n = prev
+	return true
 }
 
 // appendAudit queues an audit entry; entries are written in the order they
 // were queued, after the notifications queued before them.
 func (p *publisher) appendAudit(e store.AuditEntry) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
-	p.queue = append(p.queue, pending{taskID: e.TaskID, audit: &e})
-	p.cond.Signal()
+	p.box.Push(pending{taskID: e.TaskID, audit: &e})
 }
 
 func (p *publisher) publish(taskID string, n protocol.Notification) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
-	if out, ok := n.(protocol.TaskOutputNotification); ok && len(p.queue) > 0 {
-		last := &p.queue[len(p.queue)-1]
-		if prev, ok := last.n.(protocol.TaskOutputNotification); ok && last.audit == nil && prev.ID == out.ID && len(prev.Data)+len(out.Data) <= maxOutputNotification {
-			prev.Data += out.Data
-			last.n = prev
-			return
-		}
-	}
-	p.queue = append(p.queue, pending{taskID: taskID, n: n})
-	p.cond.Signal()
-}
-
-func (p *publisher) run() {
-	defer close(p.done)
-	for {
-		p.mu.Lock()
-		for len(p.queue) == 0 && !p.closed {
-			p.cond.Wait()
-		}
-		if len(p.queue) == 0 {
-			p.mu.Unlock()
-			return
-		}
-		// Everything queued goes into one commit: a lone commit costs
-		// milliseconds here, so per-notification commits would throttle
-		// several busy agents.
-		batch := p.queue
-		p.queue = nil
-		p.mu.Unlock()
-		p.send(batch)
-	}
+	p.box.Push(pending{taskID: taskID, n: n})
 }
 
 func (p *publisher) send(batch []pending) {
@@ -124,7 +97,11 @@ func (p *publisher) sendNotifications(batch []pending) {
 			p.logger.Error("encode notification", "method", item.n.Method(), "err", err)
 			continue
 		}
-		evs = append(evs, store.NewEvent{TaskID: item.taskID, Kind: item.n.Method(), Data: data})
+		// Raw output is in the task's log file already: it takes a seq in
+		// order with the rest but costs no write (and so never holds up a
+		// question behind its commit).
+		_, transient := item.n.(protocol.TaskOutputNotification)
+		evs = append(evs, store.NewEvent{TaskID: item.taskID, Kind: item.n.Method(), Data: data, Transient: transient})
 		kept = append(kept, item)
 	}
 	if len(evs) == 0 {
@@ -151,17 +128,23 @@ func (p *publisher) sendNotifications(batch []pending) {
 }
 
 // close sends what is queued, then stops.
-func (p *publisher) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.cond.Signal()
-	p.mu.Unlock()
-	<-p.done
-}
+func (p *publisher) close() { p.box.Close() }
+
+// seqPlaceholder is how every notification's JSON begins: Seq is the first
+// field of each, zero until the store assigns it (TestNotificationsStartWithSeq).
+const seqPlaceholder = `{"seq":0,`
 
 // withSeq sets "seq" in a notification's params: the store assigns it after
-// the params were encoded.
+// the params were encoded. The common case splices the number in without
+// decoding the params again.
 func withSeq(params json.RawMessage, seq int64) (json.RawMessage, error) {
+	if bytes.HasPrefix(params, []byte(seqPlaceholder)) {
+		out := make([]byte, 0, len(params)+20)
+		out = append(out, `{"seq":`...)
+		out = strconv.AppendInt(out, seq, 10)
+		out = append(out, params[len(seqPlaceholder)-1:]...)
+		return out, nil
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(params, &m); err != nil {
 		return nil, err

@@ -13,14 +13,15 @@ const retentionEvery = 24 * time.Hour
 // Logs of live tasks are never removed, however old.
 func (o *Orchestrator) pruneOutputs() (removed int) {
 	o.mu.Lock()
-	days := o.settings.OutputRetentionDays
+	days := o.settingsNow().OutputRetentionDays
 	var files []string
 	if days > 0 {
-		for _, t := range o.tasks {
-			if live(t.T.Status) || t.sess != nil {
+		for _, a := range o.tasks {
+			v := a.view()
+			if live(v.T.Status) || v.sess != nil {
 				continue
 			}
-			files = append(files, t.Logs...)
+			files = append(files, v.logs...)
 		}
 	}
 	now := o.clk.Now()

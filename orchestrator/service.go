@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -95,13 +97,19 @@ func (s *Service) Initialize(ctx context.Context, p *protocol.InitializeParams) 
 		ProtocolVersion: protocol.ProtocolVersion,
 		Capabilities:    protocol.Capabilities{Drivers: protocol.Drivers},
 		Workspace:       protocol.WorkspaceInfo{Root: ws.Root, DataDir: ws.DataDir, WorktreesDir: ws.WorktreesDir},
-		Claude:          protocol.ClaudeStatus{Available: ws.CLIErr == nil, Path: ws.CLI.Path, Version: ws.CLI.Version},
-		Git:             protocol.GitStatus{Available: true, Version: ws.GitVersion},
+		Claude: protocol.ClaudeStatus{Available: ws.CLIErr == nil, Path: ws.CLI.Path, Version: ws.CLI.Version,
+			Support: string(ws.CLI.Support), Warning: ws.CLI.Warning},
+		Git: protocol.GitStatus{Available: true, Version: ws.GitVersion},
 	}
+	a := agent.DetectAuth(os.Environ(), ws.Orch.clk.Now())
+	res.Claude.Auth = &protocol.AuthStatus{Method: a.Method, Source: a.Source, Problem: a.Problem}
 	if ws.CLIErr != nil {
 		res.Claude.Problem = ws.CLIErr.Error()
 		ws.Orch.pub.publish("", protocol.ServerMessageNotification{Level: protocol.LevelWarning,
 			Text: "claude is not available, so tasks cannot start: " + ws.CLIErr.Error()})
+	}
+	if ws.CLI.Warning != "" {
+		ws.Orch.pub.publish("", protocol.ServerMessageNotification{Level: protocol.LevelWarning, Text: ws.CLI.Warning})
 	}
 	return res, nil
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/familiar-dev/familiar/internal/leakcheck"
 )
 
 // The test binary re-executes itself as the children these tests supervise:
@@ -42,7 +44,7 @@ func TestMain(m *testing.M) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	runID = hex.EncodeToString(b[:])
-	code := m.Run()
+	code := leakcheck.Run(m)
 	if left := helperProcs(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "helper processes outlived the tests: %v\n", left)
 		for _, pid := range left {

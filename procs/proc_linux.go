@@ -12,82 +12,44 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/familiar-dev/familiar/procs/procfs"
 )
 
-// procStat is the part of /proc/PID/stat that process-tree work needs.
+// procStat is the part of /proc/PID/stat that process-tree work needs, as
+// procfs reads it (the one parser of /proc/PID/stat in familiar).
 type procStat struct {
 	pid, ppid, pgid, sid int
 	state                byte   // R, S, D, Z, T, X, …
 	start                uint64 // field 22: start time in clock ticks after boot
 }
 
+func fromProcfs(s procfs.Stat) procStat {
+	return procStat{pid: s.PID, ppid: s.PPID, pgid: s.PGID, sid: s.SID, state: s.State, start: s.StartTime}
+}
+
 // dead reports whether the process has finished running: a zombie holds its
 // pid until reaped, but it runs nothing and holds no files.
-func (s procStat) dead() bool { return s.state == 'Z' || s.state == 'X' || s.state == 'x' }
+func (s procStat) dead() bool { return procfs.Stat{State: s.state}.Dead() }
 
 // readStat reads /proc/PID/stat.
 func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s, err := procfs.ReadStat(pid)
 	if err != nil {
 		return procStat{}, err
 	}
-	return parseStat(b)
+	return fromProcfs(s), nil
 }
 
-// parseStat parses one /proc/PID/stat line. The command name (field 2) is in
-// parentheses and may itself contain spaces and parentheses, so fields are
-// counted from the last ')'.
-func parseStat(b []byte) (procStat, error) {
-	open := bytes.IndexByte(b, '(')
-	end := bytes.LastIndexByte(b, ')')
-	if open < 1 || end < open || end+2 > len(b) {
-		return procStat{}, fmt.Errorf("procs: malformed stat line %q", b)
-	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
-	if err != nil {
-		return procStat{}, fmt.Errorf("procs: malformed stat pid: %w", err)
-	}
-	// rest[0] is field 3 (state); field n is rest[n-3].
-	rest := strings.Fields(string(b[end+2:]))
-	if len(rest) < 20 {
-		return procStat{}, fmt.Errorf("procs: stat of %d has %d fields after the name, want ≥ 20", pid, len(rest))
-	}
-	s := procStat{pid: pid, state: rest[0][0]}
-	for _, f := range []struct {
-		dst *int
-		i   int
-	}{{&s.ppid, 4}, {&s.pgid, 5}, {&s.sid, 6}} {
-		if *f.dst, err = strconv.Atoi(rest[f.i-3]); err != nil {
-			return procStat{}, fmt.Errorf("procs: stat of %d field %d: %w", pid, f.i, err)
-		}
-	}
-	if s.start, err = strconv.ParseUint(rest[22-3], 10, 64); err != nil {
-		return procStat{}, fmt.Errorf("procs: stat of %d field 22: %w", pid, err)
-	}
-	return s, nil
-}
-
-// readAllStats returns the stat of every process visible in /proc. Processes
-// that vanish while the directory is read are skipped.
+// readAllStats returns the stat of every process visible in /proc.
 func readAllStats() ([]procStat, error) {
-	d, err := os.Open("/proc")
+	all, err := procfs.ReadAllStats()
 	if err != nil {
-		return nil, fmt.Errorf("procs: list processes: %w", err)
+		return nil, err
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("procs: list processes: %w", err)
-	}
-	out := make([]procStat, 0, len(names))
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil {
-			continue
-		}
-		if s, err := readStat(pid); err == nil {
-			out = append(out, s)
-		}
+	out := make([]procStat, len(all))
+	for i, s := range all {
+		out[i] = fromProcfs(s)
 	}
 	return out, nil
 }
@@ -203,4 +165,64 @@ func reapZombie(m *member) bool {
 	var ws unix.WaitStatus
 	pid, err := unix.Wait4(m.pid, &ws, unix.WNOHANG, nil)
 	return pid == m.pid || err != nil
+}
+
+// TreeProgress is a fingerprint of what the descendants of a process are
+// doing: it changes when one of them writes anything (to a terminal, a pipe
+// or a file) or when one starts or ends. A command that prints progresses; a
+// `sleep 1200` or a call hung on the network does not.
+type TreeProgress struct {
+	Procs   int    // live descendants
+	Written uint64 // bytes they have written (wchar of /proc/PID/io)
+	pids    uint64 // a sum over their (pid, start time), to see one replaced by another
+}
+
+// DescendantProgress reads the TreeProgress of pid's descendants (pid itself
+// is left out: claude repaints its spinner while a command runs).
+func DescendantProgress(pid int) (TreeProgress, error) {
+	all, err := readAllStats()
+	if err != nil {
+		return TreeProgress{}, err
+	}
+	children := make(map[int][]procStat)
+	for _, s := range all {
+		children[s.ppid] = append(children[s.ppid], s)
+	}
+	var p TreeProgress
+	queue := append([]procStat(nil), children[pid]...)
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		if s.dead() {
+			continue
+		}
+		p.Procs++
+		p.pids += uint64(s.pid)*1_000_003 + s.start
+		p.Written += readWchar(s.pid)
+		queue = append(queue, children[s.pid]...)
+	}
+	return p, nil
+}
+
+// readWchar reads the bytes a process has written; 0 when unreadable (it
+// just ended, or belongs to someone else).
+func readWchar(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "wchar:"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// Stopped reports whether pid is stopped by a signal (SIGSTOP, SIGTSTP: state
+// T) — it cannot take input until it is continued.
+func Stopped(pid int) bool {
+	s, err := readStat(pid)
+	return err == nil && (s.state == 'T' || s.state == 't')
 }

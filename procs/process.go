@@ -107,9 +107,19 @@ func (s ExitStatus) Success() bool { return s.Code == 0 && s.Signal == 0 }
 
 func (s ExitStatus) String() string {
 	if s.Signaled() {
-		return "killed by " + s.Signal.String()
+		return "killed by " + SignalName(s.Signal)
 	}
 	return fmt.Sprintf("exit code %d", s.Code)
+}
+
+// SignalName names a signal as people know it: "SIGKILL (killed)", not
+// Go's bare description ("killed").
+func SignalName(sig syscall.Signal) string {
+	name := unix.SignalName(sig)
+	if name == "" {
+		return fmt.Sprintf("signal %d (%s)", int(sig), sig)
+	}
+	return name + " (" + sig.String() + ")"
 }
 
 // Process is one started child and everything familiar keeps about it.

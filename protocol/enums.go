@@ -115,10 +115,23 @@ const (
 	BlockedStartFailed     BlockedReason = "start_failed"
 	BlockedInterrupted     BlockedReason = "interrupted"
 	BlockedCancelledByUser BlockedReason = "cancelled_by_user"
+	// Familiar's additions (issues 13 and 14):
+	// BlockedAPIError: the Messages API kept failing until claude (and
+	// familiar's retries) gave up, or refused the request; Blocked.Status
+	// is the HTTP status (0 for a connection failure).
+	BlockedAPIError BlockedReason = "api_error"
+	// BlockedAuth: claude has no usable login; Detail says how to fix it.
+	BlockedAuth BlockedReason = "auth"
+	// BlockedUsageLimit: the claude.ai subscription's usage limit was
+	// reached; Blocked.ResetsAt says when it resets.
+	BlockedUsageLimit BlockedReason = "usage_limit"
+	// BlockedBudget: the task spent its maxBudgetUsd.
+	BlockedBudget BlockedReason = "budget"
 )
 
 var BlockedReasons = []BlockedReason{BlockedTimeout, BlockedAgentFailed, BlockedAgentExited,
-	BlockedStartFailed, BlockedInterrupted, BlockedCancelledByUser}
+	BlockedStartFailed, BlockedInterrupted, BlockedCancelledByUser,
+	BlockedAPIError, BlockedAuth, BlockedUsageLimit, BlockedBudget}
 
 func (r BlockedReason) Valid() bool { return slices.Contains(BlockedReasons, r) }
 

@@ -29,6 +29,13 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// Is lets errors.Is test an error's kind: a target *Error with only a Code
+// matches every error of that code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Code == e.Code
+}
+
 // ErrorData is the data of the errors made by this package's constructors;
 // each sets only the fields PROTOCOL.md names for its code.
 type ErrorData struct {

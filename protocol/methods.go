@@ -44,6 +44,9 @@ const (
 	MethodMcpCheck       = "mcp/check"
 	MethodAuditList      = "audit/list"
 	MethodServerStats    = "server/stats"
+	// MethodServerStop stops the background familiar on purpose (familiar's
+	// addition to PROTOCOL.md); it is accepted before initialize.
+	MethodServerStop = "server/stop"
 )
 
 // Client → server notifications. The transport handles both itself.
@@ -101,6 +104,10 @@ type Server interface {
 	McpCheck(ctx context.Context, p *McpCheckParams) (*McpCheckResult, error)
 	AuditList(ctx context.Context, p *AuditListParams) (*AuditListResult, error)
 	ServerStats(ctx context.Context, p *ServerStatsParams) (*ServerStats, error)
+	// ServerStop stops the agents gracefully (resumable) and ends the
+	// familiar serving the workspace; with IfIdle only when no other client
+	// is connected and nothing is queued, running or waiting.
+	ServerStop(ctx context.Context, p *ServerStopParams) (*ServerStopResult, error)
 }
 
 // ---- lifecycle ----
@@ -110,6 +117,9 @@ type InitializeParams struct {
 	WorkspaceRoot string          `json:"workspaceRoot"`
 	ClientInfo    *ClientInfo     `json:"clientInfo,omitempty"`
 	Settings      *SettingsUpdate `json:"settings,omitempty"`
+	// ProtocolVersion, when set, is the version of PROTOCOL.md the client
+	// speaks; a familiar speaking another refuses it, naming both.
+	ProtocolVersion int `json:"protocolVersion,omitempty"`
 }
 
 type ClientInfo struct {
@@ -155,6 +165,24 @@ type ClaudeStatus struct {
 	Path      string `json:"path"`
 	Version   string `json:"version"`
 	Problem   string `json:"problem,omitempty"`
+	// Support places Version in familiar's window of CLI versions:
+	// "supported", "newer-untested" (runs, with Warning) or "too-old"
+	// (refused; Problem names the oldest supported). familiar's addition.
+	Support string `json:"support,omitempty"`
+	Warning string `json:"warning,omitempty"`
+	// Auth says how claude will authenticate in tasks, never the secret
+	// (familiar's addition).
+	Auth *AuthStatus `json:"auth,omitempty"`
+}
+
+// AuthStatus is the login claude uses: method is one of bedrock, vertex,
+// foundry, auth_token, api_key, api_key_helper, oauth_token, claude_login,
+// none; source where it comes from (a variable name or a file path);
+// problem, when set, why tasks will be blocked{auth}, with the fix.
+type AuthStatus struct {
+	Method  string `json:"method"`
+	Source  string `json:"source,omitempty"`
+	Problem string `json:"problem,omitempty"`
 }
 
 type GitStatus struct {
@@ -187,6 +215,10 @@ type TaskCreateParams struct {
 	// NoProgressTimeoutSec overrides the setting for this task.
 	NoProgressTimeoutSec *int    `json:"noProgressTimeoutSec,omitempty"`
 	PermissionPolicy     *Policy `json:"permissionPolicy,omitempty"`
+	// CommandTimeoutSec and MaxBudgetUsd override the settings for this
+	// task (familiar's additions).
+	CommandTimeoutSec *int     `json:"commandTimeoutSec,omitempty"`
+	MaxBudgetUsd      *float64 `json:"maxBudgetUsd,omitempty"`
 }
 
 // Hints point the agent at files and facts the person already knows about.
@@ -215,9 +247,15 @@ type (
 	TaskScreenParams = TaskIDParams
 	TaskPauseParams  = TaskIDParams
 	TaskResumeParams = TaskIDParams
-	TaskRetryParams  = TaskIDParams
 	TaskUndoParams   = TaskIDParams
 )
+
+// TaskRetryParams is task/retry's: a new attempt from the base commit, or
+// with fromBranch from the previous attempt's branch (its work carried over).
+type TaskRetryParams struct {
+	ID         string `json:"id"`
+	FromBranch bool   `json:"fromBranch,omitempty"`
+}
 
 // Limits of task/list.
 const (
@@ -533,6 +571,21 @@ func (e AuditEntry) MarshalJSON() ([]byte, error) {
 }
 
 type ServerStatsParams struct{}
+
+type ServerStopParams struct {
+	// IfIdle stops only an idle familiar (how a newer binary replaces an
+	// older one without disturbing anybody's work).
+	IfIdle bool `json:"ifIdle,omitempty"`
+}
+
+type ServerStopResult struct {
+	// Stopping is false when IfIdle was set and familiar is busy; Busy then
+	// says with what.
+	Stopping        bool   `json:"stopping"`
+	Busy            string `json:"busy,omitempty"`
+	Version         string `json:"version"`
+	ProtocolVersion int    `json:"protocolVersion"`
+}
 
 type ServerStats struct {
 	Tasks          TaskCounts    `json:"tasks"`

@@ -53,7 +53,7 @@ func TestJSONNames(t *testing.T) {
 			"id kind text tool input options allowText expiresAt"},
 		{"Settings", DefaultSettings(), `maxConcurrent defaultProfile defaultDriver approvalTimeoutSec
 			noProgressTimeoutSec termGraceSec mcpServers outputRetentionDays undoWindowSec permissionPolicy
-			removeWorktreeAfterMerge`}, // familiar's addition
+			removeWorktreeAfterMerge idleExitSec commandTimeoutSec maxBudgetUsd resumeAfterUsageLimit`}, // familiar's additions
 		{"Event", Event{Params: json.RawMessage(`{}`)}, "seq method params"},
 		{"TaskListResult", TaskListResult{}, "tasks total"},
 		{"TaskOutputResult", TaskOutputResult{}, "data offset nextOffset size truncated"},

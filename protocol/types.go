@@ -23,6 +23,10 @@ type Task struct {
 	Status             Status   `json:"status"`
 	// Activity is meaningful while Status is running.
 	Activity Activity `json:"activity"`
+	// ActivityDetail says in words what the agent is doing: the command it
+	// runs, the file it writes, "API unreachable, retry 3 of 10: …"
+	// (familiar's addition to PROTOCOL.md).
+	ActivityDetail string `json:"activityDetail,omitempty"`
 
 	// QueuePosition and EstimatedStartSec are set while queued; pointers
 	// because position 0 and "starts now" are real values.
@@ -107,6 +111,11 @@ type Commit struct {
 type Blocked struct {
 	Reason BlockedReason `json:"reason"`
 	Detail string        `json:"detail"`
+	// Status is the API's HTTP status of an api_error (0: the connection
+	// failed); ResetsAt is when a usage_limit resets, when claude said.
+	// Familiar's additions to PROTOCOL.md.
+	Status   int       `json:"status,omitempty"`
+	ResetsAt time.Time `json:"resetsAt,omitzero"`
 }
 
 // Question is something an agent waits on a person (or a policy) for.
@@ -151,6 +160,8 @@ const (
 	DefaultOutputRetentionDays  = 7
 	DefaultUndoWindowSec        = 300
 	DefaultDriver               = DriverPTY
+	DefaultIdleExitSec          = 300
+	DefaultCommandTimeoutSec    = 3600
 )
 
 // Ranges Validate accepts for Settings. They are wide on purpose: they catch
@@ -184,6 +195,21 @@ type Settings struct {
 	// RemoveWorktreeAfterMerge removes a task's worktree and branch once it
 	// is merged (familiar's addition to PROTOCOL.md).
 	RemoveWorktreeAfterMerge bool `json:"removeWorktreeAfterMerge"`
+	// IdleExitSec is how long the background familiar stays up with no
+	// client connected and nothing queued, running or waiting; 0 exits at
+	// once (familiar's addition to PROTOCOL.md).
+	IdleExitSec int `json:"idleExitSec"`
+	// Familiar's additions (issue 14):
+	// CommandTimeoutSec bounds a command of the agent that runs without
+	// writing anything or starting anything; while a command runs, the
+	// no-progress timeout is paused (a command that prints is progress).
+	CommandTimeoutSec int `json:"commandTimeoutSec"`
+	// MaxBudgetUsd stops a task that has spent this much (blocked{budget});
+	// 0 means no limit. A task's own maxBudgetUsd wins.
+	MaxBudgetUsd float64 `json:"maxBudgetUsd"`
+	// ResumeAfterUsageLimit continues tasks blocked{usage_limit} by
+	// themselves once the limit resets (default true).
+	ResumeAfterUsageLimit bool `json:"resumeAfterUsageLimit"`
 }
 
 // DefaultSettings returns the settings of PROTOCOL.md's defaults; the
@@ -199,6 +225,9 @@ func DefaultSettings() Settings {
 		OutputRetentionDays:  DefaultOutputRetentionDays,
 		UndoWindowSec:        DefaultUndoWindowSec,
 		PermissionPolicy:     Policy{Default: PolicyAsk},
+		IdleExitSec:          DefaultIdleExitSec,
+		CommandTimeoutSec:     DefaultCommandTimeoutSec,
+		ResumeAfterUsageLimit: true,
 	}
 }
 
@@ -234,6 +263,10 @@ func (s Settings) Apply(u *SettingsUpdate) Settings {
 		s.PermissionPolicy = *u.PermissionPolicy
 	}
 	set(&s.RemoveWorktreeAfterMerge, u.RemoveWorktreeAfterMerge)
+	set(&s.IdleExitSec, u.IdleExitSec)
+	set(&s.CommandTimeoutSec, u.CommandTimeoutSec)
+	set(&s.MaxBudgetUsd, u.MaxBudgetUsd)
+	set(&s.ResumeAfterUsageLimit, u.ResumeAfterUsageLimit)
 	return s
 }
 
@@ -259,6 +292,10 @@ type SettingsUpdate struct {
 	UndoWindowSec            *int                 `json:"undoWindowSec,omitempty"`
 	PermissionPolicy         *Policy              `json:"permissionPolicy,omitempty"`
 	RemoveWorktreeAfterMerge *bool                `json:"removeWorktreeAfterMerge,omitempty"`
+	IdleExitSec              *int                 `json:"idleExitSec,omitempty"`
+	CommandTimeoutSec        *int                 `json:"commandTimeoutSec,omitempty"`
+	MaxBudgetUsd             *float64             `json:"maxBudgetUsd,omitempty"`
+	ResumeAfterUsageLimit    *bool                `json:"resumeAfterUsageLimit,omitempty"`
 }
 
 // Policy decides permission requests without asking a person. A rule is a

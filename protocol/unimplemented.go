@@ -103,3 +103,6 @@ func (Unimplemented) AuditList(context.Context, *AuditListParams) (*AuditListRes
 func (Unimplemented) ServerStats(context.Context, *ServerStatsParams) (*ServerStats, error) {
 	return nil, notImplemented(MethodServerStats)
 }
+func (Unimplemented) ServerStop(context.Context, *ServerStopParams) (*ServerStopResult, error) {
+	return nil, notImplemented(MethodServerStop)
+}

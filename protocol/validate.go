@@ -58,6 +58,9 @@ func (s Settings) asUpdate() *SettingsUpdate {
 		OutputRetentionDays:  &s.OutputRetentionDays,
 		UndoWindowSec:        &s.UndoWindowSec,
 		PermissionPolicy:     &s.PermissionPolicy,
+		IdleExitSec:          &s.IdleExitSec,
+		CommandTimeoutSec:    &s.CommandTimeoutSec,
+		MaxBudgetUsd:         &s.MaxBudgetUsd,
 	}
 }
 
@@ -78,6 +81,9 @@ func (u *SettingsUpdate) validate(c *checker, prefix string) {
 	c.intPtrRange(f("termGraceSec"), u.TermGraceSec, 0, MaxTermGraceSec)
 	c.intPtrRange(f("outputRetentionDays"), u.OutputRetentionDays, 1, MaxOutputRetentionDays)
 	c.intPtrRange(f("undoWindowSec"), u.UndoWindowSec, 0, MaxUndoWindowSec)
+	c.intPtrRange(f("idleExitSec"), u.IdleExitSec, 0, MaxTimeoutSec)
+	c.intPtrRange(f("commandTimeoutSec"), u.CommandTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
+	budget(c, f("maxBudgetUsd"), u.MaxBudgetUsd)
 	validateMcpServers(c, f("mcpServers"), u.McpServers)
 	if u.PermissionPolicy != nil {
 		u.PermissionPolicy.validate(c, f("permissionPolicy"))
@@ -173,6 +179,8 @@ func (p *TaskCreateParams) Validate() error {
 		}
 	}
 	c.intPtrRange("noProgressTimeoutSec", p.NoProgressTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
+	c.intPtrRange("commandTimeoutSec", p.CommandTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
+	budget(&c, "maxBudgetUsd", p.MaxBudgetUsd)
 	if p.PermissionPolicy != nil {
 		p.PermissionPolicy.validate(&c, "permissionPolicy")
 	}
@@ -180,6 +188,12 @@ func (p *TaskCreateParams) Validate() error {
 }
 
 func (p *TaskIDParams) Validate() error {
+	var c checker
+	c.required("id", p.ID)
+	return c.result()
+}
+
+func (p *TaskRetryParams) Validate() error {
 	var c checker
 	c.required("id", p.ID)
 	return c.result()
@@ -297,6 +311,7 @@ func (p *ProfilesListParams) Validate() error { return nil }
 func (p *SkillsListParams) Validate() error   { return nil }
 func (p *McpPresetsParams) Validate() error   { return nil }
 func (p *ServerStatsParams) Validate() error  { return nil }
+func (p *ServerStopParams) Validate() error   { return nil }
 
 func (p *SkillsGetParams) Validate() error {
 	var c checker
@@ -402,3 +417,17 @@ func join(prefix, name string) string {
 func index(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
 
 func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
+
+// budget checks a spending limit in USD: 0 (none) or positive, finite, and
+// below a bound that catches cents typed as dollars times a thousand.
+func budget(c *checker, field string, v *float64) {
+	if v == nil {
+		return
+	}
+	if !(*v >= 0 && *v <= MaxBudgetUsd) {
+		c.fail(field, "%s must be between 0 (no limit) and %d, not %v.", field, MaxBudgetUsd, *v)
+	}
+}
+
+// MaxBudgetUsd is the largest maxBudgetUsd accepted.
+const MaxBudgetUsd = 100000

@@ -12,7 +12,7 @@ import (
 )
 
 func TestAuditPaging(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	s := openStore(t, t.TempDir(), clk)

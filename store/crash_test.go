@@ -72,7 +72,7 @@ func appendUntilKilled(path string) int {
 // with the child's pid, SIGKILLs the child mid-stream, and then finds every
 // acknowledged seq in the reopened database.
 func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}

@@ -18,7 +18,7 @@
 // is only reported if that process is still alive (and, on Linux, still the
 // same process: its start time is recorded too).
 //
-// # Schema (version 2)
+// # Schema (version 3)
 //
 // All integers in keys are 8-byte big-endian so that bbolt's byte order is
 // numeric order. Times inside values are RFC 3339 with nanoseconds, UTC.
@@ -28,12 +28,6 @@
 //	tasks/
 //	    <task id>            JSON {"status","createdAt","updatedAt","data"}
 //	                         data is the orchestrator's Task, untouched
-//	tasksByCreated/                                              (since v2)
-//	    <createdAt><task id> <status>
-//	                         createdAt is UnixNano with the sign bit flipped
-//	                         (sorts correctly before 1970 too); listing newest
-//	                         first, filtering by time and status, and counting
-//	                         matches never decode a task
 //	events/                  the global event log
 //	    <seq>                JSON {"taskId","taskSeq","kind","at","data"}
 //	                         the bucket's own sequence is the last global seq
@@ -65,7 +59,9 @@
 // migration path exercised on every fresh start.
 //
 //	0 → 1  create meta, tasks, events, eventsByTask, audit, auditByTask, settings
-//	1 → 2  add tasksByCreated, built from tasks/
+//	1 → 2  add tasksByCreated, built from tasks/ (<createdAt><task id> → <status>)
+//	2 → 3  drop tasksByCreated: the orchestrator lists tasks in memory
+//	       (AllTasks at start), so nothing read the index
 //
 // Open refuses a database whose version is newer than len(migrations)
 // (ErrSchemaTooNew) without writing to it. Migrations are append-only: never

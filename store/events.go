@@ -51,6 +51,10 @@ type NewEvent struct {
 	TaskID string
 	Kind   string
 	Data   json.RawMessage
+	// Transient events take a seq in order with the rest but are not
+	// stored: raw terminal output, which the task's log file already holds.
+	// They never cost a commit of their own.
+	Transient bool
 }
 
 // AppendEvents appends evs in one write, with consecutive seqs in the order
@@ -58,8 +62,20 @@ type NewEvent struct {
 // send events in seq order uses it to persist everything it has queued with
 // one commit instead of one commit per event.
 func (s *Store) AppendEvents(ctx context.Context, evs []NewEvent) ([]uint64, error) {
+	stored := 0
+	for _, e := range evs {
+		if !e.Transient {
+			stored++
+		}
+	}
+	if stored == 0 {
+		return s.numberTransient(ctx, len(evs))
+	}
 	tails := make([][]byte, len(evs))
 	for i, e := range evs {
+		if e.Transient {
+			continue
+		}
 		tail, err := encodeEventTail(e.TaskID, e.Kind, e.Data)
 		if err != nil {
 			return nil, err
@@ -67,19 +83,28 @@ func (s *Store) AppendEvents(ctx context.Context, evs []NewEvent) ([]uint64, err
 		tails[i] = tail
 	}
 	seqs := make([]uint64, len(evs))
+	var ceiling uint64
 	err := s.submit(ctx, func(tx *bolt.Tx) error {
 		for i, e := range evs {
-			n, err := appendEventTx(tx, s.clock.Now().UTC(), e.TaskID, tails[i])
+			n, err := s.nextSeqTx(tx)
 			if err != nil {
 				return err
 			}
 			seqs[i] = n
+			if e.Transient {
+				continue
+			}
+			if err := appendEventTx(tx, n, s.clock.Now().UTC(), e.TaskID, tails[i]); err != nil {
+				return err
+			}
 		}
+		ceiling = tx.Bucket(bucketEvents).Sequence()
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: append %d events: %w", len(evs), err)
 	}
+	s.committed(seqs[len(seqs)-1], ceiling)
 	return seqs, nil
 }
 
@@ -111,23 +136,19 @@ func encodeEventTail(taskID, kind string, data json.RawMessage) ([]byte, error) 
 // appendEventTx writes one event in the writer's transaction. at is stamped
 // here, not at the call, so that At never goes backwards as seq goes forward
 // (with a monotonic clock).
-func appendEventTx(tx *bolt.Tx, at time.Time, taskID string, tail []byte) (uint64, error) {
+func appendEventTx(tx *bolt.Tx, n uint64, at time.Time, taskID string, tail []byte) error {
 	events := tx.Bucket(bucketEvents)
-	n, err := events.NextSequence()
-	if err != nil {
-		return 0, err
-	}
 	var taskSeq uint64
 	if taskID != "" {
 		tb, err := tx.Bucket(bucketEventsByTask).CreateBucketIfNotExists([]byte(taskID))
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if taskSeq, err = tb.NextSequence(); err != nil {
-			return 0, err
+			return err
 		}
 		if err := tb.Put(u64(n), []byte{}); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	v := make([]byte, 0, 64+len(tail))
@@ -137,10 +158,7 @@ func appendEventTx(tx *bolt.Tx, at time.Time, taskID string, tail []byte) (uint6
 	v = at.AppendFormat(v, time.RFC3339Nano)
 	v = append(v, `",`...)
 	v = append(v, tail...)
-	if err := events.Put(u64(n), v); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return events.Put(u64(n), v)
 }
 
 // Events returns up to limit (<= 0 means DefaultLimit) events with seq >
@@ -154,13 +172,14 @@ func (s *Store) Events(taskID string, sinceSeq uint64, limit int) ([]Event, uint
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	var (
-		out     []Event
-		lastSeq uint64
-	)
+	var out []Event
+	// Read before the transaction: every event up to it is committed (or
+	// was transient), so the page stops there and a client that drops
+	// notifications up to lastSeq misses none.
+	lastSeq := s.visibleSeq()
+	visible := lastSeq
 	err := s.view(func(tx *bolt.Tx) error {
 		events := tx.Bucket(bucketEvents)
-		lastSeq = events.Sequence()
 		if sinceSeq == math.MaxUint64 {
 			return nil
 		}
@@ -174,7 +193,7 @@ func (s *Store) Events(taskID string, sinceSeq uint64, limit int) ([]Event, uint
 			return nil
 		}
 		k, _ := c.Seek(u64(sinceSeq + 1))
-		for ; k != nil; k, _ = c.Next() {
+		for ; k != nil && decodeU64(k) <= visible; k, _ = c.Next() {
 			if len(out) == limit {
 				lastSeq = out[len(out)-1].Seq
 				return nil

@@ -30,11 +30,11 @@ func putTasks(t *testing.T, s *Store, prefix string, n int) {
 
 func countTasks(t *testing.T, s *Store) int {
 	t.Helper()
-	_, total, _, err := s.ListTasks(TaskFilter{Limit: 1})
+	recs, _, err := s.AllTasks()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return total
+	return len(recs)
 }
 
 // openAt opens path without registering a cleanup.
@@ -72,7 +72,7 @@ func damagePages(t *testing.T, path string, from, to int) {
 }
 
 func TestDamagedStoreIsMovedAsideAndRestored(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	for _, tc := range []struct {
 		name    string
 		damage  func(t *testing.T, path string)
@@ -144,7 +144,7 @@ func TestDamagedStoreIsMovedAsideAndRestored(t *testing.T) {
 // A new data dir is a first start, not damage; an empty file without a
 // marker or backup (a crash while creating it) is too.
 func TestFirstStartIsNotDamage(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, FileName), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestFirstStartIsNotDamage(t *testing.T) {
 // ErrUnavailable instead of crashing the process, and the next start
 // repairs the file.
 func TestDamageWhileServingIsAnErrorNotACrash(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 	s := openAt(t, path, Options{BackupEvery: -1})
@@ -175,7 +175,7 @@ func TestDamageWhileServingIsAnErrorNotACrash(t *testing.T) {
 			break
 		}
 	}
-	if _, _, _, err := s.ListTasks(TaskFilter{Limit: 1000}); err != nil && failed == nil {
+	if _, _, err := s.AllTasks(); err != nil && failed == nil {
 		failed = err
 	}
 	if failed == nil || !errors.Is(failed, ErrUnavailable) {
@@ -190,7 +190,7 @@ func TestDamageWhileServingIsAnErrorNotACrash(t *testing.T) {
 }
 
 func TestBackupsEveryFewMinutesKeepTwo(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
@@ -249,7 +249,7 @@ func (l *healthLog) last() (Health, int) {
 // A commit that fails is reported to every caller in it with a kind, the
 // store says it is degraded once, and it says so again when writes work.
 func TestFailedCommitsAreRefusedAndHealthReported(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	clk := clock.NewFake(time.Unix(1e9, 0))
 	var hl healthLog
 	path := filepath.Join(t.TempDir(), FileName)
@@ -319,7 +319,7 @@ func mountTmpfs(t *testing.T, dir string, size int) {
 // acknowledged before is there after a restart, none acknowledged after,
 // and writes resume by themselves when space returns.
 func TestFullDiskRealTmpfs(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	dir := t.TempDir()
 	mountTmpfs(t, dir, 512<<10)
 	filler := filepath.Join(dir, "filler")
@@ -367,10 +367,11 @@ func TestFullDiskRealTmpfs(t *testing.T) {
 	if s.Recovery() != nil {
 		t.Errorf("a full disk damaged the store: %+v", s.Recovery())
 	}
-	recs, total, _, err := s.ListTasks(TaskFilter{Limit: 100000})
+	recs, _, err := s.AllTasks()
 	if err != nil {
 		t.Fatal(err)
 	}
+	total := len(recs)
 	for _, r := range recs {
 		if !acked[r.ID] {
 			t.Errorf("task %s is stored but was refused", r.ID)
@@ -384,7 +385,7 @@ func TestFullDiskRealTmpfs(t *testing.T) {
 
 // familiar doctor looks without repairing.
 func TestInspectReportsDamageWithoutRepairing(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	path := filepath.Join(t.TempDir(), FileName)
 	s := openAt(t, path, Options{})
 	putTasks(t, s, "x", 20)

@@ -34,7 +34,7 @@ const unknownHolder = "another familiar is running for this repository (its pid 
 // flock belongs to the open file description, so the second os.Open of the
 // file conflicts with the first just as another process would.
 func TestSecondOpenLocked(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 	s := openStore(t, dir, nil)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,26 +92,26 @@ func writeV1(tx *bolt.Tx) error {
 }
 
 func TestMigrateFromV1(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 	buildRaw(t, path, writeV1)
 
 	s := openStore(t, dir, nil)
-	recs, total, _, err := s.ListTasks(TaskFilter{})
-	if err != nil {
-		t.Fatal(err)
+	recs, bad, err := s.AllTasks()
+	if err != nil || len(bad) != 0 {
+		t.Fatal(err, bad)
 	}
 	var ids []string
 	for _, r := range recs {
 		ids = append(ids, r.ID+"="+r.Status)
 	}
-	if got := strings.Join(ids, " "); total != 3 || got != "v1-task-2=queued v1-task-1=running v1-task-0=merged" {
-		t.Errorf("tasks after migration: %s (total %d)", got, total)
+	slices.Sort(ids)
+	if got := strings.Join(ids, " "); got != "v1-task-0=merged v1-task-1=running v1-task-2=queued" {
+		t.Errorf("tasks after migration: %s", got)
 	}
-	if recs, total, _, err := s.ListTasks(TaskFilter{Statuses: []string{"running"}}); err != nil || total != 1 || recs[0].ID != "v1-task-1" {
-		t.Errorf("running tasks after migration: %+v (total %d), %v", recs, total, err)
-	}
+	// Version 2's index is gone again in version 3.
+	noIndexBucket(t, s)
 	if r, err := s.GetTask("v1-task-0"); err != nil || !sameJSON(r.Data, raw(`{"title":"task 0"}`)) ||
 		!r.CreatedAt.Equal(time.Date(2026, 2, 1, 10, 0, 0, 0, time.UTC)) {
 		t.Errorf("GetTask after migration = %+v, %v", r, err)
@@ -134,7 +135,7 @@ func TestMigrateFromV1(t *testing.T) {
 // TestMigrateFromV0: a bbolt file without familiar's buckets (version 0)
 // goes through every migration, like a new one.
 func TestMigrateFromV0(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 	buildRaw(t, path, nil)
@@ -146,8 +147,8 @@ func TestMigrateFromV0(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if v := rawVersion(t, path); v != SchemaVersion() || SchemaVersion() != 2 {
-		t.Errorf("stored version = %d, SchemaVersion() = %d; want 2", v, SchemaVersion())
+	if v := rawVersion(t, path); v != SchemaVersion() || SchemaVersion() != 3 {
+		t.Errorf("stored version = %d, SchemaVersion() = %d; want 3", v, SchemaVersion())
 	}
 }
 
@@ -206,7 +207,7 @@ func TestMigrationStepsAreAtomic(t *testing.T) {
 
 // TestRefuseNewerSchema: a database from a newer familiar is not touched.
 func TestRefuseNewerSchema(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 	newer := SchemaVersion() + 1
@@ -245,5 +246,18 @@ func TestRefuseNewerSchema(t *testing.T) {
 	db.Close()
 	if _, err := os.Stat(pidPath(path)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("pid file after the refusal: stat err = %v, want not exist", err)
+	}
+}
+
+// noIndexBucket fails t if s still has version 2's tasksByCreated bucket.
+func noIndexBucket(t *testing.T, s *Store) {
+	t.Helper()
+	if err := s.view(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketTasksByCreated) != nil {
+			t.Error("tasksByCreated is still there after migrating to version 3")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -36,6 +36,7 @@ type migration struct {
 var migrations = []migration{
 	{"create base buckets", migrateCreateBuckets},
 	{"index tasks by creation time", migrateIndexTasksByCreated},
+	{"drop the tasks-by-creation index", migrateDropTasksByCreated},
 }
 
 // SchemaVersion returns the schema version this code writes and understands.
@@ -51,6 +52,16 @@ func migrateCreateBuckets(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// migrateDropTasksByCreated removes the index version 2 added: task/list is
+// computed from the tasks in memory, and keeping the index cost a write per
+// task save.
+func migrateDropTasksByCreated(tx *bolt.Tx) error {
+	if tx.Bucket(bucketTasksByCreated) == nil {
+		return nil
+	}
+	return tx.DeleteBucket(bucketTasksByCreated)
 }
 
 func migrateIndexTasksByCreated(tx *bolt.Tx) error {
@@ -128,22 +139,15 @@ func u64(n uint64) []byte {
 	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), n)
 }
 
-// createdKey is a tasksByCreated key: the creation time, then the id. The
-// sign bit of UnixNano is flipped so that times before 1970 sort first.
+// createdKey is a tasksByCreated key (schema version 2 only): the creation
+// time, then the id. The sign bit of UnixNano is flipped so that times
+// before 1970 sort first.
 func createdKey(t time.Time, id string) []byte {
 	k := make([]byte, 8, 8+len(id))
 	binary.BigEndian.PutUint64(k, uint64(t.UnixNano())^(1<<63))
 	return append(k, id...)
 }
 
-// createdKeyTime is the first key at or after t.
-func createdKeyTime(t time.Time) []byte { return createdKey(t, "") }
-
-// parseCreatedKey splits a tasksByCreated key.
-func parseCreatedKey(k []byte) (time.Time, string) {
-	n := int64(binary.BigEndian.Uint64(k[:8]) ^ (1 << 63))
-	return time.Unix(0, n).UTC(), string(k[8:])
-}
 
 // storableTime reports whether t survives createdKey (UnixNano is only
 // defined for years 1678 to 2262).

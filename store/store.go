@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -26,7 +25,7 @@ const FileName = "familiar.db"
 // the database before it reports ErrLocked.
 const DefaultLockTimeout = time.Second
 
-// DefaultLimit is the page size of ListTasks, Events and Audit when the
+// DefaultLimit is the page size of Events and Audit when the
 // caller gives none.
 const DefaultLimit = 100
 
@@ -98,6 +97,8 @@ type Store struct {
 
 	commits atomic.Uint64 // transactions committed by the writer; for tests and logs
 
+	seq seqs // numbers events
+
 	healthMu   sync.Mutex
 	health     Health // guarded by healthMu
 	onHealth   func(Health)
@@ -130,18 +131,7 @@ type Store struct {
 // fails after opts.LockTimeout with an error matching ErrLocked whose message
 // names that process's pid when it can be known.
 func Open(path string, opts Options) (*Store, error) {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	clk := opts.Clock
-	if clk == nil {
-		clk = clock.Real
-	}
-	timeout := opts.LockTimeout
-	if timeout <= 0 {
-		timeout = DefaultLockTimeout
-	}
+	log, clk, timeout := opts.withDefaults()
 
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create data dir: %w", err)
@@ -239,6 +229,11 @@ func Open(path string, opts Options) (*Store, error) {
 		log.Warn("store: cannot record our pid; a second familiar will not be able to name us", "path", s.pidPath, "err", err)
 	}
 	if err := guard(func() error { return migrate(db, log) }); err != nil {
+		removePIDFile(s.pidPath, log)
+		db.Close()
+		return nil, fmt.Errorf("store: %s: %w", path, err)
+	}
+	if err := s.initSeqs(); err != nil {
 		removePIDFile(s.pidPath, log)
 		db.Close()
 		return nil, fmt.Errorf("store: %s: %w", path, err)
@@ -355,13 +350,8 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) error {
 // LastSeq returns the last global event seq assigned (0 if none), the value a
 // client that has seen everything so far would pass as sinceSeq.
 func (s *Store) LastSeq() (uint64, error) {
-	var seq uint64
-	err := s.view(func(tx *bolt.Tx) error {
-		seq = tx.Bucket(bucketEvents).Sequence()
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("store: last seq: %w", err)
+	if s.dbClosed.Load() {
+		return 0, fmt.Errorf("store: last seq: %w", ErrClosed)
 	}
-	return seq, nil
+	return s.visibleSeq(), nil
 }

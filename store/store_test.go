@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/internal/leakcheck"
 )
 
 // helperEnv, when set, makes the test binary act as a helper child instead
@@ -28,53 +28,15 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
 	}
-	code := m.Run()
-	if code == 0 {
-		if err := waitNoLeakedGoroutines(5 * time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	leakcheck.Main(m)
 }
 
 // leakcheck fails t if, once t and its cleanups are done, a goroutine of this
 // package (a Store's writer, a writer blocked in submit, a goroutine a test
 // started) is still alive. Call it first so its cleanup runs last.
-func leakcheck(t *testing.T) {
+func checkLeaks(t *testing.T) {
 	t.Helper()
-	t.Cleanup(func() {
-		if err := waitNoLeakedGoroutines(5 * time.Second); err != nil {
-			t.Error(err)
-		}
-	})
-}
-
-// waitNoLeakedGoroutines polls until no goroutine other than the caller and
-// the main test goroutine runs code of this package, or timeout passes.
-func waitNoLeakedGoroutines(timeout time.Duration) error {
-	const pkg = "github.com/familiar-dev/familiar/store."
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		var leaked []string
-		// The first goroutine in the dump is the caller.
-		for _, g := range strings.Split(string(buf), "\n\n")[1:] {
-			if strings.Contains(g, pkg) && !strings.Contains(g, pkg+"TestMain(") {
-				leaked = append(leaked, g)
-			}
-		}
-		if len(leaked) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d leaked goroutine(s):\n\n%s", len(leaked), strings.Join(leaked, "\n\n"))
-		}
-		<-tick.C
-	}
+	leakcheck.Check(t)
 }
 
 // waitFor polls cond until it holds or 10 s pass; tests use it instead of
@@ -133,7 +95,7 @@ func sameJSON(a, b json.RawMessage) bool {
 }
 
 func TestSettings(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	s := openStore(t, t.TempDir(), nil)
 
@@ -166,7 +128,7 @@ func TestSettings(t *testing.T) {
 // write either returns ErrClosed or is durable, and the writer goroutine is
 // gone when Close returns.
 func TestCloseFlushesAndRefuses(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
@@ -273,7 +235,7 @@ func pendingWrites(s *Store) int {
 // while waiting returns at once with ctx.Err(), and the write still lands
 // (as documented on submit).
 func TestContextCancel(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	s := openStore(t, t.TempDir(), nil)
 	entered, release := holdWriter(s)
 	defer release()
@@ -328,7 +290,7 @@ func TestContextCancel(t *testing.T) {
 // middle one failing after it has written: the others land, its own write is
 // rolled back, and all three were handled by one commit.
 func TestFailedWriteDoesNotSinkBatch(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	s := openStore(t, t.TempDir(), nil)
 	entered, release := holdWriter(s)
@@ -387,7 +349,7 @@ func TestFailedWriteDoesNotSinkBatch(t *testing.T) {
 // TestBatchIsBounded: more than maxBatch queued writes are split over
 // transactions of at most maxBatch, and all of them land.
 func TestBatchIsBounded(t *testing.T) {
-	leakcheck(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	s := openStore(t, t.TempDir(), nil)
 	entered, release := holdWriter(s)

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -19,8 +18,8 @@ const maxIDLen = 1024
 // opaque JSON blob, plus the fields the store indexes.
 type TaskRecord struct {
 	ID        string
-	Status    string    // indexed for ListTasks; the store gives it no meaning
-	CreatedAt time.Time // orders ListTasks; zero on PutTask keeps the stored one, or now
+	Status    string    // kept beside Data for readers of the raw store; the store gives it no meaning
+	CreatedAt time.Time // zero on PutTask keeps the stored one, or now
 	UpdatedAt time.Time // zero on PutTask means now
 	Data      json.RawMessage
 }
@@ -81,7 +80,7 @@ func (s *Store) PutTask(ctx context.Context, rec TaskRecord) error {
 	id := []byte(rec.ID)
 
 	err := s.submit(ctx, func(tx *bolt.Tx) error {
-		tasks, idx := tx.Bucket(bucketTasks), tx.Bucket(bucketTasksByCreated)
+		tasks := tx.Bucket(bucketTasks)
 		created := rec.CreatedAt
 		if old := tasks.Get(id); old != nil {
 			var ov taskValue
@@ -91,9 +90,6 @@ func (s *Store) PutTask(ctx context.Context, rec TaskRecord) error {
 			if created.IsZero() {
 				created = ov.CreatedAt
 			}
-			if err := idx.Delete(createdKey(ov.CreatedAt, rec.ID)); err != nil {
-				return err
-			}
 		}
 		if created.IsZero() {
 			created = now
@@ -102,10 +98,7 @@ func (s *Store) PutTask(ctx context.Context, rec TaskRecord) error {
 		if err != nil {
 			return err
 		}
-		if err := tasks.Put(id, v); err != nil {
-			return err
-		}
-		return idx.Put(createdKey(created, rec.ID), []byte(rec.Status))
+		return tasks.Put(id, v)
 	})
 	if err != nil {
 		return fmt.Errorf("store: put task %q: %w", rec.ID, err)
@@ -147,13 +140,6 @@ func (s *Store) DeleteTask(ctx context.Context, id string) error {
 		tasks := tx.Bucket(bucketTasks)
 		if old := tasks.Get(key); old != nil {
 			found = true
-			var ov taskValue
-			if err := json.Unmarshal(old, &ov); err != nil {
-				return fmt.Errorf("stored task is corrupt: %w", err)
-			}
-			if err := tx.Bucket(bucketTasksByCreated).Delete(createdKey(ov.CreatedAt, id)); err != nil {
-				return err
-			}
 			if err := tasks.Delete(key); err != nil {
 				return err
 			}
@@ -180,126 +166,3 @@ func (s *Store) DeleteTask(ctx context.Context, id string) error {
 	return nil
 }
 
-// TaskFilter selects tasks for ListTasks. Zero fields select everything.
-type TaskFilter struct {
-	Statuses []string  // any of these statuses
-	Since    time.Time // CreatedAt >= Since
-	Until    time.Time // CreatedAt < Until
-	Limit    int       // page size; <= 0 means DefaultLimit
-	Cursor   string    // nextCursor of the previous page; "" starts at the newest
-	// Match, if set, further filters on the whole record (e.g. the protocol's
-	// free-text query). It runs inside a read transaction: it must not call
-	// the Store.
-	Match func(TaskRecord) bool
-}
-
-const taskCursorPrefix = "t1."
-
-// ListTasks returns one page of the tasks matching f, newest (CreatedAt)
-// first, the number of tasks matching f on all pages, and the cursor of the
-// next page ("" on the last page).
-func (s *Store) ListTasks(f TaskFilter) ([]TaskRecord, int, string, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	var after []byte // the page starts at the newest key below this one
-	if f.Cursor != "" {
-		raw, ok := bytes.CutPrefix([]byte(f.Cursor), []byte(taskCursorPrefix))
-		k, err := base64.RawURLEncoding.DecodeString(string(raw))
-		if !ok || err != nil || len(k) < 8 {
-			return nil, 0, "", fmt.Errorf("store: list tasks: %w: malformed cursor", ErrInvalid)
-		}
-		after = k
-	}
-	var statuses map[string]bool
-	if len(f.Statuses) > 0 {
-		statuses = make(map[string]bool, len(f.Statuses))
-		for _, st := range f.Statuses {
-			statuses[st] = true
-		}
-	}
-	var lower []byte
-	if !f.Since.IsZero() {
-		lower = createdKeyTime(f.Since)
-	}
-
-	var (
-		page  []TaskRecord
-		total int
-		next  string
-	)
-	err := s.view(func(tx *bolt.Tx) error {
-		tasks := tx.Bucket(bucketTasks)
-		load := func(id []byte) (TaskRecord, error) {
-			var tv taskValue
-			v := tasks.Get(id)
-			if v == nil {
-				return TaskRecord{}, fmt.Errorf("index names task %q, which is missing", id)
-			}
-			if err := json.Unmarshal(v, &tv); err != nil {
-				return TaskRecord{}, fmt.Errorf("stored task %q is corrupt: %w", id, err)
-			}
-			return tv.record(string(id)), nil
-		}
-
-		c := tx.Bucket(bucketTasksByCreated).Cursor()
-		var k, v []byte
-		if f.Until.IsZero() {
-			k, v = c.Last()
-		} else if k, v = c.Seek(createdKeyTime(f.Until)); k == nil {
-			k, v = c.Last()
-		} else {
-			k, v = c.Prev()
-		}
-		var lastKey []byte
-		more := false
-		// The whole time range is walked (keys and statuses only, unless
-		// Match needs records) because total counts every page.
-		for ; k != nil; k, v = c.Prev() {
-			if lower != nil && bytes.Compare(k, lower) < 0 {
-				break
-			}
-			if statuses != nil && !statuses[string(v)] {
-				continue
-			}
-			id := k[8:]
-			var rec TaskRecord
-			loaded := false
-			if f.Match != nil {
-				var err error
-				if rec, err = load(id); err != nil {
-					return err
-				}
-				loaded = true
-				if !f.Match(rec) {
-					continue
-				}
-			}
-			total++
-			if after != nil && bytes.Compare(k, after) >= 0 {
-				continue
-			}
-			if len(page) == limit {
-				more = true
-				continue
-			}
-			if !loaded {
-				var err error
-				if rec, err = load(id); err != nil {
-					return err
-				}
-			}
-			page = append(page, rec)
-			lastKey = bytes.Clone(k)
-		}
-		if more {
-			next = taskCursorPrefix + base64.RawURLEncoding.EncodeToString(lastKey)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, "", fmt.Errorf("store: list tasks: %w", err)
-	}
-	return page, total, next, nil
-}

@@ -3,16 +3,14 @@ package worktree
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/familiar-dev/familiar/internal/leakcheck"
 	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
@@ -35,37 +33,10 @@ func TestMain(m *testing.M) {
 		"GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"} {
 		os.Unsetenv(v)
 	}
-	code := m.Run()
+	// Every git run must have been waited for: no goroutine or child left.
+	code := leakcheck.Run(m)
 	os.RemoveAll(dir)
-	if code == 0 {
-		code = checkLeaks()
-	}
 	os.Exit(code)
-}
-
-// checkLeaks reports goroutines or child processes the tests left behind:
-// every git run must have been waited for.
-func checkLeaks() int {
-	// Goroutines of finished tests (testing's own, os/exec's) wind down
-	// just after m.Run returns: give them a moment before calling it a leak.
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > 1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > 1 {
-		buf := make([]byte, 1<<16)
-		fmt.Fprintf(os.Stderr, "leaked %d goroutines:\n%s\n", n-1, buf[:runtime.Stack(buf, true)])
-		return 1
-	}
-	// Linux lists each thread's children; elsewhere the check is skipped.
-	files, _ := filepath.Glob("/proc/self/task/*/children")
-	for _, f := range files {
-		if b, err := os.ReadFile(f); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-			fmt.Fprintf(os.Stderr, "child processes left running: %s\n", b)
-			return 1
-		}
-	}
-	return 0
 }
 
 // gitT runs git in dir for a test's setup, with a test identity given on

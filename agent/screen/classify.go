@@ -24,8 +24,12 @@ const (
 	// instead; the prompt takes the answer.
 	Interrupted
 	// Dialog: anything else waiting on a person: the trust and API-key
-	// dialogs, API and login errors.
+	// dialogs.
 	Dialog
+	// Failed: the last turn ended with an error the CLI reports and nobody
+	// can answer on screen: an API error, a login error, a usage limit.
+	// It is never a question (it has no options).
+	Failed
 )
 
 var stateNames = [...]string{
@@ -36,6 +40,7 @@ var stateNames = [...]string{
 	Choice:      "choice",
 	Interrupted: "interrupted",
 	Dialog:      "dialog",
+	Failed:      "failed",
 }
 
 func (s State) String() string {

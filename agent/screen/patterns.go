@@ -25,8 +25,11 @@ var (
 	// The spinner line: a glyph, a random verb and an ellipsis, maybe
 	// "(4s · ↓ 5 tokens)".
 	reSpinner = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+\S+…`)
-	// The spinner line while the CLI backs off after an API error.
-	reRetrying = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+(API error · retrying .*)$`)
+	// The spinner line while the CLI backs off after a failed API call:
+	// "API error · retrying in 1s · attempt 1/10", "Connection refused — a
+	// firewall or proxy may be blocking it (ECONNREFUSED) · retrying in 4s ·
+	// attempt 4/10".
+	reRetrying = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+(API error · Retrying .*|.+ · retrying in \S+ · attempt \d+/\d+.*)$`) // "Retrying" up to 2.1.300
 
 	// Tool permission dialogs.
 	// "Do you want to proceed?", "... create new.txt?", "... make this edit
@@ -45,7 +48,8 @@ var (
 	reChoiceEditing = regexp.MustCompile(`ctrl\+g to edit`)
 
 	// A numbered option: "❯ 1. Yes", "  2. No", "  4. [ ] Type something".
-	reNumbered = regexp.MustCompile(`^(\s*)(❯\s*)?(\d)\.\s+(.*)$`)
+	reDialogDigit = regexp.MustCompile(`^(\d)\.\s+(.+)$`)
+	reNumbered    = regexp.MustCompile(`^(\s*)(❯\s*)?(\d)\.\s+(.*)$`)
 	// A multi-select checkbox before a label: "[ ] Auth", "[✔] Export".
 	reCheckbox = regexp.MustCompile(`^\[([ ✔])\]\s+`)
 	// The highlighted line of an unnumbered list: "❯ No, exit".
@@ -53,8 +57,12 @@ var (
 
 	// Outcomes of the last turn, shown under its echoed prompt.
 	reInterrupted = regexp.MustCompile(`^\s*⎿\s+(Interrupted · What should Claude do instead\?)\s*$`)
-	reAPIError    = regexp.MustCompile(`^\s*[●⎿]\s+(API Error: (\d{3})\b.*)$`)
-	reLoginError  = regexp.MustCompile(`^\s*[●⎿]\s+((?:Invalid API key|OAuth token has expired|Not logged in)\b.*|.*Please run /login.*)$`)
+	// "API Error: 529 …", "API Error: Connection refused — … (ECONNREFUSED)".
+	reAPIError   = regexp.MustCompile(`^\s*[●⎿]\s+(API Error: (?:(\d{3})\b)?.*)$`)
+	reLoginError = regexp.MustCompile(`^\s*[●⎿]\s+((?:Invalid API key|OAuth token has expired|Not logged in)\b.*|.*Please run /login.*)$`)
+	// A claude.ai usage limit: "⎿  You've hit your 5-hour limit · resets
+	// 7:33pm (UTC)".
+	reUsageLimit = regexp.MustCompile(`^\s*[●⎿]\s+(You've hit your .*limit.*|.*usage limit reached.*)$`)
 
 	// Dialogs that are not tool permissions.
 	reConfirmFooter = regexp.MustCompile(`^\s*Enter to confirm · Esc to cancel`)
@@ -62,7 +70,7 @@ var (
 	// The window title while a turn runs: a turning half circle
 	// ("◐ Claude Code", "◑ Claude Code"). Idle or waiting on a person it is
 	// "✳ Claude Code".
-	reTitleWorking = regexp.MustCompile(`^[◐◓◑◒] `)
+	reTitleWorking = regexp.MustCompile(`^[◐◓◑◒\x{2801}-\x{28FF}] `) // braille spinner up to 2.1.200
 )
 
 // placeholders are hints the CLI writes into an empty input box (dimmed,
@@ -117,19 +125,21 @@ var patterns = []pattern{
 	{name: "working", state: Working, match: matchWorking},
 	// testdata: interrupted, interrupted-permission. Text is the question.
 	{name: "interrupted", state: Interrupted, match: matchInterrupted},
-	// testdata: login-error. Text is the message.
-	{name: "login-error", state: Dialog, match: matchLoginError},
-	// testdata: api-error, api-error-500. Text is the message, Detail the
-	// HTTP status.
-	{name: "api-error", state: Dialog, match: matchAPIError},
+	// testdata: login-error, not-logged-in. Text is the message.
+	{name: "login-error", state: Failed, match: matchLoginError},
+	// testdata: usage-limit. Text is the message with the reset time.
+	{name: "usage-limit", state: Failed, match: matchUsageLimit},
+	// testdata: api-error, api-error-500, api-gave-up. Text is the message,
+	// Detail the HTTP status.
+	{name: "api-error", state: Failed, match: matchAPIError},
 	// testdata: idle, idle-after-turn, interrupted-early. Text is what is
 	// typed in the box (several lines joined by "\n"), Detail the footer.
 	{name: "idle", state: Idle, match: matchIdle},
 }
 
 // TitleWorking reports whether a window title (Snapshot.Title) says a turn
-// is running. testdata: working (title "◐ Claude Code"), idle ("✳ Claude
-// Code").
+// is running. testdata: working (title "◐ Claude Code"; "⠐ <session>" in
+// 2.1.200), idle ("✳ Claude Code").
 func TitleWorking(title string) bool {
 	return reTitleWorking.MatchString(title)
 }
@@ -289,6 +299,21 @@ func matchLoginError(v *view) (Classification, bool) {
 	return Classification{}, false
 }
 
+// matchUsageLimit reads the limit message of the last turn, with the
+// prompt box below it (the CLI continues by itself) or with the dialog that
+// asks whether to wait (testdata usage-limit): either way it is not a
+// question for familiar, which waits for the reset itself.
+func matchUsageLimit(v *view) (Classification, bool) {
+	from := v.lastMatch(reEchoedPrompt, 0, v.last) + 1
+	if from == 0 {
+		return Classification{}, false
+	}
+	if i := v.lastMatch(reUsageLimit, from, v.last); i >= 0 {
+		return Classification{Text: reUsageLimit.FindStringSubmatch(v.line(i))[1]}, true
+	}
+	return Classification{}, false
+}
+
 func matchAPIError(v *view) (Classification, bool) {
 	from, to, ok := v.lastTurn()
 	if !ok {
@@ -427,7 +452,12 @@ func (v *view) selectList(from, to int) ([]Option, int) {
 		if i == sel {
 			label = strings.TrimSpace(m[2])
 		}
-		opts = append(opts, Option{Label: label, Selected: i == sel})
+		o := Option{Label: label, Selected: i == sel}
+		// Up to 2.1.300 the dialogs number their options ("1. Yes").
+		if d := reDialogDigit.FindStringSubmatch(label); d != nil {
+			o.Digit, o.Label = int(d[1][0]-'0'), d[2]
+		}
+		opts = append(opts, o)
 	}
 	return opts, first
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,14 @@ import (
 //
 //	go test ./agent/screen -run TestRecord -record [-record.only=name,...]
 //
+// FAMILIAR_CLAUDE picks the CLI, so an older one is recorded with e.g.
+//
+//	FAMILIAR_CLAUDE=.tools/claude-2.1.200/node_modules/.bin/claude go test ./agent/screen -run TestRecord -record
+//
+// Record the newest version first: a screen an older version shows exactly as
+// the nearest newer recorded version does is not kept (-record.all keeps it);
+// the tests then run that version's patterns against the newer screen.
+//
 // It runs the real claude under a PTY against the fake Messages API, drives
 // each scenario by keystrokes, waits for screen conditions (never for a fixed
 // time) and writes testdata/<version>/<name>.txt plus the raw PTY bytes.
@@ -39,6 +48,8 @@ var (
 	recordFlag = flag.Bool("record", false, "record screens from the real claude CLI into testdata/<version>/")
 	recordOnly = flag.String("record.only", "", "comma-separated scenario names to record (default: all)")
 	recordDump = flag.String("record.dump", "", "also write each scenario's whole PTY output to this dir (for study)")
+	recordAll  = flag.Bool("record.all", false, "keep every recorded screen, also those the same as a newer version's")
+	recordDrop = flag.String("record.drop", "", "record nothing; remove this version's screens that are the same as a newer version's")
 )
 
 const (
@@ -65,7 +76,14 @@ type scenario struct {
 	noKeyAllow bool           // leave the API key unapproved: the key dialog shows
 	script     fakeapi.Script // default: fakeapi.PromptScript()
 	files      map[string]string
-	run        func(s *session)
+	// env is added to the session's environment; a value "" removes the
+	// variable (e.g. ANTHROPIC_API_KEY, to log in another way).
+	env map[string]string
+	// home fills the fake HOME (e.g. a ~/.claude/.credentials.json).
+	home func(t *testing.T, home string)
+	// baseURL, when set, replaces the fake API's URL (a closed port).
+	baseURL func(t *testing.T) string
+	run     func(s *session)
 }
 
 var scenarios = []scenario{
@@ -85,7 +103,7 @@ var scenarios = []scenario{
 		// "Interrupted"; before that, Esc puts the prompt back into the box.
 		s.waitIdle()
 		s.submit(fmt.Sprintf("@@TOOL Read {\"file_path\":%q}\n@@DELAY 60s\n@@TEXT too late", filepath.Join(s.repo, "README.md")))
-		s.wait(hasAll("esc to interrupt"), hasAny("Reading README.md", "Read 1 file"))
+		s.wait(hasAll("esc to interrupt"), hasAny("Reading README.md", "Read 1 file", "Reading 1 file"))
 		s.keys("\x1b")
 		s.capture("interrupted", hasAll("Interrupted", "? for shortcuts"))
 	}},
@@ -101,6 +119,12 @@ var scenarios = []scenario{
 		s.submit(`@@TOOL Bash {"command":"echo hi > created.txt","description":"Create a file"}`)
 		s.capture("permission-bash", hasAll("Do you want to proceed?", "Esc to cancel"))
 		s.keys("\x1b")
+		// 2.1.200 shows no "Interrupted" after Esc on a permission: it goes
+		// back to the prompt, so there is nothing to record.
+		if snap := s.wait(hasAll("? for shortcuts")); !strings.Contains(snap.String(), "Interrupted") {
+			s.notShown("interrupted-permission", "Esc on a permission goes back to the prompt without \"Interrupted\"")
+			return
+		}
 		s.capture("interrupted-permission", hasAll("Interrupted", "? for shortcuts"))
 	}},
 	{name: "permission-bash-rule", run: func(s *session) {
@@ -186,6 +210,32 @@ var scenarios = []scenario{
 		s.capture("api-retry", hasAll("esc to interrupt"), hasAny("Retrying", "retrying", "attempt"))
 		s.wait(hasAll("made it after retries", "? for shortcuts"))
 	}},
+	{name: "api-retry-refused", baseURL: closedPort, env: map[string]string{"CLAUDE_CODE_MAX_RETRIES": "2"}, run: func(s *session) {
+		s.waitIdle()
+		s.submit("go")
+		s.capture("api-retry-refused", hasAll("ECONNREFUSED", "attempt 1/2", "esc to interrupt"))
+		s.capture("api-gave-up-refused", hasAll("? for shortcuts"), lacks("esc to interrupt"))
+	}},
+	{name: "api-gave-up", env: map[string]string{"CLAUDE_CODE_MAX_RETRIES": "1"}, script: fakeapi.Sequence(
+		fakeapi.Reply{Status: 529, Error: "fake overloaded", Retryable: true},
+		fakeapi.Reply{Status: 529, Error: "fake overloaded", Retryable: true},
+	), run: func(s *session) {
+		s.waitIdle()
+		s.submit("go")
+		s.capture("api-gave-up", hasAll("529", "? for shortcuts"), lacks("esc to interrupt"))
+	}},
+	{name: "usage-limit", home: oauthHome, env: map[string]string{"ANTHROPIC_API_KEY": ""},
+		script: fakeapi.Sequence(fakeapi.UsageLimitReply(time.Date(2026, 11, 23, 19, 33, 0, 0, time.UTC).Add(48 * time.Hour))),
+		run: func(s *session) {
+			s.waitIdle()
+			s.submit("go")
+			s.capture("usage-limit", hasAll("limit", "resets"), lacks("esc to interrupt"))
+		}},
+	{name: "not-logged-in", env: map[string]string{"ANTHROPIC_API_KEY": ""}, run: func(s *session) {
+		s.waitIdle()
+		s.submit("go")
+		s.capture("not-logged-in", hasAny("Not logged in", "/login"), lacks("esc to interrupt"))
+	}},
 	{name: "login-error", run: func(s *session) {
 		s.waitIdle()
 		s.submit("@@ERROR 401 fake invalid x-api-key")
@@ -199,7 +249,49 @@ var scenarios = []scenario{
 	}},
 }
 
+// closedPort is a loopback URL nothing listens on: connections are refused.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+// oauthHome gives the fake HOME a claude.ai login (a dummy Max
+// subscription token that expires in a day), as `claude login` leaves it.
+func oauthHome(t *testing.T, home string) {
+	dir := filepath.Join(home, ".claude")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	creds := fmt.Sprintf(`{"claudeAiOauth":{"accessToken":"sk-ant-oat01-dummy-access","refreshToken":"sk-ant-ort01-dummy-refresh","expiresAt":%d,"scopes":["user:inference","user:profile"],"subscriptionType":"max"}}`,
+		time.Now().Add(24*time.Hour).UnixMilli())
+	if err := os.WriteFile(filepath.Join(dir, ".credentials.json"), []byte(creds), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// withoutEmpty drops the variables env sets to "" from environ.
+func withoutEmpty(environ []string, env map[string]string) []string {
+	out := environ[:0:0]
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if v, ok := env[k]; ok && v == "" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
 func TestRecord(t *testing.T) {
+	if *recordDrop != "" {
+		dropSameAsNewer(t, *recordDrop)
+		return
+	}
 	if !*recordFlag {
 		t.Skip("re-record screens with: go test ./agent/screen -run TestRecord -record")
 	}
@@ -239,6 +331,41 @@ func TestRecord(t *testing.T) {
 			sc.run(s)
 		})
 	}
+	if !*recordAll {
+		dropSameAsNewer(t, version)
+	}
+}
+
+// dropSameAsNewer removes version's screens that a newer recorded version
+// shows the same (sameScreen), so testdata holds only what differs.
+func dropSameAsNewer(t *testing.T, version string) {
+	paths, _ := filepath.Glob(filepath.Join(testdataDir, version, "*.txt"))
+	for _, p := range paths {
+		name := strings.TrimSuffix(filepath.Base(p), ".txt")
+		newer := newerRecording(t, version, name)
+		if newer == "" {
+			continue
+		}
+		if sameScreen(loadRecording(t, version, name), loadRecording(t, filepath.Base(newer), name)) {
+			os.Remove(p)
+			os.Remove(filepath.Join(testdataDir, version, rawName(name)))
+			t.Logf("%s/%s is the same screen as %s's: not kept", version, name, filepath.Base(newer))
+		}
+	}
+}
+
+// newerRecording is the dir of the nearest version newer than version that
+// has screen name, "" if none.
+func newerRecording(t testing.TB, version, name string) string {
+	for _, v := range recordedVersions(t) {
+		if agent.CompareVersions(v, version) <= 0 {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(testdataDir, v, name+".txt")); err == nil {
+			return filepath.Join(testdataDir, v)
+		}
+	}
+	return ""
 }
 
 // session is one claude process under a PTY, its Screen and its raw output.
@@ -279,10 +406,19 @@ func startSession(t *testing.T, claude, git, version, outDir string, srv *fakeap
 	// The CLI writes $HOME/.config/git/ignore even with CLAUDE_CONFIG_DIR set
 	// (CLAUDE-CLI.md §7): keep the developer's HOME out of it.
 	extra["HOME"] = t.TempDir()
+	if sc.home != nil {
+		sc.home(t, extra["HOME"])
+		// The login in HOME is the user's own (CLAUDE-CLI.md; agent.SessionEnv).
+		extra["CLAUDE_SECURESTORAGE_CONFIG_DIR"] = ""
+	}
+	if sc.baseURL != nil {
+		extra["ANTHROPIC_BASE_URL"] = sc.baseURL(t)
+	}
+	maps.Copy(extra, sc.env)
 
 	cmd := exec.Command(claude, "--permission-mode", "default")
 	cmd.Dir = repo
-	cmd.Env = agent.SessionEnv(os.Environ(), configDir, extra)
+	cmd.Env = withoutEmpty(agent.SessionEnv(os.Environ(), configDir, extra), sc.env)
 	// pty.StartWithSize makes claude a session leader (Setsid), so its pid is
 	// its process group and signals to -pid reach what it started in it.
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: recordCols, Rows: recordRows})
@@ -489,6 +625,17 @@ func (s *session) save(name string, snap screen.Snapshot, offset int64) {
 		s.t.Fatal(err)
 	}
 	s.t.Logf("recorded %s (%d raw bytes, %d gzipped):\n%s", name, len(raw), z.Len(), snap.Text())
+}
+
+// notShown records that this version does not show screen name at all
+// (testdata/<version>/<name>.none holds why); the tests skip it there
+// instead of falling back to a newer version's screen.
+func (s *session) notShown(name, why string) {
+	s.t.Helper()
+	if err := os.WriteFile(filepath.Join(s.outDir, name+noneSuffix), []byte(why+"\n"), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Logf("claude %s does not show %s: %s", s.version, name, why)
 }
 
 // waitIdle waits for the prompt before typing: keys sent earlier can be lost

@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/agent/screen"
 )
 
@@ -98,10 +100,14 @@ func parseRecording(name string, data []byte) (recording, error) {
 	return rec, nil
 }
 
-// loadRecording reads testdata/<version>/<name>.txt.
+// loadRecording reads the screen name as version showed it:
+// testdata/<version>/<name>.txt, or, when that version showed the same screen
+// as a newer one (the recorder keeps only screens that differ), the nearest
+// newer version's.
 func loadRecording(t testing.TB, version, name string) recording {
 	t.Helper()
-	path := filepath.Join(testdataDir, version, name+".txt")
+	dir := resolveRecording(t, version, name)
+	path := filepath.Join(dir, name+".txt")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("load recording: %v (re-record with: go test ./agent/screen -run TestRecord -record)", err)
@@ -110,11 +116,68 @@ func loadRecording(t testing.TB, version, name string) recording {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := filepath.Join(testdataDir, version, rawName(name))
+	raw := filepath.Join(dir, rawName(name))
 	if _, err := os.Stat(raw); err == nil {
 		rec.RawPath = raw
 	}
 	return rec
+}
+
+// noneSuffix marks a screen a version does not show: <name>.none.
+const noneSuffix = ".none"
+
+// shown reports whether version shows screen name (no <name>.none marker).
+func shown(version, name string) bool {
+	_, err := os.Stat(filepath.Join(testdataDir, version, name+noneSuffix))
+	return err != nil
+}
+
+// resolveRecording returns the dir holding version's screen name: its own,
+// else the nearest newer version's that has one.
+func resolveRecording(t testing.TB, version, name string) string {
+	t.Helper()
+	for _, v := range recordedVersions(t) {
+		if agent.CompareVersions(v, version) < 0 {
+			continue
+		}
+		dir := filepath.Join(testdataDir, v)
+		if _, err := os.Stat(filepath.Join(dir, name+".txt")); err == nil {
+			return dir
+		}
+	}
+	return filepath.Join(testdataDir, version)
+}
+
+// Parts of a screen that differ between recordings of the same screen: the
+// scratch repository's path, the fake API's port, the version in the banner,
+// the animated logo, the spinner's verb.
+var (
+	reBannerVersion = regexp.MustCompile(`Claude Code v\d+\.\d+\.\d+`)
+	reLogoGlyphs    = regexp.MustCompile(`[▐▛█▜▌▝▘▗▖▀▄▙▟]+`)
+)
+
+// sameScreen reports whether two recordings show the same screen to the
+// patterns: lines and title equal once the parts that differ between any two
+// recordings are normalized. The recorder keeps an older version's screen
+// only when it is not the same as the newer version's.
+func sameScreen(a, b recording) bool {
+	if a.Snap.Title != b.Snap.Title || a.Snap.AltScreen != b.Snap.AltScreen || len(a.Snap.Lines) != len(b.Snap.Lines) {
+		return false
+	}
+	n := func(s string) string {
+		s = reScratchRepo.ReplaceAllString(s, "<repo>")
+		s = reLoopback.ReplaceAllString(s, "127.0.0.1:PORT")
+		s = reBannerVersion.ReplaceAllString(s, "Claude Code vX")
+		s = reLogoGlyphs.ReplaceAllString(s, "")
+		s = reSpinnerLine.ReplaceAllString(strings.TrimSpace(s), "<spinner>")
+		return strings.Join(strings.Fields(s), " ")
+	}
+	for i := range a.Snap.Lines {
+		if n(a.Snap.Lines[i]) != n(b.Snap.Lines[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func rawName(name string) string { return name + ".raw.gz" }
@@ -154,6 +217,6 @@ func recordedVersions(t testing.TB) []string {
 			vs = append(vs, e.Name())
 		}
 	}
-	sort.Strings(vs)
+	sort.Slice(vs, func(i, j int) bool { return agent.CompareVersions(vs[i], vs[j]) < 0 })
 	return vs
 }

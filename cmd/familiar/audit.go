@@ -7,13 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
-
+	"github.com/familiar-dev/familiar/jsonrpc"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
@@ -21,8 +19,8 @@ import (
 
 // auditExport is `familiar audit export [--since T] [--task ID]`: the audit
 // log of the repository in the current directory as JSON lines, oldest
-// first. It asks the running familiar when there is one (its store is
-// locked), else reads the store itself.
+// first. It asks the running familiar when there is one, else reads the
+// store it left, read-only (auditSource).
 func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "export" {
 		fmt.Fprintln(stderr, "usage: familiar audit export [--since RFC3339] [--task ID] [--data-dir DIR]")
@@ -58,39 +56,12 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if dd == "" {
 		dd = orchestrator.DefaultDataDir(root)
 	}
-	var pages func(cursor string) ([]protocol.AuditEntry, string, error)
-	if sock := orchestrator.SocketPath(dd); socketLive(sock) {
-		c, err := dialFamiliar(ctx, sock, root)
-		if err != nil {
-			fmt.Fprintf(stderr, "familiar audit export: %v\n", err)
-			return 1
-		}
-		defer c.Close()
-		pages = func(cursor string) ([]protocol.AuditEntry, string, error) {
-			var res protocol.AuditListResult
-			err := c.Call(ctx, protocol.MethodAuditList, protocol.AuditListParams{
-				TaskID: *taskID, Since: protocol.Time{Time: since}, Limit: protocol.MaxAuditLimit, Cursor: cursor}, &res)
-			return res.Entries, res.NextCursor, err
-		}
-	} else {
-		st, err := store.Open(filepath.Join(dd, store.FileName), store.Options{})
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return 0
-			}
-			fmt.Fprintf(stderr, "familiar audit export: %v\n", err)
-			return 1
-		}
-		defer st.Close()
-		pages = func(cursor string) ([]protocol.AuditEntry, string, error) {
-			es, next, err := st.Audit(store.AuditFilter{TaskID: *taskID, Since: since, Limit: protocol.MaxAuditLimit, Cursor: cursor})
-			var out []protocol.AuditEntry
-			for _, e := range es {
-				out = append(out, protocol.AuditEntry{Seq: int64(e.Seq), At: e.At, TaskID: e.TaskID, Action: e.Action, Actor: e.Actor, Data: e.Data})
-			}
-			return out, next, err
-		}
+	pages, closeSource, err := auditSource(ctx, dd, root, *taskID, since)
+	if err != nil {
+		fmt.Fprintf(stderr, "familiar audit export: %v\n", err)
+		return 1
 	}
+	defer closeSource()
 	// Pages come newest first; JSONL is easier to read oldest first.
 	var all []protocol.AuditEntry
 	cursor := ""
@@ -115,19 +86,47 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	return 0
 }
 
-// dialFamiliar connects to a running familiar's socket and initializes.
-func dialFamiliar(ctx context.Context, sock, root string) (*jsonrpc2.Conn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", sock)
-	if err != nil {
-		return nil, err
+// auditPages returns one page of the audit log, newest first, and the
+// cursor of the next page ("" after the last).
+type auditPages func(cursor string) ([]protocol.AuditEntry, string, error)
+
+// auditSource asks the familiar serving the repository for its audit log
+// when one runs — its store is its own — and otherwise reads the store it
+// left, read-only (a familiar starting meanwhile only waits for the read).
+// A repository familiar never served has an empty log.
+func auditSource(ctx context.Context, dataDir, root, taskID string, since time.Time) (auditPages, func(), error) {
+	sock := orchestrator.SocketPath(dataDir)
+	viaSocket := func() (auditPages, func(), error) {
+		c, err := jsonrpc.Dial(ctx, sock, protocol.InitializeParams{WorkspaceRoot: root,
+			ClientInfo: &protocol.ClientInfo{Name: "familiar audit export", Version: version}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(cursor string) ([]protocol.AuditEntry, string, error) {
+			var res protocol.AuditListResult
+			err := c.Call(ctx, protocol.MethodAuditList, protocol.AuditListParams{
+				TaskID: taskID, Since: protocol.Time{Time: since}, Limit: protocol.MaxAuditLimit, Cursor: cursor}, &res)
+			return res.Entries, res.NextCursor, err
+		}, func() { c.Close() }, nil
 	}
-	c := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(nc, jsonrpc2.VSCodeObjectCodec{}), jsonrpc2.HandlerWithError(
-		func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
-	if err := c.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{WorkspaceRoot: root,
-		ClientInfo: &protocol.ClientInfo{Name: "familiar audit export", Version: version}}, nil); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("initialize: %w", err)
+	if socketLive(sock) {
+		return viaSocket()
 	}
-	return c, nil
+	st, err := store.OpenReadOnly(filepath.Join(dataDir, store.FileName), store.Options{})
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return func(string) ([]protocol.AuditEntry, string, error) { return nil, "", nil }, func() {}, nil
+	case errors.Is(err, store.ErrLocked) && socketLive(sock):
+		return viaSocket() // a familiar started after the first look
+	case err != nil:
+		return nil, nil, err
+	}
+	return func(cursor string) ([]protocol.AuditEntry, string, error) {
+		es, next, err := st.Audit(store.AuditFilter{TaskID: taskID, Since: since, Limit: protocol.MaxAuditLimit, Cursor: cursor})
+		out := make([]protocol.AuditEntry, 0, len(es))
+		for _, e := range es {
+			out = append(out, protocol.AuditEntry{Seq: int64(e.Seq), At: e.At, TaskID: e.TaskID, Action: e.Action, Actor: e.Actor, Data: e.Data})
+		}
+		return out, next, err
+	}, func() { st.Close() }, nil
 }

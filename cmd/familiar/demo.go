@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/familiar-dev/familiar/internal/demo"
+	"github.com/familiar-dev/familiar/demo"
 )
 
 func runDemo(args []string, stdout, stderr io.Writer, logger *slog.Logger) int {

@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/familiar-dev/familiar/internal/doctor"
+	"github.com/familiar-dev/familiar/doctor"
 	"github.com/familiar-dev/familiar/procs"
 )
 
@@ -23,7 +23,11 @@ var version = "dev"
 const usage = `familiar — runs Claude Code agents, one git worktree per task.
 
 Usage:
-  familiar serve --stdio     serve an editor over JSON-RPC on stdin/stdout
+  familiar serve --stdio     serve an editor over JSON-RPC on stdin/stdout, through
+                             the repository's background familiar (started if
+                             needed; --no-daemon serves in this process)
+  familiar stop              stop the repository's background familiar (agents
+                             stop gracefully and stay resumable)
   familiar run [--json] FILE run the tasks of a YAML/JSON file headless
   familiar demo              run two tasks through the real claude against a
                              built-in scripted model (no credentials needed)
@@ -75,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "demo":
 		_ = procs.EnableSubreaper()
 		return runDemo(args[1:], stdout, stderr, logger)
+	case "stop":
+		return stopCommand(ctx, args[1:], stdout, stderr)
 	case "audit":
 		return auditExport(ctx, args[1:], stdout, stderr)
 	case "bench":

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/familiar-dev/familiar/batch"
-	"github.com/familiar-dev/familiar/internal/demo"
+	"github.com/familiar-dev/familiar/demo"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/runfile"
 )
@@ -57,7 +57,11 @@ func runBatch(args []string, stdout, stderr io.Writer, logger *slog.Logger) int 
 		ToolsDir: toolsDir(), Logger: logger, Version: version,
 	}
 	if *demoModel {
-		api := demo.StartModel()
+		api, err := demo.StartModel()
+		if err != nil {
+			fmt.Fprintf(stderr, "familiar run: %v\n", err)
+			return batch.ExitFailed
+		}
 		defer api.Close()
 		fmt.Fprintf(stderr, "familiar run: using the SCRIPTED DEMO MODEL on %s — not Claude\n", api.URL())
 		wo.StartHook = demo.ModelHook(api)

@@ -16,10 +16,13 @@ import (
 	"github.com/familiar-dev/familiar/orchestrator"
 )
 
-// serve runs familiar for editors: JSON-RPC on stdio and on a unix socket in
-// the workspace's data dir. A second `familiar serve --stdio` for the same
-// repository finds that socket and forwards its stdio to the running
-// familiar, so every editor window sees the same tasks.
+// serve runs familiar for editors. `serve --stdio` in a repository only
+// forwards stdio to the background familiar of that repository (package
+// daemon), starting it if none runs, so editors come and go while agents keep
+// running. `serve --daemon` is that background familiar. `serve --stdio
+// --no-daemon` (and --listen) serve in this process, as familiar did before
+// the daemon: a second `familiar serve --stdio` for the same repository finds
+// the socket and forwards its stdio to it.
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -29,10 +32,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	dataDir := fs.String("data-dir", "", "where familiar keeps its state (default: $XDG_STATE_HOME/familiar/<repo>-<hash>)")
 	resume := fs.Bool("resume-interrupted", false, "continue the tasks a crash or shutdown interrupted")
 	worktrees := fs.String("worktrees", "", "where task worktrees are made (default: $XDG_DATA_HOME/familiar/worktrees)")
+	noDaemon := fs.Bool("no-daemon", false, "with --stdio: serve in this process; agents stop when the last client leaves")
+	beDaemon := fs.Bool("daemon", false, "be the background familiar of --workspace (started by serve --stdio)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if !*stdio && *listen == "" {
+	if !*stdio && *listen == "" && !*beDaemon {
 		fmt.Fprintln(stderr, "familiar serve: give --stdio, --listen unix:PATH, or both")
 		return 2
 	}
@@ -46,12 +51,38 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 	}
 	dd := *dataDir
-	if root != "" && dd == "" {
+	if root != "" {
 		abs, _ := filepath.Abs(root)
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			abs = real
 		}
-		dd = orchestrator.DefaultDataDir(repoTop(abs))
+		if top := repoTop(abs); top != "" {
+			abs = top
+		}
+		root = abs
+		if dd == "" {
+			dd = orchestrator.DefaultDataDir(root)
+		}
+	}
+	if *beDaemon {
+		if root == "" {
+			fmt.Fprintln(stderr, "familiar serve --daemon: give --workspace (a git repository)")
+			return 2
+		}
+		return serveDaemon(ctx, root, dd, orchestrator.WorkspaceOptions{
+			DataDir: dd, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
+			ToolsDir: toolsDir(), Version: version, ResumeInterrupted: *resume,
+		}, stderr)
+	}
+	if *stdio && !*noDaemon && *listen == "" && root != "" {
+		var extra []string
+		if *worktrees != "" {
+			extra = append(extra, "--worktrees", *worktrees)
+		}
+		if *resume {
+			extra = append(extra, "--resume-interrupted")
+		}
+		return forwardToDaemon(ctx, root, dd, extra, stdin, stdout, stderr, logger)
 	}
 	if dd != "" {
 		// The log also goes to familiar.log in the data dir.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/familiar-dev/familiar/internal/editor"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/leakcheck"
 	"github.com/familiar-dev/familiar/internal/testenv"
 	"github.com/familiar-dev/familiar/protocol"
 )
@@ -24,9 +25,16 @@ const mainEnv = "FAMILIAR_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) != "" {
+		// A familiar of another version, for the version tests.
+		if v := os.Getenv("FAMILIAR_TEST_VERSION"); v != "" {
+			version = v
+		}
+		if v, err := strconv.Atoi(os.Getenv("FAMILIAR_TEST_PROTOCOL_VERSION")); err == nil {
+			protocolVersion = v
+		}
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	leakcheck.Main(m)
 }
 
 type familiarProc struct {
@@ -40,8 +48,10 @@ func gitRepo(t *testing.T) string {
 	return testenv.GitRepo(t, map[string]string{"README.md": "hello\n"})
 }
 
-// startFamiliar runs `familiar serve --stdio` in repo with claude pointed at
-// api, and returns an editor client talking to it.
+// startFamiliar runs `familiar serve --stdio --no-daemon` in repo with claude
+// pointed at api, and returns an editor client talking to it. In-process, so
+// these tests can kill familiar itself; daemon_test.go tests the default,
+// the background familiar.
 func startFamiliar(t *testing.T, repo string, api *fakeapi.Server, extraEnv ...string) *familiarProc {
 	t.Helper()
 	claude := testenv.Claude(t)
@@ -50,7 +60,7 @@ func startFamiliar(t *testing.T, repo string, api *fakeapi.Server, extraEnv ...s
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	cmd := exec.Command(exe, "serve", "--stdio")
+	cmd := exec.Command(exe, "serve", "--stdio", "--no-daemon")
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), mainEnv+"=1", "FAMILIAR_CLAUDE="+claude,
 		"XDG_STATE_HOME="+filepath.Join(state, "state"), "XDG_DATA_HOME="+filepath.Join(state, "data"))
@@ -315,7 +325,7 @@ func TestKillNineThenResume(t *testing.T) {
 	first.cmd.Wait()
 
 	exe, _ := os.Executable()
-	cmd := exec.Command(exe, "serve", "--stdio", "--resume-interrupted")
+	cmd := exec.Command(exe, "serve", "--stdio", "--no-daemon", "--resume-interrupted")
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), append(env, mainEnv+"=1", "FAMILIAR_CLAUDE="+testenv.Claude(t))...)
 	for k, v := range api.Env() {

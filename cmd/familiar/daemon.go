@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/familiar-dev/familiar/daemon"
+	"github.com/familiar-dev/familiar/jsonrpc"
+	"github.com/familiar-dev/familiar/orchestrator"
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// protocolVersion is the protocol this binary speaks (a variable so the
+// end-to-end tests can run a familiar that speaks another).
+var protocolVersion = protocol.ProtocolVersion
+
+// serveDaemon is the background familiar of one repository: it serves
+// clients on the socket in dd until it is stopped (familiar stop,
+// server/stop, SIGTERM) or has been idle for idleExitSec, then stops the
+// agents gracefully; they stay resumable.
+func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.WorkspaceOptions, stderr io.Writer) int {
+	// No terminal to hang up on: it runs in its own session. A SIGHUP sent
+	// to it anyway is not a reason to stop agents.
+	signal.Ignore(syscall.SIGHUP)
+	if err := os.MkdirAll(dd, 0o700); err != nil {
+		fmt.Fprintf(stderr, "familiar daemon: %v\n", err)
+		return 1
+	}
+	logFile, err := os.OpenFile(filepath.Join(dd, "familiar.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintf(stderr, "familiar daemon: log: %v\n", err)
+		return 1
+	}
+	defer logFile.Close()
+	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: logLevel()})).With("daemon", os.Getpid())
+
+	hub := jsonrpc.NewHub(logger, 0)
+	opts.Notifier, opts.Logger = hub, logger
+	ws, err := orchestrator.OpenWorkspace(ctx, root, opts)
+	if err != nil {
+		logger.Error("cannot open the workspace", "err", err)
+		fmt.Fprintf(stderr, "familiar daemon: %v\n", err)
+		return 1
+	}
+	closeWS := sync.OnceFunc(func() {
+		if err := ws.Close(); err != nil {
+			logger.Error("close workspace", "err", err)
+		}
+	})
+	defer closeWS()
+	inner := orchestrator.NewService(func(context.Context, string) (*orchestrator.Workspace, error) { return ws, nil }, ws, version)
+	inner.Clients = hub.Clients
+
+	stopRequested := make(chan struct{})
+	svc := daemon.NewService(inner, storedIdleExitSec(ws, logger))
+	svc.Version, svc.ProtocolVersion, svc.Logger = version, protocolVersion, logger
+	svc.Clients = hub.Clients
+	svc.Busy = daemon.StatsBusy(ws.Orch.ServerStats)
+	svc.Stop = sync.OnceFunc(func() { close(stopRequested) })
+
+	srv := jsonrpc.NewServer(svc, hub, logger)
+	// Published before the socket accepts, so whoever connects can tell
+	// which familiar (and protocol version) it reached.
+	info := daemon.Info{PID: os.Getpid(), Version: version, ProtocolVersion: protocolVersion,
+		Socket: orchestrator.SocketPath(dd), Started: time.Now().UTC()}
+	if err := daemon.WriteInfo(dd, info); err != nil {
+		logger.Error("cannot publish daemon info", "err", err)
+	}
+	defer daemon.RemoveInfo(dd, info.PID)
+	// The listener has its own context: on stop it is closed first, so no
+	// client joins a familiar that is going away.
+	ln, err := srv.Listen(context.Background(), "unix:"+info.Socket)
+	if err != nil {
+		logger.Error("cannot listen", "err", err)
+		fmt.Fprintf(stderr, "familiar daemon: %v\n", err)
+		return 1
+	}
+	defer ln.Close()
+	logger.Info("background familiar ready", "workspace", ws.Root, "socket", ln.Path(),
+		"version", version, "protocolVersion", protocolVersion, "idleExit", svc.IdleExit())
+
+	idleCtx, stopIdle := context.WithCancel(ctx)
+	idle := make(chan error, 1)
+	go func() {
+		idle <- daemon.WaitIdle(idleCtx, daemon.IdleOptions{Clients: hub.Clients, Busy: svc.Busy, Timeout: svc.IdleExit})
+	}()
+	var why string
+	select {
+	case <-ctx.Done():
+		why = "signal"
+	case <-stopRequested:
+		why = "stop requested"
+	case err := <-idle:
+		if err == nil {
+			why = "idle"
+		}
+		idle <- err
+	}
+	stopIdle()
+	<-idle
+	logger.Info("stopping the background familiar; running agents stop gracefully and stay resumable", "why", why)
+	ln.Close()
+	closeWS()
+	logger.Info("background familiar stopped", "why", why)
+	return 0
+}
+
+// storedIdleExitSec is the idleExitSec setting the workspace starts with.
+func storedIdleExitSec(ws *orchestrator.Workspace, logger *slog.Logger) int {
+	s := protocol.DefaultSettings()
+	if b, err := ws.Store.GetSetting("settings"); err == nil {
+		if err := json.Unmarshal(b, &s); err != nil {
+			logger.Warn("stored settings unreadable; idleExitSec is the default", "err", err)
+			s = protocol.DefaultSettings()
+		}
+	}
+	return s.IdleExitSec
+}
+
+// forwardToDaemon is `serve --stdio`: join (or start) the background familiar
+// of root and forward stdio to it. Only this forwarder ends when the editor
+// leaves.
+func forwardToDaemon(ctx context.Context, root, dd string, extra []string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
+	if err := os.MkdirAll(dd, 0o700); err != nil {
+		fmt.Fprintf(stderr, "familiar serve: data dir: %v\n", err)
+		return 1
+	}
+	conn, info, err := daemon.Join(ctx, daemon.JoinOptions{
+		DataDir: dd, Socket: orchestrator.SocketPath(dd),
+		Version: version, ProtocolVersion: protocolVersion,
+		Start: startDaemon(root, dd, extra), Logger: logger,
+	})
+	var mismatch *daemon.MismatchError
+	if errors.As(err, &mismatch) {
+		// The editor gets the reason as the answer to its initialize.
+		logger.Error("cannot join the running familiar", "err", err)
+		refuse := refusal{err: protocol.InvalidParams("protocolVersion", mismatch.Error())}
+		if err := jsonrpc.NewServer(refuse, jsonrpc.NewHub(logger, 0), logger).ServeStdio(ctx, stdin, stdout); err != nil {
+			logger.Error("stdio", "err", err)
+		}
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "familiar serve: %v\n", err)
+		return 1
+	}
+	logger.Info("forwarding to the background familiar", "pid", info.PID, "version", info.Version, "dataDir", dd)
+	if err := jsonrpc.ForwardConn(ctx, conn, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+		logger.Error("forward", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// refusal answers initialize with err: what a client gets from a forwarder
+// that could not join the running familiar.
+type refusal struct {
+	protocol.Unimplemented
+	err error
+}
+
+func (r refusal) Initialize(context.Context, *protocol.InitializeParams) (*protocol.InitializeResult, error) {
+	return nil, r.err
+}
+
+// startDaemon starts `familiar serve --daemon` for root in its own session
+// (setsid: no editor's process group, terminal or signals reach it), with
+// stdin on /dev/null and stdout/stderr in daemon.err in the data dir.
+func startDaemon(root, dd string, extra []string) func() (<-chan error, error) {
+	return func() (<-chan error, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		errFile, err := os.OpenFile(filepath.Join(dd, daemon.ErrFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		defer errFile.Close() // the child has its own copy
+		args := append([]string{"serve", "--daemon", "--workspace", root, "--data-dir", dd}, extra...)
+		cmd := exec.Command(exe, args...)
+		cmd.Dir = root
+		cmd.Stdout, cmd.Stderr = errFile, errFile
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		// Reaps the daemon if it exits while this forwarder runs; when the
+		// forwarder exits first, the daemon is reparented and lives on.
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		return exited, nil
+	}
+}
+
+// stopCommand is `familiar stop`: stop the background familiar of the
+// repository (agents stop gracefully and stay resumable).
+func stopCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("stop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	workspace := fs.String("workspace", "", "the repository whose familiar to stop (default: the current directory)")
+	dataDir := fs.String("data-dir", "", "the data dir of the familiar to stop")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	dd := *dataDir
+	if dd == "" {
+		root := *workspace
+		if root == "" {
+			root, _ = os.Getwd()
+		}
+		abs, _ := filepath.Abs(root)
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		top := repoTop(abs)
+		if top == "" {
+			fmt.Fprintf(stderr, "familiar stop: %s is not in a git repository; give --workspace or --data-dir\n", abs)
+			return 2
+		}
+		dd = orchestrator.DefaultDataDir(top)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	info, err := daemon.Stop(ctx, dd, orchestrator.SocketPath(dd))
+	if errors.Is(err, daemon.ErrNoDaemon) {
+		fmt.Fprintln(stdout, "no familiar is running for this repository")
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "familiar stop: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "stopped familiar %s (pid %d); interrupted tasks resume with task/resume\n", info.Version, info.PID)
+	return 0
+}

@@ -1,0 +1,156 @@
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/familiar-dev/familiar/internal/testenv"
+)
+
+const module = "github.com/familiar-dev/familiar"
+
+// domain lists familiar's production packages (relative to the module).
+var domain = []string{
+	"agent", "agent/screen", "batch", "bench", "clock", "demo", "demomodel", "doctor",
+	"jsonrpc", "mask", "mcp", "orchestrator", "policy", "procs", "profiles", "protocol",
+	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
+}
+
+// except returns every domain package but the ones given.
+func except(keep ...string) []string {
+	var out []string
+	for _, p := range domain {
+		if !slices.Contains(keep, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// mustNot is DESIGN.md's "must not" columns as imports: a package may not
+// import (directly) any package listed for it.
+var mustNot = map[string][]string{
+	"clock":        except("clock"),
+	"mask":         except("mask"),
+	"protocol":     except("protocol"),
+	"policy":       except("policy"),
+	"demomodel":    except("demomodel"),
+	"agent/screen": except("agent/screen", "clock"),
+	"store":        except("store", "clock", "procs/procfs"),
+	"procs":        except("procs", "clock", "procs/procfs"),
+	"procs/procfs": except("procs/procfs"),
+	"mailbox":      except("mailbox"),
+	"runfile":      except("runfile", "protocol"),
+	"jsonrpc":      {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"agent":        {"store", "worktree", "orchestrator", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"worktree":     {"agent", "agent/screen", "orchestrator", "store", "jsonrpc", "procs", "profiles", "mcp", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"profiles":     {"procs", "agent", "agent/screen", "worktree", "store", "orchestrator", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"mcp":          {"orchestrator", "store", "agent", "agent/screen", "worktree", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"orchestrator": {"jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"batch":        {"jsonrpc", "store", "agent", "procs", "bench", "demo", "doctor", "cmd/familiar"},
+	"demo":         {"jsonrpc", "store", "bench", "doctor", "cmd/familiar"},
+	"doctor":       {"jsonrpc", "batch", "bench", "demo", "cmd/familiar"},
+	"bench":        {"jsonrpc", "batch", "demo", "doctor", "cmd/familiar"},
+}
+
+// forbiddenInBinary are packages the production binary must not link.
+var forbiddenInBinary = []string{"net/http/httptest", "testing", "testing/fstest", "testing/iotest"}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// list runs go list over the whole module.
+func list(t *testing.T, args ...string) []pkg {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Missing(t, "the go tool is not in PATH")
+	}
+	cmd := exec.Command(goTool, append([]string{"list", "-json=ImportPath,Imports,Deps"}, args...)...)
+	cmd.Dir = testenv.RepoRoot()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, stderr.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding go list: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func rel(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	return strings.CutPrefix(path, module+"/")
+}
+
+// TestImportsFollowDesign checks every production package's direct imports
+// against mustNot, and that only tests import internal/ helpers.
+func TestImportsFollowDesign(t *testing.T) {
+	pkgs := list(t, "./...")
+	seen := map[string]bool{}
+	for _, p := range pkgs {
+		name, ok := rel(p.ImportPath)
+		if !ok {
+			continue
+		}
+		seen[name] = true
+		if strings.HasPrefix(name, "internal/") {
+			continue // test helpers may use anything
+		}
+		if !slices.Contains(domain, name) {
+			t.Errorf("package %s is not in this test's list of domain packages: add it (and its must-not rules) here and to docs/DESIGN.md", name)
+		}
+		for _, imp := range p.Imports {
+			dep, ok := rel(imp)
+			if !ok {
+				continue
+			}
+			if strings.HasPrefix(dep, "internal/") {
+				t.Errorf("%s imports the test helper %s: internal/ is for tests only (docs/DESIGN.md)", name, dep)
+			}
+			if slices.Contains(mustNot[name], dep) {
+				t.Errorf("%s imports %s, which docs/DESIGN.md says it must not", name, dep)
+			}
+		}
+	}
+	for name := range mustNot {
+		if !seen[name] {
+			t.Errorf("rule for %s, which is not a package any more: update this test and docs/DESIGN.md", name)
+		}
+	}
+}
+
+// TestBinaryLinksNoTestHelpers checks `go list -deps ./cmd/familiar`.
+func TestBinaryLinksNoTestHelpers(t *testing.T) {
+	for _, p := range list(t, "./cmd/familiar") {
+		for _, dep := range p.Deps {
+			if name, ok := rel(dep); ok && strings.HasPrefix(name, "internal/") {
+				t.Errorf("familiar links the test helper %s", name)
+			}
+			if slices.Contains(forbiddenInBinary, dep) {
+				t.Errorf("familiar links %s, a test-only package", dep)
+			}
+		}
+	}
+}

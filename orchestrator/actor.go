@@ -1,0 +1,485 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/mailbox"
+	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/worktree"
+)
+
+// actor owns one task. Everything that changes the task — a client's
+// command, an event of its agent, the result of a git effect — arrives in its
+// mailbox and is handled one at a time by step (machine.go); the actor then
+// runs the effects. No lock of the orchestrator is held while it does I/O.
+//
+// The mailbox runs a goroutine only while it has work, so 10,000 finished
+// tasks in history cost no goroutines.
+type actor struct {
+	o          *Orchestrator
+	id         string
+	policy     *protocol.Policy     // the task's own; never changes
+	directives *protocol.Directives // never changes
+
+	snap atomic.Pointer[taskView] // the latest state, for readers
+
+	box *mailbox.Mailbox[envelope] // inputs, handled one at a time
+
+	// Owned by whichever goroutine drains the mailbox (one at a time).
+	st         state
+	sess       Session
+	gen        int // agent starts; events of an earlier agent are ignored
+	approval   clock.Timer
+	backoff    clock.Timer
+	outputSize atomic.Int64
+}
+
+// taskView is an immutable copy of a task for readers.
+type taskView struct {
+	T   protocol.Task
+	Seq int64
+	// sess is the live agent (for input, resize, screen): safe to use from
+	// any goroutine; nil when none runs.
+	sess       Session
+	logs       []string
+	lastErr    string
+	op         opKind
+	merge      *mergeRecord
+	finishedAt time.Time
+	agentPhase agentPhase
+}
+
+// reply is what a command gets back.
+type reply struct {
+	err  error
+	view *taskView
+}
+
+type envelope struct {
+	// early: reply as soon as the state has changed, before the effects
+	// (the scheduler need not wait for a commit to count a slot).
+	early bool
+	in    input
+	gen   int        // for agent inputs: the start they belong to (0 = any)
+	reply chan reply // nil: nobody waits
+	sess  Session    // with inStarted: the new session
+}
+
+func newActor(o *Orchestrator, p persisted) *actor {
+	a := &actor{o: o, id: p.T.ID, policy: p.Policy, directives: p.Directives}
+	a.box = mailbox.New(mailbox.Options[envelope]{Handle: a.drain})
+	a.st.persisted = p
+	a.publishView()
+	return a
+}
+
+// view returns the latest state.
+func (a *actor) view() *taskView { return a.snap.Load() }
+
+// post queues an input; it never blocks (the agent's event goroutine posts
+// too, and must not wait on git or the store). It reports false once the
+// task takes no more input (familiar shut down).
+func (a *actor) post(env envelope) bool { return a.box.Push(env) }
+
+// callEarly is call, answered once the state has changed, before its
+// effects run.
+func (a *actor) callEarly(ctx context.Context, in input) (*taskView, error) {
+	ch := make(chan reply, 1)
+	if !a.post(envelope{in: in, reply: ch, early: true}) {
+		return nil, protocol.Unavailable("familiar is shutting down")
+	}
+	select {
+	case r := <-ch:
+		return r.view, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-a.o.closing:
+		return nil, protocol.Unavailable("familiar is shutting down")
+	}
+}
+
+// call posts a command and waits for its result. It gives up when the
+// orchestrator shuts down, so no request hangs on a task being stopped.
+func (a *actor) call(ctx context.Context, in input) (*taskView, error) {
+	ch := make(chan reply, 1)
+	if !a.post(envelope{in: in, reply: ch}) {
+		return nil, protocol.Unavailable("familiar is shutting down")
+	}
+	select {
+	case r := <-ch:
+		return r.view, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-a.o.closing:
+		return nil, protocol.Unavailable("familiar is shutting down")
+	}
+}
+
+// drain handles inputs in order, on the mailbox's goroutine.
+func (a *actor) drain(batch []envelope) {
+	for _, env := range batch {
+		err := a.handle(env)
+		if env.reply != nil && !(env.early && err == nil) {
+			env.reply <- reply{err: err, view: a.view()}
+		}
+	}
+}
+
+// close refuses further input and waits for what is queued (familiar is
+// shutting down and every agent has gone).
+func (a *actor) close() { a.box.Close() }
+
+// handle runs one input through the state machine and its effects.
+func (a *actor) handle(env envelope) error {
+	if env.gen != 0 && env.gen != a.gen {
+		if env.sess != nil {
+			// A start that was overtaken: its process must not outlive it.
+			a.o.stopSession(env.sess, true)
+		}
+		return nil // an earlier agent of a task started again
+	}
+	next, effects, err := step(a.st, env.in, a.o.env())
+	if err != nil {
+		if env.sess != nil {
+			a.o.stopSession(env.sess, true)
+		}
+		return err
+	}
+	prevAgent := a.st.agent
+	a.st = next
+	switch env.in.(type) {
+	case inStarted:
+		a.sess = env.sess
+	case inExited:
+		a.sess = nil
+		a.o.agents.Done()
+	case inStartFailed:
+		a.o.agents.Done()
+	}
+	if prevAgent == agentStarting && a.st.agent == agentNone {
+		if _, ok := env.in.(inStartFailed); !ok {
+			a.o.agents.Done() // settled before the start reported
+		}
+	}
+	// Readers (the scheduler woken by an effect among them) see the new
+	// state before any effect runs.
+	a.publishView()
+	if env.early && env.reply != nil {
+		env.reply <- reply{view: a.view()}
+	}
+	for _, eff := range effects {
+		a.run(eff)
+	}
+	a.publishView()
+	return nil
+}
+
+func (a *actor) publishView() {
+	s := &a.st
+	v := &taskView{T: s.T, Seq: s.Seq, sess: a.sess, logs: append([]string(nil), s.Logs...), lastErr: s.LastError,
+		op: s.op, merge: s.Merge, agentPhase: s.agent}
+	if q := s.T.PendingQuestion; q != nil {
+		c := *q
+		v.T.PendingQuestion = &c
+	}
+	a.snap.Store(v)
+}
+
+// run executes one effect. Slow ones (git, stopping a process, answering a
+// screen) go to goroutines that report back through the mailbox.
+func (a *actor) run(eff effect) {
+	o := a.o
+	switch eff := eff.(type) {
+	case effPersist:
+		o.save(&a.st.persisted)
+	case effUpdated:
+		snap := a.st.T
+		if q := snap.PendingQuestion; q != nil {
+			c := *q
+			snap.PendingQuestion = &c
+		}
+		if snap.Status == protocol.StatusQueued {
+			o.fillQueue(&snap)
+		}
+		o.pub.publish(a.id, protocol.TaskUpdatedNotification{Task: snap})
+	case effPublish:
+		o.pub.publish(a.id, eff.n)
+	case effAudit:
+		o.audit(a.id, eff.action, eff.actor, eff.data)
+	case effStartAgent:
+		a.startAgent(eff)
+	case effStopAgent:
+		if a.sess != nil {
+			sess := a.sess
+			o.goStopSession(sess, eff.now)
+		}
+	case effSendPrompt:
+		// Sent by the caller (TaskSend), which reports its error.
+	case effAnswer:
+		if sess := a.sess; sess != nil {
+			id := a.id
+			o.wg.Add(1)
+			go func() {
+				defer o.wg.Done()
+				if err := sess.Answer(eff.questionID, eff.answer); err != nil {
+					o.logger.Debug("answer", "task", id, "err", err)
+				}
+			}()
+		}
+	case effArmApproval:
+		a.disarm()
+		gen, qid := a.gen, eff.questionID
+		a.approval = o.clk.AfterFunc(eff.after, func() { a.post(envelope{in: inApprovalTimer{questionID: qid}, gen: gen}) })
+	case effDisarmApproval:
+		a.disarm()
+	case effBackoff:
+		if a.backoff != nil {
+			a.backoff.Stop()
+		}
+		o.logger.Warn("agent start failed; retrying", "task", a.id, "attempt", a.st.StartFailures, "wait", eff.after, "err", a.st.LastError)
+		a.backoff = o.clk.AfterFunc(eff.after, func() { a.post(envelope{in: inBackoffDone{}}) })
+	case effCheckpoint:
+		wt, ok := o.worktreeOf(&a.st.persisted)
+		if !ok {
+			return
+		}
+		id := a.id
+		o.wg.Add(1)
+		go func() {
+			defer o.wg.Done()
+			if _, _, err := o.cfg.Repo.Checkpoint(o.ctx, wt, eff.message); err != nil {
+				o.logger.Warn("checkpoint", "task", id, "err", err)
+			}
+		}()
+	case effComplete:
+		a.complete(eff.turn)
+	case effSlotFreed:
+		o.slotFreed(eff.ranFor)
+	case effQueueChanged:
+		o.queueChanged()
+		o.poke()
+	case effResponded:
+		o.mu.Lock()
+		o.approvals = append(o.approvals, eff.after)
+		o.mu.Unlock()
+	case effUsageLimit:
+		o.usageLimited(eff.resetsAt)
+	default:
+		o.logger.Error("unknown effect", "effect", fmt.Sprintf("%T", eff))
+	}
+}
+
+func (a *actor) disarm() {
+	if a.approval != nil {
+		a.approval.Stop()
+		a.approval = nil
+	}
+}
+
+// startAgent makes the worktree if needed, builds the agent's options and
+// starts claude, in the background; the outcome comes back as inStarted or
+// inStartFailed.
+func (a *actor) startAgent(eff effStartAgent) {
+	o := a.o
+	o.agents.Add(1)
+	a.gen++
+	gen := a.gen
+	a.outputSize.Store(0)
+	p := eff.task
+	others := o.liveTitles(a.id)
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		sess, info, err := o.startAgent(gen, &p, eff.logPath, others, a)
+		if err != nil {
+			var ae *authError
+			if errors.As(err, &ae) {
+				a.post(envelope{in: inStartFailed{detail: ae.problem, auth: true}, gen: gen})
+				return
+			}
+			a.post(envelope{in: inStartFailed{detail: err.Error(), transient: err != nil && isTransientStart(err)}, gen: gen})
+			return
+		}
+		if !a.post(envelope{in: inStarted{agent: info}, gen: gen, sess: sess}) {
+			o.stopSession(sess, true)
+		}
+	}()
+}
+
+// errWorktree marks a failed worktree creation (not transient).
+var errWorktree = errors.New("create worktree")
+
+// isTransientStart reports whether a failed start is worth retrying: the
+// spawn itself failed, not the task's setup.
+func isTransientStart(err error) bool {
+	var pe *protocol.Error
+	return !errors.Is(err, errWorktree) && !errors.As(err, &pe) && !errors.Is(err, context.Canceled) &&
+		strings.HasPrefix(err.Error(), "start claude")
+}
+
+// complete does the git work of a finished turn: leftovers committed, the
+// changed files and commits listed, the summary taken from the last message.
+func (a *actor) complete(turn agent.TurnEnded) {
+	o := a.o
+	wt, _ := o.worktreeOf(&a.st.persisted)
+	title := a.st.T.Title
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		ctx := o.ctx
+		summary, blocked := summarize(turn.LastMessage)
+		var result protocol.TaskResult
+		var errs []string
+		if _, _, err := o.cfg.Repo.Checkpoint(ctx, wt, "familiar: "+title); err != nil {
+			errs = append(errs, "commit leftovers: "+err.Error())
+		}
+		files, commits, err := o.changes(ctx, wt)
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		result.ChangedFiles, result.Commits = files, commits
+		if cut, ok := clip(summary); ok {
+			result.Truncated, result.OriginalSize = true, len(summary)
+			summary = cut
+		}
+		result.Summary = o.maskString(summary)
+		a.post(envelope{in: inCompleted{result: result, blocked: o.maskString(blocked), errs: o.maskString(strings.Join(errs, "; "))}})
+	}()
+}
+
+// changes lists a worktree's changed files and commits against its base.
+func (o *Orchestrator) changes(ctx context.Context, wt worktree.Worktree) ([]protocol.ChangedFile, []protocol.Commit, error) {
+	files, err1 := o.cfg.Repo.ChangedFiles(ctx, wt)
+	commits, err2 := o.cfg.Repo.Commits(ctx, wt)
+	if err1 != nil {
+		err1 = fmt.Errorf("changed files: %w", err1)
+	}
+	if err2 != nil {
+		err2 = fmt.Errorf("commits: %w", err2)
+	}
+	var cf []protocol.ChangedFile
+	for _, f := range files {
+		cf = append(cf, protocol.ChangedFile{Path: f.Path, Status: protocol.FileStatus(f.Status), OldPath: f.OldPath})
+	}
+	var cs []protocol.Commit
+	for _, c := range commits {
+		cs = append(cs, protocol.Commit{SHA: c.SHA, Subject: c.Subject})
+	}
+	return cf, cs, errors.Join(err1, err2)
+}
+
+// onAgentEvent turns what an agent did into an input of its task. It runs
+// on the agent's event goroutine and never blocks on the task.
+func (a *actor) onAgentEvent(gen int, ev agent.Event) {
+	o := a.o
+	var in input
+	switch ev.Kind {
+	case agent.EventOutput:
+		// Output changes no state: straight to the clients (it is in the
+		// task's log file already, so it is not written to the store).
+		a.outputSize.Add(int64(len(ev.Output)))
+		o.pub.publish(a.id, protocol.TaskOutputNotification{ID: a.id, Data: o.maskString(string(ev.Output))})
+		return
+	case agent.EventHook:
+		payload, cut := clipJSON(ev.Hook.Payload)
+		o.pub.publish(a.id, protocol.TaskHookNotification{ID: a.id, Name: ev.Hook.Name, Payload: o.mask(payload), Truncated: cut})
+		return
+	case agent.EventActivity:
+		if tool := ev.Activity.Tool; tool != "" {
+			o.countTool(tool)
+		}
+		act, ok := activities[ev.Activity.State]
+		if !ok {
+			act = protocol.ActivityThinking
+		}
+		detail, _ := clip(ev.Activity.Detail)
+		if len(detail) > maxActivityDetail {
+			detail = detail[:maxActivityDetail] + "…"
+		}
+		in = inActivity{activity: act, detail: o.maskString(detail)}
+	case agent.EventQuestion:
+		in = a.question(ev.Question)
+	case agent.EventQuestionResolved:
+		by := protocol.DecidedByAgent
+		switch ev.Resolved.By {
+		case "user", "terminal":
+			by = protocol.DecidedByUser
+		}
+		in = inResolved{questionID: ev.Resolved.QuestionID, by: by, optionID: ev.Resolved.OptionID}
+	case agent.EventTurnEnded:
+		in = inTurnEnded{turn: *ev.Turn}
+	case agent.EventProblem:
+		o.logger.Warn("agent problem", "task", a.id, "problem", ev.Problem)
+		if ev.Problem == agent.ProblemNoProgress {
+			in = inNoProgress{}
+		} else if strings.HasPrefix(ev.Problem, agent.ProblemCommandTimeout) {
+			in = inCommandTimeout{detail: o.maskString(ev.Problem)}
+		} else {
+			in = inAgentProblem{detail: o.maskString(ev.Problem), fatal: strings.HasPrefix(ev.Problem, agent.ProblemOutputLog)}
+		}
+	case agent.EventExited:
+		in = inExited{code: ev.Exit.Code, signal: ev.Exit.Signal}
+	default:
+		return
+	}
+	a.post(envelope{in: in, gen: gen})
+}
+
+// maxActivityDetail bounds Task.activityDetail (a long command line).
+const maxActivityDetail = 300
+
+// activities ties the agent's activity names to the protocol's: a name
+// missing here is a compile-time-visible gap rather than a silent cast.
+var activities = map[string]protocol.Activity{
+	agent.ActivityIdle:           protocol.ActivityIdle,
+	agent.ActivityThinking:       protocol.ActivityThinking,
+	agent.ActivityWriting:        protocol.ActivityWriting,
+	agent.ActivityRunningCommand: protocol.ActivityRunningCommand,
+	agent.ActivityUnknown:        protocol.ActivityUnknown,
+}
+
+// questionKinds ties the agent's question kinds to the protocol's.
+var questionKinds = map[string]protocol.QuestionKind{
+	agent.KindPermission: protocol.QuestionPermission,
+	agent.KindChoice:     protocol.QuestionChoice,
+	agent.KindQuestion:   protocol.QuestionQuestion,
+	agent.KindDialog:     protocol.QuestionDialog,
+}
+
+// question masks and clips a question and asks the policy about it. It
+// reads the task's latest view: the policy depends on the task's settings,
+// which only change by command.
+func (a *actor) question(q *agent.Question) input {
+	o := a.o
+	kind, ok := questionKinds[q.Kind]
+	if !ok {
+		kind = protocol.QuestionQuestion
+	}
+	pq := protocol.Question{ID: q.ID, Kind: kind, Text: q.Text, Tool: q.Tool, Input: q.Input, AllowText: q.AllowText}
+	for _, opt := range q.Options {
+		pq.Options = append(pq.Options, protocol.Option{ID: opt.ID, Label: opt.Label})
+	}
+	size := len(pq.Text) + len(pq.Input)
+	var cutText, cutInput bool
+	pq.Text, cutText = clip(pq.Text)
+	pq.Input, cutInput = clipJSON(pq.Input)
+	if cutText || cutInput {
+		pq.Truncated, pq.OriginalSize, pq.OutputOffset = true, size, max(a.outputSize.Load()-int64(size), 0)
+	}
+	pq.Text = o.maskString(pq.Text)
+	pq.Input = o.mask(pq.Input)
+	in := inQuestion{q: pq, kind: q.Kind}
+	if q.Kind == agent.KindPermission {
+		if d, ok := o.policyDecision(a.policy, a.directives, a.view().T.Worktree, q); ok {
+			in.decided = &d
+		}
+	}
+	return in
+}

@@ -1,0 +1,59 @@
+package orchestrator
+
+import (
+	"context"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/agent/screen"
+	"github.com/familiar-dev/familiar/procs"
+	"github.com/familiar-dev/familiar/worktree"
+)
+
+// Repository is what the orchestrator needs of the git repository
+// (*worktree.Repo). Narrow, so that the runner can be tested without git.
+type Repository interface {
+	Root() string
+	Create(ctx context.Context, opts worktree.CreateOptions) (worktree.Worktree, error)
+	CheckRef(ctx context.Context, ref string) error
+	CheckRefAt(ctx context.Context, branch, sha string) error
+	CheckPath(rel string) error
+	ListTracked(ctx context.Context, dir string) ([]string, error)
+	Checkpoint(ctx context.Context, wt worktree.Worktree, message string) (worktree.Commit, bool, error)
+	ChangedFiles(ctx context.Context, wt worktree.Worktree) ([]worktree.FileChange, error)
+	Commits(ctx context.Context, wt worktree.Worktree) ([]worktree.Commit, error)
+	Diff(ctx context.Context, wt worktree.Worktree, path string) (string, error)
+	Merge(ctx context.Context, wt worktree.Worktree, base string, strategy worktree.Strategy, message string) (worktree.MergeResult, error)
+	UndoMerge(ctx context.Context, taskID string, res worktree.MergeResult) error
+	StepBack(ctx context.Context, wt worktree.Worktree) (string, error)
+	Remove(ctx context.Context, path string, opts worktree.RemoveOptions) error
+}
+
+var _ Repository = (*worktree.Repo)(nil)
+
+// Session is what the orchestrator needs of a running agent
+// (*agent.Session). Its methods are safe for concurrent use.
+type Session interface {
+	SessionID() string
+	PID() int
+	Identity() procs.Identity
+	Done() <-chan struct{}
+	Answer(questionID string, a agent.Answer) error
+	SendPrompt(text string) error
+	Input(raw []byte) error
+	Resize(cols, rows int) error
+	Screen() screen.Snapshot
+	Stop(ctx context.Context) error
+}
+
+var _ Session = (*agent.Session)(nil)
+
+// StartFunc starts an agent (agent.Start).
+type StartFunc func(ctx context.Context, opts agent.Options) (Session, error)
+
+func startClaude(ctx context.Context, opts agent.Options) (Session, error) {
+	s, err := agent.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,1032 @@
+package orchestrator
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/procs"
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// This file is a task's state machine as one pure function: step takes the
+// task's state and one input (a command from a client, or something its
+// agent or a finished effect reported) and returns the next state and the
+// effects to run. It does no I/O and reads no clock but env.now; the actor
+// (actor.go) runs the effects. Every legal change of status is in
+// transitions below, so an illegal one is refused in one place.
+
+// transitions is the status graph: from each status, where a task may go.
+var transitions = map[protocol.Status][]protocol.Status{
+	protocol.StatusQueued:    {protocol.StatusStarting, protocol.StatusCancelled, protocol.StatusPaused},
+	protocol.StatusStarting:  {protocol.StatusRunning, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusQueued, protocol.StatusPaused},
+	protocol.StatusRunning:   {protocol.StatusStarting, protocol.StatusWaiting, protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
+	protocol.StatusWaiting:   {protocol.StatusStarting, protocol.StatusRunning, protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
+	protocol.StatusPaused:    {protocol.StatusQueued, protocol.StatusCancelled},
+	protocol.StatusMerging:   {protocol.StatusMerged, protocol.StatusRunning, protocol.StatusQueued, protocol.StatusBlocked},
+	protocol.StatusMerged:    {protocol.StatusMerging},
+	protocol.StatusBlocked:   {protocol.StatusQueued, protocol.StatusCancelled},
+	protocol.StatusCancelled: nil,
+}
+
+// canTransition reports whether from → to is allowed.
+func canTransition(from, to protocol.Status) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// errTransition is the FailedPrecondition for an action the state forbids.
+func errTransition(action string, from protocol.Status) error {
+	return protocol.FailedPrecondition(fmt.Sprintf("cannot %s a task that is %s", action, from), from)
+}
+
+// live reports whether a task in status s holds (or is about to hold) an
+// agent process and a slot.
+func live(s protocol.Status) bool {
+	return s == protocol.StatusStarting || s == protocol.StatusRunning || s == protocol.StatusWaiting
+}
+
+// agentPhase is where the task's claude process is.
+type agentPhase int
+
+const (
+	agentNone     agentPhase = iota // no process
+	agentStarting                   // worktree, options and spawn in progress
+	agentUp                         // running
+	agentStopping                   // a stop was asked; its exit is expected
+)
+
+// stopKind is why a task's agent is stopped: one value, decided when the
+// stop is asked, read when the process has exited.
+type stopKind int
+
+const (
+	stopNone     stopKind = iota
+	stopCancel            // → cancelled
+	stopPause             // → paused
+	stopSwitch            // mode switch: → starting again at once, same slot
+	stopRetry             // transient API failure: → back to the queue after a backoff
+	stopBlock             // → blocked{reason, detail}
+	stopRelease           // status already settled (finished, blocked): just let the process go
+	stopShutdown          // familiar stops: → blocked{interrupted}, resumable
+)
+
+// stopIntent is a stopKind with what blocked needs.
+type stopIntent struct {
+	kind   stopKind
+	reason protocol.BlockedReason
+	detail string
+}
+
+// opKind is a git operation on a finished task that runs outside the actor;
+// at most one runs per task at a time (single flight).
+type opKind string
+
+const (
+	opNone   opKind = ""
+	opMerge  opKind = "merge"
+	opUndo   opKind = "undo"
+	opRemove opKind = "remove"
+)
+
+// state is everything the transitions read and write: the persisted task
+// plus what only lives while familiar runs.
+type state struct {
+	persisted
+	agent agentPhase
+	stop  stopIntent
+	op    opKind
+	// completing is set while the finished turn's git work runs.
+	completing bool
+	askedAt    time.Time
+	costUSD    *float64
+	// resumeOnLoad: read back from the store as live but not waiting on
+	// anybody (a crash interrupted it), so it continues by itself.
+	resumeOnLoad bool
+}
+
+// env is what step may know of the world besides the state.
+type env struct {
+	now              time.Time
+	approvalTimeout  time.Duration
+	headless         bool
+	startBackoff     time.Duration
+	maxStartFailures int
+	repoRoot         string
+	dataDir          string
+	maxBudgetUSD     float64 // the setting; a task's own wins; 0 = none
+}
+
+// Inputs. Commands come from clients; the rest are what the agent or a
+// finished effect reported.
+type input interface{ inputName() string }
+
+type (
+	inStart       struct{} // the scheduler gave the task a slot
+	inStarted     struct{ agent protocol.AgentInfo }
+	inStartFailed struct {
+		detail    string
+		transient bool
+		auth      bool // no login at all: blocked{auth}
+	}
+	inBackoffDone struct{}
+	inActivity    struct {
+		activity protocol.Activity
+		detail   string // masked
+	}
+	inQuestion struct {
+		q       protocol.Question
+		kind    string
+		decided *decision
+	}
+	inResolved struct {
+		questionID string
+		by         protocol.DecidedBy
+		optionID   string
+	}
+	inAnswered struct {
+		questionID string
+		optionID   string
+		audit      map[string]any
+	}
+	inApprovalTimer struct{ questionID string }
+	inTurnEnded     struct{ turn agent.TurnEnded }
+	inCompleted     struct {
+		result  protocol.TaskResult
+		blocked string
+		errs    string
+	}
+	inNoProgress     struct{}
+	inCommandTimeout struct{ detail string }
+	inAgentProblem   struct {
+		detail string
+		fatal  bool
+	}
+	inExited struct {
+		code   int
+		signal string
+	}
+
+	cmdCancel  struct{}
+	cmdPause   struct{}
+	cmdResume  struct{ text string }
+	cmdSend    struct{ text string }
+	cmdSetMode struct {
+		mode   protocol.Mode
+		notice string
+	}
+	cmdShutdown struct{}
+	cmdKill     struct{}
+	cmdBeginOp  struct{ op opKind }
+	cmdEndOp    struct {
+		op      opKind
+		ok      bool
+		merge   *mergeRecord // opMerge done
+		undone  bool         // opUndo of a merge done
+		result  *protocol.TaskResult
+		removed bool
+		audit   map[string]any
+	}
+	cmdRequeue struct {
+		priority int
+		seq      int64
+	}
+	inQueueMoved struct{} // the task's place in the queue may have changed
+	inWorktree   struct{ worktree protocol.Worktree }
+	inProcess    struct{ identity procs.Identity } // the agent's process, for reaping after a crash
+	inLoaded     struct{}                          // read back from the store at start
+)
+
+func (inStart) inputName() string         { return "start" }
+func (inStarted) inputName() string       { return "started" }
+func (inStartFailed) inputName() string   { return "start failed" }
+func (inBackoffDone) inputName() string   { return "backoff done" }
+func (inActivity) inputName() string      { return "activity" }
+func (inQuestion) inputName() string      { return "question" }
+func (inResolved) inputName() string      { return "question resolved" }
+func (inAnswered) inputName() string      { return "answered" }
+func (inApprovalTimer) inputName() string { return "approval timeout" }
+func (inTurnEnded) inputName() string     { return "turn ended" }
+func (inCompleted) inputName() string     { return "completed" }
+func (inNoProgress) inputName() string    { return "no progress" }
+func (inCommandTimeout) inputName() string {
+	return "command timeout"
+}
+func (inAgentProblem) inputName() string { return "agent problem" }
+func (inExited) inputName() string       { return "exited" }
+func (cmdCancel) inputName() string      { return "cancel" }
+func (cmdPause) inputName() string       { return "pause" }
+func (cmdResume) inputName() string      { return "resume" }
+func (cmdSend) inputName() string        { return "send" }
+func (cmdSetMode) inputName() string     { return "set mode" }
+func (cmdShutdown) inputName() string    { return "shutdown" }
+func (cmdKill) inputName() string        { return "kill" }
+func (cmdBeginOp) inputName() string     { return "begin op" }
+func (cmdEndOp) inputName() string       { return "end op" }
+func (cmdRequeue) inputName() string     { return "requeue" }
+func (inQueueMoved) inputName() string   { return "queue moved" }
+func (inLoaded) inputName() string       { return "loaded" }
+func (inWorktree) inputName() string     { return "worktree" }
+func (inProcess) inputName() string      { return "process" }
+
+// Effects: what the actor does after a step, in order.
+type effect interface{ effectName() string }
+
+type (
+	effPersist struct{}                          // save the task
+	effUpdated struct{}                          // announce task/updated
+	effPublish struct{ n protocol.Notification } // announce n
+	effAudit   struct {
+		action, actor string
+		data          any
+	}
+	effStartAgent struct { // worktree, options, spawn → inStarted / inStartFailed
+		task    persisted // what to start from (with the follow-up prompt)
+		logPath string    // this start's raw output log
+	}
+	effStopAgent  struct{ now bool }    // SIGTERM → grace → SIGKILL (now: SIGKILL at once)
+	effSendPrompt struct{ text string } // to the live agent
+	effAnswer     struct {
+		questionID string
+		answer     agent.Answer
+	}
+	effArmApproval struct {
+		questionID string
+		after      time.Duration
+	}
+	effDisarmApproval struct{}
+	effBackoff        struct{ after time.Duration } // → inBackoffDone
+	effCheckpoint     struct{ message string }
+	effComplete       struct{ turn agent.TurnEnded } // git: leftovers, files, commits → inCompleted
+	effSlotFreed      struct{ ranFor time.Duration } // a live task left the live states
+	effQueueChanged   struct{}                       // the queue gained or lost a task
+	effResponded      struct{ after time.Duration }  // a person answered, after this long
+	// effUsageLimit: the account's usage limit is reached until resetsAt
+	// (zero: unknown). The queue holds back and blocked tasks resume then.
+	effUsageLimit struct{ resetsAt time.Time }
+)
+
+func (effPersist) effectName() string        { return "persist" }
+func (effUpdated) effectName() string        { return "updated" }
+func (effPublish) effectName() string        { return "publish" }
+func (effAudit) effectName() string          { return "audit" }
+func (effStartAgent) effectName() string     { return "start agent" }
+func (effStopAgent) effectName() string      { return "stop agent" }
+func (effSendPrompt) effectName() string     { return "send prompt" }
+func (effAnswer) effectName() string         { return "answer" }
+func (effArmApproval) effectName() string    { return "arm approval" }
+func (effDisarmApproval) effectName() string { return "disarm approval" }
+func (effBackoff) effectName() string        { return "backoff" }
+func (effCheckpoint) effectName() string     { return "checkpoint" }
+func (effComplete) effectName() string       { return "complete" }
+func (effSlotFreed) effectName() string      { return "slot freed" }
+func (effQueueChanged) effectName() string   { return "queue changed" }
+func (effResponded) effectName() string      { return "responded" }
+func (effUsageLimit) effectName() string     { return "usage limit" }
+
+// stepper accumulates the next state and its effects.
+type stepper struct {
+	s   state
+	e   env
+	out []effect
+}
+
+func (st *stepper) emit(effs ...effect) { st.out = append(st.out, effs...) }
+
+// move changes status through the graph, with what every such change
+// implies (timestamps, audit, slot and queue accounting).
+func (st *stepper) move(to protocol.Status) error {
+	s := &st.s
+	from := s.T.Status
+	if from == to {
+		return nil
+	}
+	if !canTransition(from, to) {
+		return errTransition("move to "+string(to)+" from "+string(from), from)
+	}
+	s.T.Status = to
+	now := st.e.now.UTC()
+	st.emit(effAudit{action: "task.status", actor: "familiar", data: map[string]string{"from": string(from), "to": string(to)}})
+	switch to {
+	case protocol.StatusStarting:
+		if !live(from) {
+			s.T.StartedAt = now
+		}
+		s.T.Blocked = nil
+	case protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled:
+		s.T.FinishedAt = now
+	case protocol.StatusQueued:
+		s.T.FinishedAt = time.Time{}
+	}
+	if to != protocol.StatusRunning && to != protocol.StatusWaiting {
+		s.T.Activity = protocol.ActivityIdle
+		s.T.ActivityDetail = ""
+	}
+	if to != protocol.StatusWaiting && s.T.PendingQuestion != nil {
+		s.T.PendingQuestion = nil
+		st.emit(effDisarmApproval{})
+	}
+	if live(from) && !live(to) {
+		var ran time.Duration
+		if !s.T.StartedAt.IsZero() && to != protocol.StatusPaused && to != protocol.StatusQueued {
+			ran = now.Sub(s.T.StartedAt)
+		}
+		st.emit(effSlotFreed{ranFor: ran})
+	}
+	if from == protocol.StatusQueued || to == protocol.StatusQueued {
+		st.emit(effQueueChanged{})
+	}
+	return nil
+}
+
+// changed stamps the task and asks for it to be saved and announced.
+func (st *stepper) changed() {
+	st.s.T.UpdatedAt = st.e.now.UTC()
+	st.emit(effPersist{}, effUpdated{})
+}
+
+// beginStart starts the agent: each start gets its own output log (procs
+// never overwrites one) and takes the follow-up prompt with it.
+func (st *stepper) beginStart() {
+	s := &st.s
+	s.agent = agentStarting
+	s.Starts++
+	logPath := filepath.Join(st.e.dataDir, "tasks", s.T.ID, fmt.Sprintf("output-%d.log", s.Starts))
+	s.Logs = append(append([]string(nil), s.Logs...), logPath)
+	from := s.persisted
+	from.T.AcceptanceCriteria = append([]string(nil), s.T.AcceptanceCriteria...)
+	s.FollowUp = ""
+	st.changed()
+	st.emit(effStartAgent{task: from, logPath: logPath})
+}
+
+// block settles the task as blocked now and lets a live agent go: a
+// blocked task holds no claude process.
+func (st *stepper) block(reason protocol.BlockedReason, detail string) {
+	st.blockWith(protocol.Blocked{Reason: reason, Detail: detail})
+}
+
+// blockWith is block with the whole Blocked (an API status, a reset time).
+func (st *stepper) blockWith(b protocol.Blocked) {
+	if err := st.move(protocol.StatusBlocked); err != nil {
+		return
+	}
+	st.s.T.Blocked = &b
+	st.s.LastError = b.Detail
+	st.changed()
+	st.stopAgent(stopIntent{kind: stopRelease}, false)
+}
+
+// stopAgent asks a live agent to stop with an intent. A start still in
+// progress sees the intent when it reports inStarted.
+func (st *stepper) stopAgent(in stopIntent, now bool) {
+	s := &st.s
+	switch s.agent {
+	case agentUp:
+		s.stop = in
+		s.agent = agentStopping
+		st.emit(effStopAgent{now: now})
+	case agentStarting:
+		s.stop = in
+	case agentStopping:
+		if in.kind != stopRelease && s.stop.kind != stopCancel {
+			// A stronger reason than the one in flight (a cancel during a
+			// pause) replaces it.
+			s.stop = in
+		}
+		if now {
+			st.emit(effStopAgent{now: true})
+		}
+	}
+}
+
+// step is the transition function. An error means the input was refused
+// and state and effects are unchanged.
+func step(s state, in input, e env) (state, []effect, error) {
+	st := &stepper{s: s, e: e}
+	if err := st.apply(in); err != nil {
+		return s, nil, err
+	}
+	return st.s, st.out, nil
+}
+
+func (st *stepper) apply(in input) error {
+	s := &st.s
+	status := s.T.Status
+	switch in := in.(type) {
+	case inStart:
+		if status != protocol.StatusQueued {
+			return errTransition("start", status)
+		}
+		if err := st.move(protocol.StatusStarting); err != nil {
+			return err
+		}
+		s.stop = stopIntent{}
+		st.beginStart()
+
+	case inStarted:
+		if s.agent != agentStarting {
+			return errTransition("start the agent of", status)
+		}
+		s.agent = agentUp
+		a := in.agent
+		s.T.Agent = &a
+		if s.stop.kind != stopNone {
+			// Stopped while it was starting (cancel, pause, shutdown).
+			s.agent = agentStopping
+			st.emit(effStopAgent{})
+			st.changed()
+			return nil
+		}
+		if status == protocol.StatusStarting {
+			if err := st.move(protocol.StatusRunning); err != nil {
+				return err
+			}
+			s.T.Activity = protocol.ActivityThinking
+		}
+		st.changed()
+
+	case inStartFailed:
+		if s.agent != agentStarting {
+			return errTransition("fail the start of", status)
+		}
+		s.agent = agentNone
+		s.LastError = in.detail
+		switch s.stop.kind {
+		case stopCancel:
+			st.settleStopped(s.stop)
+			return nil
+		case stopPause, stopShutdown:
+			st.settleStopped(s.stop)
+			return nil
+		}
+		s.stop = stopIntent{}
+		if in.auth {
+			st.block(protocol.BlockedAuth, in.detail)
+			return nil
+		}
+		s.StartFailures++
+		if !in.transient || s.StartFailures >= st.e.maxStartFailures {
+			detail := in.detail
+			if in.transient {
+				detail = fmt.Sprintf("%s (after %d attempts)", in.detail, s.StartFailures)
+			}
+			st.block(protocol.BlockedStartFailed, detail)
+			return nil
+		}
+		st.emit(effPersist{}, effBackoff{after: st.e.startBackoff << (s.StartFailures - 1)})
+
+	case inBackoffDone:
+		if status != protocol.StatusStarting || s.agent != agentNone {
+			return nil // cancelled or paused meanwhile
+		}
+		// Back to the queue; it keeps its place (FIFO by Seq).
+		if err := st.move(protocol.StatusQueued); err != nil {
+			return err
+		}
+		st.changed()
+
+	case inActivity:
+		if status != protocol.StatusRunning && status != protocol.StatusWaiting {
+			return nil
+		}
+		if in.activity == s.T.Activity && in.detail == s.T.ActivityDetail {
+			return nil
+		}
+		s.T.Activity, s.T.ActivityDetail = in.activity, in.detail
+		s.T.UpdatedAt = st.e.now.UTC()
+		st.emit(effUpdated{}) // activity is not worth a durable write
+
+	case inQuestion:
+		if s.agent != agentUp {
+			return nil // the agent is going away; nobody should answer it
+		}
+		if d := in.decided; d != nil {
+			st.policyAnswered(in.q, d)
+			return nil
+		}
+		q := in.q
+		if status == protocol.StatusRunning {
+			if err := st.move(protocol.StatusWaiting); err != nil {
+				return err
+			}
+		}
+		if in.kind == agent.KindPermission || st.e.headless {
+			q.ExpiresAt = st.e.now.Add(st.e.approvalTimeout).UTC()
+			st.emit(effArmApproval{questionID: q.ID, after: st.e.approvalTimeout})
+		}
+		s.T.PendingQuestion = &q
+		s.askedAt = st.e.now
+		st.changed()
+		st.emit(effPublish{protocol.TaskQuestionNotification{ID: s.T.ID, Question: q}})
+
+	case inResolved:
+		st.settle(in.questionID, in.by, in.optionID)
+
+	case inAnswered:
+		if s.T.PendingQuestion == nil || s.T.PendingQuestion.ID != in.questionID {
+			return protocol.NotFound("question", in.questionID)
+		}
+		data := in.audit
+		if data == nil {
+			data = map[string]any{}
+		}
+		data["responseSec"] = st.e.now.Sub(s.askedAt).Seconds()
+		st.emit(effResponded{after: st.e.now.Sub(s.askedAt)})
+		st.emit(effAudit{action: "permission.decided", actor: string(protocol.DecidedByUser), data: data})
+		st.settle(in.questionID, protocol.DecidedByUser, in.optionID)
+
+	case inApprovalTimer:
+		q := s.T.PendingQuestion
+		if q == nil || q.ID != in.questionID || s.agent != agentUp {
+			return nil
+		}
+		var a agent.Answer
+		switch q.Kind {
+		case protocol.QuestionPermission:
+			a = agent.Answer{OptionID: agent.OptionDeny, Text: timeoutText}
+		case protocol.QuestionDialog:
+			st.block(protocol.BlockedAgentFailed, "the CLI showed a dialog nobody answered: "+q.Text)
+			return nil
+		default:
+			a = agent.Answer{Text: noAnswerText}
+		}
+		st.emit(effAnswer{questionID: q.ID, answer: a})
+		st.emit(effAudit{action: "permission.decided", actor: string(protocol.DecidedByTimeout), data: map[string]any{
+			"questionId": q.ID, "tool": q.Tool, "input": q.Input, "option": a.OptionID, "kind": q.Kind,
+		}})
+		st.settle(q.ID, protocol.DecidedByTimeout, a.OptionID)
+
+	case inTurnEnded:
+		st.turnEnded(in.turn)
+
+	case inCompleted:
+		if !s.completing {
+			return nil
+		}
+		s.completing = false
+		if status != protocol.StatusRunning {
+			return nil // cancelled or blocked meanwhile
+		}
+		r := in.result
+		r.CostUSD = s.costUSD
+		switch {
+		case in.blocked != "":
+			st.block(protocol.BlockedAgentFailed, in.blocked)
+		case in.errs != "":
+			st.block(protocol.BlockedAgentFailed, in.errs)
+		default:
+			r.Success = true
+			if err := st.move(protocol.StatusMerging); err != nil {
+				return err
+			}
+			s.T.Result = &r
+			st.changed()
+			st.emit(effPublish{protocol.TaskCompletedNotification{ID: s.T.ID, Result: r}})
+			// The finished agent would hold ~200 MB while idle: let it go.
+			// Its session is kept, so task/send resumes the conversation.
+			st.stopAgent(stopIntent{kind: stopRelease}, false)
+		}
+
+	case inNoProgress:
+		if live(status) && s.agent == agentUp {
+			st.stopAgent(stopIntent{kind: stopBlock, reason: protocol.BlockedTimeout, detail: "no progress for the no-progress timeout"}, false)
+		}
+
+	case inCommandTimeout:
+		// A command ran without writing or starting anything for the
+		// command timeout: reported as such, not as "no progress".
+		if live(status) && s.agent == agentUp {
+			st.stopAgent(stopIntent{kind: stopBlock, reason: protocol.BlockedTimeout, detail: in.detail}, false)
+		}
+
+	case inAgentProblem:
+		if in.fatal && live(status) && s.agent == agentUp {
+			// Without its log a task's record would be silently incomplete:
+			// stop it clearly rather than run on.
+			st.stopAgent(stopIntent{kind: stopBlock, reason: protocol.BlockedAgentFailed, detail: in.detail}, false)
+		}
+		st.emit(effPublish{protocol.ServerMessageNotification{Level: protocol.LevelWarning, Text: fmt.Sprintf("task %s: %s", s.T.ID, in.detail)}})
+
+	case inExited:
+		if s.agent == agentNone {
+			return nil
+		}
+		s.agent = agentNone
+		s.Process = nil
+		if s.T.PendingQuestion != nil {
+			st.emit(effDisarmApproval{})
+		}
+		intent := s.stop
+		if intent.kind == stopNone && live(status) {
+			detail := fmt.Sprintf("claude exited with code %d", in.code)
+			if in.signal != "" {
+				detail = "claude was killed by signal " + in.signal
+			}
+			intent = stopIntent{kind: stopBlock, reason: protocol.BlockedAgentExited, detail: detail}
+		}
+		st.settleStopped(intent)
+
+	case cmdCancel:
+		switch {
+		case status == protocol.StatusQueued || status == protocol.StatusPaused || status == protocol.StatusBlocked:
+			if err := st.move(protocol.StatusCancelled); err != nil {
+				return err
+			}
+			s.T.Blocked = &protocol.Blocked{Reason: protocol.BlockedCancelledByUser, Detail: "cancelled by the user"}
+			st.changed()
+			if s.agent != agentNone {
+				st.stopAgent(stopIntent{kind: stopRelease}, false)
+			}
+		case live(status):
+			if status == protocol.StatusStarting && s.agent == agentNone {
+				// Between a failed start and its retry.
+				st.settleStopped(stopIntent{kind: stopCancel})
+				return nil
+			}
+			st.stopAgent(stopIntent{kind: stopCancel}, false)
+		default:
+			return errTransition("cancel", status)
+		}
+
+	case cmdKill:
+		if s.agent == agentNone {
+			return nil
+		}
+		intent := stopIntent{kind: stopCancel}
+		if !live(status) {
+			intent = stopIntent{kind: stopRelease}
+		}
+		if s.agent == agentStopping && s.stop.kind != stopNone {
+			intent = s.stop
+		}
+		st.stopAgent(intent, true)
+
+	case cmdPause:
+		switch {
+		case status == protocol.StatusQueued:
+			// Held back in the queue until resumed.
+			if err := st.move(protocol.StatusPaused); err != nil {
+				return err
+			}
+			st.changed()
+		case live(status):
+			if status == protocol.StatusStarting && s.agent == agentNone {
+				st.settleStopped(stopIntent{kind: stopPause})
+				return nil
+			}
+			st.stopAgent(stopIntent{kind: stopPause}, false)
+		default:
+			return errTransition("pause", status)
+		}
+
+	case cmdResume:
+		resumable := status == protocol.StatusPaused ||
+			(status == protocol.StatusBlocked && (s.T.Blocked == nil || s.T.Blocked.Reason != protocol.BlockedCancelledByUser))
+		if !resumable {
+			return errTransition("resume", status)
+		}
+		if s.agent != agentNone {
+			return protocol.FailedPrecondition("the task's agent is still stopping; try again in a moment", status)
+		}
+		if err := st.move(protocol.StatusQueued); err != nil {
+			return err
+		}
+		s.T.Blocked = nil
+		s.StartFailures = 0
+		switch {
+		case in.text != "":
+			s.FollowUp = in.text
+		case s.FollowUp == "":
+			s.FollowUp = resumePrompt
+		}
+		st.changed()
+
+	case cmdSend:
+		switch {
+		case (status == protocol.StatusRunning || status == protocol.StatusWaiting) && s.agent == agentUp:
+			st.emit(effSendPrompt{text: in.text})
+		case status == protocol.StatusMerging && s.op == opNone:
+			// A follow-up on finished work: the agent resumes its session
+			// with it when a slot is free.
+			if err := st.move(protocol.StatusQueued); err != nil {
+				return err
+			}
+			s.FollowUp = in.text
+			s.T.Result = nil
+			st.changed()
+		case status == protocol.StatusBlocked || status == protocol.StatusPaused:
+			// Continue a blocked task: same session, same worktree, with the
+			// person's message.
+			return st.apply(cmdResume{text: in.text})
+		default:
+			return errTransition("send a message to", status)
+		}
+
+	case cmdSetMode:
+		switch status {
+		case protocol.StatusMerged, protocol.StatusCancelled:
+			return errTransition("change the mode of", status)
+		}
+		if in.mode == s.T.Mode {
+			return nil
+		}
+		st.emit(effAudit{action: "task.mode", actor: "user", data: map[string]string{"from": string(s.T.Mode), "to": string(in.mode)}})
+		s.T.Mode = in.mode
+		if s.T.Agent != nil && s.T.Agent.SessionID != "" || s.agent != agentNone {
+			s.FollowUp = in.notice
+		}
+		if live(status) && s.agent == agentUp {
+			st.stopAgent(stopIntent{kind: stopSwitch}, false)
+		}
+		st.changed()
+
+	case cmdShutdown:
+		if s.agent != agentNone {
+			st.stopAgent(stopIntent{kind: stopShutdown, reason: protocol.BlockedInterrupted, detail: "familiar shut down"}, false)
+		} else if status == protocol.StatusStarting {
+			st.settleStopped(stopIntent{kind: stopShutdown})
+		}
+
+	case cmdBeginOp:
+		if s.op != opNone {
+			return protocol.FailedPrecondition(fmt.Sprintf("a %s of this task is in progress", s.op), status)
+		}
+		switch in.op {
+		case opMerge:
+			if status != protocol.StatusMerging {
+				return errTransition("merge", status)
+			}
+		case opUndo:
+			if status != protocol.StatusMerged && status != protocol.StatusMerging && status != protocol.StatusBlocked && status != protocol.StatusCancelled {
+				return errTransition("undo", status)
+			}
+		case opRemove:
+			if live(status) {
+				return errTransition("remove", status)
+			}
+		}
+		if s.agent != agentNone || s.completing {
+			return protocol.FailedPrecondition("the task's agent is still stopping; try again in a moment", status)
+		}
+		s.op = in.op
+
+	case cmdEndOp:
+		if s.op != in.op {
+			return nil
+		}
+		s.op = opNone
+		if !in.ok {
+			return nil
+		}
+		switch in.op {
+		case opMerge:
+			if err := st.move(protocol.StatusMerged); err != nil {
+				return err
+			}
+			s.Merge = in.merge
+			st.emit(effAudit{action: "task.merged", actor: "user", data: in.audit})
+		case opUndo:
+			if in.undone {
+				if err := st.move(protocol.StatusMerging); err != nil {
+					return err
+				}
+				s.Merge = nil
+			}
+			if in.result != nil && s.T.Result != nil {
+				r := *s.T.Result
+				r.ChangedFiles, r.Commits = in.result.ChangedFiles, in.result.Commits
+				s.T.Result = &r
+			}
+			st.emit(effAudit{action: "task.undone", actor: "user", data: in.audit})
+		case opRemove:
+			s.T.Worktree = nil
+		}
+		st.changed()
+
+	case inQueueMoved:
+		if status == protocol.StatusQueued {
+			st.emit(effUpdated{})
+		}
+
+	case inWorktree:
+		w := in.worktree
+		s.T.Worktree = &w
+		s.RepoRoot = st.e.repoRoot
+		st.changed()
+
+	case inProcess:
+		if s.agent != agentStarting {
+			return nil
+		}
+		id := in.identity
+		s.Process = &id
+		st.emit(effPersist{})
+
+	case inLoaded:
+		// Nothing runs yet: a task that was live when familiar stopped lost
+		// its agent.
+		s.agent, s.stop, s.op, s.completing = agentNone, stopIntent{}, opNone, false
+		if live(status) {
+			// A task that waited on a person stays for that person; one
+			// that worked on its own continues by itself (recoverLeftovers).
+			s.resumeOnLoad = status != protocol.StatusWaiting && s.T.Agent != nil && s.T.Agent.SessionID != ""
+			detail := "familiar stopped while the agent was running"
+			if status == protocol.StatusWaiting {
+				detail = "familiar stopped while the agent waited for an answer"
+			}
+			if err := st.move(protocol.StatusBlocked); err != nil {
+				return err
+			}
+			s.T.Blocked = &protocol.Blocked{Reason: protocol.BlockedInterrupted, Detail: detail}
+			st.changed()
+		}
+
+	case cmdRequeue:
+		if status != protocol.StatusQueued {
+			return nil
+		}
+		s.T.Priority, s.Seq = in.priority, in.seq
+		st.changed()
+
+	default:
+		return fmt.Errorf("unknown input %T", in)
+	}
+	return nil
+}
+
+// settleStopped moves a task whose agent has gone (or never came up) to
+// where its stop intent says.
+func (st *stepper) settleStopped(intent stopIntent) {
+	s := &st.s
+	s.stop = stopIntent{}
+	status := s.T.Status
+	switch intent.kind {
+	case stopSwitch:
+		if live(status) {
+			// A mode switch keeps the slot: start again straight away.
+			if status != protocol.StatusStarting {
+				_ = st.move(protocol.StatusStarting)
+			}
+			st.beginStart()
+			return
+		}
+	case stopRetry:
+		if live(status) {
+			if status != protocol.StatusStarting {
+				_ = st.move(protocol.StatusStarting)
+			}
+			s.StartFailures++
+			st.emit(effBackoff{after: st.e.startBackoff << max(s.StartFailures-1, 0)})
+			st.changed()
+			return
+		}
+	case stopCancel:
+		if status != protocol.StatusCancelled && st.move(protocol.StatusCancelled) == nil {
+			s.T.Blocked = &protocol.Blocked{Reason: protocol.BlockedCancelledByUser, Detail: "cancelled by the user"}
+		}
+	case stopPause:
+		if live(status) {
+			_ = st.move(protocol.StatusPaused)
+			if s.FollowUp == "" {
+				s.FollowUp = resumePrompt
+			}
+		}
+	case stopBlock, stopShutdown:
+		if live(status) {
+			reason, detail := intent.reason, intent.detail
+			if intent.kind == stopShutdown {
+				reason, detail = protocol.BlockedInterrupted, "familiar shut down"
+			}
+			if st.move(protocol.StatusBlocked) == nil {
+				s.T.Blocked = &protocol.Blocked{Reason: reason, Detail: detail}
+				s.LastError = detail
+			}
+		}
+	case stopRelease, stopNone:
+	}
+	st.changed()
+}
+
+// settle clears a pending question once, whoever settled it first, and
+// announces task/questionResolved.
+func (st *stepper) settle(questionID string, by protocol.DecidedBy, optionID string) {
+	s := &st.s
+	if s.T.PendingQuestion == nil || s.T.PendingQuestion.ID != questionID {
+		return
+	}
+	s.T.PendingQuestion = nil
+	st.emit(effDisarmApproval{})
+	if s.T.Status == protocol.StatusWaiting {
+		_ = st.move(protocol.StatusRunning)
+	}
+	st.changed()
+	st.emit(effPublish{protocol.TaskQuestionResolvedNotification{ID: s.T.ID, QuestionID: questionID, DecidedBy: by, OptionID: optionID}})
+}
+
+// policyAnswered shows a question the policy decided, settles it at once
+// and answers the agent.
+func (st *stepper) policyAnswered(q protocol.Question, d *decision) {
+	id := st.s.T.ID
+	st.emit(effPublish{protocol.TaskQuestionNotification{ID: id, Question: protocol.Question{
+		ID: q.ID, Kind: protocol.QuestionPermission, Text: agentText(*d), Tool: d.tool, Input: d.input,
+		Options: []protocol.Option{{ID: agent.OptionAllow, Label: "Allow"}, {ID: agent.OptionAllowAlways, Label: "Allow always"}, {ID: agent.OptionDeny, Label: "Deny"}},
+	}}})
+	st.emit(effPublish{protocol.TaskQuestionResolvedNotification{ID: id, QuestionID: q.ID, DecidedBy: protocol.DecidedByPolicy, OptionID: d.option}})
+	actor := string(protocol.DecidedByPolicy)
+	if d.elevated {
+		actor = "elevated"
+	}
+	st.emit(effAudit{action: "permission.decided", actor: actor, data: map[string]any{
+		"questionId": q.ID, "tool": d.tool, "input": d.input, "option": d.option, "rule": d.rule, "reason": d.reason,
+		"decidedBy": protocol.DecidedByPolicy,
+	}})
+	st.emit(effAnswer{questionID: q.ID, answer: agent.Answer{OptionID: d.option, Text: d.reason}})
+}
+
+// turnEnded decides what the end of a turn means for the task.
+func (st *stepper) turnEnded(turn agent.TurnEnded) {
+	s := &st.s
+	if turn.CostUSD > 0 {
+		c := turn.CostUSD
+		if s.costUSD != nil {
+			c += *s.costUSD
+		}
+		s.costUSD = &c
+	}
+	if turn.BackgroundTasks > 0 || s.agent != agentUp {
+		return
+	}
+	s.Turns++
+	f := turn.Failure
+	if !turn.Failed {
+		f = nil
+	}
+	switch {
+	case f != nil && f.Kind == agent.FailureAuth:
+		// No retry helps: the person has to log in.
+		st.block(protocol.BlockedAuth, fmt.Sprintf("%s; %s", f.Message, agent.AuthFix))
+	case f != nil && f.Kind == agent.FailureUsageLimit:
+		// Blocked until the limit resets; the actor holds the queue back
+		// and resumes the task then (unless the setting is off).
+		if s.FollowUp == "" {
+			s.FollowUp = resumePrompt
+		}
+		b := protocol.Blocked{Reason: protocol.BlockedUsageLimit, Detail: f.Message, Status: f.Status}
+		if !f.ResetsAt.IsZero() {
+			b.ResetsAt = f.ResetsAt.UTC()
+		}
+		st.blockWith(b)
+		st.emit(effUsageLimit{resetsAt: f.ResetsAt})
+	case turn.Failed && (transientAPIFailure(f) || f == nil && s.Turns == 1 && transientFailure(turn.Error)) &&
+		s.StartFailures+1 < st.e.maxStartFailures:
+		// Claude gave up on an overloaded or unreachable API: start again
+		// after a backoff rather than failing the task. The restart
+		// repeats the turn: the resumed session gets the resume prompt (or
+		// what the person sent), a session never saved its first prompt.
+		s.LastError = turn.Error
+		if s.FollowUp == "" {
+			s.FollowUp = resumePrompt
+		}
+		st.stopAgent(stopIntent{kind: stopRetry}, false)
+		st.emit(effPersist{})
+	case f != nil && f.Kind == agent.FailureAPI:
+		detail := f.Message
+		if transientAPIFailure(f) {
+			detail = fmt.Sprintf("%s (claude gave up retrying, %d times over)", f.Message, s.StartFailures+1)
+		}
+		st.blockWith(protocol.Blocked{Reason: protocol.BlockedAPIError, Detail: detail, Status: f.Status})
+	case st.overBudget() && !(s.T.Status == protocol.StatusRunning && !turn.Failed && s.T.PendingQuestion == nil && turn.Asks == ""):
+		// Spent: it stops here rather than start another turn. (A turn
+		// that finished the task completes: the work is paid for.)
+		st.block(protocol.BlockedBudget, fmt.Sprintf("the task spent $%.2f of its $%.2f budget", *s.costUSD, st.budget()))
+	case s.T.PendingQuestion != nil || turn.Asks != "":
+		// Waiting on the person: keep what this turn did as a checkpoint.
+		st.emit(effCheckpoint{message: fmt.Sprintf("familiar checkpoint: %s (turn %d)", s.T.Title, s.Turns)})
+		st.emit(effPersist{})
+	case turn.Failed:
+		st.block(protocol.BlockedAgentFailed, turn.Error)
+	case s.T.Status == protocol.StatusRunning && !s.completing:
+		s.completing = true
+		st.emit(effPersist{}, effComplete{turn: turn})
+	}
+}
+
+// budget is the task's spending limit in USD; 0 = none.
+func (st *stepper) budget() float64 {
+	if b := st.s.MaxBudgetUsd; b != nil {
+		return *b
+	}
+	return st.e.maxBudgetUSD
+}
+
+// overBudget reports whether the task has spent its budget.
+func (st *stepper) overBudget() bool {
+	b := st.budget()
+	return b > 0 && st.s.costUSD != nil && *st.s.costUSD >= b
+}

@@ -1,0 +1,482 @@
+package orchestrator
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// The state machine alone: each transition as a table row, without claude,
+// git or the store. The end-to-end tests prove the wiring.
+
+var testEnv = env{
+	now:              time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC),
+	approvalTimeout:  5 * time.Minute,
+	startBackoff:     time.Second,
+	maxStartFailures: 3,
+	repoRoot:         "/repo",
+	dataDir:          "/data",
+}
+
+// mk builds a state: status, agent phase, and options.
+func mk(status protocol.Status, phase agentPhase, opts ...func(*state)) state {
+	var s state
+	s.T = protocol.Task{ID: "t1", Title: "task", Status: status, Activity: protocol.ActivityIdle,
+		StartedAt: testEnv.now.Add(-time.Minute)}
+	s.agent = phase
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+func withStop(k stopKind) func(*state) { return func(s *state) { s.stop = stopIntent{kind: k} } }
+func withSession() func(*state) {
+	return func(s *state) { s.T.Agent = &protocol.AgentInfo{SessionID: "sess", PID: 42} }
+}
+func withQuestion(kind protocol.QuestionKind) func(*state) {
+	return func(s *state) { s.T.PendingQuestion = &protocol.Question{ID: "q1", Kind: kind, Text: "ok?"} }
+}
+func withBlocked(r protocol.BlockedReason) func(*state) {
+	return func(s *state) { s.T.Blocked = &protocol.Blocked{Reason: r, Detail: "x"} }
+}
+func withOp(op opKind) func(*state)   { return func(s *state) { s.op = op } }
+func withFailures(n int) func(*state) { return func(s *state) { s.StartFailures = n } }
+func completing() func(*state)        { return func(s *state) { s.completing = true } }
+func withTurns(n int) func(*state)    { return func(s *state) { s.Turns = n } }
+func withBudget(usd float64) func(*state) {
+	return func(s *state) { s.MaxBudgetUsd = &usd }
+}
+func withActivity(a protocol.Activity) func(*state) { return func(s *state) { s.T.Activity = a } }
+
+// names lists effect names, for compact expectations.
+func names(effs []effect) []string {
+	var out []string
+	for _, e := range effs {
+		switch e := e.(type) {
+		case effAudit:
+			continue // every status change audits; checked separately
+		case effPublish:
+			out = append(out, "publish "+e.n.Method())
+		case effStopAgent:
+			if e.now {
+				out = append(out, "stop agent now")
+			} else {
+				out = append(out, "stop agent")
+			}
+		default:
+			out = append(out, e.effectName())
+		}
+	}
+	return out
+}
+
+func TestTransitions(t *testing.T) {
+	running := protocol.StatusRunning
+	tests := []struct {
+		name    string
+		from    state
+		in      input
+		status  protocol.Status
+		phase   agentPhase // 0: not checked
+		gone    bool       // the agent phase must be none
+		effects []string   // nil: not checked
+		wantErr error
+		check   func(t *testing.T, s state)
+	}{
+		// Starting.
+		{name: "queued starts", from: mk(protocol.StatusQueued, agentNone), in: inStart{},
+			status: protocol.StatusStarting, phase: agentStarting,
+			effects: []string{"queue changed", "persist", "updated", "start agent"}},
+		{name: "only queued tasks start", from: mk(protocol.StatusPaused, agentNone), in: inStart{},
+			status: protocol.StatusPaused, wantErr: errPrecondition},
+		{name: "agent up: running, thinking", from: mk(protocol.StatusStarting, agentStarting), in: inStarted{agent: protocol.AgentInfo{PID: 7, SessionID: "s"}},
+			status: running, phase: agentUp, effects: []string{"persist", "updated"},
+			check: func(t *testing.T, s state) {
+				if s.T.Activity != protocol.ActivityThinking || s.T.Agent.PID != 7 {
+					t.Errorf("activity %s agent %+v", s.T.Activity, s.T.Agent)
+				}
+			}},
+		{name: "cancelled while starting: stopped once up", from: mk(protocol.StatusStarting, agentStarting, withStop(stopCancel)), in: inStarted{},
+			status: protocol.StatusStarting, phase: agentStopping, effects: []string{"stop agent", "persist", "updated"}},
+		{name: "transient start failure backs off", from: mk(protocol.StatusStarting, agentStarting), in: inStartFailed{detail: "start claude: boom", transient: true},
+			status: protocol.StatusStarting, gone: true, effects: []string{"persist", "backoff"},
+			check: func(t *testing.T, s state) {
+				if s.StartFailures != 1 {
+					t.Errorf("failures %d", s.StartFailures)
+				}
+			}},
+		{name: "third transient failure blocks", from: mk(protocol.StatusStarting, agentStarting, withFailures(2)), in: inStartFailed{detail: "start claude: boom", transient: true},
+			status: protocol.StatusBlocked, gone: true,
+			check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedStartFailed || !strings.Contains(s.T.Blocked.Detail, "after 3 attempts") {
+					t.Errorf("blocked %+v", s.T.Blocked)
+				}
+			}},
+		{name: "worktree failure blocks at once", from: mk(protocol.StatusStarting, agentStarting), in: inStartFailed{detail: "create worktree: bad"},
+			status: protocol.StatusBlocked, effects: []string{"slot freed", "persist", "updated"}},
+		{name: "start failure after a pause: paused", from: mk(protocol.StatusStarting, agentStarting, withStop(stopPause)), in: inStartFailed{detail: "x"},
+			status: protocol.StatusPaused},
+		{name: "backoff over: back to the queue", from: mk(protocol.StatusStarting, agentNone), in: inBackoffDone{},
+			status: protocol.StatusQueued, effects: []string{"slot freed", "queue changed", "persist", "updated"}},
+		{name: "backoff over after cancel: nothing", from: mk(protocol.StatusCancelled, agentNone), in: inBackoffDone{},
+			status: protocol.StatusCancelled, effects: []string{}},
+
+		// Activity and questions.
+		{name: "activity is announced, not persisted", from: mk(running, agentUp), in: inActivity{activity: protocol.ActivityWriting},
+			status: running, effects: []string{"updated"}},
+		{name: "permission waits on a person with a timeout", from: mk(running, agentUp), in: inQuestion{q: protocol.Question{ID: "q1", Kind: protocol.QuestionPermission}, kind: agent.KindPermission},
+			status: protocol.StatusWaiting, effects: []string{"arm approval", "persist", "updated", "publish task/question"},
+			check: func(t *testing.T, s state) {
+				if s.T.PendingQuestion == nil || !s.T.PendingQuestion.ExpiresAt.Equal(testEnv.now.Add(5*time.Minute)) {
+					t.Errorf("question %+v", s.T.PendingQuestion)
+				}
+			}},
+		{name: "a choice has no timeout", from: mk(running, agentUp), in: inQuestion{q: protocol.Question{ID: "q1", Kind: protocol.QuestionChoice}, kind: agent.KindChoice},
+			status: protocol.StatusWaiting, effects: []string{"persist", "updated", "publish task/question"}},
+		{name: "policy decides: shown, settled, answered", from: mk(running, agentUp),
+			in:     inQuestion{q: protocol.Question{ID: "q1"}, kind: agent.KindPermission, decided: &decision{option: agent.OptionAllow, tool: "Bash"}},
+			status: running, effects: []string{"publish task/question", "publish task/questionResolved", "answer"}},
+		{name: "a stopping agent's question is dropped", from: mk(running, agentStopping), in: inQuestion{q: protocol.Question{ID: "q1"}, kind: agent.KindPermission},
+			status: running, effects: []string{}},
+		{name: "answered: running again, audited with response time", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
+			in: inAnswered{questionID: "q1", optionID: "allow"}, status: running,
+			effects: []string{"responded", "disarm approval", "persist", "updated", "publish task/questionResolved"}},
+		{name: "answer to another question: not found", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
+			in: inAnswered{questionID: "q2"}, status: protocol.StatusWaiting, wantErr: errNotFound},
+		{name: "timeout denies a permission", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
+			in: inApprovalTimer{questionID: "q1"}, status: running,
+			check: func(t *testing.T, s state) {
+				if s.T.PendingQuestion != nil {
+					t.Error("question still pending")
+				}
+			}},
+		{name: "an unanswered dialog blocks", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionDialog)),
+			in: inApprovalTimer{questionID: "q1"}, status: protocol.StatusBlocked, phase: agentStopping},
+		{name: "a stale timer does nothing", from: mk(running, agentUp), in: inApprovalTimer{questionID: "q1"}, status: running, effects: []string{}},
+
+		// Turns.
+		{name: "a clean turn end completes", from: mk(running, agentUp), in: inTurnEnded{turn: agent.TurnEnded{LastMessage: "done"}},
+			status: running, effects: []string{"persist", "complete"}},
+		{name: "a turn with background tasks is not the end", from: mk(running, agentUp), in: inTurnEnded{turn: agent.TurnEnded{BackgroundTasks: 1}},
+			status: running, effects: []string{}},
+		{name: "a turn ending on a question checkpoints", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionQuestion)), in: inTurnEnded{turn: agent.TurnEnded{Asks: "q1"}},
+			status: protocol.StatusWaiting, effects: []string{"checkpoint", "persist"}},
+		{name: "overloaded API on the first turn restarts the turn", from: mk(running, agentUp), in: inTurnEnded{turn: agent.TurnEnded{Failed: true, Error: "API Error: 529 overloaded"}},
+			status: running, phase: agentStopping, effects: []string{"stop agent", "persist"},
+			check: func(t *testing.T, s state) {
+				if s.stop.kind != stopRetry || s.FollowUp == "" {
+					t.Errorf("stop %v followUp %q: the restart must carry a prompt", s.stop.kind, s.FollowUp)
+				}
+			}},
+		{name: "a failed turn blocks and lets the agent go", from: mk(running, agentUp), in: inTurnEnded{turn: agent.TurnEnded{Failed: true, Error: "bad request"}},
+			status: protocol.StatusBlocked, phase: agentStopping},
+		// The model side failing (issue 13 §2) and the user's login (issue 14).
+		{name: "API unreachable on a later turn: the turn is retried", from: mk(running, agentUp, withTurns(3)),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Error: "x", Failure: &agent.Failure{Kind: agent.FailureAPI, Message: "API Error: Connection refused"}}},
+			status: running, phase: agentStopping, effects: []string{"stop agent", "persist"},
+			check: func(t *testing.T, s state) {
+				if s.stop.kind != stopRetry || s.FollowUp != resumePrompt {
+					t.Errorf("stop %v followUp %q", s.stop.kind, s.FollowUp)
+				}
+			}},
+		{name: "API still overloaded after the retries: blocked{api_error} with the status", from: mk(running, agentUp, withFailures(2)),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 529, Message: "API Error: 529 overloaded"}}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				b := s.T.Blocked
+				if b.Reason != protocol.BlockedAPIError || b.Status != 529 || !strings.Contains(b.Detail, "529 overloaded") {
+					t.Errorf("blocked %+v", b)
+				}
+			}},
+		{name: "a refused request is not retried: blocked{api_error}", from: mk(running, agentUp),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 400, Message: "API Error: 400 bad"}}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedAPIError || s.T.Blocked.Status != 400 {
+					t.Errorf("blocked %+v", s.T.Blocked)
+				}
+			}},
+		{name: "not logged in: blocked{auth} with the fix", from: mk(running, agentUp),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAuth, Status: 401, Message: "Not logged in · Please run /login"}}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedAuth || !strings.Contains(s.T.Blocked.Detail, "claude login") {
+					t.Errorf("blocked %+v", s.T.Blocked)
+				}
+			}},
+		{name: "no login at all: blocked{auth} before claude starts", from: mk(protocol.StatusStarting, agentStarting),
+			in:     inStartFailed{detail: "claude is not logged in; run `claude login`", auth: true},
+			status: protocol.StatusBlocked, gone: true,
+			check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedAuth || s.StartFailures != 0 {
+					t.Errorf("blocked %+v failures %d", s.T.Blocked, s.StartFailures)
+				}
+			}},
+		{name: "usage limit: blocked{usage_limit} with the reset time, queue told", from: mk(running, agentUp),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureUsageLimit, Status: 429, Message: "You've hit your 5-hour limit", ResetsAt: testEnv.now.Add(2 * time.Hour)}}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			effects: []string{"slot freed", "persist", "updated", "stop agent", "usage limit"},
+			check: func(t *testing.T, s state) {
+				b := s.T.Blocked
+				if b.Reason != protocol.BlockedUsageLimit || !b.ResetsAt.Equal(testEnv.now.Add(2*time.Hour)) || s.FollowUp != resumePrompt {
+					t.Errorf("blocked %+v followUp %q", b, s.FollowUp)
+				}
+			}},
+		{name: "over budget after a turn that goes on: blocked{budget}", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionQuestion), withBudget(1)),
+			in:     inTurnEnded{turn: agent.TurnEnded{CostUSD: 1.25, Asks: "q1"}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedBudget || !strings.Contains(s.T.Blocked.Detail, "$1.25 of its $1.00") {
+					t.Errorf("blocked %+v", s.T.Blocked)
+				}
+			}},
+		{name: "over budget on the turn that finishes: completes", from: mk(running, agentUp, withBudget(1)),
+			in: inTurnEnded{turn: agent.TurnEnded{CostUSD: 1.25, LastMessage: "done"}}, status: running, effects: []string{"persist", "complete"}},
+		{name: "a silent command: blocked{timeout} naming the command", from: mk(running, agentUp),
+			in: inCommandTimeout{detail: agent.ProblemCommandTimeout + ": `sleep 1200`"}, status: running, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				if s.stop.reason != protocol.BlockedTimeout || !strings.Contains(s.stop.detail, "sleep 1200") {
+					t.Errorf("stop %+v", s.stop)
+				}
+			}},
+		{name: "activity detail is announced", from: mk(running, agentUp, withActivity(protocol.ActivityThinking)),
+			in: inActivity{activity: protocol.ActivityThinking, detail: "API unreachable, retry 3 of 10"}, status: running, effects: []string{"updated"},
+			check: func(t *testing.T, s state) {
+				if s.T.ActivityDetail != "API unreachable, retry 3 of 10" {
+					t.Errorf("detail %q", s.T.ActivityDetail)
+				}
+			}},
+		{name: "completed: merging, announced, agent released", from: mk(running, agentUp, completing()), in: inCompleted{result: protocol.TaskResult{Summary: "s"}},
+			status: protocol.StatusMerging, phase: agentStopping,
+			effects: []string{"slot freed", "persist", "updated", "publish task/completed", "stop agent"}},
+		{name: "completed with BLOCKED: blocked", from: mk(running, agentUp, completing()), in: inCompleted{blocked: "no access"},
+			status: protocol.StatusBlocked, phase: agentStopping},
+		{name: "completed after a cancel: ignored", from: mk(protocol.StatusCancelled, agentNone, completing()), in: inCompleted{},
+			status: protocol.StatusCancelled, effects: []string{}},
+		{name: "no progress stops with timeout", from: mk(running, agentUp), in: inNoProgress{},
+			status: running, phase: agentStopping, effects: []string{"stop agent"},
+			check: func(t *testing.T, s state) {
+				if s.stop.kind != stopBlock || s.stop.reason != protocol.BlockedTimeout {
+					t.Errorf("stop %+v", s.stop)
+				}
+			}},
+
+		// Exits: the stop intent decides.
+		{name: "exit after cancel: cancelled", from: mk(running, agentStopping, withStop(stopCancel)), in: inExited{code: 143},
+			status: protocol.StatusCancelled, gone: true},
+		{name: "exit after pause: paused, resumable", from: mk(running, agentStopping, withStop(stopPause)), in: inExited{},
+			status: protocol.StatusPaused, check: func(t *testing.T, s state) {
+				if s.FollowUp != resumePrompt {
+					t.Errorf("followUp %q", s.FollowUp)
+				}
+			}},
+		{name: "exit after a mode switch: starts again, same slot", from: mk(running, agentStopping, withStop(stopSwitch)), in: inExited{},
+			status: protocol.StatusStarting, phase: agentStarting, effects: []string{"persist", "updated", "start agent"}},
+		{name: "exit after a transient failure: backs off", from: mk(running, agentStopping, withStop(stopRetry)), in: inExited{},
+			status: protocol.StatusStarting, gone: true},
+		{name: "exit after shutdown: interrupted", from: mk(protocol.StatusWaiting, agentStopping, withStop(stopShutdown), withQuestion(protocol.QuestionPermission)), in: inExited{},
+			status: protocol.StatusBlocked, check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedInterrupted || s.T.PendingQuestion != nil {
+					t.Errorf("blocked %+v question %+v", s.T.Blocked, s.T.PendingQuestion)
+				}
+			}},
+		{name: "exit of a released agent changes nothing", from: mk(protocol.StatusMerging, agentStopping, withStop(stopRelease)), in: inExited{},
+			status: protocol.StatusMerging, gone: true},
+		{name: "unexpected exit names the signal", from: mk(running, agentUp), in: inExited{signal: "SIGKILL"},
+			status: protocol.StatusBlocked, check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedAgentExited || s.T.Blocked.Detail != "claude was killed by signal SIGKILL" {
+					t.Errorf("blocked %+v", s.T.Blocked)
+				}
+			}},
+
+		// Commands.
+		{name: "cancel a queued task", from: mk(protocol.StatusQueued, agentNone), in: cmdCancel{}, status: protocol.StatusCancelled},
+		{name: "cancel a running task stops it", from: mk(running, agentUp), in: cmdCancel{}, status: running, phase: agentStopping, effects: []string{"stop agent"}},
+		{name: "cancel during a pause wins", from: mk(running, agentStopping, withStop(stopPause)), in: cmdCancel{}, status: running, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				if s.stop.kind != stopCancel {
+					t.Errorf("stop %v", s.stop.kind)
+				}
+			}},
+		{name: "cancel a merged task: refused", from: mk(protocol.StatusMerged, agentNone), in: cmdCancel{}, status: protocol.StatusMerged, wantErr: errPrecondition},
+		{name: "pause a queued task: held", from: mk(protocol.StatusQueued, agentNone), in: cmdPause{}, status: protocol.StatusPaused},
+		{name: "pause while starting: waits for the agent", from: mk(protocol.StatusStarting, agentStarting), in: cmdPause{}, status: protocol.StatusStarting, phase: agentStarting,
+			check: func(t *testing.T, s state) {
+				if s.stop.kind != stopPause {
+					t.Errorf("stop %v", s.stop.kind)
+				}
+			}},
+		{name: "pause a merged task: refused", from: mk(protocol.StatusMerged, agentNone), in: cmdPause{}, status: protocol.StatusMerged, wantErr: errPrecondition},
+		{name: "resume a paused task", from: mk(protocol.StatusPaused, agentNone, withSession()), in: cmdResume{}, status: protocol.StatusQueued},
+		{name: "continue a blocked task with a message", from: mk(protocol.StatusBlocked, agentNone, withSession(), withBlocked(protocol.BlockedTimeout)), in: cmdSend{text: "try again"},
+			status: protocol.StatusQueued, check: func(t *testing.T, s state) {
+				if s.FollowUp != "try again" || s.T.Blocked != nil {
+					t.Errorf("followUp %q blocked %+v", s.FollowUp, s.T.Blocked)
+				}
+			}},
+		{name: "resume a blocked task whose agent is still stopping: refused", from: mk(protocol.StatusBlocked, agentStopping, withBlocked(protocol.BlockedTimeout)), in: cmdResume{},
+			status: protocol.StatusBlocked, wantErr: errPrecondition},
+		{name: "resume a cancelled task: refused", from: mk(protocol.StatusCancelled, agentNone, withBlocked(protocol.BlockedCancelledByUser)), in: cmdResume{},
+			status: protocol.StatusCancelled, wantErr: errPrecondition},
+		{name: "send to a running agent types it", from: mk(running, agentUp), in: cmdSend{text: "also"}, status: running, effects: []string{"send prompt"}},
+		{name: "send to finished work resumes it", from: mk(protocol.StatusMerging, agentNone, withSession()), in: cmdSend{text: "more"}, status: protocol.StatusQueued},
+		{name: "send to a merged task: refused", from: mk(protocol.StatusMerged, agentNone), in: cmdSend{text: "x"}, status: protocol.StatusMerged, wantErr: errPrecondition},
+		{name: "mode switch restarts a live agent", from: mk(running, agentUp, withSession()), in: cmdSetMode{mode: protocol.ModeArchitect, notice: "now architect"},
+			status: running, phase: agentStopping, check: func(t *testing.T, s state) {
+				if s.stop.kind != stopSwitch || s.FollowUp != "now architect" || s.T.Mode != protocol.ModeArchitect {
+					t.Errorf("stop %v followUp %q mode %s", s.stop.kind, s.FollowUp, s.T.Mode)
+				}
+			}},
+		{name: "shutdown stops a live agent as interrupted", from: mk(running, agentUp), in: cmdShutdown{}, status: running, phase: agentStopping,
+			effects: []string{"stop agent"}},
+		{name: "shutdown of a start in progress: stopped once up", from: mk(protocol.StatusStarting, agentStarting), in: cmdShutdown{}, status: protocol.StatusStarting, phase: agentStarting,
+			check: func(t *testing.T, s state) {
+				if s.stop.kind != stopShutdown {
+					t.Errorf("stop %v", s.stop.kind)
+				}
+			}},
+		{name: "kill skips the grace", from: mk(running, agentUp), in: cmdKill{}, status: running, phase: agentStopping, effects: []string{"stop agent now"}},
+
+		// Single-flight git operations.
+		{name: "merge claimed", from: mk(protocol.StatusMerging, agentNone), in: cmdBeginOp{op: opMerge}, status: protocol.StatusMerging,
+			check: func(t *testing.T, s state) {
+				if s.op != opMerge {
+					t.Errorf("op %q", s.op)
+				}
+			}},
+		{name: "second merge refused", from: mk(protocol.StatusMerging, agentNone, withOp(opMerge)), in: cmdBeginOp{op: opMerge}, status: protocol.StatusMerging, wantErr: errPrecondition},
+		{name: "undo during a merge refused", from: mk(protocol.StatusMerging, agentNone, withOp(opMerge)), in: cmdBeginOp{op: opUndo}, status: protocol.StatusMerging, wantErr: errPrecondition},
+		{name: "merge of a running task refused", from: mk(running, agentUp), in: cmdBeginOp{op: opMerge}, status: running, wantErr: errPrecondition},
+		{name: "merge while the agent is going away refused", from: mk(protocol.StatusMerging, agentStopping), in: cmdBeginOp{op: opMerge}, status: protocol.StatusMerging, wantErr: errPrecondition},
+		{name: "merge done: merged", from: mk(protocol.StatusMerging, agentNone, withOp(opMerge)), in: cmdEndOp{op: opMerge, ok: true, merge: &mergeRecord{}},
+			status: protocol.StatusMerged, check: func(t *testing.T, s state) {
+				if s.op != opNone || s.Merge == nil {
+					t.Errorf("op %q merge %v", s.op, s.Merge)
+				}
+			}},
+		{name: "merge failed: still merging, claim released", from: mk(protocol.StatusMerging, agentNone, withOp(opMerge)), in: cmdEndOp{op: opMerge},
+			status: protocol.StatusMerging, effects: []string{}},
+		{name: "undo of a merge: merging again", from: mk(protocol.StatusMerged, agentNone, withOp(opUndo)), in: cmdEndOp{op: opUndo, ok: true, undone: true},
+			status: protocol.StatusMerging},
+
+		// Start-up.
+		{name: "a live task read back is interrupted", from: mk(running, agentUp), in: inLoaded{}, status: protocol.StatusBlocked, gone: true,
+			check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedInterrupted {
+					t.Errorf("blocked %+v", s.T.Blocked)
+				}
+			}},
+		{name: "a running task read back continues by itself", from: mk(running, agentUp, withSession()), in: inLoaded{}, status: protocol.StatusBlocked,
+			check: func(t *testing.T, s state) {
+				if !s.resumeOnLoad {
+					t.Error("not marked to resume")
+				}
+			}},
+		{name: "a task waiting on a person read back waits for them", from: mk(protocol.StatusWaiting, agentUp, withSession(), withQuestion(protocol.QuestionPermission)),
+			in: inLoaded{}, status: protocol.StatusBlocked,
+			check: func(t *testing.T, s state) {
+				if s.resumeOnLoad || !strings.Contains(s.T.Blocked.Detail, "waited for an answer") {
+					t.Errorf("resumeOnLoad %v, blocked %+v", s.resumeOnLoad, s.T.Blocked)
+				}
+			}},
+		{name: "a finished task read back stays", from: mk(protocol.StatusMerging, agentNone), in: inLoaded{}, status: protocol.StatusMerging, effects: []string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			next, effs, err := step(tc.from, tc.in, testEnv)
+			switch {
+			case tc.wantErr != nil:
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				if !reflect.DeepEqual(next, tc.from) || len(effs) != 0 {
+					t.Fatalf("a refused input changed the state or ran effects: %v", names(effs))
+				}
+			case err != nil:
+				t.Fatalf("err = %v", err)
+			}
+			if next.T.Status != tc.status {
+				t.Errorf("status %s, want %s", next.T.Status, tc.status)
+			}
+			if tc.phase != agentNone && next.agent != tc.phase {
+				t.Errorf("agent phase %d, want %d", next.agent, tc.phase)
+			}
+			if tc.gone && next.agent != agentNone {
+				t.Errorf("agent phase %d, want none", next.agent)
+			}
+			if tc.effects != nil {
+				got := names(effs)
+				if got == nil {
+					got = []string{}
+				}
+				if !reflect.DeepEqual(got, tc.effects) {
+					t.Errorf("effects %q, want %q", got, tc.effects)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, next)
+			}
+			// Every status change is audited.
+			if next.T.Status != tc.from.T.Status {
+				audited := false
+				for _, e := range effs {
+					if a, ok := e.(effAudit); ok && a.action == "task.status" {
+						audited = true
+					}
+				}
+				if !audited {
+					t.Error("status changed without an audit entry")
+				}
+			}
+		})
+	}
+}
+
+// TestTransitionGraph checks that step never moves a task along an edge the
+// table does not have, over every status × input.
+func TestTransitionGraph(t *testing.T) {
+	inputs := []input{inStart{}, inStarted{}, inStartFailed{detail: "x", transient: true}, inBackoffDone{},
+		inActivity{activity: protocol.ActivityWriting}, inQuestion{q: protocol.Question{ID: "q"}, kind: agent.KindPermission},
+		inResolved{questionID: "q1"}, inAnswered{questionID: "q1"}, inApprovalTimer{questionID: "q1"},
+		inTurnEnded{turn: agent.TurnEnded{LastMessage: "x"}}, inTurnEnded{turn: agent.TurnEnded{Failed: true, Error: "529"}},
+		inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureUsageLimit, ResetsAt: testEnv.now.Add(time.Hour)}}},
+		inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAuth}}},
+		inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 529}}},
+		inStartFailed{detail: "x", auth: true}, inCommandTimeout{detail: "x"},
+		inCompleted{}, inNoProgress{}, inAgentProblem{detail: "x", fatal: true}, inExited{code: 1},
+		cmdCancel{}, cmdPause{}, cmdResume{}, cmdSend{text: "x"}, cmdSetMode{mode: protocol.ModeAuditor}, cmdShutdown{}, cmdKill{},
+		cmdBeginOp{op: opMerge}, cmdBeginOp{op: opUndo}, cmdBeginOp{op: opRemove}, cmdEndOp{op: opMerge, ok: true},
+		cmdRequeue{priority: 1}, inQueueMoved{}, inLoaded{}}
+	phases := []agentPhase{agentNone, agentStarting, agentUp, agentStopping}
+	n := 0
+	for from := range transitions {
+		for _, ph := range phases {
+			for _, in := range inputs {
+				s := mk(from, ph, withQuestion(protocol.QuestionPermission), completing(), withSession())
+				next, _, err := step(s, in, testEnv)
+				n++
+				if err != nil || next.T.Status == from {
+					continue
+				}
+				if !canTransition(from, next.T.Status) {
+					// A chain of moves (e.g. running → starting on a
+					// restart) must be legal step by step; step's move
+					// refuses illegal ones, so this would be a bug there.
+					t.Errorf("%s (agent %d) --%s--> %s is not in the table", from, ph, in.inputName(), next.T.Status)
+				}
+			}
+		}
+	}
+	t.Logf("%d (status, phase, input) combinations", n)
+}
+
+var (
+	errPrecondition = &protocol.Error{Code: protocol.CodeFailedPrecondition}
+	errNotFound     = &protocol.Error{Code: protocol.CodeNotFound}
+)

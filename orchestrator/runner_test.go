@@ -1,0 +1,328 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/agent/screen"
+	"github.com/familiar-dev/familiar/procs"
+	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/store"
+	"github.com/familiar-dev/familiar/worktree"
+)
+
+// The runner with fakes for git and claude: the actor, its effects and the
+// scheduler, wired as in production, in milliseconds. The end-to-end tests
+// do the same with the real claude and git.
+
+type fakeRepo struct {
+	mu      sync.Mutex
+	created int
+	merges  int
+}
+
+func (r *fakeRepo) Root() string { return "/repo" }
+func (r *fakeRepo) Create(ctx context.Context, o worktree.CreateOptions) (worktree.Worktree, error) {
+	r.mu.Lock()
+	r.created++
+	r.mu.Unlock()
+	return worktree.Worktree{Path: "/wt/" + o.TaskID, Branch: "familiar/" + o.TaskID, BaseRef: "main", BaseCommit: "abc"}, nil
+}
+func (r *fakeRepo) CheckRef(context.Context, string) error                { return nil }
+func (r *fakeRepo) CheckRefAt(context.Context, string, string) error      { return nil }
+func (r *fakeRepo) CheckPath(string) error                                { return nil }
+func (r *fakeRepo) ListTracked(context.Context, string) ([]string, error) { return nil, nil }
+func (r *fakeRepo) Checkpoint(context.Context, worktree.Worktree, string) (worktree.Commit, bool, error) {
+	return worktree.Commit{}, false, nil
+}
+func (r *fakeRepo) ChangedFiles(context.Context, worktree.Worktree) ([]worktree.FileChange, error) {
+	return []worktree.FileChange{{Path: "a.txt", Status: "added"}}, nil
+}
+func (r *fakeRepo) Commits(context.Context, worktree.Worktree) ([]worktree.Commit, error) {
+	return []worktree.Commit{{SHA: "def", Subject: "familiar: x"}}, nil
+}
+func (r *fakeRepo) Diff(context.Context, worktree.Worktree, string) (string, error) { return "", nil }
+func (r *fakeRepo) Merge(ctx context.Context, wt worktree.Worktree, base string, s worktree.Strategy, m string) (worktree.MergeResult, error) {
+	r.mu.Lock()
+	r.merges++
+	r.mu.Unlock()
+	select { // slow enough for a second request to overlap
+	case <-time.After(50 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	return worktree.MergeResult{Base: "main", Before: "abc", After: "fff"}, nil
+}
+func (r *fakeRepo) UndoMerge(context.Context, string, worktree.MergeResult) error { return nil }
+func (r *fakeRepo) StepBack(context.Context, worktree.Worktree) (string, error)   { return "abc", nil }
+func (r *fakeRepo) Remove(context.Context, string, worktree.RemoveOptions) error  { return nil }
+
+// fakeSession is an agent whose events the test sends.
+type fakeSession struct {
+	opts    agent.Options
+	done    chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	answers []agent.Answer
+}
+
+func (s *fakeSession) SessionID() string        { return "sess-1" }
+func (s *fakeSession) PID() int                 { return 4242 }
+func (s *fakeSession) Identity() procs.Identity { return procs.Identity{PID: 4242} }
+func (s *fakeSession) Done() <-chan struct{}    { return s.done }
+func (s *fakeSession) Answer(id string, a agent.Answer) error {
+	s.mu.Lock()
+	s.answers = append(s.answers, a)
+	s.mu.Unlock()
+	s.opts.OnEvent(agent.Event{Kind: agent.EventQuestionResolved, Resolved: &agent.Resolution{QuestionID: id, By: "user", OptionID: a.OptionID}})
+	return nil
+}
+func (s *fakeSession) SendPrompt(string) error    { return nil }
+func (s *fakeSession) Input([]byte) error         { return nil }
+func (s *fakeSession) Resize(int, int) error      { return nil }
+func (s *fakeSession) Screen() screen.Snapshot    { return screen.Snapshot{} }
+func (s *fakeSession) Stop(context.Context) error { s.exit(143, ""); return nil }
+func (s *fakeSession) exit(code int, sig string) {
+	s.once.Do(func() {
+		s.opts.OnEvent(agent.Event{Kind: agent.EventExited, Exit: &agent.Exited{Code: code, Signal: sig}})
+		close(s.done)
+	})
+}
+
+type fakeNotifier struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (n *fakeNotifier) Notify(method string, params any) {
+	n.mu.Lock()
+	n.got = append(n.got, method)
+	n.mu.Unlock()
+}
+
+type runnerEnv struct {
+	o        *Orchestrator
+	repo     *fakeRepo
+	mu       sync.Mutex
+	sessions []*fakeSession
+	failNext bool
+}
+
+func newRunner(t *testing.T, settings protocol.Settings) *runnerEnv {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runnerEnv{repo: &fakeRepo{}}
+	o, err := New(Config{
+		Repo: r.repo, Store: st, DataDir: dir, Notifier: &fakeNotifier{}, Settings: settings,
+		CLI: agent.CLI{Path: "/fake/claude", Version: "2.1.330"}, StartBackoff: time.Millisecond,
+		Start: func(ctx context.Context, opts agent.Options) (Session, error) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.failNext {
+				r.failNext = false
+				return nil, errors.New("start claude: exec: no such file")
+			}
+			s := &fakeSession{opts: opts, done: make(chan struct{})}
+			r.sessions = append(r.sessions, s)
+			return s, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.o = o
+	t.Cleanup(func() {
+		o.Close()
+		st.Close()
+	})
+	return r
+}
+
+func (r *runnerEnv) session(t *testing.T, i int) *fakeSession {
+	t.Helper()
+	var s *fakeSession
+	waitUntil(t, "session started", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.sessions) > i {
+			s = r.sessions[i]
+			return true
+		}
+		return false
+	})
+	return s
+}
+
+func (r *runnerEnv) status(t *testing.T, id string, want protocol.Status) *protocol.Task {
+	t.Helper()
+	var got *protocol.Task
+	waitUntil(t, "status "+string(want), func() bool {
+		got, _ = r.o.TaskGet(context.Background(), &protocol.TaskIDParams{ID: id})
+		return got != nil && got.Status == want
+	})
+	return got
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func create(t *testing.T, o *Orchestrator, title string) *protocol.Task {
+	t.Helper()
+	task, err := o.TaskCreate(context.Background(), &protocol.TaskCreateParams{Title: title, Description: "do it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+func TestRunnerQuestionCompletionMergeSingleFlight(t *testing.T) {
+	settings := protocol.DefaultSettings()
+	r := newRunner(t, settings)
+	ctx := context.Background()
+	task := create(t, r.o, "first")
+	s := r.session(t, 0)
+	r.status(t, task.ID, protocol.StatusRunning)
+
+	s.opts.OnEvent(agent.Event{Kind: agent.EventQuestion, Question: &agent.Question{ID: "q1", Kind: agent.KindPermission, Tool: "Bash", Text: "Run ls"}})
+	w := r.status(t, task.ID, protocol.StatusWaiting)
+	if w.PendingQuestion == nil || w.PendingQuestion.ExpiresAt.IsZero() {
+		t.Fatalf("pending %+v", w.PendingQuestion)
+	}
+	if _, err := r.o.TaskRespond(ctx, &protocol.TaskRespondParams{ID: task.ID, QuestionID: "q1", OptionID: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	// A second window answering the same question: not found.
+	if _, err := r.o.TaskRespond(ctx, &protocol.TaskRespondParams{ID: task.ID, QuestionID: "q1", OptionID: "allow"}); !errors.Is(err, errNotFound) {
+		t.Errorf("second answer: %v", err)
+	}
+	r.status(t, task.ID, protocol.StatusRunning)
+	s.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "All done."}})
+	done := r.status(t, task.ID, protocol.StatusMerging)
+	if done.Result == nil || done.Result.Summary != "All done." || len(done.Result.ChangedFiles) != 1 {
+		t.Fatalf("result %+v", done.Result)
+	}
+	// The finished agent is let go.
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the finished agent was not stopped")
+	}
+	// Two merges at once: one wins, the other is refused naming the state.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = r.o.TaskMerge(ctx, &protocol.TaskMergeParams{ID: task.ID})
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		} else if !errors.Is(err, errPrecondition) {
+			t.Errorf("second merge: %v", err)
+		}
+	}
+	if ok != 1 || r.repo.merges != 1 {
+		t.Errorf("%d merges succeeded, %d ran in git; want 1 and 1 (%v)", ok, r.repo.merges, errs)
+	}
+	r.status(t, task.ID, protocol.StatusMerged)
+}
+
+func TestRunnerPauseWhileStartingAndContinueBlocked(t *testing.T) {
+	r := newRunner(t, protocol.DefaultSettings())
+	ctx := context.Background()
+	task := create(t, r.o, "p")
+	s := r.session(t, 0)
+	r.status(t, task.ID, protocol.StatusRunning)
+	if _, err := r.o.TaskPause(ctx, &protocol.TaskIDParams{ID: task.ID}); err != nil {
+		t.Fatal(err)
+	}
+	r.status(t, task.ID, protocol.StatusPaused)
+	<-s.Done()
+	if _, err := r.o.TaskResume(ctx, &protocol.TaskIDParams{ID: task.ID}); err != nil {
+		t.Fatal(err)
+	}
+	s2 := r.session(t, 1)
+	r.status(t, task.ID, protocol.StatusRunning)
+	if s2.opts.SessionID != "sess-1" {
+		t.Errorf("resumed with session %q", s2.opts.SessionID)
+	}
+	// The model side fails: blocked, the agent let go; a message continues
+	// the same session.
+	s2.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{Failed: true, Error: "invalid request"}})
+	r.status(t, task.ID, protocol.StatusBlocked)
+	<-s2.Done()
+	if _, err := r.o.TaskSend(ctx, &protocol.TaskSendParams{ID: task.ID, Text: "try once more"}); err != nil {
+		t.Fatal(err)
+	}
+	s3 := r.session(t, 2)
+	r.status(t, task.ID, protocol.StatusRunning)
+	if s3.opts.SessionID != "sess-1" || r.repo.created != 1 {
+		t.Errorf("continued with session %q, %d worktrees made", s3.opts.SessionID, r.repo.created)
+	}
+}
+
+func TestRunnerCancelQueuedAndShutdownLeavesNoAgent(t *testing.T) {
+	settings := protocol.DefaultSettings()
+	settings.MaxConcurrent = 1
+	r := newRunner(t, settings)
+	ctx := context.Background()
+	a := create(t, r.o, "a")
+	b := create(t, r.o, "b")
+	s := r.session(t, 0)
+	r.status(t, a.ID, protocol.StatusRunning)
+	if q := r.status(t, b.ID, protocol.StatusQueued); q.QueuePosition == nil || *q.QueuePosition != 1 {
+		t.Errorf("queue position %v", q.QueuePosition)
+	}
+	if _, err := r.o.TaskPause(ctx, &protocol.TaskIDParams{ID: b.ID}); err != nil {
+		t.Fatal(err)
+	}
+	r.status(t, b.ID, protocol.StatusPaused)
+	if _, err := r.o.TaskCancel(ctx, &protocol.TaskIDParams{ID: b.ID}); err != nil {
+		t.Fatal(err)
+	}
+	r.status(t, b.ID, protocol.StatusCancelled)
+	r.o.Close()
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Close returned with an agent running")
+	}
+	got, _ := r.o.TaskGet(ctx, &protocol.TaskIDParams{ID: a.ID})
+	if got.Status != protocol.StatusBlocked || got.Blocked.Reason != protocol.BlockedInterrupted {
+		t.Errorf("after shutdown %s %+v", got.Status, got.Blocked)
+	}
+}
+
+func TestRunnerTransientStartFailureRetries(t *testing.T) {
+	r := newRunner(t, protocol.DefaultSettings())
+	r.mu.Lock()
+	r.failNext = true
+	r.mu.Unlock()
+	task := create(t, r.o, "flaky")
+	r.session(t, 0)
+	got := r.status(t, task.ID, protocol.StatusRunning)
+	if got.Blocked != nil {
+		t.Errorf("blocked %+v", got.Blocked)
+	}
+}
