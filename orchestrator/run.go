@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,17 +122,33 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 	if err != nil {
 		return nil, protocol.AgentInfo{}, err
 	}
-	opts.OnEvent = func(ev agent.Event) { a.onAgentEvent(gen, ev) }
+	// The terminal goes out masked as a terminal shows it: one masking
+	// stream per start, so a key split by colour codes, cursor moves or two
+	// writes is still one key. It holds back at most a word, for a moment.
+	out := o.masker.NewWriter(outputPublisher{o: o, id: a.id}, o.clk, 0)
+	opts.OnEvent = func(ev agent.Event) {
+		switch ev.Kind {
+		case agent.EventOutput:
+			a.outputSize.Add(int64(len(ev.Output)))
+			_, _ = out.Write(ev.Output) // publishing never fails
+			return
+		case agent.EventExited:
+			_ = out.Close() // what it held goes out before the exit
+		}
+		a.onAgentEvent(gen, ev)
+	}
 	if o.cfg.StartHook != nil {
 		o.cfg.StartHook(ctx, &opts)
 	}
 	// No login at all: claude would only answer "Not logged in". The task
 	// is blocked{auth} at once, with the fix, and no process is spawned.
 	if auth := agent.DetectAuth(sessionEnv(opts), o.clk.Now()); auth.Method == agent.AuthNone {
+		_ = out.Close()
 		return nil, protocol.AgentInfo{}, &authError{problem: auth.Problem}
 	}
 	sess, err := o.cfg.Start(ctx, opts)
 	if err != nil {
+		_ = out.Close()
 		return nil, protocol.AgentInfo{}, err
 	}
 	id := sess.Identity()
@@ -224,12 +241,15 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 		grace = time.Nanosecond // 0 means kill at once; procs reads 0 as its default
 	}
 	opts := agent.Options{
-		CLI:                o.cfg.CLI,
-		Driver:             string(p.T.Driver),
-		Dir:                p.T.Worktree.Path,
-		RepoRoot:           o.cfg.Repo.Root(),
-		ConfigDir:          configDir,
-		LogPath:            logPath,
+		CLI:       o.cfg.CLI,
+		Driver:    string(p.T.Driver),
+		Dir:       p.T.Worktree.Path,
+		RepoRoot:  o.cfg.Repo.Root(),
+		ConfigDir: configDir,
+		LogPath:   logPath,
+		// Clients page the log (task/output): it is masked like the
+		// notifications, on its way to the disk.
+		LogFilter:          func(w io.Writer) io.WriteCloser { return o.masker.NewWriter(w, o.clk, 0) },
 		Prompt:             spec.Prompt.Text,
 		AppendSystemPrompt: spec.Prompt.AppendSystemPrompt,
 		PermissionMode:     spec.Flags.PermissionMode,
@@ -288,3 +308,14 @@ func summarize(msg string) (summary, blocked string) {
 }
 
 var errorsIs = errors.Is
+
+// outputPublisher sends masked terminal output to the task's clients.
+type outputPublisher struct {
+	o  *Orchestrator
+	id string
+}
+
+func (p outputPublisher) Write(b []byte) (int, error) {
+	p.o.pub.publish(p.id, protocol.TaskOutputNotification{ID: p.id, Data: string(b)})
+	return len(b), nil
+}
