@@ -198,7 +198,7 @@ func (a *actor) run(eff effect) {
 	o := a.o
 	switch eff := eff.(type) {
 	case effPersist:
-		o.save(&a.st.persisted)
+		_ = o.save(&a.st.persisted) // a full store is announced by onStoreHealth
 	case effUpdated:
 		snap := a.st.T
 		if q := snap.PendingQuestion; q != nil {
