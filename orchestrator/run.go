@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
 )
@@ -117,6 +118,17 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 		wt := &protocol.Worktree{Path: w.Path, Branch: w.Branch, BaseRef: w.BaseRef, BaseCommit: w.BaseCommit}
 		p.T.Worktree = wt
 		a.post(envelope{in: inWorktree{worktree: *wt}, gen: gen})
+		// Submodules come from the main checkout's copies; one that could
+		// not is an empty directory to the agent: say so on the task.
+		if subs, err := o.cfg.Repo.Submodules(ctx, w); err == nil {
+			for _, sm := range subs {
+				if !sm.Initialised {
+					o.pub.publish(p.T.ID, protocol.ServerMessageNotification{Level: protocol.LevelWarning, Text: fmt.Sprintf(
+						"task %s: submodule %s is not in its worktree (%s): the agent sees an empty directory there, and changes in it are not reported",
+						p.T.ID, sm.Path, sm.Problem)})
+				}
+			}
+		}
 	}
 	opts, err := o.agentOptions(ctx, p, logPath, others)
 	if err != nil {
@@ -134,6 +146,7 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 			return
 		case agent.EventExited:
 			_ = out.Close() // what it held goes out before the exit
+			_ = procs.RemoveRecord(o.taskDir(a.id))
 		}
 		a.onAgentEvent(gen, ev)
 	}
@@ -153,6 +166,10 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 	}
 	id := sess.Identity()
 	a.post(envelope{in: inProcess{identity: id}, gen: gen})
+	// Also in the task's dir, so a restart can stop it without the store.
+	if err := procs.WriteRecord(o.taskDir(a.id), procs.Record{Identity: id, Started: o.clk.Now().UTC()}); err != nil {
+		o.logger.Warn("cannot record the agent's process in its task dir", "task", a.id, "err", err)
+	}
 	return sess, protocol.AgentInfo{PID: sess.PID(), SessionID: sess.SessionID(), ClaudeVersion: o.cfg.CLI.Version}, nil
 }
 
