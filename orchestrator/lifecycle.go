@@ -109,12 +109,14 @@ func (o *Orchestrator) recoverLeftovers(resumeInterrupted bool) {
 		if err != nil {
 			continue
 		}
-		if alive, _ := rec.Alive(); alive && !known[rec.PID] {
+		// Even when claude itself is gone (it exits with its terminal), a
+		// command it ran in a session of its own may not be: TerminateTree
+		// finds those by the tree's token.
+		if !known[rec.PID] {
 			orphans = append(orphans, rec.Identity)
 			known[rec.PID] = true
-		} else if !alive {
-			_ = procs.RemoveRecord(dir)
 		}
+		_ = procs.RemoveRecord(dir)
 	}
 	for _, id := range orphans {
 		o.logger.Warn("terminating an agent left by a previous familiar", "pid", id.PID)
