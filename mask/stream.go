@@ -195,6 +195,10 @@ func (s *Stream) parse() int {
 	s.view, s.rawOff, s.rawEnd, s.segs, s.cols = s.view[:0], s.rawOff[:0], s.rawEnd[:0], s.segs[:0], s.cols[:0]
 	p := s.pending
 	s.examined += len(p)
+	if cap(s.view) < len(p) {
+		// One allocation, not a doubling per append, for a big piece.
+		s.view, s.rawOff, s.rawEnd, s.cols = make([]byte, 0, len(p)), make([]int32, 0, len(p)), make([]int32, 0, len(p)), make([]int32, 0, len(p))
+	}
 	col := s.startCol
 	draw := func(c byte, start, end int) {
 		s.view = append(s.view, c)
