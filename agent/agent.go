@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/familiar-dev/familiar/agent/closing"
 	"github.com/familiar-dev/familiar/agent/screen"
 	"github.com/familiar-dev/familiar/procs"
 )
@@ -43,6 +44,7 @@ type Session struct {
 
 	pty    *ptyDriver    // one of these is set
 	stream *streamDriver // "
+	tr     *transcriptFeed
 
 	mu        sync.Mutex
 	activity  Activity      // guarded by mu
@@ -137,10 +139,15 @@ func (s *Session) endTurn(t *TurnEnded) {
 	s.setActivity(Activity{State: ActivityIdle})
 	// The question goes first, so a consumer that sees TurnEnded already
 	// knows the turn ended waiting on the person rather than done.
-	if !t.Failed && t.BackgroundTasks == 0 && endsWithQuestion(t.LastMessage) {
+	if v := closing.Classify(t.LastMessage); !t.Failed && t.BackgroundTasks == 0 && v.Kind.WaitsOnPerson() {
+		// Unsure waits too: a question taken for a report would tell the
+		// person the work is ready to merge when the agent waits on them.
 		p := &pendingQuestion{
-			q:      Question{Kind: KindQuestion, Text: t.LastMessage, AllowText: true},
+			q:      Question{Kind: KindQuestion, Text: t.LastMessage, AllowText: true, Closing: string(v.Kind)},
 			source: "prose",
+		}
+		for _, o := range v.Options {
+			p.q.Options = append(p.q.Options, Option{ID: o.ID, Label: o.Label})
 		}
 		s.qs.add(p)
 		s.emit(Event{Kind: EventQuestion, Question: &p.q})
@@ -225,7 +232,7 @@ func (s *Session) Answer(questionID string, a Answer) error {
 		}
 		p.resolveElsewhere()
 		s.emit(Event{Kind: EventQuestionResolved, Resolved: &Resolution{QuestionID: questionID, By: "user", OptionID: a.OptionID}})
-		return s.SendPrompt(a.Text)
+		return s.SendPrompt(proseReply(p.q, a))
 	case "screen":
 		return s.pty.answerOnScreen(p, a)
 	}
@@ -322,4 +329,22 @@ func (s *Session) watchExit(cleanup func()) {
 	s.emit(Event{Kind: EventExited, Exit: &x})
 	s.ev.close()
 	close(s.done)
+}
+
+// proseReply is the prompt that answers a prose question: the chosen
+// suggestion's words (the agent wrote them, so it knows them), then any text.
+func proseReply(q Question, a Answer) string {
+	var label string
+	for _, o := range q.Options {
+		if o.ID == a.OptionID {
+			label = o.Label
+		}
+	}
+	switch {
+	case label == "":
+		return a.Text
+	case a.Text == "":
+		return label
+	}
+	return label + "\n\n" + a.Text
 }

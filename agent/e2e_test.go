@@ -221,8 +221,8 @@ func TestPermissionAllowAlways(t *testing.T) {
 	drivers(t, func(t *testing.T, driver string) {
 		prompt := "twice\n@@TOOL Bash {\"command\":\"touch always.txt\"}\n@@TEXT Once."
 		h := start(t, driver, prompt)
-		ev, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
-		if err := h.sess.Answer(ev.Question.ID, agent.Answer{OptionID: agent.OptionAllowAlways}); err != nil {
+		first, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+		if err := h.sess.Answer(first.Question.ID, agent.Answer{OptionID: agent.OptionAllowAlways}); err != nil {
 			t.Fatal(err)
 		}
 		_, next = h.rec.wait(t, next, "turn end", turnEnded)
@@ -232,7 +232,7 @@ func TestPermissionAllowAlways(t *testing.T) {
 		if err := h.sess.SendPrompt("again\n@@TOOL Bash {\"command\":\"touch always.txt\"}\n@@TEXT Twice."); err != nil {
 			t.Fatal(err)
 		}
-		ev, _ = h.rec.wait(t, next, "second turn end", func(ev agent.Event) bool {
+		ev, _ := h.rec.wait(t, next, "second turn end", func(ev agent.Event) bool {
 			return turnEnded(ev) || ev.Kind == agent.EventQuestion
 		})
 		if ev.Kind == agent.EventQuestion {
@@ -240,6 +240,25 @@ func TestPermissionAllowAlways(t *testing.T) {
 		}
 		if !h.exists("always.txt") {
 			t.Error("second run did not create the file")
+		}
+		// The grant named its rule, and it was only that rule: the CLI's
+		// suggestion to switch to accept-edits was not taken, so a write
+		// is still asked about.
+		if q := first.Question; q.Options[1].Rule != "Bash(touch always.txt)" || !strings.Contains(q.Options[1].Label, "Bash(touch always.txt)") {
+			t.Errorf("allow-always option = %+v", q.Options[1])
+		}
+		_, next = h.rec.wait(t, next, "second turn end", turnEnded)
+		if err := h.sess.SendPrompt("write\n@@TOOL Write {\"file_path\":\"w.txt\",\"content\":\"x\"}\n@@TEXT Wrote."); err != nil {
+			t.Fatal(err)
+		}
+		ev, _ = h.rec.wait(t, next, "write asked", func(ev agent.Event) bool {
+			return turnEnded(ev) || ev.Kind == agent.EventQuestion
+		})
+		if ev.Kind != agent.EventQuestion || ev.Question.Tool != "Write" {
+			t.Fatalf("a write after allow-always of a command was not asked: %+v", ev)
+		}
+		if err := h.sess.Answer(ev.Question.ID, agent.Answer{OptionID: agent.OptionDeny}); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

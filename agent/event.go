@@ -3,6 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/familiar-dev/familiar/agent/transcript"
 )
 
 // EventKind says which field of an Event is set.
@@ -18,6 +20,7 @@ const (
 	EventProblem          EventKind = "problem"           // something familiar could not do (e.g. a keystroke that did not take)
 	EventHook             EventKind = "hook"              // a raw hook payload (for verbose tasks)
 	EventAPIRetry         EventKind = "api_retry"         // claude is retrying a failed API call (Retry)
+	EventTranscript       EventKind = "transcript"        // text, thinking, a tool call, the plan or usage (package transcript)
 )
 
 // Activity values, as in PROTOCOL.md.
@@ -44,6 +47,14 @@ const (
 	OptionDeny        = "deny"
 )
 
+// Option ids a permission question may add: a second, narrower rule to
+// grant, and switching the session to accept-edits (never implied by an
+// allow-always).
+const (
+	OptionAllowAlwaysExact = "allow_always_exact"
+	OptionAcceptEdits      = "mode_accept_edits"
+)
+
 // Event is one thing the agent did, as observed.
 type Event struct {
 	Kind EventKind `json:"kind"`
@@ -58,6 +69,8 @@ type Event struct {
 	Problem  string      `json:"problem,omitempty"`
 	Hook     *HookEvent  `json:"hook,omitempty"`
 	Retry    *APIRetry   `json:"retry,omitempty"`
+
+	Transcript *transcript.Entry `json:"transcript,omitempty"`
 }
 
 // Activity is what the agent is doing now.
@@ -69,19 +82,30 @@ type Activity struct {
 
 // Question is something the agent waits on a person for.
 type Question struct {
-	ID        string          `json:"id"`
-	Kind      string          `json:"kind"`
-	Text      string          `json:"text"`
-	Tool      string          `json:"tool,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	Options   []Option        `json:"options"`
-	AllowText bool            `json:"allowText"`
+	ID    string          `json:"id"`
+	Kind  string          `json:"kind"`
+	Text  string          `json:"text"`
+	Tool  string          `json:"tool,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// ToolUseID is the model's id of the tool call a permission is about,
+	// when known: the transcript's tool call with the same id.
+	ToolUseID string   `json:"toolUseId,omitempty"`
+	Options   []Option `json:"options"`
+	AllowText bool     `json:"allowText"`
+	// Closing is set on a prose question (KindQuestion from a turn's last
+	// message): "question", "ask" or "unsure" as package closing read it.
+	// Unsure means the message may only report; the person replies or marks
+	// the task done.
+	Closing string `json:"closing,omitempty"`
 }
 
 // Option is one answer a Question offers.
 type Option struct {
 	ID    string `json:"id"`
 	Label string `json:"label"`
+	// Rule is the permission rule an allow-always option grants, as its
+	// label names it ("Bash(npm test:*)").
+	Rule string `json:"rule,omitempty"`
 }
 
 // Answer to a Question: an option, free text, or both (deny with a reason),
@@ -116,6 +140,10 @@ type TurnEnded struct {
 	// Failure says why a Failed turn failed, when claude said (the API gave
 	// up, no credentials, a usage limit).
 	Failure *Failure `json:"failure,omitempty"`
+	// Usage is what the turn's model responses used, from the transcript
+	// (nil when it shows none). CostUSD above, when set, is the CLI's own
+	// figure and wins over Usage.CostUSD, an estimate from list prices.
+	Usage *transcript.Totals `json:"usage,omitempty"`
 }
 
 // Exited reports the end of the process.

@@ -33,6 +33,23 @@ type ptyDriver struct {
 	failed      bool   // guarded by mu; the turn of failedEpoch was reported failed
 	failedEpoch int    // guarded by mu
 	transcript  string // guarded by mu; the transcript path the hooks gave
+	// The last PreToolUse's call: PermissionRequest, which follows it,
+	// carries no tool_use_id of its own.
+	lastToolUse, lastToolName string // guarded by mu
+}
+
+// toolUseID is the id of the call a PermissionRequest is about.
+func (d *ptyDriver) toolUseID(p hookPayload) string {
+	if p.ToolUseID != "" {
+		return p.ToolUseID
+	}
+	d.mu.Lock()
+	id, name := d.lastToolUse, d.lastToolName
+	d.mu.Unlock()
+	if name == p.ToolName && id != "" {
+		return id
+	}
+	return d.s.tr.pendingID(p.ToolName)
 }
 
 // hookPayload is the union of the hook payload fields familiar reads.
@@ -347,7 +364,13 @@ func (d *ptyDriver) sendPrompt(ctx context.Context, text string) error {
 	d.typingMu.Lock()
 	defer d.typingMu.Unlock()
 	s := d.s
-	if !s.waitFor(ctx, readyTimeout, func() bool { return d.current().State == screen.Idle && !s.inTurn }) {
+	// After an interrupt the CLI asks "What should Claude do instead?" with
+	// its prompt open: that screen takes a prompt too.
+	ready := func() bool {
+		st := d.current().State
+		return (st == screen.Idle || st == screen.Interrupted) && !s.inTurn
+	}
+	if !s.waitFor(ctx, readyTimeout, ready) {
 		return fmt.Errorf("%w: the idle prompt did not appear within %s (screen: %s)", ErrNotReady, readyTimeout, d.current().State)
 	}
 	s.mu.Lock()
@@ -386,6 +409,10 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	if s.opts.VerboseHooks {
 		s.emit(Event{Kind: EventHook, Hook: &HookEvent{Name: event, Payload: raw}})
 	}
+	if p.TranscriptPath != "" {
+		s.tr.follow(p.TranscriptPath)
+	}
+	s.tr.poke()
 	switch event {
 	case "UserPromptSubmit":
 		s.mu.Lock()
@@ -395,6 +422,12 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 		s.mu.Unlock()
 		s.setActivity(Activity{State: ActivityThinking})
 	case "PreToolUse":
+		if p.ToolUseID != "" {
+			d.mu.Lock()
+			d.lastToolUse = p.ToolUseID
+			d.lastToolName = p.ToolName
+			d.mu.Unlock()
+		}
 		s.setActivity(toolActivity(p.ToolName, p.ToolInput))
 		s.commandStarted(p.ToolUseID, p.ToolName, p.ToolInput)
 	case "PostToolUse", "PostToolUseFailure":
@@ -410,15 +443,26 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 		s.setActivity(Activity{State: ActivityThinking, Detail: "subagent " + p.AgentType})
 	case "Stop":
 		s.commandEnded("")
-		turn := &TurnEnded{LastMessage: p.LastMessage, BackgroundTasks: len(p.BackgroundTasks) + len(p.SessionCrons)}
-		if turn.BackgroundTasks > 0 {
-			// Not done: background work will start another turn when it ends.
-			s.emit(Event{Kind: EventTurnEnded, Turn: turn})
-			return nil
-		}
-		s.endTurn(turn)
+		// Everything the turn did is reported before its end, and the CLI
+		// may write the last lines of its session file only once this hook
+		// answered: so the hook answers now and the turn ends once the file
+		// caught up.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.tr.settle(p.LastMessage)
+			turn := &TurnEnded{LastMessage: p.LastMessage, BackgroundTasks: len(p.BackgroundTasks) + len(p.SessionCrons),
+				Usage: s.tr.turnUsage()}
+			if turn.BackgroundTasks > 0 {
+				// Not done: background work will start another turn when it ends.
+				s.emit(Event{Kind: EventTurnEnded, Turn: turn})
+				return
+			}
+			s.endTurn(turn)
+		}()
 	case "StopFailure":
 		s.commandEnded("")
+		s.tr.settle("")
 		d.failTurn(p.LastMessage, p.Error, p.TranscriptPath, nil)
 	}
 	return nil
@@ -470,7 +514,7 @@ func (d *ptyDriver) permissionRequest(ctx context.Context, p hookPayload) any {
 		q := &pendingQuestion{
 			q: Question{
 				Kind: KindPermission, Text: permissionText(p.ToolName, p.ToolInput),
-				Tool: p.ToolName, Input: p.ToolInput, Options: permissionOptions(), AllowText: true,
+				Tool: p.ToolName, Input: p.ToolInput, ToolUseID: d.toolUseID(p), Options: s.permissionOptions(p.ToolName, p.ToolInput), AllowText: true,
 			},
 			tool: p.ToolName, input: p.ToolInput, source: "hook",
 		}
@@ -479,6 +523,9 @@ func (d *ptyDriver) permissionRequest(ctx context.Context, p hookPayload) any {
 			return nil
 		}
 		decision = permissionDecision(q, a, p.Suggestions)
+		if decision["behavior"] == "allow" {
+			s.tr.setStatus(q.q.ToolUseID, p.ToolName, "running")
+		}
 	}
 	if decision == nil {
 		return nil

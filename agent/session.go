@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/policy"
 )
 
 // Drivers.
@@ -313,7 +314,41 @@ func validate(q Question, a Answer) error {
 	return nil
 }
 
-// permissionOptions are the options every permission question offers.
+// permissionOptions are the options of a permission question read from a
+// hook or the stream: each allow-always names the rule it grants (package
+// policy derives it), and switching to accept-edits is its own option.
+func (s *Session) permissionOptions(tool string, input json.RawMessage) []Option {
+	home, _ := os.UserHomeDir()
+	rules := policy.GrantRules(policy.Dirs{Work: s.opts.Dir, Home: home}, tool, input)
+	opts := []Option{{ID: OptionAllow, Label: "Allow once"}}
+	if len(rules) == 0 {
+		// No rule covers this call exactly (its input is unreadable):
+		// allow-always is offered, as the protocol promises, but grants
+		// nothing beyond this call, and says so.
+		opts = append(opts, Option{ID: OptionAllowAlways, Label: "Allow (no rule can cover this call, so nothing is remembered)"})
+	} else {
+		opts = append(opts, Option{ID: OptionAllowAlways, Label: "Allow always: " + rules[0], Rule: rules[0]})
+		if len(rules) > 1 {
+			opts = append(opts, Option{ID: OptionAllowAlwaysExact, Label: "Allow always: " + rules[1], Rule: rules[1]})
+		}
+	}
+	opts = append(opts, Option{ID: OptionDeny, Label: "Deny"})
+	if editTool(tool) {
+		opts = append(opts, Option{ID: OptionAcceptEdits, Label: "Allow, and switch this task to accept-edits mode (later file edits go through unasked)"})
+	}
+	return opts
+}
+
+func editTool(tool string) bool {
+	switch tool {
+	case "Edit", "Write", "MultiEdit", "NotebookEdit":
+		return true
+	}
+	return false
+}
+
+// permissionOptions are the options of a permission dialog read from
+// the screen, where the CLI's own second option is the allow-always.
 func permissionOptions() []Option {
 	return []Option{
 		{ID: OptionAllow, Label: "Allow"},
@@ -426,13 +461,4 @@ func waitAnswer(ctx context.Context, p *pendingQuestion) (Answer, bool) {
 	case <-ctx.Done():
 		return Answer{}, false
 	}
-}
-
-// endsWithQuestion reports whether a final message asks the person something
-// in prose: its last non-empty line ends with a question mark.
-func endsWithQuestion(msg string) bool {
-	lines := strings.Split(strings.TrimSpace(msg), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	last = strings.TrimRight(last, "*_` ")
-	return strings.HasSuffix(last, "?")
 }

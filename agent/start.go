@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent/screen"
+	"github.com/familiar-dev/familiar/agent/transcript"
 	"github.com/familiar-dev/familiar/procs"
 )
 
@@ -56,6 +57,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		done:    make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.tr = newTranscriptFeed(s)
 
 	var (
 		settings   map[string]any
@@ -133,6 +135,9 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		return fail(fmt.Errorf("start claude: %w", err))
 	}
 	s.proc = procAdapter{p}
+	if s.pty != nil {
+		s.tr.follow(transcript.FilePath(opts.ConfigDir, opts.Dir, opts.SessionID))
+	}
 	s.setActivity(Activity{State: ActivityThinking, Detail: "starting"})
 
 	sub := p.Output().Subscribe(procs.SubscribeOptions{MaxQueued: 64 << 20})
@@ -170,6 +175,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		_ = p.Close() // terminates leftovers and drains output
 		<-readerDone
 		sub.Close()
+		s.tr.close()
 		if unregister != nil {
 			unregister()
 		}

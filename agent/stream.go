@@ -150,6 +150,7 @@ func (d *streamDriver) handleLine(line []byte) {
 		// A heartbeat while a tool runs; the command watch decides whether
 		// the command itself makes progress.
 	case "assistant":
+		s.tr.line(line)
 		for _, c := range m.Message.Content {
 			switch c.Type {
 			case "tool_use":
@@ -167,6 +168,7 @@ func (d *streamDriver) handleLine(line []byte) {
 				s.commandEnded(c.ToolUseID)
 			}
 		}
+		s.tr.line(line)
 		s.setActivity(Activity{State: ActivityThinking})
 	case "control_request":
 		var req canUseTool
@@ -179,6 +181,7 @@ func (d *streamDriver) handleLine(line []byte) {
 			d.askPermission(m.RequestID, req)
 		}()
 	case "result":
+		s.tr.line(line)
 		msg := m.Result
 		if msg == "" {
 			msg = d.lastText
@@ -190,6 +193,7 @@ func (d *streamDriver) handleLine(line []byte) {
 			CostUSD:      m.TotalCostUSD,
 			InputTokens:  m.Usage.InputTokens,
 			OutputTokens: m.Usage.OutputTokens,
+			Usage:        s.tr.turnUsage(),
 		}
 		if m.IsError {
 			turn.Error = m.Result
@@ -227,7 +231,7 @@ func (d *streamDriver) askPermission(requestID string, req canUseTool) {
 		p := &pendingQuestion{
 			q: Question{
 				Kind: KindPermission, Text: permissionText(req.ToolName, req.Input),
-				Tool: req.ToolName, Input: req.Input, Options: permissionOptions(), AllowText: true,
+				Tool: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID, Options: s.permissionOptions(req.ToolName, req.Input), AllowText: true,
 			},
 			tool: req.ToolName, input: req.Input, source: "stream",
 		}
@@ -236,6 +240,9 @@ func (d *streamDriver) askPermission(requestID string, req canUseTool) {
 			return // the session is ending
 		}
 		decision = permissionDecision(p, a, req.Suggestions)
+		if decision["behavior"] == "allow" {
+			s.tr.setStatus(req.ToolUseID, req.ToolName, "running")
+		}
 	}
 	if decision == nil {
 		return
@@ -251,6 +258,8 @@ func (d *streamDriver) askPermission(requestID string, req canUseTool) {
 }
 
 func (d *streamDriver) sendPrompt(text string) error {
+	// stream-json does not echo the prompt; the transcript still shows it.
+	d.s.tr.prompt(text)
 	return d.writeJSON(map[string]any{
 		"type":    "user",
 		"message": map[string]any{"role": "user", "content": text},

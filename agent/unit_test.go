@@ -112,7 +112,9 @@ func TestSessionEnvScrubsParentSession(t *testing.T) {
 		"CLAUDE_CODE_MAX_RETRIES=2", "ANTHROPIC_API_KEY=k", "HTTPS_PROXY=http://p", "CLAUDE_CONFIG_DIR=/home/u/.claude",
 	}, "/cfg", map[string]string{"TERM": "xterm-256color"})
 	got := strings.Join(env, " ")
-	for _, gone := range []string{"CLAUDECODE=", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "/home/u/.claude"} {
+	// The user's own config dir is not the session's (its credential store
+	// may still be: CLAUDE_SECURESTORAGE_CONFIG_DIR, see auth.go).
+	for _, gone := range []string{"CLAUDECODE=", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CONFIG_DIR=/home/u/.claude"} {
 		if strings.Contains(got, gone) {
 			t.Errorf("%s not scrubbed: %s", gone, got)
 		}
@@ -173,15 +175,18 @@ func TestHookServerRejectsCallsWithoutTheSecret(t *testing.T) {
 	}
 }
 
-func TestEndsWithQuestion(t *testing.T) {
-	for msg, want := range map[string]bool{
-		"I can do A or B. Which one do you prefer?": true,
-		"Done.\n\nShould I also add tests?**":       true,
-		"Is it? No. Done.":                          false,
-		"All done.":                                 false,
+func TestProseReply(t *testing.T) {
+	q := Question{Kind: KindQuestion, Options: []Option{{ID: "1", Label: "Use Postgres"}, {ID: "2", Label: "Use SQLite"}}, AllowText: true}
+	for _, tc := range []struct {
+		a    Answer
+		want string
+	}{
+		{Answer{OptionID: "2"}, "Use SQLite"},
+		{Answer{Text: "neither"}, "neither"},
+		{Answer{OptionID: "1", Text: "with pgx"}, "Use Postgres\n\nwith pgx"},
 	} {
-		if got := endsWithQuestion(msg); got != want {
-			t.Errorf("endsWithQuestion(%q) = %v", msg, got)
+		if got := proseReply(q, tc.a); got != tc.want {
+			t.Errorf("proseReply(%+v) = %q, want %q", tc.a, got, tc.want)
 		}
 	}
 }
@@ -211,11 +216,34 @@ func TestValidateAnswer(t *testing.T) {
 	}
 }
 
-func TestAlwaysRulesAreSessionScoped(t *testing.T) {
-	sugg := json.RawMessage(`[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"python3 *"}],"behavior":"allow","destination":"localSettings"}]`)
-	rules := alwaysRules("Bash", json.RawMessage(`{"command":"python3 -c 1"}`), sugg)
-	b, _ := json.Marshal(rules)
-	if strings.Contains(string(b), "localSettings") || !strings.Contains(string(b), `"ruleContent":"python3 -c 1"`) {
-		t.Errorf("rules = %s", b)
+func TestAllowAlwaysGrantsTheNamedRuleOnly(t *testing.T) {
+	s := &Session{opts: Options{Dir: "/w/task"}}
+	sugg := json.RawMessage(`[{"type":"setMode","mode":"acceptEdits","destination":"session"}]`)
+	for _, tc := range []struct {
+		tool, input, option, want string
+	}{
+		{"Bash", `{"command":"npm test"}`, OptionAllowAlways, `[{"behavior":"allow","destination":"session","rules":[{"ruleContent":"npm test:*","toolName":"Bash"}],"type":"addRules"}]`},
+		{"Bash", `{"command":"npm test"}`, OptionAllowAlwaysExact, `[{"behavior":"allow","destination":"session","rules":[{"ruleContent":"npm test","toolName":"Bash"}],"type":"addRules"}]`},
+		{"Bash", `{"command":"touch a.txt"}`, OptionAllowAlways, `[{"behavior":"allow","destination":"session","rules":[{"ruleContent":"touch a.txt","toolName":"Bash"}],"type":"addRules"}]`},
+		{"Write", `{"file_path":"/w/task/src/a.go"}`, OptionAllowAlways, `[{"behavior":"allow","destination":"session","rules":[{"ruleContent":"./src/**","toolName":"Edit"}],"type":"addRules"}]`},
+		{"Write", `{"file_path":"/w/task/src/a.go"}`, OptionAcceptEdits, `[{"destination":"session","mode":"acceptEdits","type":"setMode"}]`},
+		{"Write", `{"file_path":"/w/task/src/a.go"}`, OptionAllow, `null`},
+	} {
+		p := &pendingQuestion{q: Question{Kind: KindPermission, Options: s.permissionOptions(tc.tool, json.RawMessage(tc.input))}, tool: tc.tool, input: json.RawMessage(tc.input)}
+		if err := validate(p.q, Answer{OptionID: tc.option}); err != nil {
+			t.Errorf("%s %s: %v (options %+v)", tc.tool, tc.option, err, p.q.Options)
+			continue
+		}
+		d := permissionDecision(p, Answer{OptionID: tc.option}, sugg)
+		b, _ := json.Marshal(d["updatedPermissions"])
+		if string(b) != tc.want {
+			t.Errorf("%s %s %s: updatedPermissions = %s, want %s", tc.tool, tc.input, tc.option, b, tc.want)
+		}
+	}
+	// Every label of an allow-always names its rule.
+	for _, o := range s.permissionOptions("Bash", json.RawMessage(`{"command":"npm test"}`)) {
+		if o.Rule != "" && !strings.HasSuffix(o.Label, o.Rule) {
+			t.Errorf("option %+v does not name its rule", o)
+		}
 	}
 }

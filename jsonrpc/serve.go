@@ -1,8 +1,11 @@
 package jsonrpc
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,9 +13,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/familiar-dev/familiar/protocol"
 )
 
 // ServeStdio serves one client on in/out (familiar serve --stdio) until the
@@ -259,4 +265,50 @@ func ForwardConn(ctx context.Context, conn *net.UnixConn, in io.Reader, out io.W
 		return fmt.Errorf("forwarding from familiar at %s: %w", socketPath, err)
 	}
 	return err
+}
+
+// PeekInitialize reads the first frame from r and, when it is an initialize
+// request, returns its workspaceRoot. frame holds the bytes read, headers
+// included, to be replayed to whoever serves the connection (the daemon the
+// forwarder picks by that root, or this process). An error means the first
+// frame could not be read whole; frame still holds what was read.
+func PeekInitialize(r *bufio.Reader) (frame []byte, workspaceRoot string, err error) {
+	var buf bytes.Buffer
+	length := -1
+	for {
+		line, err := r.ReadString('\n')
+		buf.WriteString(line)
+		if err != nil {
+			return buf.Bytes(), "", err
+		}
+		if buf.Len() > maxHeaderBytes {
+			return buf.Bytes(), "", errors.New("frame headers too long")
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			break
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(k), "Content-Length") {
+			length, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	if length < 0 || length > MaxFrameSize {
+		return buf.Bytes(), "", fmt.Errorf("bad Content-Length %d", length)
+	}
+	body := make([]byte, length)
+	n, err := io.ReadFull(r, body)
+	buf.Write(body[:n])
+	if err != nil {
+		return buf.Bytes(), "", err
+	}
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			WorkspaceRoot string `json:"workspaceRoot"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &req) == nil && req.Method == protocol.MethodInitialize {
+		workspaceRoot = req.Params.WorkspaceRoot
+	}
+	return buf.Bytes(), workspaceRoot, nil
 }

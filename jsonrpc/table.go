@@ -45,6 +45,8 @@ var methods = map[string]methodFunc{
 	protocol.MethodTaskRemove:  noResult(protocol.Server.TaskRemove),
 	protocol.MethodTaskEvents:  typed(protocol.Server.TaskEvents),
 
+	protocol.MethodTaskInterrupt: typed(protocol.Server.TaskInterrupt),
+
 	protocol.MethodProfilesList: typed(protocol.Server.ProfilesList),
 	protocol.MethodSkillsList:   typed(protocol.Server.SkillsList),
 	protocol.MethodSkillsGet:    typed(protocol.Server.SkillsGet),
@@ -53,6 +55,24 @@ var methods = map[string]methodFunc{
 	protocol.MethodAuditList:    typed(protocol.Server.AuditList),
 	protocol.MethodServerStats:  typed(protocol.Server.ServerStats),
 	protocol.MethodServerStop:   typed(protocol.Server.ServerStop),
+
+	protocol.MethodTaskMarkDone: additional(protocol.AnswersServer.TaskMarkDone),
+	protocol.MethodTaskText:     additional(protocol.AnswersServer.TaskText),
+	protocol.MethodPolicyList:   additional(protocol.AnswersServer.PolicyList),
+	protocol.MethodPolicyRevoke: additional(protocol.AnswersServer.PolicyRevoke),
+}
+
+// additional adapts a method of protocol.AnswersServer (familiar's additions of
+// issue 17): a server without them answers -32601.
+func additional[P any, PP params[P], R any](call func(protocol.AnswersServer, context.Context, PP) (R, error)) methodFunc {
+	return typed(func(impl protocol.Server, ctx context.Context, p PP) (R, error) {
+		s, ok := impl.(protocol.AnswersServer)
+		if !ok {
+			var zero R
+			return zero, &protocol.Error{Code: protocol.CodeMethodNotFound, Message: "This familiar does not implement this method."}
+		}
+		return call(s, ctx, p)
+	})
 }
 
 // params is what every params struct of package protocol is.

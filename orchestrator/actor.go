@@ -54,6 +54,7 @@ type taskView struct {
 	merge      *mergeRecord
 	finishedAt time.Time
 	agentPhase agentPhase
+	steps      []protocol.ToolCall // a copy of the tool calls so far (task/get)
 }
 
 // reply is what a command gets back.
@@ -184,7 +185,7 @@ func (a *actor) handle(env envelope) error {
 func (a *actor) publishView() {
 	s := &a.st
 	v := &taskView{T: s.T, Seq: s.Seq, sess: a.sess, logs: append([]string(nil), s.Logs...), lastErr: s.LastError,
-		op: s.op, merge: s.Merge, agentPhase: s.agent}
+		op: s.op, merge: s.Merge, agentPhase: s.agent, steps: append([]protocol.ToolCall(nil), s.steps...)}
 	if q := s.T.PendingQuestion; q != nil {
 		c := *q
 		v.T.PendingQuestion = &c
@@ -208,6 +209,7 @@ func (a *actor) run(eff effect) {
 		if snap.Status == protocol.StatusQueued {
 			o.fillQueue(&snap)
 		}
+		snap.UndoableUntil = undoableUntil(snap, a.st.Merge, time.Duration(o.settingsNow().UndoWindowSec)*time.Second, o.clk.Now())
 		o.pub.publish(a.id, protocol.TaskUpdatedNotification{Task: snap})
 	case effPublish:
 		o.pub.publish(a.id, eff.n)
@@ -265,6 +267,12 @@ func (a *actor) run(eff effect) {
 	case effQueueChanged:
 		o.queueChanged()
 		o.poke()
+	case effSaveGrant:
+		if err := o.saveGrant(eff.grant); err != nil {
+			o.logger.Warn("save grant", "task", a.id, "err", err)
+			o.pub.publish(a.id, protocol.ServerMessageNotification{Level: protocol.LevelWarning,
+				Text: fmt.Sprintf("task %s: the %s grant of %s could not be saved: %v", a.id, eff.grant.Scope, eff.grant.Rule, err)})
+		}
 	case effResponded:
 		o.mu.Lock()
 		o.approvals = append(o.approvals, eff.after)
@@ -345,8 +353,8 @@ func (a *actor) complete(turn agent.TurnEnded) {
 			errs = append(errs, err.Error())
 		}
 		result.ChangedFiles, result.Commits = files, commits
-		if cut, ok := clip(summary); ok {
-			result.Truncated, result.OriginalSize = true, len(summary)
+		if cut, ref := o.clipText(a.id, summary); len(cut) < len(summary) {
+			result.Truncated, result.OriginalSize, result.SummaryRef = true, len(summary), ref
 			summary = cut
 		}
 		result.Summary = o.maskString(summary)
@@ -387,8 +395,12 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		// so it is not written to the store); it does not come here.
 		return
 	case agent.EventHook:
+		var ref string
+		if len(ev.Hook.Payload) > maxText {
+			_, ref = o.clipText(a.id, string(ev.Hook.Payload))
+		}
 		payload, cut := clipJSON(ev.Hook.Payload)
-		o.pub.publish(a.id, protocol.TaskHookNotification{ID: a.id, Name: ev.Hook.Name, Payload: o.mask(payload), Truncated: cut})
+		o.pub.publish(a.id, protocol.TaskHookNotification{ID: a.id, Name: ev.Hook.Name, Payload: o.mask(payload), Truncated: cut, PayloadRef: ref})
 		return
 	case agent.EventActivity:
 		if tool := ev.Activity.Tool; tool != "" {
@@ -414,6 +426,8 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		in = inResolved{questionID: ev.Resolved.QuestionID, by: by, optionID: ev.Resolved.OptionID}
 	case agent.EventTurnEnded:
 		in = inTurnEnded{turn: *ev.Turn}
+	case agent.EventTranscript:
+		in = inTranscript{entry: o.transcriptEntry(ev.Transcript)}
 	case agent.EventProblem:
 		o.logger.Warn("agent problem", "task", a.id, "problem", ev.Problem)
 		if ev.Problem == agent.ProblemNoProgress {
@@ -461,22 +475,26 @@ func (a *actor) question(q *agent.Question) input {
 	if !ok {
 		kind = protocol.QuestionQuestion
 	}
-	pq := protocol.Question{ID: q.ID, Kind: kind, Text: q.Text, Tool: q.Tool, Input: q.Input, AllowText: q.AllowText}
+	pq := protocol.Question{ID: q.ID, Kind: kind, Text: q.Text, Tool: q.Tool, Input: q.Input, AllowText: q.AllowText, ToolUseID: q.ToolUseID, Closing: q.Closing}
 	for _, opt := range q.Options {
-		pq.Options = append(pq.Options, protocol.Option{ID: opt.ID, Label: opt.Label})
+		pq.Options = append(pq.Options, protocol.Option{ID: opt.ID, Label: opt.Label, Rule: opt.Rule})
 	}
 	size := len(pq.Text) + len(pq.Input)
-	var cutText, cutInput bool
-	pq.Text, cutText = clip(pq.Text)
+	pq.Text, pq.TextRef = o.clipText(a.id, pq.Text)
+	var cutInput bool
+	if len(pq.Input) > maxText {
+		_, pq.InputRef = o.clipText(a.id, string(pq.Input))
+	}
 	pq.Input, cutInput = clipJSON(pq.Input)
-	if cutText || cutInput {
+	if pq.TextRef != "" || cutInput {
 		pq.Truncated, pq.OriginalSize, pq.OutputOffset = true, size, max(a.outputSize.Load()-int64(size), 0)
 	}
 	pq.Text = o.maskString(pq.Text)
 	pq.Input = o.mask(pq.Input)
 	in := inQuestion{q: pq, kind: q.Kind}
 	if q.Kind == agent.KindPermission {
-		if d, ok := o.policyDecision(a.policy, a.directives, a.view().T.Worktree, q); ok {
+		v := a.view()
+		if d, ok := o.policyDecision(a.policy, a.directives, v.T.Worktree, o.grantRules(v.T.Grants), q); ok {
 			in.decided = &d
 		}
 	}

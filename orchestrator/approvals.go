@@ -23,7 +23,11 @@ type decision struct {
 
 // policyDecision applies the task's policy (or the settings') to a
 // permission question. ok is false when a person has to decide.
-func (o *Orchestrator) policyDecision(own *protocol.Policy, directives *protocol.Directives, wt *protocol.Worktree, q *agent.Question) (decision, bool) {
+//
+// granted are the allow-always rules that hold for the task (its own, the
+// repository's, the user's): they join the policy's allow rules, so a deny
+// rule still wins over them.
+func (o *Orchestrator) policyDecision(own *protocol.Policy, directives *protocol.Directives, wt *protocol.Worktree, granted []string, q *agent.Question) (decision, bool) {
 	p := o.settingsNow().PermissionPolicy
 	if own != nil {
 		p = *own
@@ -34,14 +38,15 @@ func (o *Orchestrator) policyDecision(own *protocol.Policy, directives *protocol
 		dirs.Work = wt.Path
 	}
 	dirs.Home, _ = os.UserHomeDir()
-	v := policy.DecideIn(dirs, policy.Policy{Default: policy.Verdict(p.Default), Allow: p.Allow, Deny: p.Deny}, elevated, q.Tool, q.Input)
+	allow := append(append([]string(nil), p.Allow...), granted...)
+	v := policy.DecideIn(dirs, policy.Policy{Default: policy.Verdict(p.Default), Allow: allow, Deny: p.Deny}, elevated, q.Tool, q.Input)
 	// Decided on what the agent asked; shown and audited masked.
 	d := decision{tool: q.Tool, input: o.mask(q.Input), text: o.maskString(q.Text), rule: v.Rule, reason: o.maskString(v.Reason)}
 	switch v.Verdict {
 	case policy.Allow:
 		d.option = agent.OptionAllow
 		d.reason = "" // an allow says nothing to the agent
-		if elevated {
+		if elevated && v.Rule == "" {
 			d.elevated = true
 		}
 		return d, true

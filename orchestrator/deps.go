@@ -26,6 +26,7 @@ type Repository interface {
 	Merge(ctx context.Context, wt worktree.Worktree, base string, strategy worktree.Strategy, message string) (worktree.MergeResult, error)
 	UndoMerge(ctx context.Context, taskID string, res worktree.MergeResult) error
 	StepBack(ctx context.Context, wt worktree.Worktree) (string, error)
+	UndoRefs(ctx context.Context, taskID string) ([]worktree.Undone, error)
 	Remove(ctx context.Context, path string, opts worktree.RemoveOptions) error
 }
 
@@ -40,6 +41,7 @@ type Session interface {
 	Done() <-chan struct{}
 	Answer(questionID string, a agent.Answer) error
 	SendPrompt(text string) error
+	Interrupt() error
 	Input(raw []byte) error
 	Resize(cols, rows int) error
 	Screen() screen.Snapshot

@@ -672,7 +672,13 @@ func TestHugeToolInputIsClippedInEventsNotInOutput(t *testing.T) {
 	}
 	got := e.get(t, task.ID)
 	if b, _ := json.Marshal(got); len(b) > 40<<10 {
-		t.Errorf("the stored task is %d bytes", len(b))
+		var m map[string]json.RawMessage
+		json.Unmarshal(b, &m)
+		sizes := map[string]int{}
+		for k, v := range m {
+			sizes[k] = len(v)
+		}
+		t.Errorf("the stored task is %d bytes: %v", len(b), sizes)
 	}
 	// The whole input is in the raw output, page by page.
 	var all strings.Builder

@@ -108,7 +108,17 @@ type state struct {
 	// resumeOnLoad: read back from the store as live but not waiting on
 	// anybody (a crash interrupted it), so it continues by itself.
 	resumeOnLoad bool
+	// interrupting is set by task/interrupt until the turn it ended is
+	// over: the stream driver reports that turn as failed, which is not
+	// the task failing.
+	interrupting bool
+	// steps are the task's tool calls as the transcript reported them
+	// (task/get); memory only, the store has them as task/transcript events.
+	steps []protocol.ToolCall
 }
+
+// maxSteps bounds the steps a task keeps in memory; the oldest go first.
+const maxSteps = 1000
 
 // env is what step may know of the world besides the state.
 type env struct {
@@ -153,9 +163,11 @@ type (
 		questionID string
 		optionID   string
 		audit      map[string]any
+		grant      *protocol.Grant // an allow-always answer's rule
 	}
 	inApprovalTimer struct{ questionID string }
 	inTurnEnded     struct{ turn agent.TurnEnded }
+	inTranscript    struct{ entry protocol.TranscriptEntry }
 	inCompleted     struct {
 		result  protocol.TaskResult
 		blocked string
@@ -172,16 +184,19 @@ type (
 		signal string
 	}
 
-	cmdCancel  struct{}
-	cmdPause   struct{}
-	cmdResume  struct{ text string }
-	cmdSend    struct{ text string }
-	cmdSetMode struct {
+	cmdCancel    struct{}
+	cmdPause     struct{}
+	cmdInterrupt struct{}
+	cmdResume    struct{ text string }
+	cmdSend      struct{ text string }
+	cmdSetMode   struct {
 		mode   protocol.Mode
 		notice string
 	}
 	cmdShutdown struct{}
 	cmdKill     struct{}
+	cmdMarkDone struct{ questionID string } // a prose question was a report after all
+	cmdRevoke   struct{ rule string }       // a task grant goes
 	cmdBeginOp  struct{ op opKind }
 	cmdEndOp    struct {
 		op      opKind
@@ -212,6 +227,8 @@ func (inResolved) inputName() string      { return "question resolved" }
 func (inAnswered) inputName() string      { return "answered" }
 func (inApprovalTimer) inputName() string { return "approval timeout" }
 func (inTurnEnded) inputName() string     { return "turn ended" }
+func (inTranscript) inputName() string    { return "transcript" }
+func (cmdInterrupt) inputName() string    { return "interrupt" }
 func (inCompleted) inputName() string     { return "completed" }
 func (inNoProgress) inputName() string    { return "no progress" }
 func (inCommandTimeout) inputName() string {
@@ -233,6 +250,8 @@ func (inQueueMoved) inputName() string   { return "queue moved" }
 func (inLoaded) inputName() string       { return "loaded" }
 func (inWorktree) inputName() string     { return "worktree" }
 func (inProcess) inputName() string      { return "process" }
+func (cmdMarkDone) inputName() string    { return "mark done" }
+func (cmdRevoke) inputName() string      { return "revoke" }
 
 // Effects: what the actor does after a step, in order.
 type effect interface{ effectName() string }
@@ -269,6 +288,7 @@ type (
 	// effUsageLimit: the account's usage limit is reached until resetsAt
 	// (zero: unknown). The queue holds back and blocked tasks resume then.
 	effUsageLimit struct{ resetsAt time.Time }
+	effSaveGrant  struct{ grant protocol.Grant } // a repository or user grant to its file
 )
 
 func (effPersist) effectName() string        { return "persist" }
@@ -288,6 +308,7 @@ func (effSlotFreed) effectName() string      { return "slot freed" }
 func (effQueueChanged) effectName() string   { return "queue changed" }
 func (effResponded) effectName() string      { return "responded" }
 func (effUsageLimit) effectName() string     { return "usage limit" }
+func (effSaveGrant) effectName() string      { return "save grant" }
 
 // stepper accumulates the next state and its effects.
 type stepper struct {
@@ -503,6 +524,9 @@ func (st *stepper) apply(in input) error {
 		st.emit(effUpdated{}) // activity is not worth a durable write
 
 	case inQuestion:
+		if in.kind == agent.KindQuestion {
+			s.interrupting = false // the PTY driver's interrupted turn ends asking
+		}
 		if s.agent != agentUp {
 			return nil // the agent is going away; nobody should answer it
 		}
@@ -539,6 +563,19 @@ func (st *stepper) apply(in input) error {
 		data["responseSec"] = st.e.now.Sub(s.askedAt).Seconds()
 		st.emit(effResponded{after: st.e.now.Sub(s.askedAt)})
 		st.emit(effAudit{action: "permission.decided", actor: string(protocol.DecidedByUser), data: data})
+		if g := in.grant; g != nil {
+			// Kept beyond this session: familiar's policy allows the rule
+			// when a later session of the task asks again.
+			if g.Scope == protocol.GrantTask {
+				if !grantsHave(s.T.Grants, g.Rule) {
+					s.T.Grants = append(append([]protocol.Grant(nil), s.T.Grants...), *g)
+				}
+			} else {
+				st.emit(effSaveGrant{grant: *g})
+			}
+			st.emit(effAudit{action: "policy.granted", actor: "user", data: map[string]any{
+				"rule": g.Rule, "scope": g.Scope, "tool": g.Tool, "questionId": in.questionID}})
+		}
 		st.settle(in.questionID, protocol.DecidedByUser, in.optionID)
 
 	case inApprovalTimer:
@@ -564,6 +601,17 @@ func (st *stepper) apply(in input) error {
 
 	case inTurnEnded:
 		st.turnEnded(in.turn)
+
+	case inTranscript:
+		st.transcript(in.entry)
+
+	case cmdInterrupt:
+		if (status != protocol.StatusRunning && status != protocol.StatusWaiting) || s.agent != agentUp {
+			return errTransition("interrupt", status)
+		}
+		// The caller interrupts the live agent; the turn then ends as the
+		// driver reports it (PTY: a question; stream: a failed result).
+		s.interrupting = true
 
 	case inCompleted:
 		if !s.completing {
@@ -744,6 +792,40 @@ func (st *stepper) apply(in input) error {
 		if live(status) && s.agent == agentUp {
 			st.stopAgent(stopIntent{kind: stopSwitch}, false)
 		}
+		st.changed()
+
+	case cmdMarkDone:
+		q := s.T.PendingQuestion
+		if status != protocol.StatusWaiting || q == nil || q.Kind != protocol.QuestionQuestion {
+			return protocol.FailedPrecondition("only a task waiting on a question from the agent's last message can be marked done", status)
+		}
+		if in.questionID != "" && in.questionID != q.ID {
+			return protocol.NotFound("question", in.questionID)
+		}
+		if s.completing {
+			return nil
+		}
+		text := q.Text
+		st.emit(effAudit{action: "task.markedDone", actor: "user", data: map[string]any{"questionId": q.ID, "closing": q.Closing}})
+		st.settle(q.ID, protocol.DecidedByUser, "")
+		// As if the turn had ended with a report: the usual git work, then
+		// merging.
+		s.completing = true
+		st.emit(effPersist{}, effComplete{turn: agent.TurnEnded{LastMessage: text}})
+
+	case cmdRevoke:
+		var kept []protocol.Grant
+		for _, g := range s.T.Grants {
+			if g.Rule != in.rule {
+				kept = append(kept, g)
+			}
+		}
+		if len(kept) == len(s.T.Grants) {
+			return nil
+		}
+		s.T.Grants = kept
+		st.emit(effAudit{action: "policy.revoked", actor: "user", data: map[string]any{
+			"rule": in.rule, "scope": protocol.GrantTask, "note": "a running session keeps the rule until it restarts"}})
 		st.changed()
 
 	case cmdShutdown:
@@ -952,6 +1034,22 @@ func (st *stepper) policyAnswered(q protocol.Question, d *decision) {
 // turnEnded decides what the end of a turn means for the task.
 func (st *stepper) turnEnded(turn agent.TurnEnded) {
 	s := &st.s
+	if u := turn.Usage; u != nil && turn.BackgroundTasks == 0 {
+		if s.T.Usage == nil {
+			s.T.Usage = &protocol.Usage{}
+		}
+		tu := protocol.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+			CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Responses: u.Responses}
+		if turn.CostUSD > 0 {
+			tu.CostUSD = turn.CostUSD // the CLI's own figure wins over the estimate
+		}
+		s.T.Usage.Turns = append(s.T.Usage.Turns, tu)
+	}
+	if s.interrupting && turn.BackgroundTasks == 0 {
+		// The turn task/interrupt ended: over, not failed.
+		s.interrupting = false
+		turn.Failed, turn.Error = false, ""
+	}
 	if turn.CostUSD > 0 {
 		c := turn.CostUSD
 		if s.costUSD != nil {
@@ -1029,4 +1127,48 @@ func (st *stepper) budget() float64 {
 func (st *stepper) overBudget() bool {
 	b := st.budget()
 	return b > 0 && st.s.costUSD != nil && *st.s.costUSD >= b
+}
+
+// transcript publishes one transcript entry and keeps what task/get and
+// the Task show of it: the steps and the usage.
+func (st *stepper) transcript(e protocol.TranscriptEntry) {
+	s := &st.s
+	st.emit(effPublish{protocol.TaskTranscriptNotification{ID: s.T.ID, Entry: e}})
+	if tc := e.ToolCall; tc != nil {
+		step := compactStep(*tc)
+		for i := len(s.steps) - 1; i >= 0; i-- {
+			if s.steps[i].ID == tc.ID {
+				s.steps[i] = step
+				return
+			}
+		}
+		s.steps = append(s.steps, step)
+		if len(s.steps) > maxSteps {
+			s.steps = append([]protocol.ToolCall(nil), s.steps[len(s.steps)-maxSteps:]...)
+		}
+	}
+	if u := e.Usage; u != nil {
+		if s.T.Usage == nil {
+			s.T.Usage = &protocol.Usage{}
+		}
+		t := s.T.Usage
+		t.InputTokens += u.InputTokens
+		t.OutputTokens += u.OutputTokens
+		t.CacheReadTokens += u.CacheReadTokens
+		t.CacheWriteTokens += u.CacheWriteTokens
+		t.CostUSD += u.CostUSD
+		t.Responses++
+		if u.Responses > 0 { // a stream-json turn's usage counts all its responses
+			t.Responses += u.Responses - 1
+		}
+	}
+}
+
+func grantsHave(list []protocol.Grant, rule string) bool {
+	for _, g := range list {
+		if g.Rule == rule {
+			return true
+		}
+	}
+	return false
 }

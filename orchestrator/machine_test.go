@@ -127,6 +127,40 @@ func TestTransitions(t *testing.T) {
 		{name: "backoff over after cancel: nothing", from: mk(protocol.StatusCancelled, agentNone), in: inBackoffDone{},
 			status: protocol.StatusCancelled, effects: []string{}},
 
+		// Issue 17: a prose question marked done; allow-always grants.
+		{name: "prose question marked done completes", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionQuestion)), in: cmdMarkDone{},
+			status: running, effects: []string{"disarm approval", "persist", "updated", "publish task/questionResolved", "persist", "complete"},
+			check: func(t *testing.T, s state) {
+				if !s.completing || s.T.PendingQuestion != nil {
+					t.Errorf("completing %v pending %+v", s.completing, s.T.PendingQuestion)
+				}
+			}},
+		{name: "a permission cannot be marked done", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)), in: cmdMarkDone{},
+			status: protocol.StatusWaiting, wantErr: errPrecondition},
+		{name: "allow-always for the task is kept with it", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
+			in:     inAnswered{questionID: "q1", optionID: agent.OptionAllowAlways, grant: &protocol.Grant{Rule: "Bash(npm test:*)", Scope: protocol.GrantTask}},
+			status: running,
+			check: func(t *testing.T, s state) {
+				if len(s.T.Grants) != 1 || s.T.Grants[0].Rule != "Bash(npm test:*)" {
+					t.Errorf("grants %+v", s.T.Grants)
+				}
+			}},
+		{name: "allow-always for the repository goes to its file", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
+			in:     inAnswered{questionID: "q1", optionID: agent.OptionAllowAlways, grant: &protocol.Grant{Rule: "Read", Scope: protocol.GrantRepository}},
+			status: running, effects: []string{"responded", "save grant", "disarm approval", "persist", "updated", "publish task/questionResolved"},
+			check: func(t *testing.T, s state) {
+				if len(s.T.Grants) != 0 {
+					t.Errorf("a repository grant was kept with the task: %+v", s.T.Grants)
+				}
+			}},
+		{name: "a task grant is revoked", from: mk(running, agentUp, func(s *state) { s.T.Grants = []protocol.Grant{{Rule: "Read"}, {Rule: "Edit"}} }),
+			in: cmdRevoke{rule: "Read"}, status: running, effects: []string{"persist", "updated"},
+			check: func(t *testing.T, s state) {
+				if len(s.T.Grants) != 1 || s.T.Grants[0].Rule != "Edit" {
+					t.Errorf("grants %+v", s.T.Grants)
+				}
+			}},
+
 		// Activity and questions.
 		{name: "activity is announced, not persisted", from: mk(running, agentUp), in: inActivity{activity: protocol.ActivityWriting},
 			status: running, effects: []string{"updated"}},

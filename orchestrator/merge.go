@@ -107,7 +107,7 @@ func (o *Orchestrator) TaskUndo(ctx context.Context, p *protocol.TaskIDParams) (
 			return nil, mapError(err, "undo", "id")
 		}
 		done.ok, done.undone = true, true
-		done.audit = map[string]any{"merge": merge, "keptAt": worktree.UndoRef(p.ID)}
+		done.audit = map[string]any{"merge": merge, "keptAt": o.lastUndoRef(ctx, p.ID)}
 	} else {
 		if !hasWT {
 			return nil, protocol.FailedPrecondition("the task has no worktree", status)
@@ -122,15 +122,42 @@ func (o *Orchestrator) TaskUndo(ctx context.Context, p *protocol.TaskIDParams) (
 		}
 		done.ok = true
 		done.result = &protocol.TaskResult{ChangedFiles: files, Commits: commits}
-		done.audit = map[string]any{"branchAt": at, "keptAt": worktree.UndoRef(p.ID)}
+		done.audit = map[string]any{"branchAt": at, "keptAt": o.lastUndoRef(ctx, p.ID)}
 	}
 	if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
 		return nil, err
 	}
 	done = cmdEndOp{op: "settled"}
 	o.pub.publish(p.ID, protocol.ServerMessageNotification{Level: protocol.LevelInfo,
-		Text: "Undone; the undone commit stays at " + worktree.UndoRef(p.ID) + ". " + notUndoable})
+		Text: "Undone; the undone commit stays at " + o.lastUndoRef(ctx, p.ID) + " (every undo of the task is kept under " + worktree.UndoRef(p.ID) + "/). " + notUndoable})
 	return o.TaskGet(ctx, &protocol.TaskIDParams{ID: p.ID})
+}
+
+// lastUndoRef is the ref the task's latest undo kept its work at.
+func (o *Orchestrator) lastUndoRef(ctx context.Context, id string) string {
+	kept, err := o.cfg.Repo.UndoRefs(ctx, id)
+	if err != nil || len(kept) == 0 {
+		return worktree.UndoRef(id) + "/"
+	}
+	return kept[len(kept)-1].Ref
+}
+
+// undoableUntil is when task/undo stops being accepted for t, zero when it
+// is not (or no longer) accepted.
+func undoableUntil(t protocol.Task, merge *mergeRecord, window time.Duration, now time.Time) time.Time {
+	var since time.Time
+	switch t.Status {
+	case protocol.StatusMerged:
+		if merge != nil {
+			since = merge.At
+		}
+	case protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled:
+		since = t.FinishedAt
+	}
+	if window <= 0 || since.IsZero() || now.Sub(since) > window {
+		return time.Time{}
+	}
+	return since.Add(window).UTC()
 }
 
 func (o *Orchestrator) worktreeOfView(v *taskView) (worktree.Worktree, bool) {

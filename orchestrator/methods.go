@@ -149,7 +149,10 @@ func (o *Orchestrator) TaskGet(ctx context.Context, p *protocol.TaskIDParams) (*
 	if err != nil {
 		return nil, err
 	}
-	return o.viewOf(a.view()), nil
+	v := a.view()
+	t := o.viewOf(v)
+	t.Steps = v.steps
+	return t, nil
 }
 
 // TaskList lists tasks newest first, filtered, with cursor paging. Every
@@ -534,7 +537,7 @@ func (o *Orchestrator) TaskEvents(ctx context.Context, p *protocol.TaskEventsPar
 		if err != nil {
 			continue
 		}
-		res.Events = append(res.Events, protocol.Event{Seq: int64(e.Seq), Method: e.Kind, Params: params})
+		res.Events = append(res.Events, protocol.Event{Seq: int64(e.Seq), Method: e.Kind, Params: params, At: e.At})
 	}
 	return res, nil
 }
@@ -660,4 +663,23 @@ func (o *Orchestrator) ServerStats(ctx context.Context) (*protocol.ServerStats, 
 		st.ToolUses[k] = v
 	}
 	return st, nil
+}
+
+// TaskInterrupt ends the agent's current turn and keeps the task: the next
+// task/send goes on in the same session (ACP's session/cancel).
+func (o *Orchestrator) TaskInterrupt(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
+	a, err := o.get(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	v, err := a.call(ctx, cmdInterrupt{})
+	if err != nil {
+		return nil, err
+	}
+	if v.sess != nil {
+		if err := v.sess.Interrupt(); err != nil {
+			return nil, fmt.Errorf("interrupt the agent: %w", err)
+		}
+	}
+	return o.viewOf(a.view()), nil
 }

@@ -373,6 +373,7 @@ func (o *Orchestrator) viewOf(v *taskView) *protocol.Task {
 	if snap.Status == protocol.StatusQueued {
 		o.fillQueue(&snap)
 	}
+	snap.UndoableUntil = undoableUntil(snap, v.merge, time.Duration(o.settingsNow().UndoWindowSec)*time.Second, o.clk.Now())
 	return &snap
 }
 

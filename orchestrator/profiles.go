@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/familiar-dev/familiar/mcp"
 	"github.com/familiar-dev/familiar/profiles"
@@ -117,6 +117,34 @@ func (o *Orchestrator) onSkillsChanged(c profiles.SkillsChange) {
 		n.Errors = append(n.Errors, protocol.SkillError{Path: e.Path, Message: e.Error()})
 	}
 	o.pub.publish("", n)
+	o.updateRunningSkills(c)
+}
+
+// updateRunningSkills rewrites the installed copy of a changed skill in every
+// live task that uses it, at once. Claude re-reads its skills while it runs
+// (from its first request ~4 s after the write, measured with 2.1.330), so
+// the task says so rather than restarting.
+func (o *Orchestrator) updateRunningSkills(c profiles.SkillsChange) {
+	if len(c.Updated) == 0 && len(c.Removed) == 0 {
+		return
+	}
+	o.mu.Lock()
+	actors := o.actorsLocked()
+	o.mu.Unlock()
+	for _, a := range actors {
+		v := a.view()
+		if !live(v.T.Status) {
+			continue // a later start installs the current copies
+		}
+		changed, err := profiles.UpdateInstalled(filepath.Join(o.taskDir(a.id), "claude"), o.skills(), c)
+		if err != nil {
+			o.logger.Warn("update installed skills", "task", a.id, "err", err)
+		}
+		if len(changed) > 0 {
+			o.pub.publish(a.id, protocol.ServerMessageNotification{Level: protocol.LevelInfo,
+				Text: fmt.Sprintf("task %s: skill %s updated in the running session; claude picks the change up within a few seconds, from its next request", a.id, strings.Join(changed, ", "))})
+		}
+	}
 }
 
 // McpPresets is mcp/presets.
@@ -167,26 +195,9 @@ func (o *Orchestrator) prepareMCP(ctx context.Context, id, dir, worktree string,
 // dir of the session's own config dir. Not in the worktree, where they would
 // end up in the task's commits. Stale ones from an earlier start go.
 func (o *Orchestrator) installSkills(configDir string, names []string) error {
-	root := filepath.Join(configDir, "skills")
-	if err := os.RemoveAll(root); err != nil {
-		return fmt.Errorf("install skills: %w", err)
-	}
 	skills, err := o.skills().Resolve(names)
 	if err != nil {
 		return protocol.InvalidParams("skills", err.Error())
 	}
-	for _, sk := range skills {
-		dir := filepath.Join(root, sk.Name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("install skill %s: %w", sk.Name, err)
-		}
-		b, err := os.ReadFile(sk.Path)
-		if err != nil {
-			return fmt.Errorf("install skill %s: %w", sk.Name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), b, 0o600); err != nil {
-			return fmt.Errorf("install skill %s: %w", sk.Name, err)
-		}
-	}
-	return nil
+	return profiles.InstallSkills(configDir, skills)
 }

@@ -44,7 +44,8 @@ func (o *Orchestrator) TaskRespond(ctx context.Context, p *protocol.TaskRespondP
 	if p.Text != "" {
 		data["text"] = p.Text
 	}
-	if _, err := a.call(ctx, inAnswered{questionID: p.QuestionID, optionID: p.OptionID, audit: data}); err != nil {
+	grant := grantOf(q, p.OptionID, p.GrantScope, p.ID, o.clk.Now())
+	if _, err := a.call(ctx, inAnswered{questionID: p.QuestionID, optionID: p.OptionID, audit: data, grant: grant}); err != nil {
 		// The agent took the answer; the question went away meanwhile
 		// (answered in the terminal): nothing left to settle.
 		o.logger.Debug("settle answer", "task", p.ID, "err", err)

@@ -33,7 +33,10 @@ func (r *fakeRepo) Create(ctx context.Context, o worktree.CreateOptions) (worktr
 	r.mu.Unlock()
 	return worktree.Worktree{Path: "/wt/" + o.TaskID, Branch: "familiar/" + o.TaskID, BaseRef: "main", BaseCommit: "abc"}, nil
 }
-func (r *fakeRepo) CheckRef(context.Context, string) error                { return nil }
+func (r *fakeRepo) CheckRef(context.Context, string) error { return nil }
+func (r *fakeRepo) UndoRefs(context.Context, string) ([]worktree.Undone, error) {
+	return nil, nil
+}
 func (r *fakeRepo) CheckRefAt(context.Context, string, string) error      { return nil }
 func (r *fakeRepo) CheckPath(string) error                                { return nil }
 func (r *fakeRepo) ListTracked(context.Context, string) ([]string, error) { return nil, nil }
@@ -85,6 +88,7 @@ func (s *fakeSession) Answer(id string, a agent.Answer) error {
 	return nil
 }
 func (s *fakeSession) SendPrompt(string) error    { return nil }
+func (s *fakeSession) Interrupt() error           { return nil }
 func (s *fakeSession) Input([]byte) error         { return nil }
 func (s *fakeSession) Resize(int, int) error      { return nil }
 func (s *fakeSession) Screen() screen.Snapshot    { return screen.Snapshot{} }
@@ -126,6 +130,10 @@ func newRunner(t *testing.T, settings protocol.Settings) *runnerEnv {
 	o, err := New(Config{
 		Repo: r.repo, Store: st, DataDir: dir, Notifier: &fakeNotifier{}, Settings: settings,
 		CLI: agent.CLI{Path: "/fake/claude", Version: "2.1.330"}, StartBackoff: time.Millisecond,
+		// A login, so the check before a start lets it through.
+		StartHook: func(ctx context.Context, opts *agent.Options) {
+			opts.ExtraEnv = map[string]string{"ANTHROPIC_API_KEY": "sk-ant-api03-runner-test"}
+		},
 		Start: func(ctx context.Context, opts agent.Options) (Session, error) {
 			r.mu.Lock()
 			defer r.mu.Unlock()

@@ -353,3 +353,11 @@ func (s *Service) TaskUndo(ctx context.Context, p *protocol.TaskUndoParams) (*pr
 	}
 	return o.TaskUndo(ctx, p)
 }
+
+func (s *Service) TaskInterrupt(ctx context.Context, p *protocol.TaskInterruptParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskInterrupt(ctx, p)
+}

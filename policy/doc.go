@@ -9,9 +9,10 @@
 //
 // # Meaning
 //
-// An elevated task is allowed everything. Otherwise a matching deny rule wins
-// over a matching allow rule, and a call no rule matches gets the policy's
-// default. This mirrors Claude Code, and where Claude's behaviour is unclear
+// A matching deny rule wins over everything: over a matching allow rule, and
+// over elevation. An elevated task is allowed every call no deny rule
+// matches; otherwise a matching allow rule allows, and a call no rule matches
+// gets the policy's default. This mirrors Claude Code, and where Claude's behaviour is unclear
 // or a command cannot be understood, the package is conservative in both
 // directions at once: an allow rule matches only when it certainly covers the
 // call, a deny rule matches whenever it might. So a call is never allowed

@@ -37,8 +37,11 @@ func FuzzDecide(f *testing.F) {
 	f.Fuzz(func(t *testing.T, rule, tool, arg string) {
 		in := fuzzInput(tool, arg)
 		for _, d := range dirs {
-			if got := DecideIn(d, Policy{Deny: []string{rule}}, true, tool, in); got.Verdict != Allow {
-				t.Fatalf("elevated: %+v", got)
+			// Elevated allows exactly what an allow-by-default policy with
+			// the same deny rules allows: a deny still wins.
+			elevated := DecideIn(d, Policy{Deny: []string{rule}}, true, tool, in)
+			if want := DecideIn(d, Policy{Default: Allow, Deny: []string{rule}}, false, tool, in); elevated.Verdict != want.Verdict {
+				t.Fatalf("elevated: %+v, want %s", elevated, want.Verdict)
 			}
 			both := Policy{Default: Ask, Allow: []string{rule}, Deny: []string{rule}}
 			if got := DecideIn(d, both, false, tool, in); got.Verdict == Allow {

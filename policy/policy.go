@@ -80,9 +80,6 @@ func Decide(p Policy, elevated bool, tool string, input json.RawMessage) Decisio
 
 // DecideIn decides whether the agent running in d may call tool with input.
 func DecideIn(d Dirs, p Policy, elevated bool, tool string, input json.RawMessage) Decision {
-	if elevated {
-		return Decision{Verdict: Allow, Reason: "the task is elevated: every tool use is allowed"}
-	}
 	// A policy that should have been refused is not half applied: someone
 	// decides by hand, and the audit log says why.
 	if err := p.Validate(); err != nil {
@@ -94,6 +91,11 @@ func DecideIn(d Dirs, p Policy, elevated bool, tool string, input json.RawMessag
 		if m, why := r.matchDeny(c); m {
 			return Decision{Verdict: Deny, Rule: s, Reason: "denied by the rule " + s + why}
 		}
+	}
+	if elevated {
+		// Elevated means "allow what no rule denies": an explicit deny
+		// rule is the person's word and still wins.
+		return Decision{Verdict: Allow, Reason: "the task is elevated and no deny rule matches, so it is allowed"}
 	}
 	if dec, ok := allowed(p.Allow, c); ok {
 		return dec

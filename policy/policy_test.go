@@ -300,7 +300,9 @@ func TestDefaultsAndElevation(t *testing.T) {
 		{"default allow", Policy{Default: Allow}, false, Allow},
 		{"default deny", Policy{Default: Deny}, false, Deny},
 		{"default allow, denied", Policy{Default: Allow, Deny: []string{"Bash(rm:*)"}}, false, Deny},
-		{"elevated beats deny", Policy{Default: Deny, Deny: []string{"Bash"}}, true, Allow},
+		{"deny beats elevated", Policy{Default: Deny, Deny: []string{"Bash"}}, true, Deny},
+		{"elevated beats the default", Policy{Default: Deny, Deny: []string{"Bash(git push:*)"}}, true, Allow},
+		{"elevated beats ask", Policy{}, true, Allow},
 		{"invalid policy asks", Policy{Default: Allow, Allow: []string{"Bash(rm:*"}}, false, Ask},
 		{"invalid default asks", Policy{Default: "sometimes"}, false, Ask},
 	} {
@@ -309,7 +311,7 @@ func TestDefaultsAndElevation(t *testing.T) {
 			if d.Verdict != tc.want || d.Reason == "" {
 				t.Fatalf("Decide = %+v, want %s with a reason", d, tc.want)
 			}
-			if tc.elevated && !strings.Contains(d.Reason, "elevated") {
+			if tc.elevated && d.Verdict == Allow && !strings.Contains(d.Reason, "elevated") {
 				t.Errorf("reason %q does not say the task is elevated", d.Reason)
 			}
 			if d.Verdict != Deny && d.Rule != "" {

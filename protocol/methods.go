@@ -47,6 +47,10 @@ const (
 	// MethodServerStop stops the background familiar on purpose (familiar's
 	// addition to PROTOCOL.md); it is accepted before initialize.
 	MethodServerStop = "server/stop"
+	// MethodTaskInterrupt ends the agent's current turn (Esc in the TUI, an
+	// interrupt control request in stream mode) and keeps the task: the next
+	// task/send goes on from there (familiar's addition; ACP's session/cancel).
+	MethodTaskInterrupt = "task/interrupt"
 )
 
 // Client → server notifications. The transport handles both itself.
@@ -88,6 +92,7 @@ type Server interface {
 	TaskOutput(ctx context.Context, p *TaskOutputParams) (*TaskOutputResult, error)
 	TaskPause(ctx context.Context, p *TaskPauseParams) (*Task, error)
 	TaskResume(ctx context.Context, p *TaskResumeParams) (*Task, error)
+	TaskInterrupt(ctx context.Context, p *TaskInterruptParams) (*Task, error)
 	TaskReorder(ctx context.Context, p *TaskReorderParams) (*Task, error)
 	TaskRetry(ctx context.Context, p *TaskRetryParams) (*Task, error)
 	TaskSetMode(ctx context.Context, p *TaskSetModeParams) (*Task, error)
@@ -242,12 +247,13 @@ type TaskIDParams struct {
 // Per-method names for {id} params; aliases, so a method that later gains a
 // field can get its own struct without touching the others.
 type (
-	TaskGetParams    = TaskIDParams
-	TaskCancelParams = TaskIDParams
-	TaskScreenParams = TaskIDParams
-	TaskPauseParams  = TaskIDParams
-	TaskResumeParams = TaskIDParams
-	TaskUndoParams   = TaskIDParams
+	TaskGetParams       = TaskIDParams
+	TaskCancelParams    = TaskIDParams
+	TaskScreenParams    = TaskIDParams
+	TaskPauseParams     = TaskIDParams
+	TaskResumeParams    = TaskIDParams
+	TaskInterruptParams = TaskIDParams
+	TaskUndoParams      = TaskIDParams
 )
 
 // TaskRetryParams is task/retry's: a new attempt from the base commit, or
@@ -300,6 +306,9 @@ type TaskRespondParams struct {
 	Text       string `json:"text,omitempty"`
 	// UpdatedInput replaces a permission request's tool input (stream driver).
 	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+	// GrantScope says where an allow-always answer's rule holds: "task"
+	// (default), "repository" or "user". Familiar's addition.
+	GrantScope GrantScope `json:"grantScope,omitempty"`
 }
 
 type TaskSendParams struct {

@@ -14,7 +14,21 @@ const (
 	// NotifyTaskHook carries a raw hook payload of a task with the verbose
 	// directive (familiar's addition to PROTOCOL.md).
 	NotifyTaskHook = "task/hook"
+	// NotifyTaskTranscript carries one entry of a task's structured
+	// transcript: text, thinking, a tool call, the plan or usage (familiar's
+	// addition; the same under both drivers).
+	NotifyTaskTranscript = "task/transcript"
 )
+
+// TaskTranscriptNotification is one transcript entry of a task.
+type TaskTranscriptNotification struct {
+	Seq   int64           `json:"seq"`
+	ID    string          `json:"id"`
+	Entry TranscriptEntry `json:"entry"`
+}
+
+func (n TaskTranscriptNotification) Method() string  { return NotifyTaskTranscript }
+func (n TaskTranscriptNotification) Sequence() int64 { return n.Seq }
 
 // Notification is the params of a server → client notification. Seq is
 // global, strictly increasing and persisted, so task/events can replay what a
@@ -110,6 +124,8 @@ type TaskHookNotification struct {
 	Name      string          `json:"name"`
 	Payload   json.RawMessage `json:"payload"`
 	Truncated bool            `json:"truncated,omitempty"`
+	// PayloadRef, with Truncated, fetches the whole payload (task/text).
+	PayloadRef string `json:"payloadRef,omitempty"`
 }
 
 func (TaskHookNotification) Method() string    { return NotifyTaskHook }

@@ -42,6 +42,19 @@ type Task struct {
 	Attempt           int    `json:"attempt"`
 	PreviousAttemptID string `json:"previousAttemptId,omitempty"`
 
+	// Steps are the task's tool calls, oldest first; only task/get fills
+	// them in (familiar's addition).
+	Steps []ToolCall `json:"steps,omitempty"`
+	// Usage is what the task's model responses used, over all its turns
+	// (familiar's addition).
+	Usage *Usage `json:"usage,omitempty"`
+	// Grants are the allow-always rules granted for this task; they hold
+	// across restarts of its session (familiar's addition).
+	Grants []Grant `json:"grants,omitempty"`
+	// UndoableUntil is when task/undo stops being accepted, while it is
+	// (familiar's addition).
+	UndoableUntil time.Time `json:"undoableUntil,omitzero"`
+
 	CreatedAt  time.Time `json:"createdAt"`
 	StartedAt  time.Time `json:"startedAt,omitzero"`
 	FinishedAt time.Time `json:"finishedAt,omitzero"`
@@ -55,6 +68,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 	p.AcceptanceCriteria = nonNil(p.AcceptanceCriteria)
 	p.CreatedAt, p.StartedAt = utc(p.CreatedAt), utc(p.StartedAt)
 	p.FinishedAt, p.UpdatedAt = utc(p.FinishedAt), utc(p.UpdatedAt)
+	p.UndoableUntil = utc(p.UndoableUntil)
 	return json.Marshal(p)
 }
 
@@ -85,6 +99,8 @@ type TaskResult struct {
 	// size before (familiar's addition to PROTOCOL.md).
 	Truncated    bool `json:"truncated,omitempty"`
 	OriginalSize int  `json:"originalSize,omitempty"`
+	// SummaryRef, with Truncated, fetches the whole summary (task/text).
+	SummaryRef string `json:"summaryRef,omitempty"`
 }
 
 func (r TaskResult) MarshalJSON() ([]byte, error) {
@@ -124,17 +140,28 @@ type Question struct {
 	Kind QuestionKind `json:"kind"`
 	Text string       `json:"text"`
 	// Tool and Input are set for permission questions.
-	Tool      string          `json:"tool,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	Options   []Option        `json:"options"`
-	AllowText bool            `json:"allowText"`
-	ExpiresAt time.Time       `json:"expiresAt,omitzero"`
+	Tool  string          `json:"tool,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// ToolUseID is the id of the tool call a permission is about: the
+	// toolCall.id of the same call in task/transcript (familiar's addition).
+	ToolUseID string    `json:"toolUseId,omitempty"`
+	Options   []Option  `json:"options"`
+	AllowText bool      `json:"allowText"`
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 	// Truncated is set when Text or Input were cut to 30 KB; OriginalSize
 	// is their size before, and the whole is in the raw output log from
 	// OutputOffset on (task/output). Familiar's additions to PROTOCOL.md.
 	Truncated    bool  `json:"truncated,omitempty"`
 	OriginalSize int   `json:"originalSize,omitempty"`
 	OutputOffset int64 `json:"outputOffset,omitempty"`
+	// TextRef and InputRef fetch the whole Text or Input when they were
+	// clipped (task/text). Familiar's addition.
+	TextRef  string `json:"textRef,omitempty"`
+	InputRef string `json:"inputRef,omitempty"`
+	// Closing is set on a question read from a turn's last message:
+	// "question", "ask" or "unsure" (it may only report; the person replies
+	// or marks the task done). Familiar's addition.
+	Closing string `json:"closing,omitempty"`
 }
 
 func (q Question) MarshalJSON() ([]byte, error) {
@@ -149,6 +176,9 @@ func (q Question) MarshalJSON() ([]byte, error) {
 type Option struct {
 	ID    string `json:"id"`
 	Label string `json:"label"`
+	// Rule is the permission rule an allow-always option grants
+	// ("Bash(npm test:*)"); its label names it too. Familiar's addition.
+	Rule string `json:"rule,omitempty"`
 }
 
 // Defaults of Settings, from PROTOCOL.md.
@@ -216,16 +246,16 @@ type Settings struct {
 // permission policy asks about everything.
 func DefaultSettings() Settings {
 	return Settings{
-		MaxConcurrent:        DefaultMaxConcurrent,
-		DefaultDriver:        DefaultDriver,
-		ApprovalTimeoutSec:   DefaultApprovalTimeoutSec,
-		NoProgressTimeoutSec: DefaultNoProgressTimeoutSec,
-		TermGraceSec:         DefaultTermGraceSec,
-		McpServers:           map[string]McpServer{},
-		OutputRetentionDays:  DefaultOutputRetentionDays,
-		UndoWindowSec:        DefaultUndoWindowSec,
-		PermissionPolicy:     Policy{Default: PolicyAsk},
-		IdleExitSec:          DefaultIdleExitSec,
+		MaxConcurrent:         DefaultMaxConcurrent,
+		DefaultDriver:         DefaultDriver,
+		ApprovalTimeoutSec:    DefaultApprovalTimeoutSec,
+		NoProgressTimeoutSec:  DefaultNoProgressTimeoutSec,
+		TermGraceSec:          DefaultTermGraceSec,
+		McpServers:            map[string]McpServer{},
+		OutputRetentionDays:   DefaultOutputRetentionDays,
+		UndoWindowSec:         DefaultUndoWindowSec,
+		PermissionPolicy:      Policy{Default: PolicyAsk},
+		IdleExitSec:           DefaultIdleExitSec,
 		CommandTimeoutSec:     DefaultCommandTimeoutSec,
 		ResumeAfterUsageLimit: true,
 	}
@@ -325,6 +355,8 @@ type Event struct {
 	Seq    int64           `json:"seq"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
+	// At is when familiar sent the notification (familiar's addition).
+	At time.Time `json:"at,omitzero"`
 }
 
 // NewEvent records n as an Event.
@@ -390,4 +422,68 @@ func utc(t time.Time) time.Time {
 		return t
 	}
 	return t.UTC()
+}
+
+// TranscriptEntry is one entry of a task's structured transcript
+// (task/transcript). Kind says which field is set:
+//   - "prompt", "text", "thinking": Text (text and thinking arrive in chunks);
+//   - "tool_call": ToolCall, the whole call as now known, sent again on each
+//     status change (same id);
+//   - "plan": Plan, the agent's whole plan (it replaces the previous one);
+//   - "usage": Usage, one model response's tokens with the running total.
+type TranscriptEntry struct {
+	Kind      string     `json:"kind"`
+	At        time.Time  `json:"at"`
+	MessageID string     `json:"messageId,omitempty"`
+	Text      string     `json:"text,omitempty"`
+	ToolCall  *ToolCall  `json:"toolCall,omitempty"`
+	Plan      []PlanItem `json:"plan,omitempty"`
+	Usage     *Usage     `json:"usage,omitempty"`
+}
+
+// ToolCall is one tool call of the agent (a step).
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Kind: read, edit, delete, move, search, execute, think, fetch,
+	// switch_mode or other (the Agent Client Protocol's tool kinds).
+	Kind  string          `json:"kind"`
+	Title string          `json:"title"`
+	Input json.RawMessage `json:"input,omitempty"`
+	Files []string        `json:"files,omitempty"`
+	// Status: pending, running, completed or failed.
+	Status     string     `json:"status"`
+	Result     string     `json:"result,omitempty"` // the start of the tool's result (2000 bytes at most)
+	DurationMs int64      `json:"durationMs,omitempty"`
+	Diffs      []FileDiff `json:"diffs,omitempty"` // what an edit changes
+	StartedAt  time.Time  `json:"startedAt"`
+	EndedAt    *time.Time `json:"endedAt,omitempty"`
+}
+
+// FileDiff is one file an edit changes, as text before and after.
+type FileDiff struct {
+	Path    string `json:"path"`
+	OldText string `json:"oldText"`
+	NewText string `json:"newText"`
+}
+
+// PlanItem is one entry of the agent's plan.
+type PlanItem struct {
+	Content string `json:"content"`
+	Status  string `json:"status"` // pending, in_progress, completed
+}
+
+// Usage counts tokens and cost. On a transcript entry it is one model
+// response (Total: the session so far); on a Task it is the task's total
+// (Turns: per turn).
+type Usage struct {
+	Model            string  `json:"model,omitempty"`
+	InputTokens      int64   `json:"inputTokens"`
+	OutputTokens     int64   `json:"outputTokens"`
+	CacheReadTokens  int64   `json:"cacheReadTokens"`
+	CacheWriteTokens int64   `json:"cacheWriteTokens"`
+	CostUSD          float64 `json:"costUsd"`
+	Responses        int     `json:"responses,omitempty"`
+	Total            *Usage  `json:"total,omitempty"`
+	Turns            []Usage `json:"turns,omitempty"`
 }

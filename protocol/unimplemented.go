@@ -55,6 +55,9 @@ func (Unimplemented) TaskOutput(context.Context, *TaskOutputParams) (*TaskOutput
 func (Unimplemented) TaskPause(context.Context, *TaskPauseParams) (*Task, error) {
 	return nil, notImplemented(MethodTaskPause)
 }
+func (Unimplemented) TaskInterrupt(context.Context, *TaskInterruptParams) (*Task, error) {
+	return nil, notImplemented(MethodTaskInterrupt)
+}
 func (Unimplemented) TaskResume(context.Context, *TaskResumeParams) (*Task, error) {
 	return nil, notImplemented(MethodTaskResume)
 }

@@ -219,6 +219,9 @@ func (p *TaskRespondParams) Validate() error {
 	if raw := bytes.TrimSpace(p.UpdatedInput); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) && raw[0] != '{' {
 		c.fail("updatedInput", "updatedInput must be an object.")
 	}
+	if p.GrantScope != "" {
+		enum(&c, "grantScope", p.GrantScope, GrantScopes)
+	}
 	return c.result()
 }
 

@@ -148,7 +148,6 @@ func createdKey(t time.Time, id string) []byte {
 	return append(k, id...)
 }
 
-
 // storableTime reports whether t survives createdKey (UnixNano is only
 // defined for years 1678 to 2262).
 func storableTime(t time.Time) bool {

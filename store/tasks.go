@@ -165,4 +165,3 @@ func (s *Store) DeleteTask(ctx context.Context, id string) error {
 	}
 	return nil
 }
-

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -23,8 +22,15 @@ func TestCreateListRemove(t *testing.T) {
 	if want := r.BranchPrefix() + shortID("task-1") + "-fix-the-login-bug"; wt.Branch != want {
 		t.Errorf("Branch = %q; want %q", wt.Branch, want)
 	}
-	if !regexp.MustCompile(`^familiar/[0-9a-f]{8}-fix-the-login-bug$`).MatchString(wt.Branch) {
-		t.Errorf("Branch = %q; want familiar/<8 hex>-fix-the-login-bug", wt.Branch)
+	// The task id is in the name, so git branch leads to the task.
+	if wt.Branch != "familiar/task-1-fix-the-login-bug" {
+		t.Errorf("Branch = %q; want familiar/task-1-fix-the-login-bug", wt.Branch)
+	}
+	// An id that cannot be a ref component is hashed.
+	for id, want := range map[string]string{"te506a36a1b4263cd": "te506a36a1b4263cd", "a/b c": shortHash("a/b c"), "-x": shortHash("-x"), strings.Repeat("a", 41): shortHash(strings.Repeat("a", 41))} {
+		if got := shortID(id); got != want {
+			t.Errorf("shortID(%q) = %q, want %q", id, got, want)
+		}
 	}
 	if filepath.Dir(wt.Path) != r.WorktreesDir() || filepath.Base(wt.Path) != strings.TrimPrefix(wt.Branch, "familiar/") {
 		t.Errorf("Path = %s; want %s/<short-id>-<slug>", wt.Path, r.WorktreesDir())

@@ -279,16 +279,25 @@ func (r *Repo) Prune(ctx context.Context, liveTaskIDs []string) (PruneReport, er
 	liveNames := make(map[string]bool, len(liveTaskIDs))
 	for _, id := range liveTaskIDs {
 		live[id] = true
-		liveNames[r.prefix+shortID(id)] = true
+		// Both forms: the id (or its hash) as names are made now, and the
+		// hash older familiars used.
+		liveNames[shortID(id)] = true
+		liveNames[shortHash(id)] = true
 	}
 	owned := func(e Entry) bool {
 		if e.TaskID != "" {
 			return live[e.TaskID]
 		}
 		// No metadata (made by an older familiar, or the file was lost):
-		// fall back to the short id in the branch name.
-		id, _, _ := strings.Cut(e.Branch[len(r.prefix):], "-")
-		return liveNames[r.prefix+id]
+		// fall back to the short id in the branch name, which is followed by
+		// "-<slug>" (and may itself hold "-").
+		name := e.Branch[len(r.prefix):]
+		for i := 0; i < len(name); i++ {
+			if name[i] == '-' && liveNames[name[:i]] {
+				return true
+			}
+		}
+		return false
 	}
 
 	r.mu.Lock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -110,7 +112,7 @@ func (r *Repo) Merge(ctx context.Context, wt Worktree, base string, strategy Str
 
 // UndoMerge moves base back from res.After to res.Before, only if nobody
 // moved it since (and its checkout, if any, is clean). The undone commit
-// stays reachable at refs/familiar/undo/<taskID>.
+// stays reachable at refs/familiar/undo/<taskID>/<n> (see UndoRefs).
 func (r *Repo) UndoMerge(ctx context.Context, taskID string, res MergeResult) error {
 	if err := validTaskID(taskID); err != nil {
 		return err
@@ -136,7 +138,7 @@ func (r *Repo) UndoMerge(ctx context.Context, taskID string, res MergeResult) er
 			return &DirtyError{Checkout: checkout, Files: files}
 		}
 	}
-	if err := r.keepUndone(ctx, taskID, res.After); err != nil {
+	if _, err := r.keepUndone(ctx, taskID, res.After); err != nil {
 		return err
 	}
 	if checkout != "" {
@@ -154,7 +156,7 @@ func (r *Repo) UndoMerge(ctx context.Context, taskID string, res MergeResult) er
 
 // StepBack moves the task's branch back one checkpoint (to the commit
 // before its last, or to its base), keeping what it undid at
-// refs/familiar/undo/<taskID>. The worktree must be clean. It returns the
+// refs/familiar/undo/<taskID>/<n>. The worktree must be clean. It returns the
 // commit the branch is now at.
 func (r *Repo) StepBack(ctx context.Context, wt Worktree) (string, error) {
 	if _, err := r.checkWorktree(wt, true); err != nil {
@@ -182,7 +184,7 @@ func (r *Repo) StepBack(ctx context.Context, wt Worktree) (string, error) {
 	if ok, _ := r.isAncestor(ctx, wt.BaseCommit, target); !ok {
 		target = wt.BaseCommit
 	}
-	if err := r.keepUndone(ctx, wt.TaskID, head); err != nil {
+	if _, err := r.keepUndone(ctx, wt.TaskID, head); err != nil {
 		return "", err
 	}
 	if _, err := r.git.run(ctx, invocation{dir: wt.Path, args: []string{"reset", "--quiet", "--keep", target}}); err != nil {
@@ -191,18 +193,66 @@ func (r *Repo) StepBack(ctx context.Context, wt Worktree) (string, error) {
 	return target, nil
 }
 
-// keepUndone points refs/familiar/undo/<taskID> at commit so undone work
-// stays reachable.
-func (r *Repo) keepUndone(ctx context.Context, taskID, commit string) error {
-	ref := "refs/familiar/undo/" + shortID(taskID)
-	if _, err := r.git.run(ctx, invocation{dir: r.root, args: []string{"update-ref", ref, commit}}); err != nil {
-		return fmt.Errorf("keeping the undone commit: %w", err)
+// keepUndone keeps commit reachable at the task's next undo ref,
+// refs/familiar/undo/<task-id>/<n> (n from 1), so that every undo is kept,
+// not only the last. It returns the ref.
+func (r *Repo) keepUndone(ctx context.Context, taskID, commit string) (string, error) {
+	refs, err := r.undoRefs(ctx, taskID)
+	if err != nil {
+		return "", fmt.Errorf("keeping the undone commit: %w", err)
 	}
-	return nil
+	n := 1
+	if len(refs) > 0 {
+		n = refs[len(refs)-1].N + 1
+	}
+	ref := fmt.Sprintf("%s/%d", UndoRef(taskID), n)
+	// The zero old value makes update-ref fail rather than overwrite a ref
+	// another familiar made meanwhile.
+	if _, err := r.git.run(ctx, invocation{dir: r.root, args: []string{"update-ref", ref, commit, strings.Repeat("0", len(commit))}}); err != nil {
+		return "", fmt.Errorf("keeping the undone commit: %w", err)
+	}
+	return ref, nil
 }
 
-// UndoRef is where undone work of a task stays reachable.
+// UndoRef is the namespace under which a task's undone work stays
+// reachable: each undo at UndoRef(id)/<n>, n counting from 1.
 func UndoRef(taskID string) string { return "refs/familiar/undo/" + shortID(taskID) }
+
+// Undone is one kept undo of a task.
+type Undone struct {
+	Ref    string // refs/familiar/undo/<task-id>/<n>
+	N      int
+	Commit string
+}
+
+// UndoRefs lists the task's kept undos, oldest first.
+func (r *Repo) UndoRefs(ctx context.Context, taskID string) ([]Undone, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.undoRefs(ctx, taskID)
+}
+
+func (r *Repo) undoRefs(ctx context.Context, taskID string) ([]Undone, error) {
+	out, err := r.git.run(ctx, invocation{dir: r.root, readOnly: true,
+		args: []string{"for-each-ref", "--format=%(refname) %(objectname)", UndoRef(taskID) + "/"}})
+	if err != nil {
+		return nil, fmt.Errorf("listing undo refs: %w", err)
+	}
+	var list []Undone
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		ref, commit, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(ref, UndoRef(taskID)+"/"))
+		if err != nil || n < 1 {
+			continue
+		}
+		list = append(list, Undone{Ref: ref, N: n, Commit: commit})
+	}
+	slices.SortFunc(list, func(a, b Undone) int { return a.N - b.N })
+	return list, nil
+}
 
 // mergeCommit makes the merge of head into base without a working tree.
 func (r *Repo) mergeCommit(ctx context.Context, base, head, message string, twoParents bool) (string, error) {

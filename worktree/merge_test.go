@@ -59,8 +59,8 @@ func TestMergeStrategiesAndUndo(t *testing.T) {
 			if gitT(t, dir, "rev-parse", "HEAD") != before || exists(filepath.Join(dir, "feature.txt")) {
 				t.Fatal("undo did not restore main")
 			}
-			if gitT(t, dir, "rev-parse", UndoRef(wt.TaskID)) != res.After {
-				t.Error("the undone merge is not kept under refs/familiar/undo")
+			if kept, err := r.UndoRefs(ctx, wt.TaskID); err != nil || len(kept) == 0 || kept[len(kept)-1].Commit != res.After {
+				t.Errorf("the undone merge is not kept under refs/familiar/undo: %+v %v", kept, err)
 			}
 			// Merge again after the undo.
 			if _, err := r.Merge(ctx, wt, "main", s, "again"); err != nil {
@@ -152,11 +152,16 @@ func TestStepBack(t *testing.T) {
 	if err != nil || at != first || exists(filepath.Join(wt.Path, "two.txt")) {
 		t.Fatalf("step back = %s, %v", at, err)
 	}
-	if gitT(t, dir, "rev-parse", UndoRef(wt.TaskID)) != second {
-		t.Error("the undone turn is not kept")
+	if gitT(t, dir, "rev-parse", "refs/familiar/undo/task-step/1") != second {
+		t.Error("the undone turn is not kept at refs/familiar/undo/<task-id>/1")
 	}
 	if at, err = r.StepBack(ctx, wt); err != nil || at != wt.BaseCommit {
 		t.Fatalf("second step back = %s, %v", at, err)
+	}
+	// Both undos are kept, in order.
+	kept, err := r.UndoRefs(ctx, wt.TaskID)
+	if err != nil || len(kept) != 2 || kept[0].Commit != second || kept[1].Commit != first || kept[1].Ref != "refs/familiar/undo/task-step/2" {
+		t.Fatalf("undo refs = %+v, %v", kept, err)
 	}
 	if _, err := r.StepBack(ctx, wt); !errors.Is(err, ErrFailedPrecondition) {
 		t.Fatalf("stepping back past the base = %v", err)

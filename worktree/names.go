@@ -54,11 +54,33 @@ func slugify(title string) string {
 	return strings.TrimRight(cut, "-")
 }
 
-// shortID is the task's part of branch and directory names. It is a hash of
-// the whole id rather than a prefix of it because task ids may be
-// time-ordered (ULIDs, UUIDv7), whose prefixes collide for tasks created
-// close together; the full id is kept in the worktree's metadata.
-func shortID(taskID string) string { return shortHash(taskID) }
+// shortID is the task's part of branch and directory names, so that what
+// git branch shows leads to the task: the id itself when it is short and
+// made only of letters, digits, "_" and "-" (familiar's ids are), else a
+// hash of it (ids from elsewhere may hold "/" or spaces). The full id is kept
+// in the worktree's metadata too.
+func shortID(taskID string) string {
+	if plainID(taskID) {
+		return taskID
+	}
+	return shortHash(taskID)
+}
+
+// maxIDInName bounds a task id used as is in names.
+const maxIDInName = 40
+
+func plainID(id string) bool {
+	if id == "" || len(id) > maxIDInName || id[0] == '-' || strings.HasSuffix(id, ".lock") {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 func shortHash(s string) string {
 	sum := sha256.Sum256([]byte(s))

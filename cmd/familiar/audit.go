@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/familiar-dev/familiar/jsonrpc"
@@ -22,6 +23,9 @@ import (
 // first. It asks the running familiar when there is one, else reads the
 // store it left, read-only (auditSource).
 func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		return printHelp(stdout, strings.Replace(auditHelp, "\nFlags:\n", "\nFlags: see familiar audit export --help\n", 1))
+	}
 	if len(args) == 0 || args[0] != "export" {
 		fmt.Fprintln(stderr, "usage: familiar audit export [--since RFC3339] [--task ID] [--data-dir DIR]")
 		return 2
@@ -31,8 +35,9 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	sinceS := fs.String("since", "", "only entries at or after this time (RFC 3339)")
 	taskID := fs.String("task", "", "only entries of this task")
 	dataDir := fs.String("data-dir", "", "familiar's data dir for the repository")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	withHelp(fs, auditHelp, stdout)
+	if code, done := parseFlags(fs, args[1:]); done {
+		return code
 	}
 	var since time.Time
 	if *sinceS != "" {

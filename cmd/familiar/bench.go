@@ -24,6 +24,11 @@ notification lag with 60 tasks. Run it from familiar's source tree: it builds
 internal/fakeagent with the go tool. Prints Markdown tables; writes
 bench/results/<date>.json and the tables into bench/results/README.md.
 
+Exit codes:
+  0  every scenario ran
+  1  a scenario failed (e.g. claude or the go tool is missing)
+  2  bad usage
+
 Flags:
 `
 
@@ -31,10 +36,7 @@ Flags:
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, benchUsage)
-		fs.PrintDefaults()
-	}
+	withHelp(fs, benchUsage, stdout)
 	var (
 		only      = fs.String("only", "", "comma-separated scenarios to run: "+strings.Join(bench.Scenarios, ", ")+" (default all)")
 		runs      = fs.Int("runs", 50, "questions asked per driver")

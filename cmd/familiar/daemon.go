@@ -212,8 +212,9 @@ func stopCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.SetOutput(stderr)
 	workspace := fs.String("workspace", "", "the repository whose familiar to stop (default: the current directory)")
 	dataDir := fs.String("data-dir", "", "the data dir of the familiar to stop")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	withHelp(fs, stopHelp, stdout)
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	dd := *dataDir
 	if dd == "" {

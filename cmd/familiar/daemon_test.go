@@ -22,10 +22,11 @@ import (
 // daemonRig is one repository with its own state dirs, served by the
 // background familiar that `familiar serve --stdio` starts.
 type daemonRig struct {
-	t    *testing.T
-	repo string
-	env  []string
-	dd   string
+	t       *testing.T
+	repo    string
+	repoDir string // where commands run; "" = the repository
+	env     []string
+	dd      string
 }
 
 // newDaemonRig makes a repository and state dirs, and registers a cleanup
@@ -44,11 +45,16 @@ func newDaemonRig(t *testing.T, api *fakeapi.Server) *daemonRig {
 	r.dd = filepath.Join(state, "state", "familiar", filepath.Base(repo)+"-"+dataDirHash(repo))
 	t.Cleanup(func() {
 		info, _ := daemon.ReadInfo(r.dd)
-		if out, err := r.familiar("stop").CombinedOutput(); err != nil {
+		if out, err := r.familiar("stop", "--workspace", r.repo).CombinedOutput(); err != nil {
 			t.Errorf("familiar stop: %v\n%s", err, out)
 		}
 		if info.PID != 0 && daemon.Alive(info.PID) {
 			t.Errorf("the background familiar (pid %d) outlived familiar stop", info.PID)
+		}
+		// The daemon is nobody's child: a race report (go test -race) or a
+		// panic only shows in its stderr file.
+		if e, _ := os.ReadFile(filepath.Join(r.dd, daemon.ErrFile)); strings.Contains(string(e), "DATA RACE") || strings.Contains(string(e), "panic:") {
+			t.Errorf("the background familiar's stderr:\n%s", e)
 		}
 		if t.Failed() {
 			b, _ := os.ReadFile(filepath.Join(r.dd, "familiar.log"))
@@ -79,6 +85,9 @@ func (r *daemonRig) familiar(args ...string) *exec.Cmd {
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = r.repo
+	if r.repoDir != "" {
+		cmd.Dir = r.repoDir
+	}
 	cmd.Env = append(os.Environ(), r.env...)
 	return cmd
 }
@@ -470,5 +479,29 @@ func TestClaudeVersionWindow(t *testing.T) {
 	out, _ = old.familiar("doctor").CombinedOutput()
 	if !strings.Contains(string(out), "older than the oldest supported 2.1.200") {
 		t.Errorf("doctor on 2.1.150:\n%s", out)
+	}
+}
+
+// An editor that starts serve --stdio outside the repository (VS Code's
+// extension host runs in /) still gets the repository's background familiar:
+// the forwarder reads the workspace from initialize.
+func TestForwarderFindsTheRepositoryFromInitialize(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	r := newDaemonRig(t, api)
+	r.repoDir = t.TempDir()
+	w := r.window()
+	var init protocol.InitializeResult
+	w.client.Result("initialize", map[string]any{"workspaceRoot": r.repo}, &init)
+	if init.Workspace.Root != r.repo {
+		t.Fatalf("workspace = %+v", init.Workspace)
+	}
+	pid := r.info().PID
+	if pid == w.cmd.Process.Pid {
+		t.Fatal("served in the forwarder's process")
+	}
+	w.close(t)
+	if !daemon.Alive(pid) {
+		t.Fatal("the background familiar left with the editor")
 	}
 }

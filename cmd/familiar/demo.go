@@ -13,8 +13,9 @@ func runDemo(args []string, stdout, stderr io.Writer, logger *slog.Logger) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	keep := fs.Bool("keep", false, "keep the throwaway repository and its worktrees")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	withHelp(fs, demoHelp, stdout)
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	ctx, force, stop := interrupts()
 	defer stop()

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/familiar-dev/familiar/doctor"
@@ -28,13 +29,22 @@ Usage:
                              needed; --no-daemon serves in this process)
   familiar stop              stop the repository's background familiar (agents
                              stop gracefully and stay resumable)
+  familiar acp               an Agent Client Protocol agent on stdin/stdout
+                             (Zed, JetBrains, CodeCompanion, agent-shell)
   familiar run [--json] FILE run the tasks of a YAML/JSON file headless
   familiar demo              run two tasks through the real claude against a
                              built-in scripted model (no credentials needed)
   familiar audit export [--since T] [--task ID]
                              the audit log as JSON lines
+  familiar bench [flags]     measure detection latency, overhead, throughput,
+                             task start and scale (from the source tree)
   familiar doctor            check git, claude, credentials and the data dir
   familiar version           print the version
+  familiar help COMMAND      a command's help (same as COMMAND --help)
+
+Every command takes --help: what it does, its flags and its exit codes.
+See README.md for installing and using familiar, and PROTOCOL.md for the
+JSON-RPC contract editors speak (both in familiar's source tree).
 
 Environment:
   FAMILIAR_LOG               log level on stderr: debug, info, warn, error
@@ -73,6 +83,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			logger.Warn("cannot become a subreaper; orphaned tool processes may outlive their task", "err", err)
 		}
 		return serve(ctx, args[1:], os.Stdin, stdout, stderr, logger)
+	case "acp":
+		return runACP(ctx, args[1:], os.Stdin, stdout, stderr, logger)
 	case "run":
 		_ = procs.EnableSubreaper()
 		return runBatch(args[1:], stdout, stderr, logger)
@@ -86,15 +98,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "doctor":
+		if wantsHelp(args[1:]) {
+			return printHelp(stdout, doctorHelp)
+		}
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "familiar doctor takes no arguments\n\n%s", doctorHelp)
+			return 2
+		}
 		return doctor.Run(ctx, doctor.Options{
 			ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
 			ToolsDir:   toolsDir(),
 			Logger:     logger,
 		}, stdout)
 	case "version", "--version":
+		if wantsHelp(args[1:]) {
+			return printHelp(stdout, versionHelp)
+		}
 		fmt.Fprintf(stdout, "familiar %s\n", version)
 		return 0
 	case "help", "-h", "--help":
+		if len(args) > 1 && args[1] != "help" && !strings.HasPrefix(args[1], "-") {
+			// familiar help run = familiar run --help
+			return run([]string{args[1], "--help"}, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:

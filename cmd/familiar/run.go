@@ -26,8 +26,9 @@ func runBatch(args []string, stdout, stderr io.Writer, logger *slog.Logger) int 
 	dataDir := fs.String("data-dir", "", "where familiar keeps its state (default: $XDG_STATE_HOME/familiar/<repo>-<hash>)")
 	worktrees := fs.String("worktrees", "", "where task worktrees are made")
 	demoModel := fs.Bool("demo-model", false, "point the agents at familiar's built-in SCRIPTED demo model instead of Anthropic's API (no credentials needed; it is not Claude)")
-	if err := fs.Parse(args); err != nil {
-		return batch.ExitBadInput
+	withHelp(fs, runHelp, stdout)
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "usage: familiar run [--json] FILE")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -34,8 +36,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	worktrees := fs.String("worktrees", "", "where task worktrees are made (default: $XDG_DATA_HOME/familiar/worktrees)")
 	noDaemon := fs.Bool("no-daemon", false, "with --stdio: serve in this process; agents stop when the last client leaves")
 	beDaemon := fs.Bool("daemon", false, "be the background familiar of --workspace (started by serve --stdio)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	// --help serves nothing, so stdout is free for it.
+	withHelp(fs, serveHelp, stdout)
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if !*stdio && *listen == "" && !*beDaemon {
 		fmt.Fprintln(stderr, "familiar serve: give --stdio, --listen unix:PATH, or both")
@@ -73,6 +77,25 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			DataDir: dd, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
 			ToolsDir: toolsDir(), Version: version, ResumeInterrupted: *resume,
 		}, stderr)
+	}
+	if *stdio && !*noDaemon && *listen == "" && root == "" {
+		// Started outside the repository (an editor's extension host often
+		// runs in /): the client's initialize names it. Its bytes are
+		// replayed to whoever serves the connection.
+		br := bufio.NewReader(stdin)
+		frame, wsRoot, err := jsonrpc.PeekInitialize(br)
+		stdin = io.MultiReader(bytes.NewReader(frame), br)
+		if err == nil && wsRoot != "" && filepath.IsAbs(wsRoot) {
+			if real, err := filepath.EvalSymlinks(wsRoot); err == nil {
+				wsRoot = real
+			}
+			if top := repoTop(wsRoot); top != "" {
+				root = top
+				if dd == "" {
+					dd = orchestrator.DefaultDataDir(root)
+				}
+			}
+		}
 	}
 	if *stdio && !*noDaemon && *listen == "" && root != "" {
 		var extra []string

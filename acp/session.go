@@ -1,0 +1,605 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// session is one ACP session: a familiar task once the first prompt made it.
+type session struct {
+	id  string
+	a   *Agent
+	f   *familiar
+	cwd string
+	mcp map[string]protocol.McpServer
+
+	mu        sync.Mutex
+	mode      string          // guarded by mu
+	taskID    string          // guarded by mu
+	unfollow  func()          // guarded by mu
+	turn      *turn           // guarded by mu; the prompt in flight
+	announced map[string]bool // guarded by mu; tool call ids the client has seen
+	// asked is a choice or dialog question put to the person as a message;
+	// the next prompt answers it.
+	asked *protocol.Question // guarded by mu
+	// permissions in flight, by familiar question id: cancelled when the
+	// question is settled elsewhere.
+	permissions map[string]context.CancelFunc // guarded by mu
+}
+
+// turn is one session/prompt waiting for the agent's turn to end.
+type turn struct {
+	done       chan string // the stop reason, once
+	once       sync.Once
+	cancelled  bool // session/cancel was received
+	sawWork    bool // the task ran since the prompt
+	textSeen   bool // some agent text was sent
+	lastStatus protocol.Status
+}
+
+func (t *turn) end(reason string) { t.once.Do(func() { t.done <- reason }) }
+
+func (s *session) update(u map[string]any) {
+	if err := s.a.c.notify("session/update", map[string]any{"sessionId": s.id, "update": u}); err != nil {
+		s.a.opts.Logger.Debug("session/update not sent", "err", err)
+	}
+}
+
+// announce tells the client the modes and slash commands.
+func (s *session) announce() {
+	s.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{
+		map[string]any{"name": "diff", "description": "Show what the task changed, against where it started."},
+		map[string]any{"name": "merge", "description": "Merge the task's work into its base branch.", "input": map[string]any{"hint": "merge, squash or rebase (default merge)"}},
+		map[string]any{"name": "undo", "description": "Undo the task's merge (within the undo window)."},
+		map[string]any{"name": "retry", "description": "Start the task again as a new attempt, told why the last one stopped."},
+	}})
+}
+
+func (s *session) task() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.taskID
+}
+
+func (s *session) stopFollowing() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unfollow != nil {
+		s.unfollow()
+		s.unfollow = nil
+	}
+}
+
+// follow switches the session to task id's notifications. It must not be
+// called with mu held: notifications that came early are handled at once.
+func (s *session) follow(id string) {
+	s.mu.Lock()
+	old := s.unfollow
+	s.unfollow = nil
+	s.taskID = id
+	s.mu.Unlock()
+	if old != nil {
+		old()
+	}
+	unfollow := s.f.follow(id, s.onNotification)
+	s.mu.Lock()
+	s.unfollow = unfollow
+	s.mu.Unlock()
+}
+
+func promptText(blocks []contentBlock) string {
+	var parts []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "resource_link":
+			parts = append(parts, "@"+strings.TrimPrefix(b.URI, "file://"))
+		case "resource":
+			if b.Resource != nil {
+				parts = append(parts, fmt.Sprintf("<context uri=%q>\n%s\n</context>", b.Resource.URI, b.Resource.Text))
+			}
+		}
+	}
+	return strings.TrimSpace(strings.Join(parts, "\n"))
+}
+
+func (s *session) prompt(ctx context.Context, blocks []contentBlock) (any, error) {
+	text := promptText(blocks)
+	if text == "" {
+		return nil, invalidParams("prompt", "The prompt has no text.")
+	}
+	if cmd, arg, ok := slashCommand(text); ok {
+		return s.command(ctx, cmd, arg)
+	}
+	t := &turn{done: make(chan string, 1)}
+	s.mu.Lock()
+	if s.turn != nil {
+		s.mu.Unlock()
+		return nil, &rpcError{Code: codeInvalidRequest, Message: "A prompt is already running in this session; cancel it first."}
+	}
+	s.turn = t
+	taskID, asked := s.taskID, s.asked
+	s.asked = nil
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.turn = nil
+		s.mu.Unlock()
+	}()
+	if err := s.start(ctx, taskID, asked, text); err != nil {
+		return nil, err
+	}
+	select {
+	case reason := <-t.done:
+		return map[string]any{"stopReason": reason}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// start hands the prompt to familiar: a new task, an answer to the question
+// the turn ended with, or a follow-up message.
+func (s *session) start(ctx context.Context, taskID string, asked *protocol.Question, text string) error {
+	if taskID == "" {
+		title := text
+		if i := strings.IndexByte(title, '\n'); i >= 0 {
+			title = title[:i]
+		}
+		if len([]rune(title)) > 80 {
+			title = string([]rune(title)[:80]) + "…"
+		}
+		s.mu.Lock()
+		mode := s.mode
+		s.mu.Unlock()
+		var t protocol.Task
+		if err := s.f.call(ctx, protocol.MethodTaskCreate, map[string]any{"title": title, "description": text,
+			"mode": mode, "mcpServers": s.mcp}, &t); err != nil {
+			return &rpcError{Code: codeInternal, Message: err.Error()}
+		}
+		s.follow(t.ID)
+		if err := s.a.rememberTask(s.f.root, s.id, t.ID); err != nil {
+			s.a.opts.Logger.Warn("session map", "err", err)
+		}
+		s.observe(t)
+		return nil
+	}
+	var t protocol.Task
+	if err := s.f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); err != nil {
+		return &rpcError{Code: codeInternal, Message: err.Error()}
+	}
+	if q := t.PendingQuestion; q != nil && (q.Kind == protocol.QuestionQuestion || (asked != nil && asked.ID == q.ID)) {
+		p := map[string]any{"id": taskID, "questionId": q.ID}
+		if opt := matchOption(q, text); opt != "" {
+			p["optionId"] = opt
+		} else {
+			p["text"] = text
+		}
+		if err := s.f.call(ctx, protocol.MethodTaskRespond, p, &t); err != nil {
+			return &rpcError{Code: codeInternal, Message: err.Error()}
+		}
+		return nil
+	}
+	if t.Status == protocol.StatusPaused {
+		if err := s.f.call(ctx, protocol.MethodTaskResume, map[string]string{"id": taskID}, &t); err != nil {
+			return &rpcError{Code: codeInternal, Message: err.Error()}
+		}
+	}
+	if err := s.f.call(ctx, protocol.MethodTaskSend, map[string]any{"id": taskID, "text": text}, &t); err != nil {
+		return &rpcError{Code: codeInternal, Message: err.Error()}
+	}
+	return nil
+}
+
+// matchOption reads a prompt as an option of the question: its number or
+// its label.
+func matchOption(q *protocol.Question, text string) string {
+	text = strings.TrimSpace(text)
+	for i, o := range q.Options {
+		if text == fmt.Sprint(i+1) || text == o.ID || strings.EqualFold(text, o.Label) {
+			return o.ID
+		}
+	}
+	return ""
+}
+
+// cancel ends the turn in flight: the agent is interrupted, the task stays.
+func (s *session) cancel(ctx context.Context) {
+	s.mu.Lock()
+	t, taskID := s.turn, s.taskID
+	if t != nil {
+		t.cancelled = true
+	}
+	for _, c := range s.permissions {
+		c()
+	}
+	s.mu.Unlock()
+	if t == nil || taskID == "" {
+		if t != nil {
+			t.end(stopCancelled)
+		}
+		return
+	}
+	var task protocol.Task
+	err := s.f.call(ctx, protocol.MethodTaskInterrupt, map[string]string{"id": taskID}, &task)
+	if isCode(err, int64(protocol.CodeMethodNotFound)) {
+		// An older familiar: pausing stops the turn too, and the next
+		// prompt resumes the task.
+		err = s.f.call(ctx, protocol.MethodTaskPause, map[string]string{"id": taskID}, &task)
+	}
+	if err != nil {
+		s.a.opts.Logger.Warn("cancel", "task", taskID, "err", err)
+		t.end(stopCancelled)
+	}
+}
+
+func (s *session) setMode(ctx context.Context, mode string) (any, error) {
+	ok := false
+	for _, m := range protocol.Modes {
+		if string(m) == mode {
+			ok = true
+		}
+	}
+	if !ok {
+		return nil, invalidParams("modeId", fmt.Sprintf("Unknown mode %q: executor, architect or auditor.", mode))
+	}
+	if taskID := s.task(); taskID != "" {
+		var t protocol.Task
+		if err := s.f.call(ctx, protocol.MethodTaskSetMode, map[string]any{"id": taskID, "mode": mode}, &t); err != nil {
+			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+		}
+	}
+	s.mu.Lock()
+	s.mode = mode
+	s.mu.Unlock()
+	s.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
+	return map[string]any{}, nil
+}
+
+// onNotification handles familiar's notifications about the session's task,
+// in the order familiar sent them.
+func (s *session) onNotification(method string, raw json.RawMessage) {
+	switch method {
+	case protocol.NotifyTaskTranscript:
+		var n protocol.TaskTranscriptNotification
+		if json.Unmarshal(raw, &n) == nil {
+			s.transcript(n.Entry, false)
+		}
+	case protocol.NotifyTaskQuestion:
+		var n protocol.TaskQuestionNotification
+		if json.Unmarshal(raw, &n) == nil {
+			s.question(n.Question)
+		}
+	case protocol.NotifyTaskQuestionResolved:
+		var n protocol.TaskQuestionResolvedNotification
+		if json.Unmarshal(raw, &n) == nil {
+			s.mu.Lock()
+			if c := s.permissions[n.QuestionID]; c != nil {
+				c()
+			}
+			s.mu.Unlock()
+		}
+	case protocol.NotifyTaskUpdated:
+		var n protocol.TaskUpdatedNotification
+		if json.Unmarshal(raw, &n) == nil {
+			s.observe(n.Task)
+		}
+	case protocol.NotifyTaskCompleted:
+		var n protocol.TaskCompletedNotification
+		if json.Unmarshal(raw, &n) == nil {
+			s.completed(n.Result)
+		}
+	}
+}
+
+// observe ends the turn when the task stopped working.
+func (s *session) observe(t protocol.Task) {
+	s.mu.Lock()
+	tu := s.turn
+	if tu == nil {
+		s.mu.Unlock()
+		return
+	}
+	switch t.Status {
+	case protocol.StatusQueued, protocol.StatusStarting, protocol.StatusRunning:
+		tu.sawWork = true
+	}
+	cancelled := tu.cancelled
+	sawWork := tu.sawWork
+	s.mu.Unlock()
+	if !sawWork {
+		return
+	}
+	switch t.Status {
+	case protocol.StatusWaiting:
+		q := t.PendingQuestion
+		if q == nil || q.Kind == protocol.QuestionPermission {
+			return
+		}
+		if cancelled {
+			tu.end(stopCancelled)
+			return
+		}
+		if q.Kind == protocol.QuestionQuestion {
+			if !tu.textSeen {
+				s.message(q.Text)
+			}
+			tu.end(stopEndTurn)
+			return
+		}
+		// A choice or a dialog: asked as a message, answered by the next prompt.
+		s.mu.Lock()
+		s.asked = q
+		s.mu.Unlock()
+		var b strings.Builder
+		b.WriteString(q.Text)
+		for i, o := range q.Options {
+			fmt.Fprintf(&b, "\n%d. %s", i+1, o.Label)
+		}
+		b.WriteString("\n\nAnswer with a number or your own words.")
+		s.message(b.String())
+		tu.end(stopEndTurn)
+	case protocol.StatusPaused, protocol.StatusCancelled:
+		tu.end(stopCancelled)
+	case protocol.StatusBlocked:
+		if cancelled {
+			tu.end(stopCancelled)
+			return
+		}
+		if t.Blocked != nil {
+			s.message(fmt.Sprintf("familiar stopped this task (%s): %s", t.Blocked.Reason, t.Blocked.Detail))
+		}
+		tu.end(stopEndTurn)
+	case protocol.StatusMerged:
+		tu.end(stopEndTurn)
+	}
+}
+
+func (s *session) completed(r protocol.TaskResult) {
+	s.mu.Lock()
+	tu := s.turn
+	s.mu.Unlock()
+	if tu == nil {
+		return
+	}
+	if !tu.textSeen && r.Summary != "" {
+		s.message(r.Summary)
+	}
+	if tu.cancelled {
+		tu.end(stopCancelled)
+		return
+	}
+	tu.end(stopEndTurn)
+}
+
+func (s *session) message(text string) {
+	s.mu.Lock()
+	if s.turn != nil {
+		s.turn.textSeen = true
+	}
+	s.mu.Unlock()
+	s.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textContent(text)})
+}
+
+// transcript sends one transcript entry as a session update. replay is set
+// for session/load, where prompts are sent back as user messages.
+func (s *session) transcript(e protocol.TranscriptEntry, replay bool) {
+	switch e.Kind {
+	case "prompt":
+		if replay {
+			s.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": textContent(e.Text)})
+		}
+	case "text":
+		s.message(e.Text)
+	case "thinking":
+		s.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": textContent(e.Text)})
+	case "tool_call":
+		if e.ToolCall != nil {
+			s.toolCall(e.ToolCall)
+		}
+	case "plan":
+		entries := []any{}
+		for _, p := range e.Plan {
+			entries = append(entries, map[string]any{"content": p.Content, "priority": "medium", "status": p.Status})
+		}
+		s.update(map[string]any{"sessionUpdate": "plan", "entries": entries})
+	case "usage":
+		if u := e.Usage; u != nil {
+			used := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens + u.OutputTokens
+			cost := u.CostUSD
+			if u.Total != nil {
+				cost = u.Total.CostUSD
+			}
+			s.update(map[string]any{"sessionUpdate": "usage_update", "used": used, "size": contextWindow,
+				"cost": map[string]any{"amount": cost, "currency": "USD"}})
+		}
+	}
+}
+
+// contextWindow is the context size usage_update reports against.
+const contextWindow = 200000
+
+// toolCall sends a tool call: the first time in full, later as updates.
+func (s *session) toolCall(tc *protocol.ToolCall) {
+	s.mu.Lock()
+	seen := s.announced[tc.ID]
+	s.announced[tc.ID] = true
+	s.mu.Unlock()
+	kind := tc.Kind
+	if !toolKinds[kind] {
+		kind = "other"
+	}
+	var content []any
+	for _, d := range tc.Diffs {
+		dc := map[string]any{"type": "diff", "path": d.Path, "newText": d.NewText}
+		if d.OldText != "" {
+			dc["oldText"] = d.OldText
+		}
+		content = append(content, dc)
+	}
+	if tc.Result != "" && (tc.Status == "completed" || tc.Status == "failed") {
+		content = append(content, map[string]any{"type": "content", "content": textContent(tc.Result)})
+	}
+	u := map[string]any{"toolCallId": tc.ID, "status": toolStatus(tc.Status)}
+	if !seen {
+		u["sessionUpdate"] = "tool_call"
+		u["title"] = tc.Title
+		u["kind"] = kind
+	} else {
+		u["sessionUpdate"] = "tool_call_update"
+	}
+	if len(tc.Input) > 0 && !seen {
+		u["rawInput"] = tc.Input
+	}
+	var locs []any
+	for _, f := range tc.Files {
+		locs = append(locs, map[string]any{"path": f})
+	}
+	if len(locs) > 0 && !seen {
+		u["locations"] = locs
+	}
+	if len(content) > 0 {
+		u["content"] = content
+	}
+	s.update(u)
+}
+
+// question brings a permission question to the client.
+func (s *session) question(q protocol.Question) {
+	if q.Kind != protocol.QuestionPermission {
+		return // choices and prose questions end the turn (observe)
+	}
+	id := q.ToolUseID
+	if id == "" {
+		id = "question-" + q.ID
+	}
+	s.mu.Lock()
+	seen := s.announced[id]
+	s.mu.Unlock()
+	if !seen {
+		// The session file can lag the hook: announce the call from the question.
+		s.toolCall(&protocol.ToolCall{ID: id, Name: q.Tool, Kind: kindOf(q.Tool), Title: titleOf(q), Input: q.Input, Status: "pending"})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	if s.permissions == nil {
+		s.permissions = map[string]context.CancelFunc{}
+	}
+	s.permissions[q.ID] = cancel
+	taskID := s.taskID
+	s.mu.Unlock()
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.permissions, q.ID)
+			s.mu.Unlock()
+			cancel()
+		}()
+		tc := map[string]any{"toolCallId": id, "title": titleOf(q), "kind": kindOf(q.Tool), "status": "pending"}
+		if len(q.Input) > 0 {
+			tc["rawInput"] = q.Input
+		}
+		var res struct {
+			Outcome struct {
+				Outcome  string `json:"outcome"`
+				OptionID string `json:"optionId"`
+			} `json:"outcome"`
+		}
+		err := s.a.c.call(ctx, "session/request_permission", map[string]any{
+			"sessionId": s.id, "toolCall": tc,
+			"options": []any{
+				map[string]any{"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
+				map[string]any{"optionId": "allow_always", "name": "Allow always (this task)", "kind": "allow_always"},
+				map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+				map[string]any{"optionId": "reject_always", "name": "Reject, and stop this turn", "kind": "reject_always"},
+			},
+		}, &res)
+		if err != nil {
+			return // settled elsewhere, cancelled, or the client is gone
+		}
+		answer := map[string]any{"id": taskID, "questionId": q.ID}
+		switch res.Outcome.OptionID {
+		case "allow_once":
+			answer["optionId"] = "allow"
+		case "allow_always":
+			answer["optionId"] = "allow_always"
+		case "reject_always":
+			answer["optionId"] = "deny"
+			answer["text"] = "The person rejected this tool call and wants you to stop and wait for instructions."
+		default: // reject_once, or the prompt was cancelled
+			answer["optionId"] = "deny"
+		}
+		if res.Outcome.Outcome == "cancelled" {
+			answer["optionId"] = "deny"
+		}
+		var t protocol.Task
+		if err := s.f.call(context.Background(), protocol.MethodTaskRespond, answer, &t); err != nil {
+			s.a.opts.Logger.Info("permission answer not taken", "err", err)
+		}
+	}()
+}
+
+func kindOf(tool string) string {
+	switch tool {
+	case "Bash":
+		return "execute"
+	case "Write", "Edit", "MultiEdit", "NotebookEdit":
+		return "edit"
+	case "Read":
+		return "read"
+	case "Glob", "Grep":
+		return "search"
+	case "WebFetch", "WebSearch":
+		return "fetch"
+	}
+	return "other"
+}
+
+func titleOf(q protocol.Question) string {
+	var in struct {
+		Command  string `json:"command"`
+		FilePath string `json:"file_path"`
+	}
+	_ = json.Unmarshal(q.Input, &in)
+	switch {
+	case in.Command != "":
+		return in.Command
+	case in.FilePath != "":
+		return q.Tool + " " + in.FilePath
+	case q.Tool != "":
+		return q.Tool
+	}
+	return q.Text
+}
+
+// replay sends a task's transcript from the store (session/load), then
+// follows the task.
+func (s *session) replay(ctx context.Context, taskID string) error {
+	var since int64
+	for {
+		var res protocol.TaskEventsResult
+		if err := s.f.call(ctx, protocol.MethodTaskEvents, map[string]any{"id": taskID, "sinceSeq": since, "limit": 1000}, &res); err != nil {
+			return fmt.Errorf("replay task %s: %w", taskID, err)
+		}
+		for _, ev := range res.Events {
+			if ev.Method != protocol.NotifyTaskTranscript {
+				continue
+			}
+			var n protocol.TaskTranscriptNotification
+			if json.Unmarshal(ev.Params, &n) == nil {
+				s.transcript(n.Entry, true)
+			}
+		}
+		if len(res.Events) == 0 || res.LastSeq <= since {
+			break
+		}
+		since = res.LastSeq
+	}
+	s.follow(taskID)
+	return nil
+}

@@ -1,0 +1,307 @@
+// A scripted ACP client on the official SDK (@agentclientprotocol/sdk, pinned
+// in .ci/run-acp) driving `familiar acp`. Every raw line in both directions is
+// validated against the SDK's schema/v1/schema.json with ajv: the SDK alone
+// accepts invalid messages silently.
+//
+// usage: node client.mjs SCENARIO   (env: ACP_NODE_MODULES, FAMILIAR_BIN, ACP_CWD, ACP_STATE)
+// Prints one JSON line per finished step; exits 1 with a message on failure.
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import { join } from "node:path";
+import { readFileSync, writeFileSync, existsSync } from "node:fs";
+import { Readable, Writable } from "node:stream";
+
+const mods = process.env.ACP_NODE_MODULES;
+const require = createRequire(join(mods, "noop.js"));
+const acp = await import(pathToFileURL(join(mods, "@agentclientprotocol/sdk/dist/v1/stable/acp.js")));
+const Ajv = require("ajv/dist/2020").default ?? require("ajv/dist/2020");
+const schema = JSON.parse(readFileSync(join(mods, "@agentclientprotocol/sdk/schema/v1/schema.json"), "utf8"));
+
+const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: false });
+ajv.addSchema(schema, "acp");
+const top = schema.anyOf;
+const asAgent = ajv.compile({ $ref: "acp#/anyOf/" + top.findIndex((s) => s.title === "Agent") });
+const asClient = ajv.compile({ $ref: "acp#/anyOf/" + top.findIndex((s) => s.title === "Client") });
+
+const scenario = process.argv[2];
+const cwd = process.env.ACP_CWD;
+const statePath = process.env.ACP_STATE;
+const seen = { agent: 0, client: 0, kinds: [], permissions: 0 };
+const t0 = Date.now();
+
+function fail(msg) {
+  process.stderr.write("FAIL: " + msg + "\n");
+  process.exit(1);
+}
+
+// ACP_VALIDATE=warn counts invalid lines instead of failing (for the
+// reference agent, whose conformance is not ours to assert).
+const warnOnly = process.env.ACP_VALIDATE === "warn";
+seen.invalid = 0;
+
+function check(validate, line, dir) {
+  if (!line.trim()) return;
+  let msg;
+  try { msg = JSON.parse(line); } catch { fail(`${dir} line is not JSON: ${line}`); }
+  if (!validate(msg)) {
+    if (!warnOnly) fail(`${dir} line does not conform to schema.json: ${line}\n${ajv.errorsText(validate.errors)}`);
+    seen.invalid++;
+    process.stderr.write(`invalid ${dir} line: ${line.slice(0, 300)}\n  ${ajv.errorsText(validate.errors).slice(0, 300)}\n`);
+  }
+  seen[dir]++;
+}
+
+function lines(dir, validate) {
+  let buf = "";
+  return (chunk) => {
+    buf += chunk.toString("utf8");
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      check(validate, buf.slice(0, i), dir);
+      buf = buf.slice(i + 1);
+    }
+  };
+}
+
+function startAgent() {
+  // ACP_AGENT_CMD (a JSON array) runs another agent, e.g. claude-code-acp.
+  const argv = process.env.ACP_AGENT_CMD ? JSON.parse(process.env.ACP_AGENT_CMD) : [process.env.FAMILIAR_BIN, "acp"];
+  const child = spawn(argv[0], argv.slice(1), { cwd, stdio: ["pipe", "pipe", "inherit"] });
+  current_child = child;
+  const fromAgent = lines("agent", asAgent);
+  const toAgent = lines("client", asClient);
+  child.stdout.on("data", fromAgent);
+  const input = Readable.toWeb(child.stdout);
+  const output = new WritableStream({
+    write(chunk) {
+      toAgent(Buffer.from(chunk));
+      return new Promise((res, rej) => child.stdin.write(chunk, (e) => (e ? rej(e) : res())));
+    },
+    close() { child.stdin.end(); },
+  });
+  return { child, stream: acp.ndJsonStream(output, input) };
+}
+
+const tool = (cmd) => `run it\n@@TOOL Bash {"command":"${cmd}","description":"run"}\n@@TEXT Finished.`;
+
+// onPermission decides each request_permission: returns an optionId or "cancelled".
+async function session(ctx, onPermission, body) {
+  const updates = [];
+  ctx.updates = updates;
+  ctx.onPermission = onPermission;
+  return body(updates);
+}
+
+let current = null; // per-connection state the handlers see
+let current_child = null;
+function makeClient() {
+  return acp.client({ name: "familiar-test" })
+    .onRequest(acp.methods.client.session.requestPermission, async ({ params: p }) => {
+      seen.permissions++;
+      seen.kinds.push("request_permission@" + (Date.now() - t0));
+      const s = current.sessions[p.sessionId] ?? current.sessions["*"];
+      const choice = await s.onPermission(p, s);
+      if (choice === "cancelled") return { outcome: { outcome: "cancelled" } };
+      return { outcome: { outcome: "selected", optionId: choice } };
+    })
+    .onNotification(acp.methods.client.session.update, async ({ params: n }) => {
+      try {
+        const s = current.sessions[n.sessionId] ?? current.sessions["*"];
+        seen.kinds.push(n.update.sessionUpdate + "@" + (Date.now() - t0));
+        if (s) s.updates.push(n.update);
+      } catch (e) {
+        process.stderr.write("session/update handler: " + e.stack + "\n" + JSON.stringify(n) + "\n");
+        throw e;
+      }
+    });
+}
+
+async function withAgent(op) {
+  const { child, stream } = startAgent();
+  current = { sessions: {} };
+  const result = await makeClient().connectWith(stream, async (ctx) => {
+    const init = await ctx.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    if (init.protocolVersion !== 1) fail("protocolVersion " + init.protocolVersion);
+    return op(ctx);
+  });
+  child.stdin.end();
+  await new Promise((res) => child.on("exit", res));
+  return result;
+}
+
+async function newSession(ctx, onPermission = async () => "allow_once") {
+  const res = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+  const s = { id: res.sessionId, updates: [], onPermission };
+  current.sessions[s.id] = s;
+  return s;
+}
+
+async function prompt(ctx, s, text) {
+  const res = await ctx.request(acp.methods.agent.session.prompt, { sessionId: s.id, prompt: [{ type: "text", text }] });
+  seen.kinds.push("stop:" + res.stopReason + "@" + (Date.now() - t0));
+  return res.stopReason;
+}
+
+function toolStatuses(s) {
+  const st = {};
+  for (const u of s.updates) {
+    if (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") {
+      st[u.toolCallId] = st[u.toolCallId] ?? [];
+      if (u.status) st[u.toolCallId].push(u.status);
+    }
+  }
+  return st;
+}
+
+function text(s) {
+  return s.updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+}
+
+function expect(cond, msg, s) {
+  if (!cond) fail(msg + (s ? "\nupdates: " + JSON.stringify(s.updates) : ""));
+}
+
+const scenarios = {
+  async allow() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      const stop = await prompt(ctx, s, tool("touch acp-allowed.txt"));
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      const st = Object.values(toolStatuses(s));
+      expect(st.length === 1 && st[0].at(-1) === "completed", "tool call statuses " + JSON.stringify(st), s);
+      expect(seen.permissions === 1, "permissions asked: " + seen.permissions, s);
+      expect(text(s).includes("Finished."), "text " + JSON.stringify(text(s)), s);
+      if (statePath) writeFileSync(statePath, JSON.stringify({ sessionId: s.id }));
+    });
+  },
+  async reject() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx, async () => "reject_once");
+      const stop = await prompt(ctx, s, tool("touch acp-rejected.txt"));
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      const st = Object.values(toolStatuses(s));
+      expect(st.length === 1 && st[0].at(-1) === "failed", "tool call statuses " + JSON.stringify(st), s);
+    });
+  },
+  async cancel() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx, async (p, s) => {
+        await ctx.notify(acp.methods.agent.session.cancel, { sessionId: s.id });
+        return "cancelled";
+      });
+      const stop = await prompt(ctx, s, tool("touch acp-cancelled.txt"));
+      expect(stop === "cancelled", "stopReason " + stop, s);
+      // The task is not cancelled: the session goes on.
+      const again = await prompt(ctx, s, "go on\n@@TEXT Going on.");
+      expect(again === "end_turn" && text(s).includes("Going on."), "after cancel: " + again, s);
+    });
+  },
+  async architect() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      await ctx.request(acp.methods.agent.session.setMode, { sessionId: s.id, modeId: "architect" });
+      expect(s.updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "architect"), "no current_mode_update", s);
+      const stop = await prompt(ctx, s, `plan\n@@TOOL Write {"file_path":"acp-architect.txt","content":"x"}\n@@TEXT Planned.`);
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      expect(seen.permissions === 0, "architect asked a permission to write", s);
+      const st = Object.values(toolStatuses(s));
+      expect(st.every((x) => x.at(-1) === "failed"), "a write was not refused: " + JSON.stringify(st), s);
+    });
+  },
+  async load() {
+    const { sessionId } = JSON.parse(readFileSync(statePath, "utf8"));
+    await withAgent(async (ctx) => {
+      const s = { id: sessionId, updates: [], onPermission: async () => "allow_once" };
+      current.sessions[s.id] = s;
+      await ctx.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] });
+      const kinds = s.updates.map((u) => u.sessionUpdate);
+      expect(kinds.includes("user_message_chunk") && kinds.includes("tool_call") && text(s).includes("Finished."), "replay: " + kinds.join(","), s);
+      const list = await ctx.request(acp.methods.agent.session.list, { cwd });
+      expect(list.sessions.some((x) => x.sessionId === sessionId), "session/list lacks " + sessionId);
+    });
+  },
+  async parallel() {
+    await withAgent(async (ctx) => {
+      const a = await newSession(ctx);
+      const b = await newSession(ctx);
+      const [sa, sb] = await Promise.all([prompt(ctx, a, tool("touch acp-a.txt")), prompt(ctx, b, tool("touch acp-b.txt"))]);
+      expect(sa === "end_turn" && sb === "end_turn", `stop reasons ${sa} ${sb}`);
+      for (const s of [a, b]) {
+        const st = Object.values(toolStatuses(s));
+        expect(st.length === 1 && st[0].at(-1) === "completed", "tool call statuses " + JSON.stringify(st), s);
+      }
+      const diff = await ctx.request("_familiar/diff", { sessionId: a.id });
+      expect(diff.files.some((f) => f.path === "acp-a.txt") && !diff.files.some((f) => f.path === "acp-b.txt"), "diff of a: " + JSON.stringify(diff.files));
+    });
+  },
+};
+
+// Measurements (run by the comparison, not asserted).
+import { readdirSync } from "node:fs";
+function tree(root) {
+  const kids = {};
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      (kids[ppid] ??= []).push(Number(d));
+    } catch {}
+  }
+  const out = [];
+  const walk = (p) => { out.push(p); for (const k of kids[p] ?? []) walk(k); };
+  walk(root);
+  return out;
+}
+function treeRssKiB(root) {
+  let sum = 0;
+  for (const p of tree(root)) {
+    try {
+      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, "utf8"));
+      if (m) sum += Number(m[1]);
+    } catch {}
+  }
+  return sum;
+}
+const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
+async function settledTree(root) {
+  // The process tree settles once agents of finished turns have exited.
+  let last = -1, stableSince = Date.now();
+  const deadline = Date.now() + 20000;
+  while (Date.now() < deadline) {
+    const n = tree(root).length;
+    if (n !== last) { last = n; stableSince = Date.now(); }
+    if (Date.now() - stableSince > 1500) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { processes: last, rssKiB: treeRssKiB(root) };
+}
+scenarios.latency = async () => {
+  let at = 0;
+  await withAgent(async (ctx) => {
+    const s = await newSession(ctx, async () => { at = nowUs(); return "allow_once"; });
+    const stop = await prompt(ctx, s, tool("touch latency.txt"));
+    expect(stop === "end_turn" && at > 0, "stopReason " + stop + " permission at " + at, s);
+  });
+  process.stdout.write(JSON.stringify({ permissionAtUs: at }) + "\n");
+};
+scenarios.idle = async () => {
+  const n = Number(process.env.ACP_SESSIONS ?? 3);
+  const samples = [];
+  await withAgent(async (ctx) => {
+    samples.push(await settledTree(current_child.pid));
+    for (let i = 0; i < n; i++) {
+      const s = await newSession(ctx);
+      const stop = await prompt(ctx, s, "hello\n@@TEXT Hi.");
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      samples.push(await settledTree(current_child.pid));
+    }
+  });
+  process.stdout.write(JSON.stringify({ idle: samples }) + "\n");
+};
+
+if (!scenarios[scenario]) fail("unknown scenario " + scenario);
+await scenarios[scenario]();
+process.stdout.write(JSON.stringify({ scenario, ok: true, linesFromAgent: seen.agent, linesFromClient: seen.client, kinds: seen.kinds }) + "\n");
+process.exit(0);

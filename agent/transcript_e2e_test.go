@@ -1,0 +1,126 @@
+package agent_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/agent/transcript"
+)
+
+// Both drivers report the same transcript for the same turn: the prompt, each
+// tool call from pending through running (its permission granted) to
+// completed or failed, the text, and usage equal to what the fake API sent —
+// all before the turn is reported ended.
+func TestTranscript(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		prompt := "work\n" +
+			"@@TOOL Bash {\"command\":\"echo hi > a.txt\",\"description\":\"make a\"}\n" +
+			"@@TOOL Write {\"file_path\":\"b.txt\",\"content\":\"one\\n\"}\n" +
+			"@@TOOL Bash {\"command\":\"ls /nonexistent-xyz\",\"description\":\"fail\"}\n" +
+			"@@TEXT All done here."
+		h := start(t, driver, prompt)
+		next := 0
+		var end agent.Event
+		for {
+			ev, n := h.rec.wait(t, next, "question or turn end", func(ev agent.Event) bool {
+				return turnEnded(ev) || ev.Kind == agent.EventQuestion
+			})
+			next = n
+			if ev.Kind == agent.EventTurnEnded {
+				end = ev
+				break
+			}
+			if ev.Question.ToolUseID == "" {
+				t.Errorf("permission for %s has no tool use id", ev.Question.Tool)
+			}
+			if err := h.sess.Answer(ev.Question.ID, agent.Answer{OptionID: agent.OptionAllow}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var seq []string
+		var usage *transcript.Usage
+		var text string
+		calls := map[string][]string{}
+		var order []string
+		for i, ev := range h.rec.all() {
+			if ev.Kind != agent.EventTranscript {
+				continue
+			}
+			if i >= next {
+				t.Errorf("transcript entry after the turn ended: %+v", ev.Transcript)
+			}
+			e := ev.Transcript
+			switch e.Kind {
+			case transcript.KindToolCall:
+				if calls[e.Tool.ID] == nil {
+					order = append(order, e.Tool.ID)
+					seq = append(seq, "tool_call:"+e.Tool.Name)
+				}
+				calls[e.Tool.ID] = append(calls[e.Tool.ID], e.Tool.Status)
+			case transcript.KindUsage:
+				usage = e.Usage
+			case transcript.KindText:
+				text += e.Text
+				seq = append(seq, "text")
+			case transcript.KindPrompt:
+				seq = append(seq, "prompt")
+			}
+		}
+		if got, want := strings.Join(seq, " "), "prompt tool_call:Bash tool_call:Write tool_call:Bash text"; got != want {
+			t.Errorf("sequence = %s, want %s", got, want)
+		}
+		wantStatus := []string{"pending running completed", "pending running completed", "pending running failed"}
+		for i, id := range order {
+			if i < len(wantStatus) && strings.Join(calls[id], " ") != wantStatus[i] {
+				t.Errorf("call %d statuses = %v, want %s", i, calls[id], wantStatus[i])
+			}
+		}
+		if text != "All done here." {
+			t.Errorf("text = %q", text)
+		}
+		reqs := len(h.api.MainRequests())
+		if usage == nil || usage.Total == nil {
+			t.Fatal("no usage")
+		}
+		// The fake API answers every request with 100 input and 20 output tokens.
+		if usage.Total.Responses != reqs || usage.Total.InputTokens != int64(100*reqs) || usage.Total.OutputTokens != int64(20*reqs) {
+			t.Errorf("usage total = %+v, want %d responses of 100/20", usage.Total, reqs)
+		}
+		t.Logf("usage: %+v; turn cost from the CLI: %v", *usage.Total, end.Turn.CostUSD)
+		if end.Turn.Usage == nil || end.Turn.Usage.Responses != reqs {
+			t.Errorf("turn usage = %+v, want %d responses", end.Turn.Usage, reqs)
+		}
+	})
+}
+
+// An interrupted turn is over, and the next prompt goes on in the session
+// (ACP's session/cancel, then the next session/prompt).
+func TestPromptAfterInterrupt(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		h := start(t, driver, "make\n@@TOOL Bash {\"command\":\"touch never.txt\"}\n@@TEXT Never.")
+		_, next := h.rec.wait(t, 0, "permission question", isQuestion(agent.KindPermission))
+		if driver == agent.DriverPTY {
+			waitScreen(t, h.sess, "Do you want to proceed?")
+		}
+		if err := h.sess.Interrupt(); err != nil {
+			t.Fatal(err)
+		}
+		ev, next := h.rec.wait(t, next, "the interrupted turn's end", func(ev agent.Event) bool {
+			return turnEnded(ev) || (ev.Kind == agent.EventQuestion && ev.Question.Kind == agent.KindQuestion)
+		})
+		if ev.Kind == agent.EventQuestion {
+			if err := h.sess.Answer(ev.Question.ID, agent.Answer{Text: "go on\n@@TEXT Going on."}); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := h.sess.SendPrompt("go on\n@@TEXT Going on."); err != nil {
+			t.Fatal(err)
+		}
+		ev, _ = h.rec.wait(t, next, "the next turn's end", func(ev agent.Event) bool {
+			return turnEnded(ev) && ev.Turn.LastMessage == "Going on."
+		})
+		if h.exists("never.txt") {
+			t.Error("the interrupted command ran")
+		}
+	})
+}

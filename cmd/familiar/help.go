@@ -1,0 +1,183 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Each subcommand's --help: what it does, its flags (printed from the flag
+// set after this text) and its exit codes.
+
+const serveHelp = `Usage: familiar serve (--stdio | --listen unix:PATH) [flags]
+
+Serves an editor (or any client) over JSON-RPC 2.0 with LSP framing, as
+described in PROTOCOL.md. In a repository, --stdio forwards stdin/stdout to
+the repository's background familiar (started if none runs), so editor
+windows come and go while agents keep running and every window sees the same
+tasks; --no-daemon serves in this process instead. --listen serves any number
+of clients on a unix socket. Nothing but protocol frames is ever written to
+stdout; logs go to stderr and to familiar.log in the data dir.
+
+Exit codes:
+  0  the client sent shutdown and exit (or closed stdin)
+  1  the workspace could not be opened (e.g. another familiar holds it) or
+     serving failed
+  2  bad usage
+
+Flags:
+`
+
+const stopHelp = `Usage: familiar stop [flags]
+
+Stops the background familiar of the repository in the current directory (or
+--workspace): its agents are stopped gracefully (SIGTERM, then SIGKILL after
+the grace) and their tasks stay resumable with task/resume.
+
+Exit codes:
+  0  it stopped, or none was running
+  1  it could not be stopped
+  2  bad usage, or not in a git repository
+
+Flags:
+`
+
+const runHelp = `Usage: familiar run [flags] FILE
+
+Runs the tasks of a YAML or JSON tasks file headless, from the root of a git
+repository: each task in its own worktree, at most "concurrency" at once.
+Progress is shown live on a terminal, one line per event otherwise; --json
+prints a machine-readable report on stdout at the end. Nobody is asked
+anything: permissions come only from the file's policy, and a request it
+leaves to "ask" is denied after approvalTimeoutSec.
+
+Tasks file (examples/tasks.yaml):
+  settings:                     # optional
+    concurrency: 2              # tasks at once, 1..64 (default 3)
+    driver: pty                 # pty or stream, for tasks that name none
+    baseRef: main               # what worktrees start from (default HEAD)
+    approvalTimeoutSec: 60      # how long an undecided request waits
+    noProgressTimeoutSec: 900   # stop a task silent this long
+    termGraceSec: 10            # SIGTERM → SIGKILL grace
+    permissionPolicy:
+      default: ask              # ask | allow | deny
+      allow: ["Read", "Bash(go test:*)"]
+      deny:  ["Bash(rm:*)"]     # a deny rule always wins
+  tasks:                        # required; or the file is just this list
+    - title: Fix the login bug  # required
+      description: …            # required
+      # any other task/create field of PROTOCOL.md: type, profile, mode,
+      # acceptanceCriteria, priority, baseRef, driver, skills, hints, …
+
+Ctrl-C once stops the agents gracefully (SIGTERM, then SIGKILL after the
+grace), keeps every worktree and prints the report; Ctrl-C twice kills them
+at once.
+
+Exit codes:
+  0  every task finished (merging or merged)
+  1  a task was blocked or cancelled (Ctrl-C included), or familiar could not
+     run
+  2  the file is wrong (the message says file:line:col: field: what) or bad
+     usage
+
+Flags:
+`
+
+const demoHelp = `Usage: familiar demo [flags]
+
+Makes a throwaway repository, starts familiar's built-in SCRIPTED demo model
+on loopback (no credentials; it is not Claude), runs two tasks through the
+real claude CLI against it — one asks a permission, answered by the demo
+policy, one just finishes — then prints the report and the diff. Ctrl-C once
+stops it gracefully, twice at once.
+
+Exit codes:
+  0  both tasks finished
+  1  a task failed, or claude is missing
+  2  bad usage
+
+Flags:
+`
+
+const auditHelp = `Usage: familiar audit export [flags]
+
+Writes the audit log of the repository in the current directory as JSON
+lines on stdout: every permission decision (who or which rule decided),
+allow-always grant and revocation, status change, merge and undo. Secrets are
+masked. Reads through the running familiar when there is one, else the store.
+
+Exit codes:
+  0  the log was written
+  1  the store could not be read
+  2  bad usage (e.g. --since is not an RFC 3339 time), or not in a repository
+
+Flags:
+`
+
+const doctorHelp = `Usage: familiar doctor
+
+Checks what familiar needs and prints one line per check, with a fix for
+each problem: git, the claude CLI (found, version at least 2.1.330),
+credentials (present; never printed), the data dir, its lock, the worktrees
+dir, loopback for hooks, and what the MCP presets require.
+
+Environment: FAMILIAR_CLAUDE, FAMILIAR_TOOLS_DIR (see familiar --help).
+
+Exit codes:
+  0  nothing blocking failed (warnings may be printed)
+  1  a blocking check failed
+  2  bad usage
+`
+
+const versionHelp = `Usage: familiar version
+
+Prints familiar's version.
+
+Exit codes:
+  0  always
+`
+
+// wantsHelp reports whether args ask for help (before any "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if slices.Contains([]string{"-h", "-help", "--help", "help"}, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// withHelp makes fs print help (then its flags) on stdout for -h/--help.
+func withHelp(fs *flag.FlagSet, help string, stdout io.Writer) {
+	fs.Usage = func() {
+		fmt.Fprint(stdout, help)
+		out := fs.Output()
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(out)
+	}
+}
+
+// parseFlags parses args; on -h/--help it has printed the help and returns
+// exit code 0 and done, on a bad flag 2 and done.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, true
+		}
+		return 2, true
+	}
+	return 0, false
+}
+
+// printHelp prints a help text without flags.
+func printHelp(w io.Writer, help string) int {
+	fmt.Fprint(w, strings.TrimLeft(help, "\n"))
+	return 0
+}
