@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -39,6 +40,9 @@ type Options struct {
 	RepoRoot  string // main repository root: trust is recorded for it
 	ConfigDir string // familiar's CLAUDE_CONFIG_DIR for this session
 	LogPath   string // raw output log file
+	// LogFilter, if set, wraps the output log file (see procs.Config): the
+	// orchestrator masks secrets there, since clients page the log.
+	LogFilter func(io.Writer) io.WriteCloser
 
 	SessionID string // "" = a new one
 	Resume    bool   // resume SessionID instead of starting it

@@ -104,12 +104,13 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		argv = append([]string{opts.CLI.Path}, streamArgs(&opts)...)
 	}
 	cfg := procs.Config{
-		Argv:    argv,
-		Dir:     opts.Dir,
-		Env:     SessionEnv(opts.Env, opts.ConfigDir, extraEnv),
-		Pipes:   opts.Driver == DriverStream,
-		Size:    procs.Size{Cols: uint16(opts.Cols), Rows: uint16(opts.Rows)},
-		LogPath: opts.LogPath,
+		Argv:      argv,
+		Dir:       opts.Dir,
+		Env:       SessionEnv(opts.Env, opts.ConfigDir, extraEnv),
+		Pipes:     opts.Driver == DriverStream,
+		Size:      procs.Size{Cols: uint16(opts.Cols), Rows: uint16(opts.Rows)},
+		LogPath:   opts.LogPath,
+		LogFilter: opts.LogFilter,
 		OnLogError: func(err error) {
 			s.emit(Event{Kind: EventProblem, Problem: ProblemOutputLog + ": " + err.Error()})
 		},

@@ -3,8 +3,20 @@
 // log, environments of child processes shown to a person.
 //
 // It owns the list of secret shapes (shapes.go) and the masked form, and
-// nothing else: it never does I/O and keeps no state beyond a Masker's
-// literals, so it is safe for concurrent use.
+// nothing else: a Masker keeps no state beyond its literals and is safe for
+// concurrent use.
+//
+// # Terminal streams
+//
+// Output is masked as a terminal shows it (stream.go): escape sequences that
+// draw nothing are left out of the text matched, cursor moves count as
+// blanks or line breaks, lines claude wrapped are joined, and a Stream (one
+// per output stream) keeps the left context and holds back the word that may
+// still be the start of a secret, so a key split by colour codes, drawn after
+// a cursor move or written in two halves is still one key. A Writer puts a
+// Stream in front of an io.Writer and flushes what it held after a short
+// quiet period (clock injected). String and JSON mask text that holds escape
+// sequences the same way, in one piece.
 //
 // # The masked form
 //

@@ -81,6 +81,9 @@ type Stream struct {
 type segment struct {
 	start, end int
 	text       bool // an OSC/DCS/APC string whose payload is text to mask
+	// remnant: a sequence that lost its ESC, i.e. text: dropped with the
+	// secret it is inside, as it sets no terminal state.
+	remnant bool
 }
 
 const (
@@ -192,6 +195,10 @@ func (s *Stream) parse() int {
 	s.view, s.rawOff, s.rawEnd, s.segs, s.cols = s.view[:0], s.rawOff[:0], s.rawEnd[:0], s.segs[:0], s.cols[:0]
 	p := s.pending
 	s.examined += len(p)
+	if cap(s.view) < len(p) {
+		// One allocation, not a doubling per append, for a big piece.
+		s.view, s.rawOff, s.rawEnd, s.cols = make([]byte, 0, len(p)), make([]int32, 0, len(p)), make([]int32, 0, len(p)), make([]int32, 0, len(p))
+	}
 	col := s.startCol
 	draw := func(c byte, start, end int) {
 		s.view = append(s.view, c)
@@ -219,6 +226,21 @@ func (s *Stream) parse() int {
 			}
 			col = cursorColumn(p[i:end], col)
 			i = end
+		case c == '[' && len(s.view) > 0 && joinable(s.view[len(s.view)-1]):
+			// A sequence that lost its ESC on the way (claude shows a
+			// model's text without control characters: "Bearer[1C…",
+			// "sk-ant-…[1m…"): inside a word, take it for the sequence.
+			if end, drawn, ok := remnant(p, i); ok {
+				s.segs = append(s.segs, segment{start: i, end: end, remnant: true})
+				if drawn != 0 {
+					draw(drawn, i, end)
+				}
+				i = end
+				continue
+			}
+			draw(c, i, i+1)
+			col++
+			i++
 		case c == '\n' || c == '\r' || c == '\t' || c >= 0x20 && c != 0x7f:
 			draw(c, i, i+1)
 			switch {
@@ -300,6 +322,26 @@ func (s *Stream) joinWrapped(covered int) {
 		slices.SortFunc(s.segs, func(a, b segment) int { return a.start - b.start })
 	}
 	_ = covered
+}
+
+// remnant reads "[1m", "[0;31m", "[1C", "[27G" at p[i] followed by a byte
+// that may go on a word, and returns its end and what it draws.
+func remnant(p []byte, i int) (end int, drawn byte, ok bool) {
+	j := i + 1
+	for j < len(p) && j-i < 12 && (isDigit(p[j]) || p[j] == ';') {
+		j++
+	}
+	// Followed by a word, or by an earlier masking's "…".
+	if j >= len(p)-1 || !joinable(p[j+1]) && p[j+1] != markerHead[0] {
+		return 0, 0, false
+	}
+	switch p[j] {
+	case 'm', 'K':
+		return j + 1, 0, true
+	case 'C', 'G':
+		return j + 1, ' ', true
+	}
+	return 0, 0, false
 }
 
 // keep moves view byte r to position w (w <= r).
@@ -454,8 +496,15 @@ func (s *Stream) process(flush bool) []byte {
 		// A secret that crosses the cut, or may go on (it reaches the end:
 		// a private key's body, a quoted value), is held whole.
 		for _, sp := range spans {
-			if sp.start < off+c && (sp.end > off+c || sp.end == len(full)) && sp.start >= off {
+			switch {
+			case sp.start >= off+c || sp.end <= off+c && sp.end < len(full):
+			case sp.start >= off:
 				c = sp.start - off
+			default:
+				// It began in text already emitted (a private key's body):
+				// hold only the last line, where its end marker may be
+				// arriving.
+				c = min(c, lastLineStart(view))
 			}
 		}
 		held := covered
@@ -593,6 +642,10 @@ func (s *Stream) copyRaw(out []byte, from, to, seg int, escapesOnly bool) ([]byt
 		if !escapesOnly {
 			out = append(out, s.pending[pos:g.start]...)
 		}
+		if g.remnant && escapesOnly {
+			pos = g.end
+			continue
+		}
 		if g.text {
 			out = append(out, s.m.text(string(s.pending[g.start:g.end]))...)
 		} else {
@@ -662,6 +715,16 @@ func (s *Stream) candidate(full string, off int, view []byte) int {
 		}
 	}
 	return -1
+}
+
+// lastLineStart returns where the last line of view begins.
+func lastLineStart(view []byte) int {
+	for k := len(view) - 1; k >= 0; k-- {
+		if view[k] == '\n' || view[k] == '\r' {
+			return k + 1
+		}
+	}
+	return 0
 }
 
 // keyOpen reports whether text ends inside a private key block: its last

@@ -32,6 +32,17 @@ func shown(raw string) string {
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		switch {
+		case c == '[' && b.Len() > 0 && joinable(b.String()[b.Len()-1]):
+			// As claude shows a model's escape sequences: without the ESC.
+			if end, drawn, ok := remnant([]byte(raw), i); ok {
+				if drawn != 0 {
+					b.WriteByte(drawn)
+				}
+				i = end
+				continue
+			}
+			b.WriteByte(c)
+			i++
 		case c != 0x1b:
 			if c >= 0x20 && c != 0x7f || c == '\n' || c == '\r' || c == '\t' {
 				b.WriteByte(c)
@@ -157,6 +168,9 @@ func TestStreamMasksWhatATerminalShows(t *testing.T) {
 		{name: "keyed value wrapped across chunks", chunks: []string{"  ⎿  $ printf ok; export SERVICE_TOKEN='" + ghp[:8], "\r\x1b[1B\x1b[5C" + ghp[8:] + "'\r\n"},
 			secrets: []string{ghp}},
 		{name: "short lines are not joined", chunks: []string{"title: x\nnext line\n"}, want: "title: x\nnext line\n"},
+		{name: "sequences that lost their ESC", chunks: []string{"header Bearer[1C" + ghp + ". key " + anthropicKey[:20] + "[1m" + anthropicKey[20:] + " ok\n"},
+			secrets: []string{ghp, anthropicKey}},
+		{name: "brackets in code are text", chunks: []string{"x := a[1]; y[2m] = 3 // [0m\n"}, want: "x := a[1]; y[2m] = 3 // [0m\n"},
 		{name: "osc title", chunks: []string{"\x1b]0;" + ghp + "\x07ok\n"}, secrets: []string{ghp}},
 		{name: "clean text passes unchanged", chunks: []string{"\x1b[32m✓\x1b[0m compiled 42 ", "modules\x1b[27Gin 1.2s\r\n", "task: skip the sketch"},
 			want: "\x1b[32m✓\x1b[0m compiled 42 modules\x1b[27Gin 1.2s\r\ntask: skip the sketch"},

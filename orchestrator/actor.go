@@ -199,7 +199,7 @@ func (a *actor) run(eff effect) {
 	o := a.o
 	switch eff := eff.(type) {
 	case effPersist:
-		o.save(&a.st.persisted)
+		_ = o.save(&a.st.persisted) // a full store is announced by onStoreHealth
 	case effUpdated:
 		snap := a.st.T
 		if q := snap.PendingQuestion; q != nil {
@@ -390,10 +390,9 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 	var in input
 	switch ev.Kind {
 	case agent.EventOutput:
-		// Output changes no state: straight to the clients (it is in the
-		// task's log file already, so it is not written to the store).
-		a.outputSize.Add(int64(len(ev.Output)))
-		o.pub.publish(a.id, protocol.TaskOutputNotification{ID: a.id, Data: o.maskString(string(ev.Output))})
+		// Output changes no state: startAgent's masking stream sends it
+		// straight to the clients (it is in the task's log file already,
+		// so it is not written to the store); it does not come here.
 		return
 	case agent.EventHook:
 		var ref string

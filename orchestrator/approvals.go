@@ -16,9 +16,9 @@ type decision struct {
 	rule     string // the rule that decided; "" for the policy's default
 	reason   string // told to the agent on a deny
 	tool     string
-	text     string // the question as the agent put it
-	input    json.RawMessage
-	elevated bool // allowed only because the task is elevated (audited as such)
+	text     string          // the question as the agent put it, masked
+	input    json.RawMessage // masked
+	elevated bool            // allowed only because the task is elevated (audited as such)
 }
 
 // policyDecision applies the task's policy (or the settings') to a
@@ -40,7 +40,8 @@ func (o *Orchestrator) policyDecision(own *protocol.Policy, directives *protocol
 	dirs.Home, _ = os.UserHomeDir()
 	allow := append(append([]string(nil), p.Allow...), granted...)
 	v := policy.DecideIn(dirs, policy.Policy{Default: policy.Verdict(p.Default), Allow: allow, Deny: p.Deny}, elevated, q.Tool, q.Input)
-	d := decision{tool: q.Tool, input: q.Input, text: q.Text, rule: v.Rule, reason: v.Reason}
+	// Decided on what the agent asked; shown and audited masked.
+	d := decision{tool: q.Tool, input: o.mask(q.Input), text: o.maskString(q.Text), rule: v.Rule, reason: o.maskString(v.Reason)}
 	switch v.Verdict {
 	case policy.Allow:
 		d.option = agent.OptionAllow

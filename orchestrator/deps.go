@@ -19,6 +19,7 @@ type Repository interface {
 	CheckPath(rel string) error
 	ListTracked(ctx context.Context, dir string) ([]string, error)
 	Checkpoint(ctx context.Context, wt worktree.Worktree, message string) (worktree.Commit, bool, error)
+	Submodules(ctx context.Context, wt worktree.Worktree) ([]worktree.Submodule, error)
 	ChangedFiles(ctx context.Context, wt worktree.Worktree) ([]worktree.FileChange, error)
 	Commits(ctx context.Context, wt worktree.Worktree) ([]worktree.Commit, error)
 	Diff(ctx context.Context, wt worktree.Worktree, path string) (string, error)

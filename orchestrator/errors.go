@@ -31,6 +31,10 @@ func mapError(err error, what, field string) error {
 		return protocol.Conflict(fmt.Sprintf("%s: %v", what, err), nil)
 	case errors.Is(err, worktree.ErrFailedPrecondition):
 		return protocol.FailedPrecondition(fmt.Sprintf("%s: %v", what, err), "")
+	case errors.Is(err, store.ErrStoreFull):
+		return protocol.StoreFailure(fmt.Sprintf("%s: not saved, so not done: the disk holding familiar's data is full (%v)", what, err), "full")
+	case errors.Is(err, store.ErrUnavailable):
+		return protocol.StoreFailure(fmt.Sprintf("%s: not saved, so not done: %v", what, err), "unavailable")
 	case errors.Is(err, agent.ErrCLIUnavailable), errors.Is(err, worktree.ErrUnavailable):
 		return protocol.Unavailable(fmt.Sprintf("%s: %v", what, err))
 	}

@@ -95,6 +95,29 @@ func (o *Orchestrator) recoverLeftovers(resumeInterrupted bool) {
 			}
 		}
 	}
+	// Each task dir also records its agent (procs.Record): a store restored
+	// from an older backup, or started empty, does not know every agent a
+	// crashed familiar left running.
+	known := map[int]bool{}
+	for _, id := range orphans {
+		known[id.PID] = true
+	}
+	dirs, _ := os.ReadDir(filepath.Join(o.cfg.DataDir, "tasks"))
+	for _, d := range dirs {
+		dir := filepath.Join(o.cfg.DataDir, "tasks", d.Name())
+		rec, err := procs.ReadRecord(dir)
+		if err != nil {
+			continue
+		}
+		// Even when claude itself is gone (it exits with its terminal), a
+		// command it ran in a session of its own may not be: TerminateTree
+		// finds those by the tree's token.
+		if !known[rec.PID] {
+			orphans = append(orphans, rec.Identity)
+			known[rec.PID] = true
+		}
+		_ = procs.RemoveRecord(dir)
+	}
 	for _, id := range orphans {
 		o.logger.Warn("terminating an agent left by a previous familiar", "pid", id.PID)
 		ctx, cancel := context.WithTimeout(context.Background(), grace+30*time.Second)

@@ -126,8 +126,17 @@ func (o *Orchestrator) enqueue(p *persisted) (*protocol.Task, error) {
 	o.order[p.T.ID] = queueKey{priority: p.T.Priority, seq: p.Seq}
 	o.queueValid = false
 	o.mu.Unlock()
-	// Saved and announced before the caller hears of it.
-	o.save(p)
+	// Saved and announced before the caller hears of it; never
+	// acknowledged if it could not be saved.
+	if err := o.save(p); err != nil {
+		o.mu.Lock()
+		delete(o.tasks, p.T.ID)
+		delete(o.order, p.T.ID)
+		o.queueValid = false
+		o.mu.Unlock()
+		a.close()
+		return nil, mapError(err, "task/create", "")
+	}
 	snap := o.viewOf(a.view())
 	o.pub.publish(p.T.ID, protocol.TaskUpdatedNotification{Task: *snap})
 	o.poke()

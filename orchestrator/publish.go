@@ -28,6 +28,9 @@ type pending struct {
 	taskID string
 	n      protocol.Notification
 	audit  *store.AuditEntry // instead of n: an audit entry, kept in order with the rest
+	// unstored: numbered but not written, like output; for what must reach
+	// the clients when the store cannot write (that it cannot).
+	unstored bool
 }
 
 // maxOutputNotification bounds how much output one task/output carries when
@@ -68,6 +71,12 @@ func (p *publisher) publish(taskID string, n protocol.Notification) {
 	p.box.Push(pending{taskID: taskID, n: n})
 }
 
+// publishUnstored sends n with a seq but without writing it: it still
+// reaches the clients while the store cannot write.
+func (p *publisher) publishUnstored(taskID string, n protocol.Notification) {
+	p.box.Push(pending{taskID: taskID, n: n, unstored: true})
+}
+
 func (p *publisher) send(batch []pending) {
 	// Notifications up to each audit entry go first, so the log's order
 	// follows what clients saw.
@@ -101,7 +110,7 @@ func (p *publisher) sendNotifications(batch []pending) {
 		// order with the rest but costs no write (and so never holds up a
 		// question behind its commit).
 		_, transient := item.n.(protocol.TaskOutputNotification)
-		evs = append(evs, store.NewEvent{TaskID: item.taskID, Kind: item.n.Method(), Data: data, Transient: transient})
+		evs = append(evs, store.NewEvent{TaskID: item.taskID, Kind: item.n.Method(), Data: data, Transient: transient || item.unstored})
 		kept = append(kept, item)
 	}
 	if len(evs) == 0 {
@@ -110,9 +119,23 @@ func (p *publisher) sendNotifications(batch []pending) {
 	seqs, err := p.st.AppendEvents(context.Background(), evs)
 	if err != nil {
 		// Not persisted means no seq a client could rely on: drop them and
-		// say so; the tasks themselves are saved separately.
+		// say so; the tasks themselves are saved separately. What needs no
+		// write (output, the store's own state) still goes out.
 		p.logger.Error("persist notifications", "count", len(evs), "err", err)
-		return
+		var tevs []store.NewEvent
+		var titems []pending
+		for i, e := range evs {
+			if e.Transient {
+				tevs, titems = append(tevs, e), append(titems, kept[i])
+			}
+		}
+		if len(tevs) == 0 || len(tevs) == len(evs) {
+			return
+		}
+		if seqs, err = p.st.AppendEvents(context.Background(), tevs); err != nil {
+			return
+		}
+		evs, kept = tevs, titems
 	}
 	if p.notifier == nil {
 		return

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
 )
@@ -116,26 +118,58 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 		wt := &protocol.Worktree{Path: w.Path, Branch: w.Branch, BaseRef: w.BaseRef, BaseCommit: w.BaseCommit}
 		p.T.Worktree = wt
 		a.post(envelope{in: inWorktree{worktree: *wt}, gen: gen})
+		// Submodules come from the main checkout's copies; one that could
+		// not is an empty directory to the agent: say so on the task.
+		if subs, err := o.cfg.Repo.Submodules(ctx, w); err == nil {
+			for _, sm := range subs {
+				if !sm.Initialised {
+					o.pub.publish(p.T.ID, protocol.ServerMessageNotification{Level: protocol.LevelWarning, Text: fmt.Sprintf(
+						"task %s: submodule %s is not in its worktree (%s): the agent sees an empty directory there, and changes in it are not reported",
+						p.T.ID, sm.Path, sm.Problem)})
+				}
+			}
+		}
 	}
 	opts, err := o.agentOptions(ctx, p, logPath, others)
 	if err != nil {
 		return nil, protocol.AgentInfo{}, err
 	}
-	opts.OnEvent = func(ev agent.Event) { a.onAgentEvent(gen, ev) }
+	// The terminal goes out masked as a terminal shows it: one masking
+	// stream per start, so a key split by colour codes, cursor moves or two
+	// writes is still one key. It holds back at most a word, for a moment.
+	out := o.masker.NewWriter(outputPublisher{o: o, id: a.id}, o.clk, 0)
+	opts.OnEvent = func(ev agent.Event) {
+		switch ev.Kind {
+		case agent.EventOutput:
+			a.outputSize.Add(int64(len(ev.Output)))
+			_, _ = out.Write(ev.Output) // publishing never fails
+			return
+		case agent.EventExited:
+			_ = out.Close() // what it held goes out before the exit
+			_ = procs.RemoveRecord(o.taskDir(a.id))
+		}
+		a.onAgentEvent(gen, ev)
+	}
 	if o.cfg.StartHook != nil {
 		o.cfg.StartHook(ctx, &opts)
 	}
 	// No login at all: claude would only answer "Not logged in". The task
 	// is blocked{auth} at once, with the fix, and no process is spawned.
 	if auth := agent.DetectAuth(sessionEnv(opts), o.clk.Now()); auth.Method == agent.AuthNone {
+		_ = out.Close()
 		return nil, protocol.AgentInfo{}, &authError{problem: auth.Problem}
 	}
 	sess, err := o.cfg.Start(ctx, opts)
 	if err != nil {
+		_ = out.Close()
 		return nil, protocol.AgentInfo{}, err
 	}
 	id := sess.Identity()
 	a.post(envelope{in: inProcess{identity: id}, gen: gen})
+	// Also in the task's dir, so a restart can stop it without the store.
+	if err := procs.WriteRecord(o.taskDir(a.id), procs.Record{Identity: id, Started: o.clk.Now().UTC()}); err != nil {
+		o.logger.Warn("cannot record the agent's process in its task dir", "task", a.id, "err", err)
+	}
 	return sess, protocol.AgentInfo{PID: sess.PID(), SessionID: sess.SessionID(), ClaudeVersion: o.cfg.CLI.Version}, nil
 }
 
@@ -224,12 +258,15 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 		grace = time.Nanosecond // 0 means kill at once; procs reads 0 as its default
 	}
 	opts := agent.Options{
-		CLI:                o.cfg.CLI,
-		Driver:             string(p.T.Driver),
-		Dir:                p.T.Worktree.Path,
-		RepoRoot:           o.cfg.Repo.Root(),
-		ConfigDir:          configDir,
-		LogPath:            logPath,
+		CLI:       o.cfg.CLI,
+		Driver:    string(p.T.Driver),
+		Dir:       p.T.Worktree.Path,
+		RepoRoot:  o.cfg.Repo.Root(),
+		ConfigDir: configDir,
+		LogPath:   logPath,
+		// Clients page the log (task/output): it is masked like the
+		// notifications, on its way to the disk.
+		LogFilter:          func(w io.Writer) io.WriteCloser { return o.masker.NewWriter(w, o.clk, 0) },
 		Prompt:             spec.Prompt.Text,
 		AppendSystemPrompt: spec.Prompt.AppendSystemPrompt,
 		PermissionMode:     spec.Flags.PermissionMode,
@@ -288,3 +325,14 @@ func summarize(msg string) (summary, blocked string) {
 }
 
 var errorsIs = errors.Is
+
+// outputPublisher sends masked terminal output to the task's clients.
+type outputPublisher struct {
+	o  *Orchestrator
+	id string
+}
+
+func (p outputPublisher) Write(b []byte) (int, error) {
+	p.o.pub.publish(p.id, protocol.TaskOutputNotification{ID: p.id, Data: string(b)})
+	return len(b), nil
+}

@@ -43,6 +43,9 @@ func (r *fakeRepo) ListTracked(context.Context, string) ([]string, error) { retu
 func (r *fakeRepo) Checkpoint(context.Context, worktree.Worktree, string) (worktree.Commit, bool, error) {
 	return worktree.Commit{}, false, nil
 }
+func (r *fakeRepo) Submodules(context.Context, worktree.Worktree) ([]worktree.Submodule, error) {
+	return nil, nil
+}
 func (r *fakeRepo) ChangedFiles(context.Context, worktree.Worktree) ([]worktree.FileChange, error) {
 	return []worktree.FileChange{{Path: "a.txt", Status: "added"}}, nil
 }

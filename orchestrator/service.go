@@ -111,6 +111,15 @@ func (s *Service) Initialize(ctx context.Context, p *protocol.InitializeParams) 
 	if ws.CLI.Warning != "" {
 		ws.Orch.pub.publish("", protocol.ServerMessageNotification{Level: protocol.LevelWarning, Text: ws.CLI.Warning})
 	}
+	// A store found damaged at start was repaired; what was lost is said
+	// to every window, as well as in the log and by doctor.
+	if r := ws.Store.Recovery(); r != nil {
+		ws.Orch.pub.publish("", protocol.ServerMessageNotification{Level: protocol.LevelError, Text: r.Message()})
+	}
+	if h := ws.Store.Health(); !h.OK {
+		ws.Orch.pub.publishUnstored("", protocol.ServerMessageNotification{Level: protocol.LevelError,
+			Text: "familiar cannot save its state, so it refuses new tasks and changes until it can (it retries by itself): " + h.Err.Error()})
+	}
 	return res, nil
 }
 

@@ -46,16 +46,20 @@ type priorAttempt struct {
 
 // save persists a task. It runs on the task's actor, never under the
 // orchestrator's lock: concurrent actors' writes share one commit.
-func (o *Orchestrator) save(p *persisted) {
+// A failed write is logged here and returned; the store tells the clients
+// once that it cannot write (onStoreHealth), not once per task.
+func (o *Orchestrator) save(p *persisted) error {
 	data, err := json.Marshal(p)
 	if err != nil {
 		o.logger.Error("encode task", "id", p.T.ID, "err", err)
-		return
+		return err
 	}
 	rec := store.TaskRecord{
 		ID: p.T.ID, Status: string(p.T.Status), CreatedAt: p.T.CreatedAt, UpdatedAt: p.T.UpdatedAt, Data: data,
 	}
 	if err := o.cfg.Store.PutTask(context.Background(), rec); err != nil {
-		o.logger.Error("save task", "id", p.T.ID, "err", err)
+		o.logger.Debug("save task", "id", p.T.ID, "err", err)
+		return err
 	}
+	return nil
 }

@@ -93,7 +93,15 @@ func OpenWorkspace(ctx context.Context, root string, o WorkspaceOptions) (*Works
 	}
 	ws.GitVersion, _ = repo.GitVersion(ctx)
 	ws.CLI, ws.CLIErr = agent.FindCLI(ctx, o.ClaudePath, o.ToolsDir)
-	st, err := store.Open(filepath.Join(ws.DataDir, store.FileName), store.Options{Logger: o.Logger, Clock: o.Clock})
+	// The store says when it cannot write (a full disk) and when it can
+	// again; the orchestrator warns every client. orchRef is set below.
+	var orchRef atomic.Pointer[Orchestrator]
+	st, err := store.Open(filepath.Join(ws.DataDir, store.FileName), store.Options{Logger: o.Logger, Clock: o.Clock,
+		OnHealth: func(h store.Health) {
+			if o := orchRef.Load(); o != nil {
+				o.onStoreHealth(h)
+			}
+		}})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
 			return nil, protocol.Unavailable(err.Error())
@@ -115,7 +123,6 @@ func OpenWorkspace(ctx context.Context, root string, o WorkspaceOptions) (*Works
 		}
 	}
 	// Skills reload when their files change; the orchestrator announces it.
-	var orchRef atomic.Pointer[Orchestrator]
 	skills, err := profiles.WatchSkills(profiles.SkillsOptions{
 		Dirs: profiles.DirsFor(ws.Root), Clock: o.Clock, Logger: o.Logger,
 		OnChange: func(c profiles.SkillsChange) {

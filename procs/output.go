@@ -57,7 +57,7 @@ type Chunk struct {
 type Output struct {
 	name     string
 	logPath  string
-	log      *os.File // nil when not logging; written only by the reader
+	log      io.WriteCloser // nil when not logging; written only by the reader
 	onLogErr func(error)
 	onData   func() // progress: kicks the watchdog
 	logger   *slog.Logger
@@ -78,7 +78,7 @@ type Output struct {
 
 // newOutput returns the Output for one stream; log may be nil, onLogErr and
 // onData may be nil.
-func newOutput(name string, tailBytes int, log *os.File, logPath string, onLogErr func(error), onData func(), logger *slog.Logger) *Output {
+func newOutput(name string, tailBytes int, log io.WriteCloser, logPath string, onLogErr func(error), onData func(), logger *slog.Logger) *Output {
 	if onLogErr == nil {
 		onLogErr = func(error) {}
 	}

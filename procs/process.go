@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -63,6 +64,12 @@ type Config struct {
 	LogPath string
 	// StderrLogPath is the same for stderr with Pipes.
 	StderrLogPath string
+	// LogFilter, if set, wraps each log file: the bytes of output go through
+	// it on their way to the file (familiar masks secrets there, since the
+	// log is read back by clients). Closing what it returns must flush it,
+	// not close the file, which procs closes after it. Subscribers and the
+	// tail still get the bytes as read.
+	LogFilter func(io.Writer) io.WriteCloser
 	// OnLogError is called once per stream, from its reader, with the first
 	// error writing or closing its log. It must not block: the reader (and
 	// so the child's output) waits for it.
@@ -290,11 +297,11 @@ func Start(cfg Config) (*Process, error) {
 	}
 	if cfg.Pipes {
 		p.outputs = []*Output{
-			newOutput("stdout", cfg.TailBytes, outLog, cfg.LogPath, cfg.OnLogError, p.wd.Kick, cfg.Logger),
-			newOutput("stderr", cfg.TailBytes, errLog, cfg.StderrLogPath, cfg.OnLogError, p.wd.Kick, cfg.Logger),
+			newOutput("stdout", cfg.TailBytes, filterLog(outLog, cfg.LogFilter), cfg.LogPath, cfg.OnLogError, p.wd.Kick, cfg.Logger),
+			newOutput("stderr", cfg.TailBytes, filterLog(errLog, cfg.LogFilter), cfg.StderrLogPath, cfg.OnLogError, p.wd.Kick, cfg.Logger),
 		}
 	} else {
-		p.outputs = []*Output{newOutput("pty", cfg.TailBytes, outLog, cfg.LogPath, cfg.OnLogError, p.wd.Kick, cfg.Logger)}
+		p.outputs = []*Output{newOutput("pty", cfg.TailBytes, filterLog(outLog, cfg.LogFilter), cfg.LogPath, cfg.OnLogError, p.wd.Kick, cfg.Logger)}
 	}
 
 	if cfg.carryFlush > 0 {
@@ -499,4 +506,29 @@ func (p *Process) close() error {
 		}
 	}
 	return err
+}
+
+// filterLog puts a log file behind cfg.LogFilter; nil stays nil.
+func filterLog(f *os.File, filter func(io.Writer) io.WriteCloser) io.WriteCloser {
+	switch {
+	case f == nil:
+		return nil
+	case filter == nil:
+		return f
+	}
+	return &filteredLog{w: filter(f), f: f}
+}
+
+// filteredLog writes through a filter to a file; Close flushes the filter,
+// then closes the file.
+type filteredLog struct {
+	w io.WriteCloser
+	f *os.File
+}
+
+func (l *filteredLog) Write(p []byte) (int, error) { return l.w.Write(p) }
+
+func (l *filteredLog) Close() error {
+	werr := l.w.Close()
+	return errors.Join(werr, l.f.Close())
 }

@@ -49,6 +49,9 @@ type ErrorData struct {
 	// Kind and ID say what was not found (-32001).
 	Kind string `json:"kind,omitempty"`
 	ID   string `json:"id,omitempty"`
+	// Store says why familiar could not save (-32603): "full" (the disk is
+	// full; it recovers by itself when there is space) or "unavailable".
+	Store string `json:"store,omitempty"`
 }
 
 // InvalidParams reports a missing, ill-typed or out-of-range param. field is
@@ -82,6 +85,12 @@ func Conflict(msg string, files []string) *Error {
 // another familiar.
 func Unavailable(msg string) *Error {
 	return &Error{Code: CodeUnavailable, Message: msg}
+}
+
+// StoreFailure reports a change familiar could not save, so it did not
+// make it: kind is "full" or "unavailable" (ErrorData.Store).
+func StoreFailure(msg, kind string) *Error {
+	return &Error{Code: CodeInternalError, Message: msg, Data: &ErrorData{Store: kind}}
 }
 
 // ServerNotInitialized answers any method called before initialize.

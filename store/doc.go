@@ -18,6 +18,26 @@
 // is only reported if that process is still alive (and, on Linux, still the
 // same process: its start time is recorded too).
 //
+// Beside it: familiar.db.created (a marker: an empty or missing database
+// next to it is damage, not a first start), familiar.db.backup-1 and -2 (the
+// newest two online backups, Tx.WriteTo every Options.BackupEvery while
+// written to, and at Close), familiar.db.damaged-<time> (a damaged file moved
+// aside) and familiar.db.recoveries.json (the last repairs, for doctor).
+//
+// # Faults
+//
+// Open checks the file with bbolt's Tx.Check for at most
+// Options.CheckTimeout (a bigger store is checked on in the background). A
+// damaged file — one Check or bbolt.Open rejects, one whose reading panics,
+// or an empty or missing one where a store was — is moved aside and the
+// newest backup that checks clean is restored, or the store starts empty;
+// Store.Recovery says what was lost. A failed commit is never acknowledged:
+// every write in it fails with an error matching ErrStoreFull (no space) or
+// ErrUnavailable, Options.OnHealth hears that the store is degraded, and a
+// probe write every Options.ProbeEvery notices when space returns. bbolt's
+// panics on damaged pages (and faults reading its map) become ErrUnavailable
+// errors wrapping ErrDamaged instead of crashing familiar.
+//
 // # Schema (version 3)
 //
 // All integers in keys are 8-byte big-endian so that bbolt's byte order is

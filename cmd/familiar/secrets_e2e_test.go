@@ -61,12 +61,6 @@ func shows(text string, secrets ...string) string {
 // with a colour code inside. No notification, no page of task/output and no
 // byte of the store shows them.
 func TestSecretsThroughTheTerminalNeverLeave(t *testing.T) {
-	if os.Getenv("FAMILIAR_TEST_MASK_WIRED") == "" {
-		// The orchestrator does not yet mask task/output and the output
-		// log with mask.Writer (issue 13 §1); the lead wires it with the
-		// per-task actor and removes this skip.
-		t.Skip("waits for the orchestrator wiring of mask.Writer; set FAMILIAR_TEST_MASK_WIRED=1 to run")
-	}
 	key := fakeSecret("sk-"+"ant-api03-", 3, 93) + "AA"
 	bearer := fakeSecret("", 5, 40)
 	literal := fakeSecret("tok_live_", 7, 30)
@@ -150,6 +144,9 @@ func TestSecretsThroughTheTerminalNeverLeave(t *testing.T) {
 		walk(v)
 		if p := shows(strings.Join(strs, "\n"), secrets...); p != "" {
 			t.Errorf("%s notification shows %q: %.400s", n.Method, p, n.Params)
+			if d := os.Getenv("FAMILIAR_TEST_DUMP"); d != "" {
+				os.WriteFile(filepath.Join(d, n.Method[5:]+"-"+p), n.Params, 0o600)
+			}
 		}
 		if n.Method == "task/output" {
 			outputNotes.WriteString(strings.Join(strs[1:], ""))
