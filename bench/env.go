@@ -290,6 +290,9 @@ func fakeEnv(bin string, env map[string]string) func(*agent.Options) {
 		if o.ExtraEnv == nil {
 			o.ExtraEnv = map[string]string{}
 		}
+		// The fake agent needs no login, but familiar checks for one before
+		// a start (blocked{auth} otherwise): give it a dummy key.
+		o.ExtraEnv["ANTHROPIC_API_KEY"] = "sk-ant-api03-bench-fake-agent"
 		for k, v := range env {
 			o.ExtraEnv[k] = v
 		}

@@ -67,12 +67,18 @@ func (r *runner) scale(ctx context.Context) error {
 		notes++
 		switch x.method {
 		case protocol.NotifyTaskOutput:
+			// " t=<ns>": the masker may hold a chunk's last word back until
+			// the next chunk, so the stamp can start a notification's data.
 			for p := x.params; ; {
-				i := bytes.Index(p, []byte(" t="))
+				i := bytes.Index(p, []byte("t="))
 				if i < 0 {
 					break
 				}
-				p = p[i+3:]
+				if i > 0 && p[i-1] != ' ' && p[i-1] != '"' {
+					p = p[i+2:]
+					continue
+				}
+				p = p[i+2:]
 				j := 0
 				for j < len(p) && p[j] >= '0' && p[j] <= '9' {
 					j++

@@ -893,6 +893,9 @@ func (st *stepper) apply(in input) error {
 
 	case inQueueMoved:
 		if status == protocol.StatusQueued {
+			// Its place changed: a change of the task as clients see it
+			// (not worth a durable write; places are recomputed at start).
+			s.T.UpdatedAt = st.e.now.UTC()
 			st.emit(effUpdated{})
 		}
 
