@@ -103,7 +103,10 @@ function makeClient() {
       const s = current.sessions[p.sessionId] ?? current.sessions["*"];
       const choice = await s.onPermission(p, s);
       if (choice === "cancelled") return { outcome: { outcome: "cancelled" } };
-      return { outcome: { outcome: "selected", optionId: choice } };
+      // The choice is an option kind; each agent names its options its own way.
+      const opt = p.options.find((o) => o.kind === choice);
+      if (!opt) fail(`no ${choice} option in ${JSON.stringify(p.options)}`);
+      return { outcome: { outcome: "selected", optionId: opt.optionId } };
     })
     .onNotification(acp.methods.client.session.update, async ({ params: n }) => {
       try {
