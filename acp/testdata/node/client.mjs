@@ -42,6 +42,7 @@ seen.invalid = 0;
 
 function check(validate, line, dir) {
   if (!line.trim()) return;
+  if (process.env.ACP_TRACE) process.stderr.write(`${dir}: ${line.slice(0, 400)}\n`);
   let msg;
   try { msg = JSON.parse(line); } catch { fail(`${dir} line is not JSON: ${line}`); }
   if (!validate(msg)) {
@@ -128,8 +129,17 @@ async function withAgent(op) {
     if (init.protocolVersion !== 1) fail("protocolVersion " + init.protocolVersion);
     return op(ctx);
   });
+  // familiar acp must exit once its client leaves; the reference agent
+  // keeps its claude and is stopped.
+  const exited = new Promise((res) => child.on("exit", () => res(true)));
   child.stdin.end();
-  await new Promise((res) => child.on("exit", res));
+  const grace = process.env.ACP_AGENT_CMD ? 3000 : 60000;
+  const ok = await Promise.race([exited, new Promise((res) => setTimeout(() => res(false), grace))]);
+  if (!ok) {
+    if (!process.env.ACP_AGENT_CMD) fail(`familiar acp did not exit within ${grace} ms of stdin closing`);
+    child.kill("SIGTERM");
+    await exited;
+  }
   return result;
 }
 
