@@ -176,3 +176,7 @@ func TestACPXOneTurn(t *testing.T) {
 		}
 	}
 }
+
+// A multiple-choice question ends the turn as a message; the next prompt
+// answers it.
+func TestACPChoice(t *testing.T) { newWorld(t).run("choice") }

@@ -234,6 +234,18 @@ const scenarios = {
       expect(list.sessions.some((x) => x.sessionId === sessionId), "session/list lacks " + sessionId);
     });
   },
+  async choice() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      const input = JSON.stringify({ questions: [{ question: "Which database?", header: "DB", multiSelect: false,
+        options: [{ label: "Postgres", description: "Relational" }, { label: "SQLite", description: "Embedded" }] }] });
+      const stop = await prompt(ctx, s, `choose\n@@TOOL AskUserQuestion ${input}\n@@TEXT Noted.`);
+      expect(stop === "end_turn" && text(s).includes("Which database?") && text(s).includes("2. SQLite"), "the choice as a message: " + stop, s);
+      expect(seen.permissions === 0, "a choice was asked as a permission", s);
+      const again = await prompt(ctx, s, "2");
+      expect(again === "end_turn" && text(s).includes("Noted."), "after the answer: " + again, s);
+    });
+  },
   async parallel() {
     await withAgent(async (ctx) => {
       const a = await newSession(ctx);
