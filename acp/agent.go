@@ -122,7 +122,8 @@ func (a *Agent) initialize(raw json.RawMessage) (any, error) {
 		return nil, invalidParams("protocolVersion", "initialize needs protocolVersion.")
 	}
 	a.mu.Lock()
-	a.elicitation = len(p.ClientCapabilities.Elicitation) > 0 && string(p.ClientCapabilities.Elicitation) != "null"
+	e := p.ClientCapabilities.Elicitation
+	a.elicitation = e != nil && len(e.Form) > 0 && string(e.Form) != "null"
 	a.mu.Unlock()
 	// A client asking for a newer version gets the one familiar speaks,
 	// as ACP's version negotiation says.

@@ -180,3 +180,7 @@ func TestACPXOneTurn(t *testing.T) {
 // A multiple-choice question ends the turn as a message; the next prompt
 // answers it.
 func TestACPChoice(t *testing.T) { newWorld(t).run("choice") }
+
+// A client that takes forms gets the choice as an elicitation, and the turn
+// goes on with its answer.
+func TestACPChoiceAsElicitation(t *testing.T) { newWorld(t).run("elicit") }

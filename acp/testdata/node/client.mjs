@@ -109,6 +109,12 @@ function makeClient() {
       if (!opt) fail(`no ${choice} option in ${JSON.stringify(p.options)}`);
       return { outcome: { outcome: "selected", optionId: opt.optionId } };
     })
+    .onRequest(acp.methods.client.elicitation.create, async ({ params: p }) => {
+      seen.kinds.push("elicitation@" + (Date.now() - t0));
+      seen.elicitations = (seen.elicitations ?? 0) + 1;
+      const s = current.sessions[p.sessionId];
+      return s.onElicit(p);
+    })
     .onNotification(acp.methods.client.session.update, async ({ params: n }) => {
       try {
         const s = current.sessions[n.sessionId] ?? current.sessions["*"];
@@ -121,11 +127,11 @@ function makeClient() {
     });
 }
 
-async function withAgent(op) {
+async function withAgent(op, clientCapabilities = {}) {
   const { child, stream } = startAgent();
   current = { sessions: {} };
   const result = await makeClient().connectWith(stream, async (ctx) => {
-    const init = await ctx.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    const init = await ctx.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities });
     if (init.protocolVersion !== 1) fail("protocolVersion " + init.protocolVersion);
     return op(ctx);
   });
@@ -245,6 +251,20 @@ const scenarios = {
       const again = await prompt(ctx, s, "2");
       expect(again === "end_turn" && text(s).includes("Noted."), "after the answer: " + again, s);
     });
+  },
+  async elicit() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      s.onElicit = async (p) => {
+        const opts = p.requestedSchema.properties.answer.oneOf;
+        expect(p.message === "Which database?" && opts.length === 2 && opts[1].title.startsWith("SQLite"), "form: " + JSON.stringify(p));
+        return { action: "accept", content: { answer: opts[1].const } };
+      };
+      const input = JSON.stringify({ questions: [{ question: "Which database?", header: "DB", multiSelect: false,
+        options: [{ label: "Postgres", description: "Relational" }, { label: "SQLite", description: "Embedded" }] }] });
+      const stop = await prompt(ctx, s, `choose\n@@TOOL AskUserQuestion ${input}\n@@TEXT Noted.`);
+      expect(stop === "end_turn" && text(s).includes("Noted.") && seen.elicitations === 1, "one turn with a form: " + stop, s);
+    }, { elicitation: { form: {} } });
   },
   async parallel() {
     await withAgent(async (ctx) => {
