@@ -491,7 +491,9 @@ func (s *session) question(q protocol.Question) {
 	s.permissions[q.ID] = cancel
 	taskID := s.taskID
 	s.mu.Unlock()
+	s.a.bg.Add(1)
 	go func() {
+		defer s.a.bg.Done()
 		defer func() {
 			s.mu.Lock()
 			delete(s.permissions, q.ID)
@@ -624,7 +626,9 @@ func (s *session) elicit(q protocol.Question) bool {
 	s.permissions[q.ID] = cancel
 	taskID := s.taskID
 	s.mu.Unlock()
+	s.a.bg.Add(1)
 	go func() {
+		defer s.a.bg.Done()
 		defer cancel()
 		var opts []any
 		for _, o := range q.Options {
