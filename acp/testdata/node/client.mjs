@@ -320,7 +320,15 @@ async function settledTree(root) {
     if (Date.now() - stableSince > 1500) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { processes: last, rssKiB: treeRssKiB(root) };
+  // Process names, zombies marked: what the agent leaves behind.
+  const names = tree(root).map((p) => {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z" ? comm + " (zombie)" : comm;
+    } catch { return "?"; }
+  });
+  return { processes: last, rssKiB: treeRssKiB(root), names };
 }
 scenarios.latency = async () => {
   let at = 0;
