@@ -177,6 +177,15 @@ function text(s) {
   return s.updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
 }
 
+// until polls a condition the client's handlers make true, with a deadline.
+async function until(cond, what, s, ms = 10000) {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) fail("timed out waiting for " + what + (s ? "\nupdates: " + JSON.stringify(s.updates) : ""));
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 function expect(cond, msg, s) {
   if (!cond) fail(msg + (s ? "\nupdates: " + JSON.stringify(s.updates) : ""));
 }
@@ -220,7 +229,8 @@ const scenarios = {
     await withAgent(async (ctx) => {
       const s = await newSession(ctx);
       await ctx.request(acp.methods.agent.session.setMode, { sessionId: s.id, modeId: "architect" });
-      expect(s.updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "architect"), "no current_mode_update", s);
+      // The SDK runs notification handlers on its own schedule: wait for it.
+      await until(() => s.updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "architect"), "current_mode_update", s);
       const stop = await prompt(ctx, s, `plan\n@@TOOL Write {"file_path":"acp-architect.txt","content":"x"}\n@@TEXT Planned.`);
       expect(stop === "end_turn", "stopReason " + stop, s);
       expect(seen.permissions === 0, "architect asked a permission to write", s);
