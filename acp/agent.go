@@ -38,6 +38,8 @@ type Agent struct {
 	opts Options
 	c    *conn
 
+	bg sync.WaitGroup // goroutines that outlive a request: permission and form requests, disconnect watchers
+
 	mu          sync.Mutex
 	familiars   map[string]*familiar // guarded by mu; by repository root
 	sessions    map[string]*session  // guarded by mu
@@ -54,10 +56,13 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	a.c = newConn(in, out, a.handle, opts.Logger)
 	err := a.c.serve(ctx)
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	for _, f := range a.familiars {
 		_ = f.close()
 	}
+	a.mu.Unlock()
+	// The client is gone and so are the familiar connections: what still
+	// runs ends now.
+	a.bg.Wait()
 	return err
 }
 
@@ -122,7 +127,8 @@ func (a *Agent) initialize(raw json.RawMessage) (any, error) {
 		return nil, invalidParams("protocolVersion", "initialize needs protocolVersion.")
 	}
 	a.mu.Lock()
-	a.elicitation = len(p.ClientCapabilities.Elicitation) > 0 && string(p.ClientCapabilities.Elicitation) != "null"
+	e := p.ClientCapabilities.Elicitation
+	a.elicitation = e != nil && len(e.Form) > 0 && string(e.Form) != "null"
 	a.mu.Unlock()
 	// A client asking for a newer version gets the one familiar speaks,
 	// as ACP's version negotiation says.
@@ -183,7 +189,38 @@ func (a *Agent) familiarFor(ctx context.Context, field, cwd string) (*familiar, 
 		return prev, nil
 	}
 	a.familiars[root] = f
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		<-f.rpc.DisconnectNotify()
+		a.familiarGone(f)
+	}()
 	return f, nil
+}
+
+// familiarGone ends the turns that waited on a familiar that went away;
+// the next session/new or session/load connects again.
+func (a *Agent) familiarGone(f *familiar) {
+	a.mu.Lock()
+	if a.familiars[f.root] == f {
+		delete(a.familiars, f.root)
+	}
+	var lost []*session
+	for _, s := range a.sessions {
+		if s.f == f {
+			lost = append(lost, s)
+		}
+	}
+	a.mu.Unlock()
+	for _, s := range lost {
+		s.mu.Lock()
+		tu := s.turn
+		s.mu.Unlock()
+		if tu != nil {
+			s.message("familiar for " + f.root + " went away; load the session again to go on.")
+			tu.end(stopEndTurn)
+		}
+	}
 }
 
 func (a *Agent) newSession(ctx context.Context, raw json.RawMessage) (any, error) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -95,6 +96,7 @@ func newWorld(t *testing.T) *world {
 	for k, v := range api.Env() {
 		w.env = append(w.env, k+"="+v)
 	}
+	t.Cleanup(w.stopFamiliar)
 	return w
 }
 
@@ -122,6 +124,63 @@ func (w *world) runWith(scenario string, env []string) string {
 	return out.String()
 }
 
+// stopFamiliar stops the repository's background familiar (it outlives
+// its editors by design) and waits until no process of the test is left.
+func (w *world) stopFamiliar() {
+	w.t.Helper()
+	cmd := exec.Command(familiarBin(w.t), "stop", "--workspace", w.repo)
+	cmd.Dir = w.repo
+	cmd.Env = w.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		w.t.Errorf("familiar stop: %v\n%s", err, out)
+	}
+	w.waitProcessesGone()
+}
+
+// waitProcessesGone waits until no process of this test is left: familiar
+// acp exits when its client leaves, the familiar it joined once its last
+// client left, and claude once stopped. They are found by the test's own
+// state dir in their environment.
+func (w *world) waitProcessesGone() {
+	w.t.Helper()
+	var marker string
+	for _, kv := range w.env {
+		if strings.HasPrefix(kv, "XDG_STATE_HOME=") {
+			marker = kv
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		left := processesWith(marker)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("processes outlived the scenario: %v", left)
+		}
+		// Nothing notifies a process's exit to a non-parent: poll.
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func processesWith(envEntry string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		pid := e.Name()
+		if pid[0] < '0' || pid[0] > '9' || pid == strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
+		if err != nil || !bytes.Contains(env, []byte(envEntry+"\x00")) {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", pid, "comm"))
+		out = append(out, pid+" "+strings.TrimSpace(string(comm)))
+	}
+	return out
+}
+
 func tail(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -132,8 +191,8 @@ func tail(s string, n int) string {
 func TestACPAllowThenLoadAfterRestart(t *testing.T) {
 	w := newWorld(t)
 	w.run("allow")
-	// Every familiar process of the first run has exited; a new one loads
-	// the session from the store.
+	// Stop the background familiar: a new one loads the session from the store.
+	w.stopFamiliar()
 	w.run("load")
 }
 
@@ -158,7 +217,7 @@ func TestACPXOneTurn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, cli, "--agent", familiarBin(t)+" acp", "--cwd", w.repo,
-		"--no-terminal", "--no-fs", "--format", "json", "--approve-all", "--ttl", "0", "--timeout", "150",
+		"--no-terminal", "--no-fs", "--format", "json", "--approve-all", "--ttl", "1", "--timeout", "150",
 		"exec", "run it\n@@TOOL Bash {\"command\":\"touch acpx.txt\",\"description\":\"run\"}\n@@TEXT Finished by acpx.")
 	cmd.Dir = w.repo
 	cmd.Env = w.env
@@ -176,3 +235,11 @@ func TestACPXOneTurn(t *testing.T) {
 		}
 	}
 }
+
+// A multiple-choice question ends the turn as a message; the next prompt
+// answers it.
+func TestACPChoice(t *testing.T) { newWorld(t).run("choice") }
+
+// A client that takes forms gets the choice as an elicitation, and the turn
+// goes on with its answer.
+func TestACPChoiceAsElicitation(t *testing.T) { newWorld(t).run("elicit") }

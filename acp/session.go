@@ -332,17 +332,15 @@ func (s *session) observe(t protocol.Task) {
 			tu.end(stopEndTurn)
 			return
 		}
-		// A choice or a dialog: asked as a message, answered by the next prompt.
+		// A choice: a form where the client has forms; otherwise (and for a
+		// dialog) a message, answered by the next prompt.
+		if q.Kind == protocol.QuestionChoice && s.elicit(*q) {
+			return
+		}
 		s.mu.Lock()
 		s.asked = q
 		s.mu.Unlock()
-		var b strings.Builder
-		b.WriteString(q.Text)
-		for i, o := range q.Options {
-			fmt.Fprintf(&b, "\n%d. %s", i+1, o.Label)
-		}
-		b.WriteString("\n\nAnswer with a number or your own words.")
-		s.message(b.String())
+		s.message(choiceText(*q))
 		tu.end(stopEndTurn)
 	case protocol.StatusPaused, protocol.StatusCancelled:
 		tu.end(stopCancelled)
@@ -493,7 +491,9 @@ func (s *session) question(q protocol.Question) {
 	s.permissions[q.ID] = cancel
 	taskID := s.taskID
 	s.mu.Unlock()
+	s.a.bg.Add(1)
 	go func() {
+		defer s.a.bg.Done()
 		defer func() {
 			s.mu.Lock()
 			delete(s.permissions, q.ID)
@@ -602,4 +602,78 @@ func (s *session) replay(ctx context.Context, taskID string) error {
 	}
 	s.follow(taskID)
 	return nil
+}
+
+// elicit asks a choice as an elicitation form, once per question, and
+// reports whether it did (the client takes forms). A declined or failed
+// form falls back to the message.
+func (s *session) elicit(q protocol.Question) bool {
+	s.a.mu.Lock()
+	can := s.a.elicitation
+	s.a.mu.Unlock()
+	if !can || len(q.Options) == 0 {
+		return false
+	}
+	s.mu.Lock()
+	if s.permissions == nil {
+		s.permissions = map[string]context.CancelFunc{}
+	}
+	if _, asked := s.permissions[q.ID]; asked {
+		s.mu.Unlock()
+		return true
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.permissions[q.ID] = cancel
+	taskID := s.taskID
+	s.mu.Unlock()
+	s.a.bg.Add(1)
+	go func() {
+		defer s.a.bg.Done()
+		defer cancel()
+		var opts []any
+		for _, o := range q.Options {
+			opts = append(opts, map[string]any{"const": o.ID, "title": o.Label})
+		}
+		var res struct {
+			Action  string `json:"action"`
+			Content struct {
+				Answer string `json:"answer"`
+			} `json:"content"`
+		}
+		err := s.a.c.call(ctx, "elicitation/create", map[string]any{
+			"sessionId": s.id, "mode": "form", "message": q.Text,
+			"requestedSchema": map[string]any{"type": "object", "required": []string{"answer"},
+				"properties": map[string]any{"answer": map[string]any{"type": "string", "title": q.Text, "oneOf": opts}}},
+		}, &res)
+		if err == nil && res.Action == "accept" && res.Content.Answer != "" {
+			var t protocol.Task
+			if err := s.f.call(context.Background(), protocol.MethodTaskRespond,
+				map[string]any{"id": taskID, "questionId": q.ID, "optionId": res.Content.Answer}, &t); err == nil {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			return // settled elsewhere
+		}
+		// Declined or not understood: ask in words, answered by the next prompt.
+		s.mu.Lock()
+		tu := s.turn
+		s.asked = &q
+		s.mu.Unlock()
+		s.message(choiceText(q))
+		if tu != nil {
+			tu.end(stopEndTurn)
+		}
+	}()
+	return true
+}
+
+func choiceText(q protocol.Question) string {
+	var b strings.Builder
+	b.WriteString(q.Text)
+	for i, o := range q.Options {
+		fmt.Fprintf(&b, "\n%d. %s", i+1, o.Label)
+	}
+	b.WriteString("\n\nAnswer with a number or your own words.")
+	return b.String()
 }

@@ -12,7 +12,9 @@ const ProtocolVersion = 1
 type initializeParams struct {
 	ProtocolVersion    *int `json:"protocolVersion"`
 	ClientCapabilities struct {
-		Elicitation json.RawMessage `json:"elicitation"`
+		Elicitation *struct {
+			Form json.RawMessage `json:"form"`
+		} `json:"elicitation"`
 	} `json:"clientCapabilities"`
 }
 

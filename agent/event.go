@@ -132,7 +132,7 @@ type TurnEnded struct {
 	BackgroundTasks int     `json:"backgroundTasks"`
 	Failed          bool    `json:"failed,omitempty"` // StopFailure / error result
 	Error           string  `json:"error,omitempty"`
-	CostUSD         float64 `json:"costUsd,omitempty"`
+	CostUSD         float64 `json:"costUsd,omitempty"` // this turn's, as the CLI counts it (stream driver)
 	InputTokens     int     `json:"inputTokens,omitempty"`
 	OutputTokens    int     `json:"outputTokens,omitempty"`
 	// Asks is the id of the prose question the turn ended with, if any.

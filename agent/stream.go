@@ -24,6 +24,7 @@ type streamDriver struct {
 	lastText    string
 	resetsAt    time.Time       // from a rejected rate_limit_event, for the result that follows
 	mcpReported map[string]bool // failed MCP servers already reported
+	lastCost    float64         // the CLI's cost so far: result lines carry the process's running total
 }
 
 // ProblemMCPFailed starts the Problem text of an MCP server that claude
@@ -187,10 +188,12 @@ func (d *streamDriver) handleLine(line []byte) {
 			msg = d.lastText
 		}
 		d.lastText = ""
+		cost := m.TotalCostUSD - d.lastCost
+		d.lastCost = m.TotalCostUSD
 		turn := &TurnEnded{
 			LastMessage:  msg,
 			Failed:       m.IsError,
-			CostUSD:      m.TotalCostUSD,
+			CostUSD:      cost,
 			InputTokens:  m.Usage.InputTokens,
 			OutputTokens: m.Usage.OutputTokens,
 			Usage:        s.tr.turnUsage(),

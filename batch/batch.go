@@ -58,10 +58,12 @@ type TaskReport struct {
 	ChangedFiles []protocol.ChangedFile `json:"changedFiles"`
 	Commits      []protocol.Commit      `json:"commits"`
 	CostUSD      *float64               `json:"costUsd,omitempty"`
-	DurationSec  float64                `json:"durationSec"`
-	Blocked      *protocol.Blocked      `json:"blocked,omitempty"`
-	Branch       string                 `json:"branch,omitempty"`
-	Worktree     string                 `json:"worktree,omitempty"`
+	// Usage is the task's tokens and cost, in total and per turn.
+	Usage       *protocol.Usage   `json:"usage,omitempty"`
+	DurationSec float64           `json:"durationSec"`
+	Blocked     *protocol.Blocked `json:"blocked,omitempty"`
+	Branch      string            `json:"branch,omitempty"`
+	Worktree    string            `json:"worktree,omitempty"`
 }
 
 // Run runs every task of the file and returns the report and the exit code.
@@ -150,7 +152,7 @@ func Run(ctx context.Context, o Options) (Report, int) {
 			continue
 		}
 		tr := TaskReport{ID: t.ID, Title: t.Title, Line: lines[id], Status: t.Status, Blocked: t.Blocked,
-			ChangedFiles: []protocol.ChangedFile{}, Commits: []protocol.Commit{}}
+			ChangedFiles: []protocol.ChangedFile{}, Commits: []protocol.Commit{}, Usage: t.Usage}
 		if t.Result != nil {
 			tr.Summary, tr.CostUSD = t.Result.Summary, t.Result.CostUSD
 			tr.ChangedFiles = append(tr.ChangedFiles, t.Result.ChangedFiles...)
@@ -245,6 +247,10 @@ func printReport(w io.Writer, rep Report) {
 		}
 		if t.CostUSD != nil {
 			fmt.Fprintf(w, "  cost $%.4f\n", *t.CostUSD)
+		}
+		if u := t.Usage; u != nil {
+			fmt.Fprintf(w, "  tokens %d in, %d out, %d cache read, %d cache write over %d turns\n",
+				u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, len(u.Turns))
 		}
 	}
 	if rep.OK {

@@ -623,6 +623,12 @@ func (st *stepper) apply(in input) error {
 		}
 		r := in.result
 		r.CostUSD = s.costUSD
+		if r.CostUSD == nil && s.T.Usage != nil && s.T.Usage.CostUSD > 0 {
+			// The PTY driver has no cost from the CLI: the transcript's
+			// estimate from list prices.
+			c := s.T.Usage.CostUSD
+			r.CostUSD = &c
+		}
 		switch {
 		case in.blocked != "":
 			st.block(protocol.BlockedAgentFailed, in.blocked)

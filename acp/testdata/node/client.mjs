@@ -42,6 +42,7 @@ seen.invalid = 0;
 
 function check(validate, line, dir) {
   if (!line.trim()) return;
+  if (process.env.ACP_TRACE) process.stderr.write(`${dir}: ${line.slice(0, 400)}\n`);
   let msg;
   try { msg = JSON.parse(line); } catch { fail(`${dir} line is not JSON: ${line}`); }
   if (!validate(msg)) {
@@ -103,7 +104,16 @@ function makeClient() {
       const s = current.sessions[p.sessionId] ?? current.sessions["*"];
       const choice = await s.onPermission(p, s);
       if (choice === "cancelled") return { outcome: { outcome: "cancelled" } };
-      return { outcome: { outcome: "selected", optionId: choice } };
+      // The choice is an option kind; each agent names its options its own way.
+      const opt = p.options.find((o) => o.kind === choice);
+      if (!opt) fail(`no ${choice} option in ${JSON.stringify(p.options)}`);
+      return { outcome: { outcome: "selected", optionId: opt.optionId } };
+    })
+    .onRequest(acp.methods.client.elicitation.create, async ({ params: p }) => {
+      seen.kinds.push("elicitation@" + (Date.now() - t0));
+      seen.elicitations = (seen.elicitations ?? 0) + 1;
+      const s = current.sessions[p.sessionId];
+      return s.onElicit(p);
     })
     .onNotification(acp.methods.client.session.update, async ({ params: n }) => {
       try {
@@ -117,16 +127,25 @@ function makeClient() {
     });
 }
 
-async function withAgent(op) {
+async function withAgent(op, clientCapabilities = {}) {
   const { child, stream } = startAgent();
   current = { sessions: {} };
   const result = await makeClient().connectWith(stream, async (ctx) => {
-    const init = await ctx.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    const init = await ctx.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities });
     if (init.protocolVersion !== 1) fail("protocolVersion " + init.protocolVersion);
     return op(ctx);
   });
+  // familiar acp must exit once its client leaves; the reference agent
+  // keeps its claude and is stopped.
+  const exited = new Promise((res) => child.on("exit", () => res(true)));
   child.stdin.end();
-  await new Promise((res) => child.on("exit", res));
+  const grace = process.env.ACP_AGENT_CMD ? 3000 : 60000;
+  const ok = await Promise.race([exited, new Promise((res) => setTimeout(() => res(false), grace))]);
+  if (!ok) {
+    if (!process.env.ACP_AGENT_CMD) fail(`familiar acp did not exit within ${grace} ms of stdin closing`);
+    child.kill("SIGTERM");
+    await exited;
+  }
   return result;
 }
 
@@ -156,6 +175,15 @@ function toolStatuses(s) {
 
 function text(s) {
   return s.updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+}
+
+// until polls a condition the client's handlers make true, with a deadline.
+async function until(cond, what, s, ms = 10000) {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) fail("timed out waiting for " + what + (s ? "\nupdates: " + JSON.stringify(s.updates) : ""));
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 function expect(cond, msg, s) {
@@ -201,7 +229,8 @@ const scenarios = {
     await withAgent(async (ctx) => {
       const s = await newSession(ctx);
       await ctx.request(acp.methods.agent.session.setMode, { sessionId: s.id, modeId: "architect" });
-      expect(s.updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "architect"), "no current_mode_update", s);
+      // The SDK runs notification handlers on its own schedule: wait for it.
+      await until(() => s.updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "architect"), "current_mode_update", s);
       const stop = await prompt(ctx, s, `plan\n@@TOOL Write {"file_path":"acp-architect.txt","content":"x"}\n@@TEXT Planned.`);
       expect(stop === "end_turn", "stopReason " + stop, s);
       expect(seen.permissions === 0, "architect asked a permission to write", s);
@@ -220,6 +249,32 @@ const scenarios = {
       const list = await ctx.request(acp.methods.agent.session.list, { cwd });
       expect(list.sessions.some((x) => x.sessionId === sessionId), "session/list lacks " + sessionId);
     });
+  },
+  async choice() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      const input = JSON.stringify({ questions: [{ question: "Which database?", header: "DB", multiSelect: false,
+        options: [{ label: "Postgres", description: "Relational" }, { label: "SQLite", description: "Embedded" }] }] });
+      const stop = await prompt(ctx, s, `choose\n@@TOOL AskUserQuestion ${input}\n@@TEXT Noted.`);
+      expect(stop === "end_turn" && text(s).includes("Which database?") && text(s).includes("2. SQLite"), "the choice as a message: " + stop, s);
+      expect(seen.permissions === 0, "a choice was asked as a permission", s);
+      const again = await prompt(ctx, s, "2");
+      expect(again === "end_turn" && text(s).includes("Noted."), "after the answer: " + again, s);
+    });
+  },
+  async elicit() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      s.onElicit = async (p) => {
+        const opts = p.requestedSchema.properties.answer.oneOf;
+        expect(p.message === "Which database?" && opts.length === 2 && opts[1].title.startsWith("SQLite"), "form: " + JSON.stringify(p));
+        return { action: "accept", content: { answer: opts[1].const } };
+      };
+      const input = JSON.stringify({ questions: [{ question: "Which database?", header: "DB", multiSelect: false,
+        options: [{ label: "Postgres", description: "Relational" }, { label: "SQLite", description: "Embedded" }] }] });
+      const stop = await prompt(ctx, s, `choose\n@@TOOL AskUserQuestion ${input}\n@@TEXT Noted.`);
+      expect(stop === "end_turn" && text(s).includes("Noted.") && seen.elicitations === 1, "one turn with a form: " + stop, s);
+    }, { elicitation: { form: {} } });
   },
   async parallel() {
     await withAgent(async (ctx) => {
@@ -275,7 +330,15 @@ async function settledTree(root) {
     if (Date.now() - stableSince > 1500) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { processes: last, rssKiB: treeRssKiB(root) };
+  // Process names, zombies marked: what the agent leaves behind.
+  const names = tree(root).map((p) => {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z" ? comm + " (zombie)" : comm;
+    } catch { return "?"; }
+  });
+  return { processes: last, rssKiB: treeRssKiB(root), names };
 }
 scenarios.latency = async () => {
   let at = 0;
