@@ -210,6 +210,25 @@ func (s *Stream) parse() int {
 	for i < len(p) {
 		c := p[i]
 		switch {
+		case c > 0x20 && c < 0x7f && c != '[':
+			// A run of printable ASCII (the bulk of any output) draws one
+			// column a byte: filled in one go, not byte by byte.
+			j := i + 1
+			for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f && p[j] != '[' {
+				j++
+			}
+			base := len(s.view)
+			s.view = append(s.view, p[i:j]...)
+			s.rawOff = slices.Grow(s.rawOff, j-i)[:base+j-i]
+			s.rawEnd = slices.Grow(s.rawEnd, j-i)[:base+j-i]
+			s.cols = slices.Grow(s.cols, j-i)[:base+j-i]
+			for k := range j - i {
+				s.rawOff[base+k] = int32(i + k)
+				s.rawEnd[base+k] = int32(i + k + 1)
+				s.cols[base+k] = int32(col + k)
+			}
+			col += j - i
+			i = j
 		case c == 0x1b:
 			end, drawn, text, ok := escapeEnd(p, i)
 			if !ok {
