@@ -9,5 +9,5 @@ tools:
 demo: tools
 	go run ./cmd/familiar demo
 
-test: tools
-	go test -race ./...
+test:
+	bash .ci/test
