@@ -224,3 +224,26 @@ func TestRespondRefusedWhileClaudeIsStopped(t *testing.T) {
 	}
 	e.notes.wait(t, "finished", statusIs(task.ID, protocol.StatusMerging))
 }
+
+func TestBudgetStopsTheTask(t *testing.T) {
+	e := open(t, nil, nil)
+	budget := 0.0001 // the fake model's first answer costs more (list prices)
+	task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{
+		Title: "spender", MaxBudgetUsd: &budget,
+		Description: "go\n@@TOOL Bash {\"command\":\"true\"}\n@@TOOL Bash {\"command\":\"true\"}\n@@TEXT finished",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "blocked{budget}", blockedIs(task.ID, protocol.BlockedBudget))
+	got := e.get(t, task.ID)
+	if !strings.Contains(got.Blocked.Detail, "of its $0.00 budget") {
+		t.Errorf("detail %q", got.Blocked.Detail)
+	}
+	if got.Agent == nil {
+		t.Fatal("no agent info")
+	}
+	if err := processGone(got.Agent.PID); err != nil {
+		t.Error(err)
+	}
+}
