@@ -223,6 +223,7 @@ func TestAPIRetriesAreReported(t *testing.T) {
 		if d := ev.At.Sub(first); d > 5*time.Second {
 			t.Errorf("the retry was reported %s after the first failure", d)
 		}
+		t.Logf("retry reported %s after the first failed request", ev.At.Sub(first).Round(time.Millisecond))
 		ev, _ = h.rec.wait(t, next, "turn end", turnEnded)
 		if ev.Turn.Failed || ev.Turn.LastMessage != "made it" {
 			t.Errorf("turn = %+v", ev.Turn)

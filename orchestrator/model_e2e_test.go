@@ -122,6 +122,7 @@ func TestAPIGivesUpBlocksAPIError(t *testing.T) {
 	if d := retrying.at.Sub(first); d > 5*time.Second {
 		t.Errorf("the retry was shown %s after the first failed request", d)
 	}
+	t.Logf("retry shown on the task %s after the first failed request", retrying.at.Sub(first).Round(time.Millisecond))
 	e.notes.wait(t, "blocked{api_error}", blockedIs(task.ID, protocol.BlockedAPIError))
 	got := e.get(t, task.ID)
 	if got.Blocked.Status != 529 || !strings.Contains(got.Blocked.Detail, "529") {
