@@ -119,9 +119,13 @@ func TestNoCredentialsIsAuthFailure(t *testing.T) {
 		if f := ev.Turn.Failure; f == nil || f.Kind != agent.FailureAuth {
 			t.Fatalf("failure = %+v (turn %+v)", f, ev.Turn)
 		}
-		if d := time.Since(startAt); d > 10*time.Second {
+		// claude itself says so on its first turn (the orchestrator blocks
+		// before even starting it: TestNoLoginBlocksAuthAtOnce). Generous:
+		// a loaded machine starts claude slowly.
+		if d := time.Since(startAt); d > 30*time.Second {
 			t.Errorf("took %s to report the missing login", d)
 		}
+		t.Logf("claude reported the missing login %s after start", time.Since(startAt).Round(time.Millisecond))
 		if n := len(h.api.MainRequests()); n != 0 {
 			t.Errorf("%d requests reached the API without a login", n)
 		}
