@@ -82,6 +82,16 @@ func DetectAuth(env []string, now time.Time) Auth {
 	if helper, _ := uc.settings()["apiKeyHelper"].(string); helper != "" {
 		return Auth{Method: AuthAPIKeyHelper, Source: filepath.Join(uc.Dir, "settings.json")}
 	}
+	if path := managedSettingsPath(); path != "" {
+		if b, err := os.ReadFile(path); err == nil {
+			var doc struct {
+				APIKeyHelper string `json:"apiKeyHelper"`
+			}
+			if json.Unmarshal(b, &doc) == nil && doc.APIKeyHelper != "" {
+				return Auth{Method: AuthAPIKeyHelper, Source: path}
+			}
+		}
+	}
 	if set("CLAUDE_CODE_OAUTH_TOKEN") {
 		return Auth{Method: AuthOAuthToken, Source: "CLAUDE_CODE_OAUTH_TOKEN"}
 	}
@@ -118,6 +128,18 @@ func (a Auth) String() string {
 		s += ": " + a.Problem
 	}
 	return s
+}
+
+// managedSettingsPath is where an administrator's settings for every claude
+// on the machine live (they can set an apiKeyHelper).
+func managedSettingsPath() string {
+	switch runtime.GOOS {
+	case "darwin":
+		return "/Library/Application Support/ClaudeCode/managed-settings.json"
+	case "linux":
+		return "/etc/claude-code/managed-settings.json"
+	}
+	return ""
 }
 
 // keychainHasLogin reports whether the macOS Keychain holds the user's

@@ -201,14 +201,17 @@ func lastAPIError(path string) *Failure {
 		if len(line) == 0 || !bytes.Contains(line, []byte(`"assistant"`)) && !bytes.Contains(line, []byte(`"user"`)) {
 			continue
 		}
-		var e transcriptError
-		if json.Unmarshal(line, &e) != nil {
+		var kind struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(line, &kind) != nil {
 			continue
 		}
-		if e.Type == "user" {
+		if kind.Type == "user" {
 			return nil // the turn after it has not answered (yet)
 		}
-		if e.Type != "assistant" {
+		var e transcriptError
+		if kind.Type != "assistant" || json.Unmarshal(line, &e) != nil {
 			continue
 		}
 		if !e.IsAPIErrorMessage {

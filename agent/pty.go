@@ -200,6 +200,7 @@ func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
 		// No hook fires for an interrupt (CLAUDE-CLI.md Part B §1.1): the turn
 		// is over and the CLI asks what to do instead.
 		s.resolveElsewhere(func(p *pendingQuestion) bool { return p.source != "interrupted" }, "agent")
+		s.commandEnded("") // the CLI killed it
 		s.mu.Lock()
 		s.inTurn = false
 		s.notifyLocked()
@@ -529,6 +530,10 @@ func (d *ptyDriver) permissionRequest(ctx context.Context, p hookPayload) any {
 	}
 	if decision == nil {
 		return nil
+	}
+	if decision["behavior"] == "deny" {
+		// No PostToolUse follows a denied call: its command never runs.
+		s.commandEnded(p.ToolUseID)
 	}
 	return map[string]any{"hookSpecificOutput": map[string]any{
 		"hookEventName": "PermissionRequest",

@@ -119,7 +119,9 @@ func TestSessionEnvScrubsParentSession(t *testing.T) {
 			t.Errorf("%s not scrubbed: %s", gone, got)
 		}
 	}
-	for _, kept := range []string{"PATH=/bin", "CLAUDE_CODE_MAX_RETRIES=2", "ANTHROPIC_API_KEY=k", "HTTPS_PROXY=http://p", "CLAUDE_CONFIG_DIR=/cfg", "TERM=xterm-256color"} {
+	for _, kept := range []string{"PATH=/bin", "CLAUDE_CODE_MAX_RETRIES=2", "ANTHROPIC_API_KEY=k", "HTTPS_PROXY=http://p", "CLAUDE_CONFIG_DIR=/cfg", "TERM=xterm-256color",
+		// The session's state is familiar's; its login is the user's own.
+		"CLAUDE_SECURESTORAGE_CONFIG_DIR=/home/u/.claude"} {
 		if !strings.Contains(got, kept) {
 			t.Errorf("%s missing: %s", kept, got)
 		}

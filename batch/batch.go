@@ -217,6 +217,12 @@ func settingsFor(s protocol.Settings, r runfile.Settings) protocol.Settings {
 	if r.TermGraceSec != nil {
 		s.TermGraceSec = *r.TermGraceSec
 	}
+	if r.CommandTimeoutSec > 0 {
+		s.CommandTimeoutSec = r.CommandTimeoutSec
+	}
+	if r.MaxBudgetUsd > 0 {
+		s.MaxBudgetUsd = r.MaxBudgetUsd
+	}
 	// Headless: only the file's policy decides; without one, ask — which
 	// nobody answers, so requests are denied after the approval timeout.
 	s.PermissionPolicy = protocol.Policy{Default: protocol.PolicyAsk}

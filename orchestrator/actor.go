@@ -425,7 +425,16 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		}
 		in = inResolved{questionID: ev.Resolved.QuestionID, by: by, optionID: ev.Resolved.OptionID}
 	case agent.EventTurnEnded:
-		in = inTurnEnded{turn: *ev.Turn}
+		// What claude said about a failure becomes a blocked detail:
+		// masked like everything familiar stores or sends.
+		turn := *ev.Turn
+		turn.Error = o.maskString(turn.Error)
+		if f := turn.Failure; f != nil {
+			c := *f
+			c.Message = o.maskString(c.Message)
+			turn.Failure = &c
+		}
+		in = inTurnEnded{turn: turn}
 	case agent.EventTranscript:
 		in = inTranscript{entry: o.transcriptEntry(a.id, ev.Transcript)}
 	case agent.EventProblem:

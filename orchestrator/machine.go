@@ -1109,7 +1109,7 @@ func (st *stepper) turnEnded(turn agent.TurnEnded) {
 	case st.overBudget() && !(s.T.Status == protocol.StatusRunning && !turn.Failed && s.T.PendingQuestion == nil && turn.Asks == ""):
 		// Spent: it stops here rather than start another turn. (A turn
 		// that finished the task completes: the work is paid for.)
-		st.block(protocol.BlockedBudget, fmt.Sprintf("the task spent $%.2f of its $%.2f budget", *s.costUSD, st.budget()))
+		st.block(protocol.BlockedBudget, st.budgetDetail())
 	case s.T.PendingQuestion != nil || turn.Asks != "":
 		// Waiting on the person: keep what this turn did as a checkpoint.
 		st.emit(effCheckpoint{message: fmt.Sprintf("familiar checkpoint: %s (turn %d)", s.T.Title, s.Turns)})
@@ -1130,10 +1130,29 @@ func (st *stepper) budget() float64 {
 	return st.e.maxBudgetUSD
 }
 
+// spent is what the task has cost so far: the CLI's own figures of the
+// turns that ended, or, when more, the transcript's running estimate (it
+// grows with every model response, mid-turn).
+func (st *stepper) spent() float64 {
+	var c float64
+	if st.s.costUSD != nil {
+		c = *st.s.costUSD
+	}
+	if u := st.s.T.Usage; u != nil && u.CostUSD > c {
+		c = u.CostUSD
+	}
+	return c
+}
+
 // overBudget reports whether the task has spent its budget.
 func (st *stepper) overBudget() bool {
 	b := st.budget()
-	return b > 0 && st.s.costUSD != nil && *st.s.costUSD >= b
+	return b > 0 && st.spent() >= b
+}
+
+// budgetDetail says what was spent of what.
+func (st *stepper) budgetDetail() string {
+	return fmt.Sprintf("the task spent $%.2f of its $%.2f budget", st.spent(), st.budget())
 }
 
 // transcript publishes one transcript entry and keeps what task/get and
@@ -1165,6 +1184,10 @@ func (st *stepper) transcript(e protocol.TranscriptEntry) {
 		t.Responses++
 		if u.Responses > 0 { // a stream-json turn's usage counts all its responses
 			t.Responses += u.Responses - 1
+		}
+		if live(s.T.Status) && s.agent == agentUp && st.overBudget() {
+			// Spent mid-turn: stop here rather than pay for the rest.
+			st.stopAgent(stopIntent{kind: stopBlock, reason: protocol.BlockedBudget, detail: st.budgetDetail()}, false)
 		}
 	}
 }

@@ -270,6 +270,15 @@ func TestTransitions(t *testing.T) {
 					t.Errorf("blocked %+v", s.T.Blocked)
 				}
 			}},
+		{name: "over budget mid-turn (transcript usage): stopped, blocked{budget}", from: mk(running, agentUp, withBudget(0.5)),
+			in: inTranscript{entry: protocol.TranscriptEntry{Usage: &protocol.Usage{OutputTokens: 10, CostUSD: 0.75}}}, status: running, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				if s.stop.kind != stopBlock || s.stop.reason != protocol.BlockedBudget || !strings.Contains(s.stop.detail, "$0.75 of its $0.50") {
+					t.Errorf("stop %+v", s.stop)
+				}
+			}},
+		{name: "under budget mid-turn: runs on", from: mk(running, agentUp, withBudget(1)),
+			in: inTranscript{entry: protocol.TranscriptEntry{Usage: &protocol.Usage{CostUSD: 0.25}}}, status: running, phase: agentUp},
 		{name: "over budget on the turn that finishes: completes", from: mk(running, agentUp, withBudget(1)),
 			in: inTurnEnded{turn: agent.TurnEnded{CostUSD: 1.25, LastMessage: "done"}}, status: running, effects: []string{"persist", "complete"}},
 		{name: "a silent command: blocked{timeout} naming the command", from: mk(running, agentUp),

@@ -15,6 +15,8 @@
 //	  approvalTimeoutSec: 60    # an unanswered permission is denied after this
 //	  noProgressTimeoutSec: 900 # a task without progress this long is blocked
 //	  termGraceSec: 10          # SIGTERM to SIGKILL grace; 0 kills at once
+//	  commandTimeoutSec: 3600   # a command that writes nothing this long is stopped
+//	  maxBudgetUsd: 5           # a task that spent this much is blocked; 0: none
 //	  permissionPolicy:         # the only source of permissions in a headless run
 //	    default: deny           # ask | allow | deny, for tool uses no rule matches
 //	    allow: ["Bash(go test:*)", "Read", "Edit"]
@@ -31,7 +33,8 @@
 // same camelCase names: title, description, acceptanceCriteria, type,
 // profile, promptOverride, mode, priority, baseRef, driver, mcpServers,
 // skills, hints {files, notes}, directives {think, verbose, elevated},
-// noProgressTimeoutSec, permissionPolicy {default, allow, deny}. The file may
+// noProgressTimeoutSec, commandTimeoutSec, maxBudgetUsd, permissionPolicy
+// {default, allow, deny}. The file may
 // also be just the list of tasks, with no settings. testdata/example.yaml is
 // a complete example.
 //

@@ -58,6 +58,11 @@ type Settings struct {
 	// TermGraceSec is nil when the file sets none, because 0 (kill at once)
 	// is a real value.
 	TermGraceSec *int
+	// CommandTimeoutSec (0: familiar's default) bounds a silent command;
+	// MaxBudgetUsd (0: none) stops a task that has spent it. A task's own
+	// value wins.
+	CommandTimeoutSec int
+	MaxBudgetUsd      float64
 }
 
 // Error is what is wrong with a tasks file and where. Line and Column are
@@ -148,6 +153,8 @@ type fileSettings struct {
 	ApprovalTimeoutSec   *int             `json:"approvalTimeoutSec"`
 	NoProgressTimeoutSec *int             `json:"noProgressTimeoutSec"`
 	TermGraceSec         *int             `json:"termGraceSec"`
+	CommandTimeoutSec    *int             `json:"commandTimeoutSec"`
+	MaxBudgetUsd         *float64         `json:"maxBudgetUsd"`
 }
 
 // keyHints name the file's key for protocol names a person may reach for.
@@ -249,10 +256,14 @@ func (d *decoder) settings(fs *fileSettings) (Settings, *Error) {
 		inRange("approvalTimeoutSec", fs.ApprovalTimeoutSec, protocol.MinApprovalTimeoutSec, protocol.MaxTimeoutSec),
 		inRange("noProgressTimeoutSec", fs.NoProgressTimeoutSec, protocol.MinNoProgressTimeoutSec, protocol.MaxTimeoutSec),
 		inRange("termGraceSec", fs.TermGraceSec, 0, protocol.MaxTermGraceSec),
+		inRange("commandTimeoutSec", fs.CommandTimeoutSec, protocol.MinNoProgressTimeoutSec, protocol.MaxTimeoutSec),
 	} {
 		if err != nil {
 			return Settings{}, err
 		}
+	}
+	if v := fs.MaxBudgetUsd; v != nil && !(*v >= 0 && *v <= protocol.MaxBudgetUsd) {
+		return Settings{}, fail("maxBudgetUsd", "maxBudgetUsd must be between 0 (no limit) and %d, not %v", protocol.MaxBudgetUsd, *v)
 	}
 	return Settings{
 		Concurrency:          valueOr(fs.Concurrency, DefaultConcurrency),
@@ -262,7 +273,16 @@ func (d *decoder) settings(fs *fileSettings) (Settings, *Error) {
 		ApprovalTimeoutSec:   valueOr(fs.ApprovalTimeoutSec, 0),
 		NoProgressTimeoutSec: valueOr(fs.NoProgressTimeoutSec, 0),
 		TermGraceSec:         fs.TermGraceSec,
+		CommandTimeoutSec:    valueOr(fs.CommandTimeoutSec, 0),
+		MaxBudgetUsd:         budgetOr(fs.MaxBudgetUsd),
 	}, nil
+}
+
+func budgetOr(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
 }
 
 func valueOr(v *int, def int) int {
