@@ -273,9 +273,15 @@ func Start(cfg Config) (*Process, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	}
 
+	// Registered before a reaper can look (see Reaper): the child runs in
+	// its own group, so a sweep would otherwise take its exit status.
+	owned.forking.RLock()
 	if err := cmd.Start(); err != nil {
+		owned.forking.RUnlock()
 		return fail(err)
 	}
+	own(cmd.Process.Pid)
+	owned.forking.RUnlock()
 	for _, f := range childEnds {
 		_ = f.Close()
 	}
@@ -341,6 +347,7 @@ func pollable(f *os.File) (*os.File, error) {
 func (p *Process) wait() {
 	defer p.wg.Done()
 	err := p.cmd.Wait()
+	disown(p.cmd.Process.Pid)
 	var ws syscall.WaitStatus
 	ok := false
 	if ps := p.cmd.ProcessState; ps != nil {
