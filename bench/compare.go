@@ -63,8 +63,7 @@ const (
 )
 
 // ACPVersion is the pinned version of Zed's ACP adapter compared against;
-// bash .ci/run-acp (or `familiar bench --acp-install`) installs it into
-// <tools>/acp.
+// bash .ci/run-acp-tools installs it into <tools>/acp.
 const ACPVersion = "0.16.2"
 
 // compare runs every system's session side by side and asks each the same
@@ -475,8 +474,7 @@ func (r *runner) acpEntry() string {
 func (r *runner) startACP(ctx context.Context, api *demomodel.Server) (contender, error) {
 	entry := r.acpEntry()
 	if _, err := os.Stat(entry); err != nil {
-		return nil, errSkip(fmt.Sprintf("claude-code-acp is not installed (npm install --prefix %s @zed-industries/claude-code-acp@%s)",
-			filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(entry)))), ACPVersion))
+		return nil, errSkip("claude-code-acp " + ACPVersion + " is not installed (bash .ci/run-acp-tools)")
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
