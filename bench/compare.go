@@ -342,35 +342,22 @@ func (r *runner) startStreamFloor(ctx context.Context, api *demomodel.Server) (c
 		"--verbose", "--permission-prompt-tool", "stdio", "--permission-mode", "default")
 	cmd.Dir = repo
 	cmd.Env = agent.SessionEnv(os.Environ(), cfg, api.Env())
-	f := &streamFloor{cmd: cmd, lines: newQueue[floorLine](), done: make(chan struct{})}
-	if f.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
+	f := &streamFloor{cmd: cmd, lines: newQueue[floorLine]()}
+	f.stdin, f.done, err = startLines(cmd, func(line []byte, at time.Time) {
+		var m struct {
+			Type      string `json:"type"`
+			RequestID string `json:"request_id"`
+			Request   struct {
+				Subtype string `json:"subtype"`
+			} `json:"request"`
+		}
+		if json.Unmarshal(line, &m) == nil {
+			f.lines.add(floorLine{typ: m.Type, subtype: m.Request.Subtype, requestID: m.RequestID, at: at})
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		defer close(f.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			at := time.Now()
-			var m struct {
-				Type      string `json:"type"`
-				RequestID string `json:"request_id"`
-				Request   struct {
-					Subtype string `json:"subtype"`
-				} `json:"request"`
-			}
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				f.lines.add(floorLine{typ: m.Type, subtype: m.Request.Subtype, requestID: m.RequestID, at: at})
-			}
-		}
-	}()
 	return f, nil
 }
 
@@ -409,6 +396,32 @@ func (f *streamFloor) finish(ctx context.Context) error {
 }
 
 func (f *streamFloor) close() { stopChild(f.cmd, f.stdin, f.done) }
+
+// startLines starts cmd with pipes on its stdin and stdout and calls
+// onLine with each stdout line and the time it was read, from one goroutine,
+// until stdout ends (then done is closed).
+func startLines(cmd *exec.Cmd, onLine func(line []byte, at time.Time)) (stdin io.WriteCloser, done chan struct{}, err error) {
+	if stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			onLine(sc.Bytes(), time.Now())
+		}
+	}()
+	return stdin, done, nil
+}
 
 // stopChild ends a child that reads its stdin: EOF first, then a kill if it
 // lingers; then waits for it and its reader.
@@ -497,28 +510,16 @@ func (r *runner) startACP(ctx context.Context, api *demomodel.Server) (contender
 	extra["CLAUDE_CODE_EXECUTABLE"] = r.claude.Path // the same claude as familiar's
 	extra["IS_SANDBOX"] = "1"                       // lets the adapter run as root
 	cmd.Env = agent.SessionEnv(os.Environ(), cfg, extra)
-	a := &acpContender{cmd: cmd, msgs: newQueue[acpMsg](), done: make(chan struct{})}
-	if a.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
+	a := &acpContender{cmd: cmd, msgs: newQueue[acpMsg]()}
+	a.stdin, a.done, err = startLines(cmd, func(line []byte, at time.Time) {
+		m := acpMsg{at: at}
+		if json.Unmarshal(line, &m) == nil {
+			a.msgs.add(m)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		defer close(a.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			m := acpMsg{at: time.Now()}
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				a.msgs.add(m)
-			}
-		}
-	}()
 	if _, err := a.call(ctx, "initialize", map[string]any{"protocolVersion": 1,
 		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false}}); err != nil {
 		a.close()

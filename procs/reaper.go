@@ -4,14 +4,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/familiar-dev/familiar/procs/procfs"
 )
 
 // Children that procs waits for itself. Start registers a child's pid
@@ -136,31 +135,17 @@ func reapOrphan(s procStat) bool {
 	return err == nil
 }
 
-// childPIDs lists this process's children (zombies included), from each
-// thread's /proc children list; where the kernel does not provide those,
-// from the parent pid of every process.
+// childPIDs lists this process's children (zombies included); where the
+// kernel keeps no children lists, from the parent pid of every process.
 func childPIDs() []int {
-	files, _ := filepath.Glob("/proc/self/task/*/children")
-	if len(files) == 0 {
-		all, _ := readAllStats()
-		var pids []int
-		for _, s := range all {
-			if s.ppid == os.Getpid() {
-				pids = append(pids, s.pid)
-			}
-		}
+	if pids, ok := procfs.Children(); ok {
 		return pids
 	}
+	all, _ := readAllStats()
 	var pids []int
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, field := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(field); err == nil {
-				pids = append(pids, pid)
-			}
+	for _, s := range all {
+		if s.ppid == os.Getpid() {
+			pids = append(pids, s.pid)
 		}
 	}
 	return pids
