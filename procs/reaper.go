@@ -3,6 +3,7 @@ package procs
 import (
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,26 @@ func isOwned(pid int) bool {
 	return ok
 }
 
+// StartCommand starts cmd (cmd.Start) registered as a child that is waited
+// for, so a Reaper leaves its exit status to its waiter. Use it for children
+// started in a session or process group of their own; call the returned wait
+// instead of cmd.Wait.
+func StartCommand(cmd *exec.Cmd) (wait func() error, err error) {
+	owned.forking.RLock()
+	if err := cmd.Start(); err != nil {
+		owned.forking.RUnlock()
+		return nil, err
+	}
+	pid := cmd.Process.Pid
+	own(pid)
+	owned.forking.RUnlock()
+	return func() error {
+		err := cmd.Wait()
+		disown(pid)
+		return err
+	}, nil
+}
+
 // Reaper collects the exit status of orphans as they exit. familiar is a
 // child subreaper (EnableSubreaper), so tool processes that outlive their
 // parent (a daemonized `sleep &`, git's and sh's helpers) are reparented to
@@ -56,6 +77,10 @@ func isOwned(pid int) bool {
 // their cmd.Wait, while orphans come from agents' trees, which procs starts
 // in their own session or group. Each is reaped through a pidfd checked
 // against its start time, so a reused pid is never waited for by mistake.
+//
+// A child that familiar starts with os/exec in a session or group of its
+// own (Setsid, Setpgid) looks like an orphan to this rule: start it with
+// StartCommand, which registers it like procs' own children.
 //
 // An orphan that stays in familiar's process group (a grandchild of an
 // os/exec child that daemonized) is left alone, as it cannot be told from

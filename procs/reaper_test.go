@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -56,9 +57,9 @@ func TestReaperReapsOrphansAsTheyExit(t *testing.T) {
 }
 
 // TestReaperStealsNoExitStatus runs children that others wait for — with
-// os/exec in familiar's process group, and with Start in their own session
-// or group — while orphans exit and the reaper sweeps: every waiter gets
-// its child's own exit code.
+// os/exec in familiar's process group, with Start in their own session or
+// group, and with StartCommand in a session of their own — while orphans
+// exit and the reaper sweeps: every waiter gets its child's own exit code.
 func TestReaperStealsNoExitStatus(t *testing.T) {
 	checkLeaks(t)
 	r := StartReaper(nil)
@@ -74,7 +75,7 @@ func TestReaperStealsNoExitStatus(t *testing.T) {
 	)
 	errs := make(chan error, 100)
 	for i := range 12 {
-		wg.Add(3)
+		wg.Add(4)
 		go func() { // os/exec, like git
 			defer wg.Done()
 			cmd := exec.Command(self, "-test.run=^$")
@@ -95,6 +96,21 @@ func TestReaperStealsNoExitStatus(t *testing.T) {
 			st, err := p.Wait(context.Background())
 			if err != nil || st.Code != 5 {
 				errs <- errors.New("procs child: status " + st.String() + " " + errString(err))
+			}
+		}()
+		go func() { // os/exec in a session of its own, like the background familiar
+			defer wg.Done()
+			cmd := exec.Command(self, "-test.run=^$")
+			cmd.Env = append(os.Environ(), helperEnv+"=exit 4", runEnv+"="+runID)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			wait, err := StartCommand(cmd)
+			if err != nil {
+				errs <- err
+				return
+			}
+			var ee *exec.ExitError
+			if err := wait(); !errors.As(err, &ee) || ee.ExitCode() != 4 {
+				errs <- errors.New("StartCommand child: " + errString(err))
 			}
 		}()
 		go func() { // an orphan, so sweeps run meanwhile
