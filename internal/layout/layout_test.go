@@ -54,7 +54,7 @@ var mustNot = map[string][]string{
 	"acp":              except("acp", "protocol"),
 	"agent/closing":    except("agent/closing"),
 	"agent/transcript": except("agent/transcript"),
-	"daemon":           except("daemon", "clock", "protocol", "jsonrpc"),
+	"daemon":           except("daemon", "clock", "protocol", "jsonrpc", "procs/procfs"),
 	"grants":           except("grants", "policy"),
 	"texts":            except("texts"),
 	"runfile":          except("runfile", "protocol"),
