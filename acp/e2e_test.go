@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/leakcheck"
 	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
@@ -51,7 +52,7 @@ func familiarBin(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := leakcheck.Run(m)
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}

@@ -22,10 +22,11 @@ const (
 	ScenarioThroughput = "throughput"
 	ScenarioStart      = "start"
 	ScenarioScale      = "scale"
+	ScenarioCompare    = "compare"
 )
 
 // Scenarios lists every scenario.
-var Scenarios = []string{ScenarioDetect, ScenarioOverhead, ScenarioThroughput, ScenarioStart, ScenarioScale}
+var Scenarios = []string{ScenarioDetect, ScenarioOverhead, ScenarioThroughput, ScenarioStart, ScenarioScale, ScenarioCompare}
 
 // Options configure Run. The zero value of each field means its default.
 type Options struct {
@@ -33,6 +34,9 @@ type Options struct {
 	Only []string
 	// Runs is how many questions each driver is asked (default 50).
 	Runs int
+	// CompareRuns is how many permission rounds each system of the
+	// comparison gets, interleaved (default 22).
+	CompareRuns int
 	// StartRuns is how many tasks and worktrees the start scenario makes
 	// (default 5).
 	StartRuns int
@@ -63,6 +67,9 @@ func (o *Options) defaults() error {
 	}
 	if o.StartRuns <= 0 {
 		o.StartRuns = 5
+	}
+	if o.CompareRuns <= 0 {
+		o.CompareRuns = 22
 	}
 	if o.FloodMB <= 0 {
 		o.FloodMB = 200
@@ -104,6 +111,7 @@ type Report struct {
 	ScreenModel   []ScreenResult     `json:"screenModel,omitempty"`
 	TaskStart     *TaskStartResult   `json:"taskStart,omitempty"`
 	Scale         *ScaleResult       `json:"scale,omitempty"`
+	Compare       []CompareResult    `json:"compare,omitempty"`
 	// Skipped says what did not run here and why.
 	Skipped     []string           `json:"skipped,omitempty"`
 	DurationSec float64            `json:"durationSec"`
@@ -112,10 +120,11 @@ type Report struct {
 
 // ReportOptions are the options that shape the figures.
 type ReportOptions struct {
-	Runs      int     `json:"detectionRuns"`
-	StartRuns int     `json:"startRuns"`
-	FloodMiB  int     `json:"floodMiB"`
-	WindowSec float64 `json:"windowSec"`
+	Runs        int     `json:"detectionRuns"`
+	CompareRuns int     `json:"compareRuns"`
+	StartRuns   int     `json:"startRuns"`
+	FloodMiB    int     `json:"floodMiB"`
+	WindowSec   float64 `json:"windowSec"`
 }
 
 type runner struct {
@@ -142,7 +151,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Machine: Machine{
 			CPUs: runtime.NumCPU(), MemGiB: memTotalGiB(), Kernel: kernel(), Go: runtime.Version(), LoadAvg: loadAvg(),
 		},
-		Options:   ReportOptions{Runs: opts.Runs, StartRuns: opts.StartRuns, FloodMiB: opts.FloodMB, WindowSec: opts.Window.Seconds()},
+		Options:   ReportOptions{Runs: opts.Runs, CompareRuns: opts.CompareRuns, StartRuns: opts.StartRuns, FloodMiB: opts.FloodMB, WindowSec: opts.Window.Seconds()},
 		Scenarios: map[string]float64{},
 	}
 	r := &runner{opts: opts, report: rep, moduleRoot: opts.ModuleRoot}
@@ -174,6 +183,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		ScenarioThroughput: r.throughput,
 		ScenarioStart:      r.taskStart,
 		ScenarioScale:      r.scale,
+		ScenarioCompare:    r.compare,
 	}
 	for _, name := range Scenarios {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, name) {

@@ -23,6 +23,8 @@ func printScenario(w io.Writer, rep *Report, name string) {
 		tableStart(&b, rep)
 	case ScenarioScale:
 		tableScale(&b, rep)
+	case ScenarioCompare:
+		tableCompare(&b, rep)
 	}
 	if b.Len() > 0 {
 		fmt.Fprintln(w, b.String())
@@ -198,4 +200,21 @@ func WriteReadme(rep *Report, dir, jsonName string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+func tableCompare(w io.Writer, rep *Report) {
+	if len(rep.Compare) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Compared with peers: detect (scripted API done with a tool_use → the client sees the question) and continue (the client's allow → the next API request), claude %s, %d rounds each, interleaved\n\n",
+		rep.ClaudeVersion, rep.Options.CompareRuns)
+	t := newTable(w, "system", "runs", "detect p50 ms", "detect p95 ms", "continue p50 ms", "continue p95 ms")
+	for _, c := range rep.Compare {
+		if c.Skipped != "" {
+			t.row(c.System, 0, "skipped: "+c.Skipped, "", "", "")
+			continue
+		}
+		t.row(c.System, c.Detect.N, c.Detect.P50, c.Detect.P95, c.Continue.P50, c.Continue.P95)
+	}
+	t.flush()
 }

@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/familiar-dev/familiar/procs/procfs"
 )
 
 // Files the daemon keeps in the repository's data dir.
@@ -87,15 +88,10 @@ func Alive(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := procfs.ReadStat(pid)
 	if err != nil {
+		// Gone, or no /proc to tell: kill(0) said it exists.
 		return !errors.Is(err, fs.ErrNotExist)
 	}
-	// The state follows the command, which is in parentheses and may hold
-	// spaces: "pid (comm) S ...".
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z' && s[i+2] != 'X'
-	}
-	return true
+	return !st.Dead()
 }

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 
@@ -12,15 +13,17 @@ import (
 
 // Client is a JSON-RPC client of a running familiar, for familiar's own
 // commands that ask the daemon rather than open its state behind its back
-// (familiar audit export). It speaks the same framing as editors do.
-// Notifications from the server are ignored.
+// (familiar audit export) and for measuring what a client sees (familiar
+// bench). It speaks the same framing as editors do.
 type Client struct {
 	conn *jsonrpc2.Conn
 }
 
 // Dial connects to the familiar listening on socketPath and initializes
-// the connection with init. Close the client when done.
-func Dial(ctx context.Context, socketPath string, init protocol.InitializeParams) (*Client, error) {
+// the connection with init. onNotify, when not nil, gets every notification
+// in the order of arrival, on the connection's reading goroutine (it must
+// not block, nor call the client). Close the client when done.
+func Dial(ctx context.Context, socketPath string, init protocol.InitializeParams, onNotify func(method string, params json.RawMessage)) (*Client, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", socketPath)
 	if err != nil {
@@ -32,7 +35,12 @@ func Dial(ctx context.Context, socketPath string, init protocol.InitializeParams
 	// server-side only (it drops responses, as familiar sends no requests).
 	stream := jsonrpc2.NewBufferedStream(nc, jsonrpc2.VSCodeObjectCodec{})
 	conn := jsonrpc2.NewConn(context.Background(), stream, jsonrpc2.HandlerWithError(
-		func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
+		func(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+			if req.Notif && onNotify != nil && req.Params != nil {
+				onNotify(req.Method, *req.Params)
+			}
+			return nil, nil
+		}))
 	c := &Client{conn: conn}
 	var res protocol.InitializeResult
 	if err := c.Call(ctx, protocol.MethodInitialize, init, &res); err != nil {

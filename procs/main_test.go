@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,7 +87,7 @@ func startHelper(t *testing.T, cfg Config, mode ...string) *Process {
 // orphan was left unreaped. Call it first so its cleanup runs last.
 func checkLeaks(t *testing.T) {
 	t.Helper()
-	before := runtime.NumGoroutine()
+	leakcheck.Check(t) // registered first, so it runs after the checks below
 	t.Cleanup(func() {
 		if !eventually(10*time.Second, func() bool { return len(helperProcs()) == 0 }) {
 			left := helperProcs()
@@ -99,11 +98,6 @@ func checkLeaks(t *testing.T) {
 		}
 		if z := zombieChildren(); len(z) > 0 {
 			t.Errorf("unreaped children: %v", z)
-		}
-		if !eventually(5*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Errorf("goroutines: %d before, %d after:\n%s", before, runtime.NumGoroutine(), buf)
 		}
 	})
 }
@@ -300,6 +294,19 @@ func runHelper(args []string) {
 		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := c.Start(); err != nil {
 			panic(err)
+		}
+	case "orphan-exiter": // start a child in its own session that exits once orphaned, then exit
+		self, _ := os.Executable()
+		c := exec.Command(self, "-test.run=^$")
+		c.Env = append(os.Environ(), helperEnv+"=exit-when-orphaned "+strconv.Itoa(os.Getpid()))
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			panic(err)
+		}
+		fmt.Printf("orphan %d\n", c.Process.Pid)
+	case "exit-when-orphaned": // parent-pid: exit as soon as reparented away from it
+		for os.Getppid() == arg(0) {
+			time.Sleep(time.Millisecond)
 		}
 	case "sleeper": // name [ignore-term]
 		if len(args) > 1 && args[1] == "ignore-term" {

@@ -110,9 +110,9 @@ func (id Identity) alive() (bool, error) {
 // status is reaped by Terminate rather than lost. The setting is process-wide.
 // cmd/familiar calls it once at start; tests call it in TestMain.
 //
-// Orphans that exit on their own while their Process still runs stay zombies
-// until that Process's Terminate or Close reaps them: nothing here calls
-// wait(-1), which would steal exit statuses from os/exec in other packages.
+// Orphans that exit on their own while their Process still runs are reaped
+// by the Reaper (StartReaper), which never calls wait(-1): that would steal
+// exit statuses from os/exec in other packages and from procs' own waiters.
 func EnableSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("procs: enable child subreaper: %w", err)

@@ -139,11 +139,12 @@ func SignalName(sig syscall.Signal) string {
 // Done, or to stop it): it terminates what is left of the tree, waits for the
 // output to drain, and stops every goroutine of the Process.
 type Process struct {
-	id     Identity
-	cmd    *exec.Cmd
-	clk    clock.Clock
-	grace  time.Duration
-	logger *slog.Logger
+	id      Identity
+	cmd     *exec.Cmd
+	waitCmd func() error // cmd.Wait, registered with the reaper (StartCommand)
+	clk     clock.Clock
+	grace   time.Duration
+	logger  *slog.Logger
 
 	pty     *os.File   // PTY master; nil with pipes
 	stdin   *os.File   // write end of stdin; nil under a PTY
@@ -273,7 +274,9 @@ func Start(cfg Config) (*Process, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	}
 
-	if err := cmd.Start(); err != nil {
+	// Registered before a reaper can look (see Reaper): the child runs in
+	// its own group, so a sweep would otherwise take its exit status.
+	if p.waitCmd, err = StartCommand(cmd); err != nil {
 		return fail(err)
 	}
 	for _, f := range childEnds {
@@ -340,7 +343,7 @@ func pollable(f *os.File) (*os.File, error) {
 // wait is the one goroutine that waits for the child.
 func (p *Process) wait() {
 	defer p.wg.Done()
-	err := p.cmd.Wait()
+	err := p.waitCmd()
 	var ws syscall.WaitStatus
 	ok := false
 	if ps := p.cmd.ProcessState; ps != nil {

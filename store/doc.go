@@ -3,7 +3,7 @@
 // that commits everything pending in one transaction (group commit).
 //
 // It is never imported by agent or procs, and it never imports orchestrator:
-// a task is an opaque JSON blob plus the few fields the store indexes
+// a task is an opaque JSON blob plus its status and times
 // (TaskRecord), so the orchestrator owns the Task type and its evolution.
 //
 // # Files

@@ -103,7 +103,7 @@ func auditSource(ctx context.Context, dataDir, root, taskID string, since time.T
 	sock := orchestrator.SocketPath(dataDir)
 	viaSocket := func() (auditPages, func(), error) {
 		c, err := jsonrpc.Dial(ctx, sock, protocol.InitializeParams{WorkspaceRoot: root,
-			ClientInfo: &protocol.ClientInfo{Name: "familiar audit export", Version: version}})
+			ClientInfo: &protocol.ClientInfo{Name: "familiar audit export", Version: version}}, nil)
 		if err != nil {
 			return nil, nil, err
 		}

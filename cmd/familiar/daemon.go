@@ -19,6 +19,7 @@ import (
 	"github.com/familiar-dev/familiar/daemon"
 	"github.com/familiar-dev/familiar/jsonrpc"
 	"github.com/familiar-dev/familiar/orchestrator"
+	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -197,13 +198,16 @@ func startDaemon(root, dd string, extra []string) func() (<-chan error, error) {
 		cmd.Dir = root
 		cmd.Stdout, cmd.Stderr = errFile, errFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := cmd.Start(); err != nil {
+		// Registered with procs' reaper: in a session of its own the daemon
+		// would otherwise look like an orphan to it.
+		wait, err := procs.StartCommand(cmd)
+		if err != nil {
 			return nil, err
 		}
 		// Reaps the daemon if it exits while this forwarder runs; when the
 		// forwarder exits first, the daemon is reparented and lives on.
 		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		go func() { exited <- wait() }()
 		return exited, nil
 	}
 }

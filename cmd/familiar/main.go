@@ -79,17 +79,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 		// Orphaned descendants of agents reparent to familiar, so stopping
 		// a task can find and reap them.
-		if err := procs.EnableSubreaper(); err != nil {
-			logger.Warn("cannot become a subreaper; orphaned tool processes may outlive their task", "err", err)
-		}
+		defer subreaper(logger)()
 		return serve(ctx, args[1:], os.Stdin, stdout, stderr, logger)
 	case "acp":
 		return runACP(ctx, args[1:], os.Stdin, stdout, stderr, logger)
 	case "run":
-		_ = procs.EnableSubreaper()
+		defer subreaper(logger)()
 		return runBatch(args[1:], stdout, stderr, logger)
 	case "demo":
-		_ = procs.EnableSubreaper()
+		defer subreaper(logger)()
 		return runDemo(args[1:], stdout, stderr, logger)
 	case "stop":
 		return stopCommand(ctx, args[1:], stdout, stderr)
@@ -148,4 +146,15 @@ func logLevel() slog.Level {
 		_ = level.UnmarshalText([]byte(v))
 	}
 	return level
+}
+
+// subreaper makes familiar a child subreaper, so orphaned descendants of
+// agents reparent to it and stopping a task can find them, and starts the
+// reaper that collects them as they exit. It returns the reaper's Close.
+func subreaper(logger *slog.Logger) func() {
+	if err := procs.EnableSubreaper(); err != nil {
+		logger.Warn("cannot become a subreaper; orphaned tool processes may outlive their task", "err", err)
+		return func() {}
+	}
+	return procs.StartReaper(logger).Close
 }

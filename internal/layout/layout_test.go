@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -52,7 +54,7 @@ var mustNot = map[string][]string{
 	"acp":              except("acp", "protocol"),
 	"agent/closing":    except("agent/closing"),
 	"agent/transcript": except("agent/transcript"),
-	"daemon":           except("daemon", "clock", "protocol", "jsonrpc"),
+	"daemon":           except("daemon", "clock", "protocol", "jsonrpc", "procs/procfs"),
 	"grants":           except("grants", "policy"),
 	"texts":            except("texts"),
 	"runfile":          except("runfile", "protocol"),
@@ -65,16 +67,19 @@ var mustNot = map[string][]string{
 	"batch":            {"jsonrpc", "store", "agent", "procs", "bench", "demo", "doctor", "cmd/familiar"},
 	"demo":             {"jsonrpc", "store", "bench", "doctor", "cmd/familiar"},
 	"doctor":           {"jsonrpc", "batch", "bench", "demo", "cmd/familiar"},
-	"bench":            {"jsonrpc", "batch", "demo", "doctor", "cmd/familiar"},
+	"bench":            {"batch", "demo", "doctor", "cmd/familiar"}, // measures through the JSON-RPC socket too
 }
 
 // forbiddenInBinary are packages the production binary must not link.
 var forbiddenInBinary = []string{"net/http/httptest", "testing", "testing/fstest", "testing/iotest"}
 
 type pkg struct {
-	ImportPath string
-	Imports    []string
-	Deps       []string
+	ImportPath   string
+	Dir          string
+	Imports      []string
+	Deps         []string
+	TestGoFiles  []string
+	XTestGoFiles []string
 }
 
 // list runs go list over the whole module.
@@ -84,7 +89,7 @@ func list(t *testing.T, args ...string) []pkg {
 	if err != nil {
 		testenv.Missing(t, "the go tool is not in PATH")
 	}
-	cmd := exec.Command(goTool, append([]string{"list", "-json=ImportPath,Imports,Deps"}, args...)...)
+	cmd := exec.Command(goTool, append([]string{"list", "-json=ImportPath,Dir,Imports,Deps,TestGoFiles,XTestGoFiles"}, args...)...)
 	cmd.Dir = testenv.RepoRoot()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -160,6 +165,31 @@ func TestBinaryLinksNoTestHelpers(t *testing.T) {
 			if slices.Contains(forbiddenInBinary, dep) {
 				t.Errorf("familiar links %s, a test-only package", dep)
 			}
+		}
+	}
+}
+
+// TestEveryPackageChecksLeaks: every package with tests runs the shared leak
+// check from its TestMain (internal/leakcheck).
+func TestEveryPackageChecksLeaks(t *testing.T) {
+	for _, p := range list(t, "./...") {
+		files := append(slices.Clone(p.TestGoFiles), p.XTestGoFiles...)
+		if len(files) == 0 || p.ImportPath == module+"/internal/leakcheck" {
+			continue // leakcheck's own TestMain calls Main unqualified
+		}
+		found := false
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(p.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(b, []byte("func TestMain(")) && (bytes.Contains(b, []byte("leakcheck.Main(")) || bytes.Contains(b, []byte("leakcheck.Run("))) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("%s has tests but no TestMain running leakcheck.Main or leakcheck.Run", p.ImportPath)
 		}
 	}
 }

@@ -25,7 +25,6 @@ package leakcheck
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -33,6 +32,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/familiar-dev/familiar/procs/procfs"
 )
 
 // Deadlines of the checks: long enough for a loaded CI machine, short
@@ -162,22 +163,9 @@ func waitGoroutines(before map[int]bool, timeout time.Duration) error {
 }
 
 // Children returns the pids of this process's live child processes
-// (zombies not yet reaped included), from /proc; nil where /proc does not
-// list children.
+// (zombies not yet reaped included); nil where /proc does not list children.
 func Children() []int {
-	files, _ := filepath.Glob("/proc/self/task/*/children")
-	var pids []int
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, field := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(field); err == nil && !slices.Contains(pids, pid) {
-				pids = append(pids, pid)
-			}
-		}
-	}
+	pids, _ := procfs.Children()
 	return pids
 }
 

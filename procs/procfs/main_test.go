@@ -1,4 +1,4 @@
-package procfs
+package procfs_test
 
 import (
 	"testing"

@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -106,4 +108,26 @@ func ReadAllStats() ([]Stat, error) {
 		}
 	}
 	return out, nil
+}
+
+// Children returns the pids of this process's children, zombies included,
+// from each thread's /proc/self/task/<tid>/children list. ok is false where
+// the kernel does not provide those lists (CONFIG_PROC_CHILDREN unset).
+func Children() (pids []int, ok bool) {
+	files, _ := filepath.Glob("/proc/self/task/*/children")
+	if len(files) == 0 {
+		return nil, false
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, field := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(field); err == nil && !slices.Contains(pids, pid) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, true
 }

@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/internal/testenv"
+)
+
+// TestCompareOneRound runs the comparison's machinery once per system with
+// the real claude: every system that can run here reports one detect and
+// one continue figure. (The figures themselves are `familiar bench`'s.)
+func TestCompareOneRound(t *testing.T) {
+	claude := testenv.Claude(t)
+	testenv.Git(t)
+	t.Setenv("HOME", t.TempDir())
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := agent.FindCLI(context.Background(), claude, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{ModuleRoot: root, CompareRuns: 1, Out: io.Discard, Log: io.Discard}
+	if err := opts.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{opts: opts, report: &Report{}, tmp: tmp, moduleRoot: root, claude: cli}
+	if err := r.compare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.report.Compare) != 4 {
+		t.Fatalf("%d systems compared, want 4: %+v", len(r.report.Compare), r.report.Compare)
+	}
+	for _, c := range r.report.Compare {
+		if c.Skipped != "" {
+			if c.System != SystemACP {
+				t.Errorf("%s skipped: %s", c.System, c.Skipped)
+			}
+			t.Logf("%s skipped: %s", c.System, c.Skipped)
+			continue
+		}
+		if c.Detect.N != 1 || c.Continue.N != 1 || c.Detect.P50 <= 0 || c.Continue.P50 <= 0 {
+			t.Errorf("%s: detect %+v, continue %+v; want one positive figure each", c.System, c.Detect, c.Continue)
+		}
+	}
+}
