@@ -10,12 +10,12 @@ import (
 
 // DefaultQuiet is how long a Writer holds back the tail of its stream after
 // the last write: long enough for a key written in two halves by one printf
-// to arrive whole (microseconds apart), short enough that the terminal's
-// last word reaches the editor at once (issue 12: output lag p99 ≤ 10 ms;
-// at 50 ms a TUI repainting at 20 fps showed every frame's last word one
-// frame late). A key split by a longer pause is still masked: Flush masks a
-// held word that looks like a secret's start, and its continuation.
-const DefaultQuiet = 5 * time.Millisecond
+// (drawn by the TUI in separate frames, milliseconds apart) to arrive whole,
+// short enough that a prompt shows up at once. It is also the latency of a
+// chunk's last word: 5 ms was tried (output lag p99 9 ms instead of ~60) and
+// let the first 12 characters of an environment secret through, so the
+// safety wins.
+const DefaultQuiet = 50 * time.Millisecond
 
 // A Writer masks a stream with a Stream and writes the result to an
 // io.Writer: what is safe at once, and the held-back tail after the stream

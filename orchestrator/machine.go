@@ -104,6 +104,7 @@ type state struct {
 	// completing is set while the finished turn's git work runs.
 	completing bool
 	askedAt    time.Time
+	askedID    string // the question askedAt is of, until a person's answer is recorded
 	costUSD    *float64
 	// resumeOnLoad: read back from the store as live but not waiting on
 	// anybody (a crash interrupted it), so it continues by itself.
@@ -546,6 +547,7 @@ func (st *stepper) apply(in input) error {
 		}
 		s.T.PendingQuestion = &q
 		s.askedAt = st.e.now
+		s.askedID = q.ID
 		st.changed()
 		st.emit(effPublish{protocol.TaskQuestionNotification{ID: s.T.ID, Question: q}})
 
@@ -553,9 +555,15 @@ func (st *stepper) apply(in input) error {
 		st.settle(in.questionID, in.by, in.optionID)
 
 	case inAnswered:
-		if s.T.PendingQuestion == nil || s.T.PendingQuestion.ID != in.questionID {
+		// The agent took the answer; its own "resolved" event may have
+		// settled the question first (it races this input), so the last
+		// question asked counts too: the person's decision and grant are
+		// never lost.
+		pending := s.T.PendingQuestion != nil && s.T.PendingQuestion.ID == in.questionID
+		if !pending && s.askedID != in.questionID {
 			return protocol.NotFound("question", in.questionID)
 		}
+		s.askedID = ""
 		data := in.audit
 		if data == nil {
 			data = map[string]any{}

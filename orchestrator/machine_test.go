@@ -181,6 +181,13 @@ func TestTransitions(t *testing.T) {
 		{name: "answered: running again, audited with response time", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
 			in: inAnswered{questionID: "q1", optionID: "allow"}, status: running,
 			effects: []string{"responded", "disarm approval", "persist", "updated", "publish task/questionResolved"}},
+		{name: "an answer the agent settled first is still recorded", from: mk(running, agentUp, func(s *state) { s.askedID = "q1" }),
+			in: inAnswered{questionID: "q1", optionID: "allow"}, status: running,
+			check: func(t *testing.T, s state) {
+				if s.askedID != "" {
+					t.Error("recorded twice could follow")
+				}
+			}},
 		{name: "answer to another question: not found", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
 			in: inAnswered{questionID: "q2"}, status: protocol.StatusWaiting, wantErr: errNotFound},
 		{name: "timeout denies a permission", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
