@@ -18,6 +18,20 @@ import { Code } from './protocol';
 
 let ext: Familiar | undefined;
 
+/**
+ * With FAMILIAR_VSCODE_TRACE=FILE, timing points go to FILE as JSON lines
+ * (the UI tests measure question latency from them). Off by default.
+ */
+const traceFile = process.env.FAMILIAR_VSCODE_TRACE;
+function trace(ev: Record<string, unknown>) {
+  if (!traceFile) return;
+  try {
+    fs.appendFileSync(traceFile, JSON.stringify({ at: Date.now(), ...ev }) + '\n');
+  } catch {
+    // Tracing never breaks the extension.
+  }
+}
+
 export async function activate(context: vscode.ExtensionContext) {
   ext = new Familiar(context);
   context.subscriptions.push(ext);
@@ -202,12 +216,14 @@ class Familiar implements vscode.Disposable {
       }
     });
     client.onTask((t) => {
+      if (t.status === 'waiting' && t.pendingQuestion) trace({ ev: 'waiting', task: t.id, question: t.pendingQuestion.id, updatedAt: t.updatedAt });
       this.tree.refresh();
       this.details.changed(t.id);
       this.updateStatus();
     });
     client.onOutput((o) => this.terminals.get(o.id)?.pump.wake());
     client.onQuestion(([q]) => {
+      trace({ ev: 'question', task: q.id, question: q.question.id });
       const t = client.tasks.get(q.id);
       if (t) this.prompt(t, q.question);
       else void client.request<Task>('task/get', { id: q.id }).then((t) => this.prompt(t, q.question));
@@ -496,6 +512,7 @@ class Familiar implements vscode.Disposable {
     const p: Prompt = { taskId: t.id, questionId: q.id, close: () => undefined };
     this.prompts.set(key, p);
     this.shownAt.set(q.id, Date.now());
+    trace({ ev: 'prompt', task: t.id, question: q.id });
     this.log.info(`question ${q.id} of "${t.title}" (${q.kind}): ${truncate(q.text, 200)}`);
     if (q.kind === 'permission') void this.permission(t, q, p);
     else void this.choiceToast(t, q, p);
@@ -507,13 +524,21 @@ class Familiar implements vscode.Disposable {
     const what = detail ? `${q.tool ?? 'a tool'}: ${truncate(detail, 160)}` : q.tool ?? truncate(q.text, 160);
     const msg = `Familiar · "${t.title}" asks to run ${what}` + (left !== undefined ? ` — denied automatically in ${clock(left)} (${localTime(q.expiresAt!)})` : '');
     const editable = q.tool === 'Bash' ? 'Edit the command…' : 'Edit the input…';
-    const pick = await vscode.window.showWarningMessage(msg, 'Allow', 'Deny', 'Allow always', 'Deny with a message…', editable);
+    // Five buttons do not fit a toast (VS Code truncates them to "Al…"):
+    // the rarer two are one click further, under "More…".
+    let pick: string | undefined = await vscode.window.showWarningMessage(msg, 'Allow', 'Allow Always', 'Deny', 'More…');
+    if (pick === 'More…') {
+      const more = await vscode.window.showQuickPick(['Deny with a message…', editable, 'Allow', 'Deny'], {
+        title: `"${t.title}" asks to run ${what}`, ignoreFocusOut: true,
+      });
+      pick = more;
+    }
     if (!pick) return; // dismissed: the task stays in "Waiting on you"
     if (this.stale(t, q, p)) return;
     switch (pick) {
       case 'Allow':
         return this.respond(t, q, { optionId: 'allow' });
-      case 'Allow always':
+      case 'Allow Always':
         return this.respond(t, q, { optionId: 'allow_always' });
       case 'Deny':
         return this.respond(t, q, { optionId: 'deny' });
@@ -704,16 +729,18 @@ class Familiar implements vscode.Disposable {
     const root = this.root!;
     const resources = diff.files.map((f) => {
       const file = vscode.Uri.file(path.join(root, f.path));
-      const base = vscode.Uri.from({ scheme: 'familiar-diff', path: `/${id}/base/${f.path}` });
-      const head = vscode.Uri.from({ scheme: 'familiar-diff', path: `/${id}/head/${f.path}` });
-      return [file, base, head] as [vscode.Uri, vscode.Uri, vscode.Uri];
+      // Same path on both sides (a different path would read as a rename);
+      // an added file has no left side, a deleted one no right side.
+      const side = (which: string) => vscode.Uri.from({ scheme: 'familiar-diff', path: `/${id}/${f.path}`, query: which });
+      return [file, f.status === 'added' ? undefined : side('base'), f.status === 'deleted' ? undefined : side('head')] as [vscode.Uri, vscode.Uri | undefined, vscode.Uri | undefined];
     });
     const title = `Familiar: ${t.title} (${t.worktree?.baseRef ?? 'base'} ↔ ${t.worktree?.branch ?? 'task'})`;
     try {
       await vscode.commands.executeCommand('vscode.changes', title, resources);
     } catch {
       // Older VS Code: one diff editor per file.
-      for (const [, base, head] of resources) await vscode.commands.executeCommand('vscode.diff', base, head, title, { preview: false });
+      const empty = vscode.Uri.from({ scheme: 'familiar-diff', path: `/${id}/(none)`, query: 'none' });
+      for (const [, base, head] of resources) await vscode.commands.executeCommand('vscode.diff', base ?? empty, head ?? empty, title, { preview: false });
     }
     if (offerMerge && t.status === 'merging') {
       const pick = await vscode.window.showInformationMessage(`Familiar · "${t.title}": ${diff.files.length} file(s) changed.`, 'Merge…');
@@ -845,7 +872,7 @@ class TaskTree implements vscode.TreeDataProvider<Node> {
     if (n.kind === 'group') {
       const g = groups.find((x) => x.id === n.id)!;
       const count = tasksIn(n.id, this.f.client?.tasks.values() ?? []).length;
-      const item = new vscode.TreeItem(`${g.label} (${count})`, n.id === 'done' ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.Expanded);
+      const item = new vscode.TreeItem(`${g.label} (${count})`, vscode.TreeItemCollapsibleState.Expanded);
       item.id = `group:${n.id}`;
       item.contextValue = 'group';
       return item;
@@ -940,9 +967,9 @@ class DetailsProvider implements vscode.TextDocumentContentProvider {
 }
 
 /**
- * Serves both sides of a task's diff: familiar-diff:/<id>/base/<path> is the
- * file at the task's base commit, /<id>/head/<path> is that plus the hunks
- * task/diff reports for it.
+ * Serves both sides of a task's diff: familiar-diff:/<id>/<path>?base is the
+ * file at the task's base commit, ?head is that plus the hunks task/diff
+ * reports for it.
  */
 class DiffProvider implements vscode.TextDocumentContentProvider {
   private readonly cache = new Map<string, { at: number; diff: Promise<DiffResult> }>();
@@ -959,8 +986,10 @@ class DiffProvider implements vscode.TextDocumentContentProvider {
   }
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
-    const [, id, side, ...rest] = uri.path.split('/');
+    const [, id, ...rest] = uri.path.split('/');
     const file = rest.join('/');
+    const side = uri.query;
+    if (side === 'none') return '';
     const t = this.f.task(id) ?? (await this.f.connected().request<Task>('task/get', { id }));
     const diff = await this.load(id);
     const entry = diff.files.find((f) => f.path === file);
