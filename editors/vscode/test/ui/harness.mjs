@@ -29,6 +29,7 @@ export const paths = {
   chromium: process.env.FAMILIAR_CHROMIUM ?? '/usr/bin/chromium',
   familiar: process.env.FAMILIAR_BIN ?? path.join(repoRoot, 'bin/familiar'),
   fakemodel: process.env.FAMILIAR_FAKEMODEL ?? path.join(repoRoot, 'bin/fakemodel'),
+  fakeagent: process.env.FAMILIAR_FAKEAGENT ?? path.join(repoRoot, 'bin/fakeagent'),
   claude: process.env.FAMILIAR_CLAUDE ?? path.join(process.env.FAMILIAR_TOOLS_DIR ?? path.join(repoRoot, '.tools'), 'node_modules/.bin/claude'),
 };
 
@@ -286,4 +287,58 @@ export function percentile(xs, p) {
   const s = [...xs].sort((a, b) => a - b);
   if (s.length === 0) return NaN;
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+}
+
+/**
+ * A second client of the session's familiar, through the socket in its data
+ * dir (as another editor window joins): for creating many tasks quickly and
+ * for answering a question "in another window".
+ */
+export async function socketClient(s) {
+  const rpc = require(path.join(extDir, 'node_modules/vscode-jsonrpc/node'));
+  const sock = await waitFor('the familiar socket', () => {
+    const base = path.join(s.dir, 'state', 'familiar');
+    if (!fs.existsSync(base)) return undefined;
+    for (const d of fs.readdirSync(base)) {
+      const p = path.join(base, d, 'familiar.sock');
+      if (fs.existsSync(p)) return p;
+    }
+    return undefined;
+  }, 60000);
+  const socket = net.createConnection(sock);
+  await new Promise((resolve, reject) => { socket.once('connect', resolve); socket.once('error', reject); });
+  const conn = rpc.createMessageConnection(new rpc.SocketMessageReader(socket), new rpc.SocketMessageWriter(socket));
+  const notes = [];
+  conn.onNotification((method, params) => { if (method !== 'task/output') notes.push({ method, params }); });
+  conn.listen();
+  await conn.sendRequest('initialize', { workspaceRoot: s.repo, clientInfo: { name: 'ui-test', version: '0' } });
+  return {
+    conn,
+    notes,
+    request: (m, p) => conn.sendRequest(m, p),
+    close: () => { conn.dispose(); socket.destroy(); },
+  };
+}
+
+/** Records when notification toasts appear, in the page's clock (Date.now, same machine). */
+export async function watchToasts(page) {
+  await page.evaluate(() => {
+    if (window.__toasts) return;
+    window.__toasts = [];
+    const seen = new WeakSet();
+    const scan = () => {
+      for (const el of document.querySelectorAll('.notification-toast')) {
+        if (seen.has(el)) continue;
+        const text = el.textContent || '';
+        if (!text) continue;
+        seen.add(el);
+        window.__toasts.push({ at: Date.now(), text });
+      }
+    };
+    new MutationObserver(scan).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+}
+
+export function toastTimes(page) {
+  return page.evaluate(() => window.__toasts ?? []);
 }
