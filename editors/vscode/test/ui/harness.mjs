@@ -208,7 +208,8 @@ export class Session {
   /** Runs a command from the command palette by its title. */
   async command(title) {
     const p = this.page;
-    await p.keyboard.press('Escape');
+    // Close a leftover quick input (Escape in an editor would drop its selection).
+    if (await p.locator('.quick-input-widget').isVisible()) await p.keyboard.press('Escape');
     await p.keyboard.press('F1');
     const input = p.locator('.quick-input-widget .quick-input-box input');
     await input.waitFor({ state: 'visible' });
@@ -225,6 +226,16 @@ export class Session {
     const input = p.locator('.quick-input-widget .quick-input-box input');
     await input.waitFor({ state: 'visible' });
     await input.fill(text);
+    await input.press('Enter');
+  }
+
+  /** Filters the open QuickPick, waits for a row with rowText, and accepts it. */
+  async pick(text, rowText = text) {
+    const p = this.page;
+    const input = p.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(text);
+    await p.locator('.quick-input-widget .monaco-list-row', { hasText: rowText }).first().waitFor({ state: 'visible' });
     await input.press('Enter');
   }
 

@@ -28,7 +28,9 @@ const bashTask = (file, text) => `@@TOOL Bash {"command":"printf '${text}\\\\n' 
 const scenarios = {
   /** New Task → permission notification → Allow → ready → Show changes → Merge → Undo. */
   async main(model) {
-    await withSession('main', { env: model.env }, async (s) => {
+    const n = Number(process.env.FAMILIAR_UI_RUNS ?? 20);
+    const script = Array.from({ length: n }, (_, i) => `@@TOOL Bash {"command":"touch step-${i + 1}.txt"}`).join('\n') + '\n';
+    await withSession('main', { env: model.env, files: { 'latency-script.txt': script } }, async (s) => {
       await s.ready();
       await s.shot('workbench');
       const title = 'Write hello';
@@ -48,7 +50,7 @@ const scenarios = {
       await s.page.locator('.monaco-editor .view-lines', { hasText: 'hello from the agent' }).first().waitFor({ timeout: 30000 });
       await s.shot('show-changes');
       await s.clickToastButton('file(s) changed', 'Merge…');
-      await s.answerInput('Squash', { expectTitle: 'merge' });
+      await s.pick('Squash');
       const file = path.join(s.repo, 'hello.txt');
       await waitFor('hello.txt in the main checkout', () => fs.existsSync(file) && fs.readFileSync(file, 'utf8') === 'hello from the agent\n', 30000);
       await s.waitTaskStatus(title, 'merged');
@@ -59,6 +61,16 @@ const scenarios = {
       await s.toast(`undid "${title}"`).waitFor();
       await s.shot('undone');
       await choice(s, model);
+      await latency(s);
+    });
+  },
+
+  /** Only the latency part of main (for working on it). */
+  async latency(model) {
+    const n = Number(process.env.FAMILIAR_UI_RUNS ?? 20);
+    const script = Array.from({ length: n }, (_, i) => `@@TOOL Bash {"command":"touch step-${i + 1}.txt"}`).join('\n') + '\n';
+    await withSession('latency', { env: model.env, files: { 'latency-script.txt': script } }, async (s) => {
+      await s.ready();
       await latency(s);
     });
   },
@@ -135,7 +147,7 @@ async function choice(s, model) {
   await s.clickToastButton(ask, 'Answer…');
   await s.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'SQLite' }).waitFor();
   await s.shot('choice-quickpick');
-  await s.answerInput('SQLite');
+  await s.pick('SQLite');
   await waitFor('the answer to reach the model', () => model.requests().some((r) => r.toolResults?.some((t) => /SQLite/.test(t.content))), 60000);
 
   // Answered elsewhere: another client answers while this window's QuickPick is open.
@@ -159,18 +171,17 @@ async function choice(s, model) {
 /** task/question → notification visible, over N permission prompts of one task (from a selection's script). */
 async function latency(s) {
   const n = Number(process.env.FAMILIAR_UI_RUNS ?? 20);
-  const script = Array.from({ length: n }, (_, i) => `@@TOOL Bash {"command":"echo step-${i + 1}"}`).join('\n') + '\n';
-  fs.writeFileSync(path.join(s.repo, 'latency-script.txt'), script);
   await s.command('Go to File');
-  await s.answerInput('latency-script.txt');
+  await s.pick('latency-script.txt');
   await s.page.locator('.monaco-editor .view-lines', { hasText: 'step-1' }).first().waitFor();
   await s.page.locator('.monaco-editor .view-lines').first().click();
-  await s.page.keyboard.press('Control+A');
+  await s.command('Select All');
+  await s.page.locator('.statusbar-item', { hasText: 'selected' }).first().waitFor();
   await watchToasts(s.page);
   // The selection becomes hints.notes: the scripted model reads its directives from there.
   await s.newTask('Latency', 'Run the steps in the selected script');
   for (let i = 1; i <= n; i++) {
-    const text = `echo step-${i}`;
+    const text = `touch step-${i}.txt`;
     await s.toast(text).waitFor({ timeout: 60000 });
     if (i === 1) await s.shot('latency-first-prompt');
     await s.clickToastButton(text, 'Allow');
@@ -179,7 +190,7 @@ async function latency(s) {
   const toasts = await toastTimes(s.page);
   const samples = [], hostSide = [];
   for (let i = 1; i <= n; i++) {
-    const toast = toasts.find((x) => x.text.includes(`echo step-${i}`) && x.text.includes('Latency'));
+    const toast = toasts.find((x) => x.text.includes(`touch step-${i}.txt`) && x.text.includes('Latency'));
     const prompt = trace.find((x) => x.ev === 'prompt' && toast && trace.some((w) => w.ev === 'waiting' && w.question === x.question));
     void prompt;
     if (!toast) continue;
@@ -261,13 +272,17 @@ async function load(s, floodDir) {
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(scenarios);
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
     console.error(`missing ${p}: run bash .ci/run-vscode (it installs and builds everything)`);
     process.exit(1);
   }
+}
+if (!fs.existsSync(paths.claude)) {
+  console.error(`missing the claude CLI at ${paths.claude}: run bash .ci/run-tools or set FAMILIAR_CLAUDE`);
+  process.exit(1);
 }
 const model = await startModel(path.join(artifacts, 'model-requests.jsonl'));
 let failed = 0;
