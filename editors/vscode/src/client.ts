@@ -121,7 +121,7 @@ export class FamiliarClient {
         this.log(levelOf(line), line);
       }
     });
-    const conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout!), new rpc.StreamMessageWriter(proc.stdin!));
+    const conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout!, { charset: 'utf-8', contentTypeDecoder: outputSkippingDecoder }), new rpc.StreamMessageWriter(proc.stdin!));
     this.conn = conn;
     const notify = (method: string) => conn.onNotification(method, (params: any) => this.notification(method, params));
     for (const m of ['task/updated', 'task/output', 'task/question', 'task/questionResolved', 'task/completed', 'server/message', 'skills/changed', 'task/hook']) notify(m);
@@ -348,6 +348,34 @@ export class FamiliarClient {
     return this.proc?.pid;
   }
 }
+
+/**
+ * Decodes frames like vscode-jsonrpc's JSON decoder, except task/output
+ * notifications: their data is never used (terminals read the log by offset
+ * through task/output, see OutputPump), so only id and seq are read from the
+ * frame's ends and the data is not parsed. A task flooding its terminal at
+ * 20 MB/s would otherwise cost the extension host a JSON.parse of 20 MB/s.
+ * familiar encodes with sorted keys ({"jsonrpc","method","params":{"data",
+ * "id","seq"}}); anything else is parsed normally. Inside the data string
+ * every quote is escaped, so the anchored tail can only be the real one.
+ */
+const outputHead = '{"jsonrpc":"2.0","method":"task/output","params":{"data":"';
+const outputTail = /","id":"([^"\\]*)","seq":(\d+)\}\}\s*$/;
+export const outputSkippingDecoder = {
+  name: 'application/json',
+  decode(buffer: Uint8Array, options: { charset: string }): Promise<any> {
+    const buf = Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    if (buf.length > outputHead.length && buf.toString('latin1', 0, outputHead.length) === outputHead) {
+      const m = outputTail.exec(buf.toString('latin1', Math.max(0, buf.length - 160)));
+      if (m) return Promise.resolve({ jsonrpc: '2.0', method: 'task/output', params: { seq: Number(m[2]), id: m[1], data: '' } });
+    }
+    try {
+      return Promise.resolve(JSON.parse(buf.toString(options.charset as BufferEncoding)));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  },
+};
 
 function levelOf(line: string): LogLevel {
   const m = /"level":"(DEBUG|INFO|WARN|ERROR)"/.exec(line);

@@ -119,7 +119,8 @@ test('the terminal pump replays then streams the exact output log', { skip: skip
     let screen = '';
     let writes = 0;
     const pump = new OutputPump((o, l) => c.output(t.id, o, l), (d) => { screen += d; writes++; }, { minIntervalMs: 5 });
-    c.onOutput((o) => o.id === t.id && pump.wake());
+    const seen: string[] = [];
+    c.onOutput((o) => { if (o.id === t.id) { seen.push(o.data); pump.wake(); } });
     pump.wake();
     await waitFor('the task to finish', () => ['merging', 'blocked'].includes(c.tasks.get(t.id)?.status ?? '') , 90000);
     pump.wake();
@@ -131,6 +132,8 @@ test('the terminal pump replays then streams the exact output log', { skip: skip
     pump.dispose();
     assert.equal(screen, await readAll(c, t.id), 'the terminal got every byte once, in order');
     assert.ok(writes >= 1);
+    // The notifications' data was skipped by the fast decoder (familiar's key order).
+    assert.ok(seen.length > 0 && seen.every((d) => d === ''), 'task/output notifications decoded without their data');
   } finally {
     await c.stop();
     sb.cleanup();

@@ -50,3 +50,11 @@ test('multi-select comes from the question or its AskUserQuestion input', () => 
   assert.equal(isMultiSelect({ ...q, multiSelect: true }), true);
   assert.equal(isMultiSelect({ ...q, input: { questions: [{ question: 'Which?', multiSelect: true }] } }), true);
 });
+
+test('task/output frames are decoded without parsing their data', async () => {
+  const { outputSkippingDecoder } = await import('../src/client');
+  const out = Buffer.from('{"jsonrpc":"2.0","method":"task/output","params":{"data":"' + 'x\\",\\"id\\":\\"fake'.repeat(100) + '","id":"t1","seq":42}}');
+  assert.deepEqual(await outputSkippingDecoder.decode(out, { charset: 'utf-8' }), { jsonrpc: '2.0', method: 'task/output', params: { seq: 42, id: 't1', data: '' } });
+  const other = Buffer.from('{"jsonrpc":"2.0","method":"task/updated","params":{"seq":43,"task":{"id":"t1"}}}');
+  assert.equal((await outputSkippingDecoder.decode(other, { charset: 'utf-8' })).params.seq, 43);
+});

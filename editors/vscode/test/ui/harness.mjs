@@ -250,6 +250,14 @@ export class Session {
     await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
   }
 
+  /** Shows the Familiar view (its activity bar entry). */
+  async openView() {
+    const tab = this.page.locator('.activitybar .action-item a[aria-label^="Familiar"], .activitybar .action-item[aria-label^="Familiar"]').first();
+    const checked = await tab.getAttribute('aria-checked').catch(() => null);
+    if (checked !== 'true') await tab.click();
+    await this.page.locator('.part.sidebar .title-label', { hasText: 'Familiar' }).first().waitFor();
+  }
+
   toast(text) {
     return this.page.locator('.notifications-toasts .notification-toast', { hasText: text }).first();
   }

@@ -235,6 +235,7 @@ async function load(s, floodDir) {
     const make = (title) => other.request('task/create', { title, description: 'stay busy' });
     await make('Idle A');
     await make('Idle B');
+    await s.openView();
     await s.waitTaskStatus('Idle A', 'running', 60000);
     await s.waitTaskStatus('Idle B', 'running', 60000);
     await clickLatency(s, 'Idle A', 'Idle B', 4); // warm up
