@@ -63,6 +63,7 @@ class Familiar implements vscode.Disposable {
   private ticker?: NodeJS.Timeout;
   private seqSave?: NodeJS.Timeout;
   private undoWindowSec = 300;
+  private lastShown?: string;
   /** Timestamps the UI tests read: question id → when its prompt was shown. */
   readonly shownAt = new Map<string, number>();
 
@@ -113,6 +114,10 @@ class Familiar implements vscode.Disposable {
       if (v) return v;
       const sel = this.view.selection.find((n) => n.kind === 'task');
       if (sel && sel.kind === 'task') return sel.id;
+      // From the palette: the task whose details are in front, else the last one looked at.
+      const doc = vscode.window.activeTextEditor?.document.uri;
+      if (doc?.scheme === 'familiar-task') return doc.path.split('/')[1];
+      if (this.lastShown && this.task(this.lastShown)) return this.lastShown;
       throw new Error('Select a task in the Familiar view first.');
     };
     reg('familiar.newTask', () => this.newTask(false));
@@ -496,6 +501,7 @@ class Familiar implements vscode.Disposable {
   // ---- details ----
 
   private async showTask(id: string) {
+    this.lastShown = id;
     const t = this.task(id);
     if (!t) throw new Error('That task is gone.');
     const uri = vscode.Uri.from({ scheme: 'familiar-task', path: `/${id}/${slug(t.title)}.md` });

@@ -38,10 +38,14 @@ export class OutputPump {
     opts: PumpOptions = {},
   ) {
     this.o = {
-      minIntervalMs: opts.minIntervalMs ?? 16,
-      pageBytes: opts.pageBytes ?? 256 * 1024,
-      maxBacklog: opts.maxBacklog ?? 2 * 1024 * 1024,
-      keepBytes: opts.keepBytes ?? 256 * 1024,
+      // At most ~1 MB/s reaches the terminal: a Pseudoterminal has no flow
+      // control, and the workbench's renderer (xterm.js) falls behind well
+      // before 20 MB/s, freezing the whole window. An agent's TUI writes a
+      // few KB/s, far below this.
+      minIntervalMs: opts.minIntervalMs ?? 32,
+      pageBytes: opts.pageBytes ?? 32 * 1024,
+      maxBacklog: opts.maxBacklog ?? 256 * 1024,
+      keepBytes: opts.keepBytes ?? 32 * 1024,
       emptyRetries: opts.emptyRetries ?? 3,
       onError: opts.onError,
     };
