@@ -318,7 +318,8 @@ class Familiar implements vscode.Disposable {
     if (e.affectsConfiguration('familiar.path')) {
       this.familiarPath = findFamiliar();
       if (this.client && this.familiarPath) {
-        await this.client.stop();
+        // Leave without shutdown: agents of a shared familiar keep running.
+        await this.client.detach();
         this.client = undefined;
         await this.connect();
       }

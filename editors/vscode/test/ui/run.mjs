@@ -293,15 +293,28 @@ if (!fs.existsSync(paths.claude)) {
   process.exit(1);
 }
 const model = await startModel(path.join(artifacts, 'model-requests.jsonl'));
+// Scenarios known to fail for a reason outside the extension (named with the
+// reason in .ci/run-vscode): their failure is reported, not counted; their
+// passing is reported so the entry gets removed.
+const xfail = new Set((process.env.FAMILIAR_UI_XFAIL ?? '').split(',').filter(Boolean));
 let failed = 0;
 try {
   for (const name of wanted) {
     const t0 = Date.now();
     log(`== ${name}`);
+    if (!scenarios[name]) {
+      failed++;
+      log(`FAIL ${name}: no such scenario (${Object.keys(scenarios).join(', ')})`);
+      continue;
+    }
     try {
       await scenarios[name](model);
-      log(`ok ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+      log(`ok ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)${xfail.has(name) ? ' — UNEXPECTED PASS: remove it from FAMILIAR_UI_XFAIL' : ''}`);
     } catch (err) {
+      if (xfail.has(name)) {
+        log(`expected failure ${name} (FAMILIAR_UI_XFAIL): ${String(err.message ?? err).split('\n')[0]}`);
+        continue;
+      }
       failed++;
       log(`FAIL ${name}: ${err.stack ?? err}`);
     }
