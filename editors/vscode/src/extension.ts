@@ -519,7 +519,7 @@ class Familiar implements vscode.Disposable {
     const p: Prompt = { taskId: t.id, questionId: q.id, close: () => undefined };
     this.prompts.set(key, p);
     this.shownAt.set(q.id, Date.now());
-    trace({ ev: 'prompt', task: t.id, question: q.id });
+    trace({ ev: 'prompt', task: t.id, question: q.id, title: t.title, detail: q.kind === 'permission' ? permissionDetail(q) : q.text });
     this.log.info(`question ${q.id} of "${t.title}" (${q.kind}): ${truncate(q.text, 200)}`);
     if (q.kind === 'permission') void this.permission(t, q, p);
     else void this.choiceToast(t, q, p);

@@ -194,17 +194,16 @@ async function latency(s) {
   const toasts = await toastTimes(s.page);
   const samples = [], hostSide = [];
   for (let i = 1; i <= n; i++) {
-    const toast = toasts.find((x) => x.text.includes(`touch step-${i}.txt`) && x.text.includes('Latency'));
-    const prompt = trace.find((x) => x.ev === 'prompt' && toast && trace.some((w) => w.ev === 'waiting' && w.question === x.question));
-    void prompt;
-    if (!toast) continue;
-    // The waiting snapshot of this step: the one whose question precedes this toast.
-    const waits = trace.filter((x) => x.ev === 'waiting');
-    const w = waits[i - 1];
+    const cmd = `touch step-${i}.txt`;
+    const toast = toasts.find((x) => x.text.includes(cmd) && x.text.includes('Latency'));
+    const prompt = trace.find((x) => x.ev === 'prompt' && x.title === 'Latency' && x.detail === cmd);
+    if (!toast || !prompt) continue;
+    // familiar's time of the transition to waiting: the first snapshot with this question.
+    const w = trace.find((x) => x.ev === 'waiting' && x.question === prompt.question);
     if (!w) continue;
     const t0 = Date.parse(w.updatedAt);
     samples.push(toast.at - t0);
-    const q = trace.find((x) => x.ev === 'question' && x.question === w.question);
+    const q = trace.find((x) => x.ev === 'question' && x.question === prompt.question);
     if (q) hostSide.push(q.at - t0);
   }
   const result = {
