@@ -222,9 +222,9 @@ class Familiar implements vscode.Disposable {
     });
     client.onTask((t) => {
       if (t.status === 'waiting' && t.pendingQuestion) trace({ ev: 'waiting', task: t.id, question: t.pendingQuestion.id, updatedAt: t.updatedAt });
-      this.tree.refresh();
+      this.tree.taskChanged(t.id);
       this.details.changed(t.id);
-      this.updateStatus();
+      this.statusSoon();
     });
     client.onOutput((o) => this.terminals.get(o.id)?.pump.wake());
     client.onQuestion(([q]) => {
@@ -364,6 +364,16 @@ class Familiar implements vscode.Disposable {
     this.view.badge = n.waiting ? { value: n.waiting, tooltip: `${n.waiting} task(s) waiting on you` } : undefined;
   }
 
+  private statusTimer?: NodeJS.Timeout;
+  /** updateStatus, at most four times a second. */
+  private statusSoon() {
+    if (this.statusTimer) return;
+    this.statusTimer = setTimeout(() => {
+      this.statusTimer = undefined;
+      this.updateStatus();
+    }, 250);
+  }
+
   /** Seconds until the first pending question times out. */
   private nextExpiring(): number | undefined {
     let min: number | undefined;
@@ -381,7 +391,7 @@ class Familiar implements vscode.Disposable {
     if (!c) return;
     let live = false;
     for (const t of c.tasks.values()) if (['running', 'starting', 'waiting', 'queued'].includes(t.status)) live = true;
-    if (live) this.tree.refresh();
+    if (live) this.tree.tick();
     if (live || this.prompts.size) this.updateStatus();
     for (const p of this.prompts.values()) p.tick?.();
   }
@@ -849,28 +859,82 @@ interface Prompt {
 }
 
 class TaskTree implements vscode.TreeDataProvider<Node> {
-  private readonly changed = new vscode.EventEmitter<Node | undefined>();
+  private readonly changed = new vscode.EventEmitter<Node | Node[] | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private pending?: NodeJS.Timeout;
+  private last = 0;
+  private full = false;
+  private readonly dirty = new Set<string>();
+  /** Stable element objects: VS Code refreshes single elements by identity. */
+  private readonly nodes = new Map<string, Node>();
+  /** Where each task was last drawn (group and queue slot): moving it needs a full redraw. */
+  private readonly drawn = new Map<string, string>();
 
   constructor(private readonly f: Familiar) {}
 
-  /** Coalesces bursts of updates into one repaint. */
+  /** Redraws everything (soon, coalesced). */
   refresh() {
+    this.full = true;
+    this.schedule();
+  }
+
+  /** Redraws one task's row, or everything when it moved between groups or in the queue. */
+  taskChanged(id: string) {
+    const t = this.f.task(id);
+    if (!t || this.drawn.get(id) !== place(t)) this.full = true;
+    else this.dirty.add(id);
+    this.schedule();
+  }
+
+  /** Redraws the rows whose elapsed time or countdown moves. */
+  tick() {
+    for (const id of this.drawn.keys()) {
+      const t = this.f.task(id);
+      if (t && ['running', 'starting', 'waiting', 'queued'].includes(t.status)) this.dirty.add(id);
+    }
+    if (this.dirty.size) this.schedule();
+  }
+
+  /**
+   * Coalesces bursts (30 agents change activity several times a second) into
+   * at most four redraws a second, of the changed rows only when possible.
+   */
+  private schedule() {
     if (this.pending) return;
+    const wait = Math.max(30, this.last + 250 - Date.now());
     this.pending = setTimeout(() => {
       this.pending = undefined;
-      this.changed.fire(undefined);
-    }, 50);
+      this.last = Date.now();
+      if (this.full) {
+        this.full = false;
+        this.dirty.clear();
+        this.changed.fire(undefined);
+        return;
+      }
+      const rows = [...this.dirty].map((id) => this.node('task', id));
+      this.dirty.clear();
+      if (rows.length) this.changed.fire(rows);
+    }, wait);
+  }
+
+  private node(kind: 'group' | 'task', id: string): Node {
+    const key = `${kind}:${id}`;
+    let n = this.nodes.get(key);
+    if (!n) {
+      n = kind === 'group' ? { kind, id: id as GroupId } : { kind, id };
+      this.nodes.set(key, n);
+    }
+    return n;
   }
 
   getChildren(n?: Node): Node[] {
     const tasks = this.f.client?.tasks.values() ?? [];
     if (!n) {
       const all = [...tasks];
-      return groups.filter((g) => all.some((t) => g.statuses.includes(t.status))).map((g) => ({ kind: 'group', id: g.id }));
+      for (const id of [...this.drawn.keys()]) if (!this.f.task(id)) { this.drawn.delete(id); this.nodes.delete(`task:${id}`); }
+      return groups.filter((g) => all.some((t) => g.statuses.includes(t.status))).map((g) => this.node('group', g.id));
     }
-    if (n.kind === 'group') return tasksIn(n.id, tasks).map((t) => ({ kind: 'task', id: t.id }));
+    if (n.kind === 'group') return tasksIn(n.id, tasks).map((t) => this.node('task', t.id));
     return [];
   }
 
@@ -886,6 +950,7 @@ class TaskTree implements vscode.TreeDataProvider<Node> {
     }
     const t = this.f.task(n.id);
     if (!t) return new vscode.TreeItem('(gone)');
+    this.drawn.set(t.id, place(t));
     const item = new vscode.TreeItem(t.title, vscode.TreeItemCollapsibleState.None);
     item.id = `task:${t.id}`;
     item.description = describe(t, now);
@@ -908,8 +973,12 @@ class TaskTree implements vscode.TreeDataProvider<Node> {
   getParent(n: Node): Node | undefined {
     if (n.kind === 'group') return undefined;
     const t = this.f.task(n.id);
-    return t ? { kind: 'group', id: groups.find((g) => g.statuses.includes(t.status))?.id ?? 'done' } : undefined;
+    return t ? this.node('group', groups.find((g) => g.statuses.includes(t.status))?.id ?? 'done') : undefined;
   }
+}
+
+function place(t: Task): string {
+  return `${groups.find((g) => g.statuses.includes(t.status))?.id}/${t.status === 'queued' ? t.queuePosition ?? '' : ''}`;
 }
 
 function icon(t: Task): vscode.ThemeIcon {
