@@ -140,6 +140,7 @@ export class FamiliarClient {
       const init = await Promise.race([
         conn.sendRequest<InitializeResult>('initialize', {
           workspaceRoot: this.opts.workspaceRoot,
+          protocolVersion: 1,
           clientInfo: this.opts.clientInfo ?? { name: 'familiar-vscode', version: '0' },
           settings: this.opts.settings?.(),
         }),

@@ -104,7 +104,18 @@ export function sandbox(extraEnv: Record<string, string> = {}): Sandbox {
   fs.writeFileSync(path.join(repo, 'README.md'), 'hello\n');
   git('add', '.');
   git('commit', '-q', '-m', 'initial');
-  return { dir, repo, env, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+  const cleanup = () => {
+    // familiar serve --stdio runs the repository's familiar in the background
+    // (it outlives its editors on purpose): stop it before removing its dirs.
+    const familiar = process.env.FAMILIAR_BIN ?? path.join(repoRoot, 'bin', 'familiar');
+    try {
+      execFileSync(familiar, ['stop', '--workspace', repo], { env, stdio: 'pipe', timeout: 120000 });
+    } catch {
+      // None running.
+    }
+    fs.rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
+  };
+  return { dir, repo, env, cleanup };
 }
 
 /** Polls cond until it is truthy or the deadline passes. */

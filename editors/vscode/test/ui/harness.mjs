@@ -176,7 +176,7 @@ export async function startSession(name, opts = {}) {
   });
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();
-  const s = new Session(name, { dir, repo, page, browser, cs, trace, port, url, csLog });
+  const s = new Session(name, { dir, repo, page, browser, cs, trace, port, url, csLog, env });
   await page.goto(url);
   return s;
 }
@@ -294,11 +294,25 @@ export class Session {
       try { process.kill(-this.cs.pid, 'SIGKILL'); } catch {}
     });
     fs.closeSync(this.csLog);
+    // The repository's background familiar outlives its editors on purpose: stop it.
+    try {
+      execFileSync(paths.familiar, ['stop', '--workspace', this.repo], { env: this.env, stdio: 'pipe', timeout: 120000 });
+    } catch {
+      // None running (or no git repository).
+    }
   }
 
   cleanup() {
-    if (!process.env.FAMILIAR_UI_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
-    else log(`${this.name}: kept ${this.dir}`);
+    if (process.env.FAMILIAR_UI_KEEP) {
+      log(`${this.name}: kept ${this.dir}`);
+      return;
+    }
+    try {
+      // Agents still closing may write their last log lines meanwhile.
+      fs.rmSync(this.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
+    } catch (err) {
+      log(`${this.name}: could not remove ${this.dir}: ${err.message}`);
+    }
   }
 }
 
