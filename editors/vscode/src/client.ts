@@ -362,6 +362,8 @@ export class FamiliarClient {
  */
 const outputHead = '{"jsonrpc":"2.0","method":"task/output","params":{"data":"';
 const outputTail = /","id":"([^"\\]*)","seq":(\d+)\}\}\s*$/;
+// The same in struct order (seq, id, data), as the background familiar writes it.
+const outputStructHead = /^\{"jsonrpc":"2\.0","method":"task\/output","params":\{"seq":(\d+),"id":"([^"\\]*)","data":"/;
 export const outputSkippingDecoder = {
   name: 'application/json',
   decode(buffer: Uint8Array, options: { charset: string }): Promise<any> {
@@ -369,6 +371,10 @@ export const outputSkippingDecoder = {
     if (buf.length > outputHead.length && buf.toString('latin1', 0, outputHead.length) === outputHead) {
       const m = outputTail.exec(buf.toString('latin1', Math.max(0, buf.length - 160)));
       if (m) return Promise.resolve({ jsonrpc: '2.0', method: 'task/output', params: { seq: Number(m[2]), id: m[1], data: '' } });
+    }
+    const h = outputStructHead.exec(buf.toString('latin1', 0, Math.min(buf.length, 200)));
+    if (h && /"\}\}\s*$/.test(buf.toString('latin1', Math.max(0, buf.length - 8)))) {
+      return Promise.resolve({ jsonrpc: '2.0', method: 'task/output', params: { seq: Number(h[1]), id: h[2], data: '' } });
     }
     try {
       return Promise.resolve(JSON.parse(buf.toString(options.charset as BufferEncoding)));
