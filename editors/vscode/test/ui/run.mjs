@@ -123,11 +123,12 @@ const scenarios = {
   },
 
   /** Tree click latency, idle vs 30 tasks with one flooding its terminal at ~20 MB/s. */
-  async load() {
+  async load(model) {
     const floodDir = fs.mkdtempSync(path.join(artifacts, '.flood-'));
     try {
       await withSession('load', {
-        env: { FAMILIAR_CLAUDE: path.join(extDir, 'test/ui/flood.sh'), FAKEAGENT: paths.fakeagent, FLOOD_DIR: floodDir },
+        // The fake model's key: familiar refuses to start an agent without credentials.
+        env: { ...model.env, FAMILIAR_CLAUDE: path.join(extDir, 'test/ui/flood.sh'), FAKEAGENT: paths.fakeagent, FLOOD_DIR: floodDir },
         settings: { 'familiar.maxConcurrent': 32 },
       }, (s) => load(s, floodDir));
     } finally {
