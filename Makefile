@@ -1,7 +1,7 @@
 # The two commands of the README. Both work on a fresh machine with Go, git
 # and npm: the pinned claude CLI is installed into ./.tools first.
 
-.PHONY: demo test tools
+.PHONY: demo test tools vscode-test vsix
 
 tools:
 	bash .ci/run-tools
@@ -11,3 +11,12 @@ demo: tools
 
 test:
 	bash .ci/test
+
+# The VS Code extension: installs code-server, chromium and playwright-core
+# (pinned, into .tools/vscode) and runs its client and UI tests.
+vscode-test:
+	bash .ci/run-vscode
+
+# The extension's .vsix (editors/vscode/familiar-<version>.vsix).
+vsix:
+	bash editors/vscode/scripts/package.sh

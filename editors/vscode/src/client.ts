@@ -1,0 +1,408 @@
+// FamiliarClient owns the connection to `familiar serve --stdio`: it starts
+// the process, initializes, keeps the tasks in memory, and when familiar
+// goes away it reconnects and replays what it missed from task/events, so
+// the UI never loses a question or a completion. It has no VS Code
+// dependency: the fast tests drive it in plain Node against the real binary.
+
+import { ChildProcess, spawn } from 'child_process';
+import * as rpc from 'vscode-jsonrpc/node';
+import { Emitter } from 'vscode-jsonrpc';
+import type {
+  Event, InitializeResult, OutputPage, ServerMessage, SettingsUpdate, Task, TaskCompleted,
+  TaskOutput, TaskQuestion, TaskQuestionResolved, TaskUpdated,
+} from './protocol';
+import { newerOrSame } from './model';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type ConnectionState = 'connecting' | 'connected' | 'disconnected' | 'stopped';
+
+export interface ClientOptions {
+  familiarPath: string;
+  workspaceRoot: string;
+  env?: NodeJS.ProcessEnv;
+  clientInfo?: { name: string; version: string };
+  settings?: () => SettingsUpdate;
+  log?: (level: LogLevel, message: string) => void;
+  /** The last seq a previous instance saw (e.g. before a window reload). */
+  lastSeq?: number;
+  /** Delays between reconnect attempts, the last one repeating. */
+  backoffMs?: number[];
+}
+
+/** A notification as the UI receives it; replayed is set for events read back from task/events. */
+export interface Meta { replayed: boolean }
+
+const replayPage = 1000;
+const listPage = 200;
+
+export class FamiliarClient {
+  readonly tasks = new Map<string, Task>();
+  lastSeq = 0;
+  state: ConnectionState = 'disconnected';
+  init?: InitializeResult;
+  /** How many times a connection was re-established after a loss. */
+  reconnects = 0;
+
+  private proc?: ChildProcess;
+  private conn?: rpc.MessageConnection;
+  private stopping = false;
+  private replaying = false;
+  private queued: { method: string; params: any }[] = [];
+  private retry?: NodeJS.Timeout;
+  private attempt = 0;
+  private generation = 0;
+  private readonly log: (level: LogLevel, message: string) => void;
+
+  private readonly _onState = new Emitter<ConnectionState>();
+  private readonly _onTasks = new Emitter<void>();
+  private readonly _onTask = new Emitter<Task>();
+  private readonly _onOutput = new Emitter<TaskOutput>();
+  private readonly _onQuestion = new Emitter<[TaskQuestion, Meta]>();
+  private readonly _onResolved = new Emitter<[TaskQuestionResolved, Meta]>();
+  private readonly _onCompleted = new Emitter<[TaskCompleted, Meta]>();
+  private readonly _onMessage = new Emitter<[ServerMessage, Meta]>();
+  private readonly _onSeq = new Emitter<number>();
+  private readonly _onExit = new Emitter<{ code: number | null; signal: string | null; stderrTail: string }>();
+  /** Connection state changes. */
+  readonly onState = this._onState.event;
+  /** The whole task set was reloaded (after connecting). */
+  readonly onTasks = this._onTasks.event;
+  /** One task changed. */
+  readonly onTask = this._onTask.event;
+  readonly onOutput = this._onOutput.event;
+  readonly onQuestion = this._onQuestion.event;
+  readonly onQuestionResolved = this._onResolved.event;
+  readonly onCompleted = this._onCompleted.event;
+  readonly onServerMessage = this._onMessage.event;
+  /** lastSeq advanced (persist it to replay after a reload). */
+  readonly onSeq = this._onSeq.event;
+  /** The familiar process ended without being asked to. */
+  readonly onExit = this._onExit.event;
+
+  constructor(private readonly opts: ClientOptions) {
+    this.log = opts.log ?? (() => undefined);
+    this.lastSeq = opts.lastSeq ?? 0;
+  }
+
+  /** Connects; resolves with initialize's result, rejects if the first attempt fails. */
+  async start(): Promise<InitializeResult> {
+    this.stopping = false;
+    return this.connect();
+  }
+
+  private setState(s: ConnectionState) {
+    if (this.state !== s) {
+      this.state = s;
+      this._onState.fire(s);
+    }
+  }
+
+  private async connect(): Promise<InitializeResult> {
+    const gen = ++this.generation;
+    this.setState('connecting');
+    const stderr: string[] = [];
+    const proc = spawn(this.opts.familiarPath, ['serve', '--stdio'], {
+      cwd: this.opts.workspaceRoot,
+      env: this.opts.env ?? process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.proc = proc;
+    const spawnError = new Promise<never>((_, reject) => proc.once('error', (err) => reject(new Error(`cannot start ${this.opts.familiarPath}: ${err.message}`))));
+    spawnError.catch(() => undefined);
+    let partial = '';
+    proc.stderr!.setEncoding('utf8');
+    proc.stderr!.on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        if (!line) continue;
+        stderr.push(line);
+        if (stderr.length > 20) stderr.shift();
+        this.log(levelOf(line), line);
+      }
+    });
+    const conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout!, { charset: 'utf-8', contentTypeDecoder: outputSkippingDecoder }), new rpc.StreamMessageWriter(proc.stdin!));
+    this.conn = conn;
+    const notify = (method: string) => conn.onNotification(method, (params: any) => this.notification(method, params));
+    for (const m of ['task/updated', 'task/output', 'task/question', 'task/questionResolved', 'task/completed', 'server/message', 'skills/changed', 'task/hook']) notify(m);
+    let lost = false;
+    const onLost = () => {
+      if (lost || gen !== this.generation) return;
+      lost = true;
+      this.lostConnection(proc, stderr.join('\n'));
+    };
+    conn.onClose(onLost);
+    proc.once('exit', onLost);
+    proc.stdin!.on('error', () => undefined);
+    conn.listen();
+
+    try {
+      const init = await Promise.race([
+        conn.sendRequest<InitializeResult>('initialize', {
+          workspaceRoot: this.opts.workspaceRoot,
+          protocolVersion: 1,
+          clientInfo: this.opts.clientInfo ?? { name: 'familiar-vscode', version: '0' },
+          settings: this.opts.settings?.(),
+        }),
+        spawnError,
+      ]);
+      this.init = init;
+      await this.catchUp();
+      this.attempt = 0;
+      this.setState('connected');
+      return init;
+    } catch (err) {
+      if (gen === this.generation && !lost) {
+        lost = true;
+        this.dispose(proc, conn);
+        this.lostConnection(proc, stderr.join('\n'), true);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Replays the events after lastSeq, then reloads the task list; live
+   * notifications that arrive meanwhile wait in a queue and are applied
+   * after, without the ones already replayed.
+   */
+  private async catchUp() {
+    this.replaying = true;
+    try {
+      if (this.lastSeq === 0) {
+        // Nothing seen yet: learn the current seq; the task list has the state.
+        const r = await this.request<{ events: Event[]; lastSeq: number }>('task/events', { sinceSeq: Number.MAX_SAFE_INTEGER, limit: 1 });
+        this.advance(r.lastSeq);
+      } else {
+        for (;;) {
+          const r = await this.request<{ events: Event[]; lastSeq: number }>('task/events', { sinceSeq: this.lastSeq, limit: replayPage });
+          for (const e of r.events) this.apply(e.method, e.params, true);
+          if (r.events.length === 0 || this.lastSeq >= r.lastSeq) {
+            this.advance(r.lastSeq);
+            break;
+          }
+        }
+      }
+      const seen = new Set<string>();
+      let cursor: string | undefined;
+      do {
+        const page = await this.request<{ tasks: Task[]; nextCursor?: string }>('task/list', { limit: listPage, cursor });
+        for (const t of page.tasks) {
+          seen.add(t.id);
+          const old = this.tasks.get(t.id);
+          if (!old || newerOrSame(t.updatedAt, old.updatedAt)) this.tasks.set(t.id, t);
+        }
+        cursor = page.nextCursor || undefined;
+      } while (cursor);
+      for (const id of [...this.tasks.keys()]) if (!seen.has(id)) this.tasks.delete(id);
+    } finally {
+      this.replaying = false;
+      const q = this.queued;
+      this.queued = [];
+      for (const n of q) this.apply(n.method, n.params, false);
+    }
+    this._onTasks.fire();
+  }
+
+  private advance(seq: number) {
+    if (seq > this.lastSeq) {
+      this.lastSeq = seq;
+      this._onSeq.fire(seq);
+    }
+  }
+
+  private notification(method: string, params: any) {
+    if (this.replaying) {
+      this.queued.push({ method, params });
+      return;
+    }
+    this.apply(method, params, false);
+  }
+
+  /** Applies one notification unless its seq was already seen. */
+  private apply(method: string, params: any, replayed: boolean) {
+    const seq = typeof params?.seq === 'number' ? params.seq : 0;
+    if (seq !== 0 && seq <= this.lastSeq) return;
+    if (seq) this.advance(seq);
+    const meta = { replayed };
+    switch (method) {
+      case 'task/updated': {
+        const t = params.task as Task;
+        const old = this.tasks.get(t.id);
+        if (old && !newerOrSame(t.updatedAt, old.updatedAt)) return;
+        this.tasks.set(t.id, t);
+        this._onTask.fire(t);
+        return;
+      }
+      case 'task/output':
+        if (!replayed) this._onOutput.fire(params);
+        return;
+      case 'task/question':
+        this._onQuestion.fire([params, meta]);
+        return;
+      case 'task/questionResolved':
+        this._onResolved.fire([params, meta]);
+        return;
+      case 'task/completed':
+        this._onCompleted.fire([params, meta]);
+        return;
+      case 'server/message':
+        this._onMessage.fire([params, meta]);
+        return;
+    }
+  }
+
+  private lostConnection(proc: ChildProcess, stderrTail: string, duringConnect = false) {
+    if (this.stopping) return;
+    this.conn?.dispose();
+    this.conn = undefined;
+    this.setState('disconnected');
+    if (!duringConnect) this._onExit.fire({ code: proc.exitCode, signal: proc.signalCode, stderrTail });
+    this.log('warn', `familiar connection lost (exit ${proc.exitCode ?? proc.signalCode ?? '?'}); reconnecting`);
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect() {
+    if (this.stopping || this.retry) return;
+    const backoff = this.opts.backoffMs ?? [200, 500, 1000, 2000, 5000];
+    const delay = backoff[Math.min(this.attempt, backoff.length - 1)];
+    this.attempt++;
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      this.connect().then(
+        () => {
+          this.reconnects++;
+          this.log('info', 'reconnected to familiar');
+        },
+        (err) => this.log('warn', `reconnect failed: ${err.message}`),
+      );
+    }, delay);
+  }
+
+  /** Reconnects now (e.g. after settings changed the path), replaying what was missed. */
+  async restart(): Promise<InitializeResult> {
+    this.stopping = true;
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = undefined;
+    await this.close();
+    this.stopping = false;
+    this.attempt = 0;
+    return this.connect();
+  }
+
+  /** Sends a request; fails at once when not connected. */
+  request<T>(method: string, params?: unknown): Promise<T> {
+    const conn = this.conn;
+    if (!conn) return Promise.reject(new Error('familiar is not connected'));
+    return conn.sendRequest<T>(method, params ?? {});
+  }
+
+  /** Pages through a task's output log from offset, up to maxBytes. */
+  async output(id: string, offset: number, limit = 65536): Promise<OutputPage> {
+    return this.request<OutputPage>('task/output', { id, offset, limit });
+  }
+
+  /** Ends the session: shutdown + exit, then the process is waited for (killed after a grace). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = undefined;
+    await this.close();
+    this.setState('stopped');
+  }
+
+  /** Leaves without shutdown: familiar keeps running for others (like a window reload). */
+  async detach(): Promise<void> {
+    this.stopping = true;
+    if (this.retry) clearTimeout(this.retry);
+    const proc = this.proc, conn = this.conn;
+    this.generation++;
+    if (proc && conn) this.dispose(proc, conn);
+    if (proc) await waitExit(proc, 10000);
+    this.setState('stopped');
+  }
+
+  private async close() {
+    const proc = this.proc, conn = this.conn;
+    this.generation++;
+    if (!proc) return;
+    if (conn) {
+      try {
+        await withTimeout(conn.sendRequest('shutdown'), 15000);
+        await conn.sendNotification('exit');
+      } catch {
+        // Already gone.
+      }
+      this.dispose(proc, conn);
+    }
+    await waitExit(proc, 15000);
+  }
+
+  private dispose(proc: ChildProcess, conn: rpc.MessageConnection) {
+    conn.dispose();
+    proc.stdin?.end();
+    if (this.conn === conn) this.conn = undefined;
+  }
+
+  /** The familiar child's pid (tests use it to simulate a crash). */
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+}
+
+/**
+ * Decodes frames like vscode-jsonrpc's JSON decoder, except task/output
+ * notifications: their data is never used (terminals read the log by offset
+ * through task/output, see OutputPump), so only id and seq are read from the
+ * frame's ends and the data is not parsed. A task flooding its terminal at
+ * 20 MB/s would otherwise cost the extension host a JSON.parse of 20 MB/s.
+ * familiar encodes with sorted keys ({"jsonrpc","method","params":{"data",
+ * "id","seq"}}); anything else is parsed normally. Inside the data string
+ * every quote is escaped, so the anchored tail can only be the real one.
+ */
+const outputHead = '{"jsonrpc":"2.0","method":"task/output","params":{"data":"';
+const outputTail = /","id":"([^"\\]*)","seq":(\d+)\}\}\s*$/;
+// The same in struct order (seq, id, data), as the background familiar writes it.
+const outputStructHead = /^\{"jsonrpc":"2\.0","method":"task\/output","params":\{"seq":(\d+),"id":"([^"\\]*)","data":"/;
+export const outputSkippingDecoder = {
+  name: 'application/json',
+  decode(buffer: Uint8Array, options: { charset: string }): Promise<any> {
+    const buf = Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    if (buf.length > outputHead.length && buf.toString('latin1', 0, outputHead.length) === outputHead) {
+      const m = outputTail.exec(buf.toString('latin1', Math.max(0, buf.length - 160)));
+      if (m) return Promise.resolve({ jsonrpc: '2.0', method: 'task/output', params: { seq: Number(m[2]), id: m[1], data: '' } });
+    }
+    const h = outputStructHead.exec(buf.toString('latin1', 0, Math.min(buf.length, 200)));
+    if (h && /"\}\}\s*$/.test(buf.toString('latin1', Math.max(0, buf.length - 8)))) {
+      return Promise.resolve({ jsonrpc: '2.0', method: 'task/output', params: { seq: Number(h[1]), id: h[2], data: '' } });
+    }
+    try {
+      return Promise.resolve(JSON.parse(buf.toString(options.charset as BufferEncoding)));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  },
+};
+
+function levelOf(line: string): LogLevel {
+  const m = /"level":"(DEBUG|INFO|WARN|ERROR)"/.exec(line);
+  return m ? (m[1].toLowerCase() as LogLevel) : 'info';
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let t: NodeJS.Timeout;
+  return Promise.race([p, new Promise<T>((_, reject) => { t = setTimeout(() => reject(new Error('timed out')), ms); })]).finally(() => clearTimeout(t));
+}
+
+function waitExit(proc: ChildProcess, ms: number): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(() => {
+      proc.kill('SIGKILL');
+    }, ms);
+    proc.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}

