@@ -92,25 +92,18 @@ func (a *actor) post(env envelope) bool { return a.box.Push(env) }
 // callEarly is call, answered once the state has changed, before its
 // effects run.
 func (a *actor) callEarly(ctx context.Context, in input) (*taskView, error) {
-	ch := make(chan reply, 1)
-	if !a.post(envelope{in: in, reply: ch, early: true}) {
-		return nil, protocol.Unavailable("familiar is shutting down")
-	}
-	select {
-	case r := <-ch:
-		return r.view, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-a.o.closing:
-		return nil, protocol.Unavailable("familiar is shutting down")
-	}
+	return a.send(ctx, in, true)
 }
 
 // call posts a command and waits for its result. It gives up when the
 // orchestrator shuts down, so no request hangs on a task being stopped.
 func (a *actor) call(ctx context.Context, in input) (*taskView, error) {
+	return a.send(ctx, in, false)
+}
+
+func (a *actor) send(ctx context.Context, in input, early bool) (*taskView, error) {
 	ch := make(chan reply, 1)
-	if !a.post(envelope{in: in, reply: ch}) {
+	if !a.post(envelope{in: in, reply: ch, early: early}) {
 		return nil, protocol.Unavailable("familiar is shutting down")
 	}
 	select {
