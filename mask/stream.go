@@ -38,8 +38,10 @@ import (
 //
 // A Stream is not safe for concurrent use: one per stream, fed in order.
 type Stream struct {
-	m       *Masker
-	maxHold int
+	m         *Masker
+	ownMasker bool // m is this stream's copy, with what it learned
+	learned   int  // secrets learned (learn)
+	maxHold   int
 
 	pending []byte // raw bytes not yet emitted
 	// ctx is the view of the last text emitted, unmasked, cut at a space:
@@ -481,6 +483,7 @@ func (s *Stream) process(flush bool) []byte {
 	full := ctx + string(view)
 	off := len(ctx)
 	spans := s.m.find(full)
+	s.learn(full, spans)
 
 	// The cut: everything before it is emitted now.
 	c := len(view)
@@ -758,4 +761,45 @@ func keyOpen(text string) bool {
 		line = line[:nl]
 	}
 	return strings.Contains(line, "PRIVATE KEY-----")
+}
+
+// maxLearned bounds the secrets a Stream learns; minLearned is the shortest
+// worth learning (a shorter one would mask common words).
+const (
+	maxLearned = 64
+	minLearned = 16
+)
+
+// learn remembers what a shape or its context made a secret, so that the
+// rest of the stream masks it wherever it shows again. A TUI's differential
+// renderer redraws only the cells that changed: a later frame may draw
+// "B", jump a column, then "arer <token>", and the context that marked the
+// token ("Bearer") is gone from the bytes. The value is not.
+func (s *Stream) learn(full string, spans []span) {
+	for _, sp := range spans {
+		v := full[sp.start:sp.end]
+		if strings.Contains(v, "-----") {
+			continue // a private key block is masked whole by its markers
+		}
+		// The span may carry its label ("TOKEN='…", "Bearer …"): learn the
+		// long pieces between separators too.
+		pieces := append([]string{v}, strings.FieldsFunc(v, func(r rune) bool {
+			return r == ' ' || r == '=' || r == ':' || r == '\'' || r == '"' || r == '\n' || r == '\r' || r == '\t'
+		})...)
+		for _, piece := range pieces {
+			if len(piece) < minLearned || !usableLiteral(piece) || slices.Contains(s.m.literals, piece) {
+				continue
+			}
+			if s.learned >= maxLearned {
+				return
+			}
+			if !s.ownMasker {
+				// Masker is shared and immutable: the stream takes a copy.
+				s.m = &Masker{literals: slices.Clone(s.m.literals)}
+				s.ownMasker = true
+			}
+			s.m.literals = append(s.m.literals, piece)
+			s.learned++
+		}
+	}
 }
