@@ -120,23 +120,23 @@ func (o *Orchestrator) enqueue(p *persisted) (*protocol.Task, error) {
 	}
 	o.nextSeq++
 	p.Seq = o.nextSeq
+	o.mu.Unlock()
 	p.RepoRoot = o.cfg.Repo.Root()
+	// Saved before anyone sees it: never acknowledged if it could not be
+	// saved, and never started by the scheduler only to be taken back.
+	if err := o.save(p); err != nil {
+		return nil, mapError(err, "task/create", "")
+	}
 	a := newActor(o, *p)
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil, protocol.Unavailable("familiar is shutting down")
+	}
 	o.tasks[p.T.ID] = a
 	o.order[p.T.ID] = queueKey{priority: p.T.Priority, seq: p.Seq}
 	o.queueValid = false
 	o.mu.Unlock()
-	// Saved and announced before the caller hears of it; never
-	// acknowledged if it could not be saved.
-	if err := o.save(p); err != nil {
-		o.mu.Lock()
-		delete(o.tasks, p.T.ID)
-		delete(o.order, p.T.ID)
-		o.queueValid = false
-		o.mu.Unlock()
-		a.close()
-		return nil, mapError(err, "task/create", "")
-	}
 	snap := o.viewOf(a.view())
 	o.pub.publish(p.T.ID, protocol.TaskUpdatedNotification{Task: *snap})
 	o.poke()
