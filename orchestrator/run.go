@@ -298,10 +298,15 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 			} else {
 				opts.Prompt = resumePrompt
 			}
-		} else if p.FollowUp != "" && p.FollowUp != resumePrompt {
+		} else {
 			// Stopped before claude saved anything (a pause in its first
-			// seconds): the turn starts again, with what the person added.
-			opts.Prompt = spec.Prompt.Text + "\n\n" + p.FollowUp
+			// seconds), or saved where this check does not look: the turn
+			// starts again in a new session (reusing the id makes claude
+			// exit with code 1), with what the person added.
+			opts.SessionID = ""
+			if p.FollowUp != "" && p.FollowUp != resumePrompt {
+				opts.Prompt = spec.Prompt.Text + "\n\n" + p.FollowUp
+			}
 		}
 	}
 	return opts, nil

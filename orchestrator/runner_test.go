@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -140,6 +141,12 @@ func newRunner(t *testing.T, settings protocol.Settings) *runnerEnv {
 			if r.failNext {
 				r.failNext = false
 				return nil, errors.New("start claude: exec: no such file")
+			}
+			// The fake "claude" saves its conversation where claude does,
+			// so a later start resumes it.
+			saved := filepath.Join(opts.ConfigDir, "projects", "p", "sess-1.jsonl")
+			if err := os.MkdirAll(filepath.Dir(saved), 0o700); err == nil {
+				_ = os.WriteFile(saved, []byte("{}\n"), 0o600)
 			}
 			s := &fakeSession{opts: opts, done: make(chan struct{})}
 			r.sessions = append(r.sessions, s)
