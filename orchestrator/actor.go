@@ -383,9 +383,9 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 	var in input
 	switch ev.Kind {
 	case agent.EventOutput:
-		// Output changes no state: startAgent's masking stream sends it
-		// straight to the clients (it is in the task's log file already,
-		// so it is not written to the store); it does not come here.
+		// Output changes no state: the agent's log filter
+		// (terminalOutput) masks it and sends it to the log and the
+		// clients, and the agent does not send it as events.
 		return
 	case agent.EventHook:
 		var ref string
