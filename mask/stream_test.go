@@ -432,3 +432,31 @@ func BenchmarkStreamAdversarial(b *testing.B) {
 		}
 	}
 }
+
+// A chunk's last word goes out at once unless it could be, or begin, a
+// secret that the next chunk completes: only those wait for the quiet
+// flush (the output lag of every other frame).
+func TestStreamHoldsOnlyWhatCouldStartASecret(t *testing.T) {
+	m := NewMasker([]string{"MY_SECRET=Zq9xLiteralValue42"})
+	for _, tc := range []struct {
+		chunk string
+		held  bool
+	}{
+		{"spinner (3s · ↓ 40 tokens) t=1763929", false},
+		{"\x1b[38;5;174m✻\x1b[39m Ruminating… \x1b[38;5;246m(12s", false},
+		{"prompt>", false},
+		{"key: s", true},             // may go on as sk-…
+		{"Authorization: Bea", true}, // may go on as Bearer
+		{"Authorization: Bearer ab", true},
+		{"TOKEN=ab12", true},   // a keyed value that may go on
+		{"echo Zq9xLit", true}, // the start of a literal
+		{"password", false},    // the left context masks a value that follows
+		{"-----BEGIN PRIVATE KEY-----\nMIIE", true},
+	} {
+		s := m.NewStream(0)
+		out := string(s.Write([]byte(tc.chunk)))
+		if held := s.Held() > 0; held != tc.held {
+			t.Errorf("%q: held %v (emitted %q), want held %v", tc.chunk, held, out, tc.held)
+		}
+	}
+}
