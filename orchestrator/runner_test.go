@@ -146,7 +146,7 @@ func newRunner(t *testing.T, settings protocol.Settings) *runnerEnv {
 			// so a later start resumes it.
 			saved := filepath.Join(opts.ConfigDir, "projects", "p", "sess-1.jsonl")
 			if err := os.MkdirAll(filepath.Dir(saved), 0o700); err == nil {
-				_ = os.WriteFile(saved, []byte("{}\n"), 0o600)
+				_ = os.WriteFile(saved, []byte(`{"type":"user","message":{"role":"user","content":"go"}}`+"\n"), 0o600)
 			}
 			s := &fakeSession{opts: opts, done: make(chan struct{})}
 			r.sessions = append(r.sessions, s)
