@@ -202,6 +202,11 @@ func TestACPCancel(t *testing.T)    { newWorld(t).run("cancel") }
 func TestACPArchitect(t *testing.T) { newWorld(t).run("architect") }
 func TestACPParallel(t *testing.T)  { newWorld(t).run("parallel") }
 
+// /diff (and _familiar/diff) bring a turn's changes as ACP diff content:
+// one diff item per file, its path in the task's worktree, the text before
+// and after.
+func TestACPDiff(t *testing.T) { newWorld(t).run("diff") }
+
 // acpx is a second, independent client: one full turn, with its permission
 // policy approving the Bash call.
 func TestACPXOneTurn(t *testing.T) {

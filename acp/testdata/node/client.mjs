@@ -24,6 +24,8 @@ const top = schema.anyOf;
 const asAgent = ajv.compile({ $ref: "acp#/anyOf/" + top.findIndex((s) => s.title === "Agent") });
 const asClient = ajv.compile({ $ref: "acp#/anyOf/" + top.findIndex((s) => s.title === "Client") });
 
+const asToolCallContent = ajv.compile({ $ref: "acp#/$defs/ToolCallContent" });
+
 const scenario = process.argv[2];
 const cwd = process.env.ACP_CWD;
 const statePath = process.env.ACP_STATE;
@@ -275,6 +277,39 @@ const scenarios = {
       const stop = await prompt(ctx, s, `choose\n@@TOOL AskUserQuestion ${input}\n@@TEXT Noted.`);
       expect(stop === "end_turn" && text(s).includes("Noted.") && seen.elicitations === 1, "one turn with a form: " + stop, s);
     }, { elicitation: { form: {} } });
+  },
+  async diff() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      const stop = await prompt(ctx, s, tool("echo hello diff > acp-diff.txt && echo world >> README.md"));
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      const before = s.updates.length;
+      const again = await prompt(ctx, s, "/diff");
+      expect(again === "end_turn", "/diff stopReason " + again, s);
+      const calls = s.updates.slice(before).filter((u) => u.sessionUpdate === "tool_call");
+      expect(calls.length === 1 && calls[0].status === "completed", "/diff sent " + calls.length + " tool calls", s);
+      const checkDiffs = (content, where) => {
+        const diffs = content.filter((c) => c.type === "diff");
+        expect(content.every((c) => c.type === "diff"), where + ": content other than diffs: " + JSON.stringify(content));
+        expect(diffs.length === 2, where + ": diffs " + JSON.stringify(content));
+        const readme = diffs.find((d) => d.path.endsWith("/README.md"));
+        const added = diffs.find((d) => d.path.endsWith("/acp-diff.txt"));
+        expect(readme && readme.oldText === "hello\n" && readme.newText === "hello\nworld\n", where + ": README.md " + JSON.stringify(readme));
+        expect(added && added.oldText == null && added.newText === "hello diff\n", where + ": acp-diff.txt " + JSON.stringify(added));
+        for (const d of diffs) {
+          expect(d.path.startsWith("/") && !d.path.startsWith(cwd + "/"), where + ": not the task's worktree: " + d.path);
+        }
+      };
+      checkDiffs(calls[0].content, "/diff");
+      // The extension method answers the same changes as data, with the
+      // content items as the slash command sends them.
+      const res = await ctx.request("_familiar/diff", { sessionId: s.id });
+      for (const c of res.content) {
+        if (!asToolCallContent(c)) fail("_familiar/diff content does not conform to ToolCallContent: " + JSON.stringify(c) + "\n" + ajv.errorsText(asToolCallContent.errors));
+      }
+      checkDiffs(res.content, "_familiar/diff");
+      expect(res.files.length === 2 && res.files.every((f) => typeof f.newText === "string"), "_familiar/diff files " + JSON.stringify(res.files));
+    });
   },
   async parallel() {
     await withAgent(async (ctx) => {
