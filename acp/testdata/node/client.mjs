@@ -102,6 +102,7 @@ function makeClient() {
   return acp.client({ name: "familiar-test" })
     .onRequest(acp.methods.client.session.requestPermission, async ({ params: p }) => {
       seen.permissions++;
+      (seen.permissionTitles ??= []).push(p.toolCall.title + " " + p.toolCall.toolCallId);
       seen.kinds.push("request_permission@" + (Date.now() - t0));
       const s = current.sessions[p.sessionId] ?? current.sessions["*"];
       const choice = await s.onPermission(p, s);
@@ -151,8 +152,8 @@ async function withAgent(op, clientCapabilities = {}) {
   return result;
 }
 
-async function newSession(ctx, onPermission = async () => "allow_once") {
-  const res = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+async function newSession(ctx, onPermission = async () => "allow_once", mcpServers = []) {
+  const res = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers });
   const s = { id: res.sessionId, updates: [], onPermission };
   current.sessions[s.id] = s;
   return s;
@@ -310,6 +311,26 @@ const scenarios = {
       checkDiffs(res.content, "_familiar/diff");
       expect(res.files.length === 2 && res.files.every((f) => typeof f.newText === "string"), "_familiar/diff files " + JSON.stringify(res.files));
     });
+  },
+  // The client's MCP servers (ACP_MCP: a JSON array of McpServer) join the
+  // task's; the model calls a tool of each (ACP_MCP_PROMPT).
+  async mcp() {
+    const servers = JSON.parse(process.env.ACP_MCP);
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx, async () => "allow_once", servers);
+      const stop = await prompt(ctx, s, process.env.ACP_MCP_PROMPT);
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      const calls = s.updates.filter((u) => u.sessionUpdate === "tool_call");
+      const st = toolStatuses(s);
+      for (const sv of servers) {
+        const name = `mcp__${sv.name}__write_marker`;
+        const c = calls.find((u) => JSON.stringify(u).includes(name));
+        expect(c, "no tool_call of " + name, s);
+        expect(st[c.toolCallId].at(-1) === "completed", name + " statuses " + JSON.stringify(st[c.toolCallId]), s);
+      }
+      expect(seen.permissions === servers.length, "permissions asked: " + JSON.stringify(seen.permissionTitles), s);
+      expect(text(s).includes("Marked."), "text " + JSON.stringify(text(s)), s);
+    }, {});
   },
   async parallel() {
     await withAgent(async (ctx) => {
