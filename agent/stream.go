@@ -32,8 +32,10 @@ type streamDriver struct {
 const ProblemMCPFailed = "an MCP server failed to start in claude"
 
 func streamArgs(o *Options) []string {
+	// --include-partial-messages: the response's stream events too, so the
+	// transcript has the text and thinking as they stream (CLAUDE-CLI.md §4.2).
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
-		"--verbose", "--permission-prompt-tool", "stdio"}
+		"--verbose", "--permission-prompt-tool", "stdio", "--include-partial-messages"}
 	return append(args, o.commonArgs("")...)
 }
 
@@ -52,6 +54,8 @@ func (d *streamDriver) feed(p []byte) {
 		d.handleLine(bytes.TrimSpace(line))
 		d.partial = d.partial[i+1:]
 	}
+	// What streamed in this read goes out as one chunk.
+	d.s.tr.flush()
 	if len(d.partial) > maxStreamLine {
 		d.s.emit(Event{Kind: EventProblem, Problem: fmt.Sprintf("stream line over %d bytes dropped", maxStreamLine)})
 		d.partial = nil
@@ -147,6 +151,8 @@ func (d *streamDriver) handleLine(line []byte) {
 		if m.RateLimitInfo.Status == "rejected" && m.RateLimitInfo.ResetsAt > 0 {
 			d.resetsAt = time.Unix(m.RateLimitInfo.ResetsAt, 0)
 		}
+	case "stream_event":
+		s.tr.line(line)
 	case "tool_progress":
 		// A heartbeat while a tool runs; the command watch decides whether
 		// the command itself makes progress.

@@ -62,7 +62,9 @@ func TestTranscript(t *testing.T) {
 				usage = e.Usage
 			case transcript.KindText:
 				text += e.Text
-				seq = append(seq, "text")
+				if seq[len(seq)-1] != "text" { // streamed: in chunks
+					seq = append(seq, "text")
+				}
 			case transcript.KindPrompt:
 				seq = append(seq, "prompt")
 			}
@@ -90,6 +92,40 @@ func TestTranscript(t *testing.T) {
 		t.Logf("usage: %+v; turn cost from the CLI: %v", *usage.Total, end.Turn.CostUSD)
 		if end.Turn.Usage == nil || end.Turn.Usage.Responses != reqs {
 			t.Errorf("turn usage = %+v, want %d responses", end.Turn.Usage, reqs)
+		}
+	})
+}
+
+// The stream driver reports the assistant's text and thinking as they
+// stream, in several chunks (the fake API sends each in three deltas, 150 ms
+// apart); the PTY driver reads them from the session file, a block at a
+// time. Either way the chunks add up to the text, once.
+func TestTranscriptTextChunks(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		const thinking, answer = "Weighing the options here.", "The answer is forty-two, plainly."
+		h := start(t, driver, "think\n@@PACE 150ms\n@@THINK "+thinking+"\n@@TEXT "+answer)
+		_, next := h.rec.wait(t, 0, "turn end", turnEnded)
+		var texts, thoughts []string
+		for _, ev := range h.rec.all()[:next] {
+			if ev.Kind != agent.EventTranscript {
+				continue
+			}
+			switch e := ev.Transcript; e.Kind {
+			case transcript.KindText:
+				texts = append(texts, e.Text)
+			case transcript.KindThinking:
+				thoughts = append(thoughts, e.Text)
+			}
+		}
+		t.Logf("%s: text %q, thinking %q", driver, texts, thoughts)
+		if strings.Join(texts, "") != answer {
+			t.Errorf("text chunks %q add up to something else than %q", texts, answer)
+		}
+		if strings.Join(thoughts, "") != thinking {
+			t.Errorf("thinking chunks %q add up to something else than %q", thoughts, thinking)
+		}
+		if driver == agent.DriverStream && (len(texts) < 2 || len(thoughts) < 2) {
+			t.Errorf("stream driver: text in %d chunks, thinking in %d; want them as they stream", len(texts), len(thoughts))
 		}
 	})
 }
