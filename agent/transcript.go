@@ -22,8 +22,8 @@ type transcriptFeed struct {
 	// pending is streamed text or thinking not emitted yet: the deltas of
 	// one read of stdout are merged into one chunk (stream driver).
 	pending *transcript.Entry // guarded by mu
-	tail     *transcript.Tail  // guarded by mu; PTY only
-	resumed  bool              // the session file holds earlier turns: start at its end
+	tail    *transcript.Tail  // guarded by mu; PTY only
+	resumed bool              // the session file holds earlier turns: start at its end
 }
 
 func newTranscriptFeed(s *Session) *transcriptFeed {

@@ -76,7 +76,7 @@ type line struct {
 	// one event of the Messages API's stream, of response APIMessageID.
 	Event        *streamEvent `json:"event"`
 	APIMessageID string       `json:"api_message_id"`
-	Message         struct {
+	Message      struct {
 		ID      string          `json:"id"`
 		Model   string          `json:"model"`
 		Content json.RawMessage `json:"content"`
