@@ -16,11 +16,9 @@ type Script func(req Request) Reply
 
 // Reply is what one request gets back.
 type Reply struct {
-	Text     string // a text block (may be empty if ToolUses is set)
-	Thinking string // a thinking block before the text, if set (signed with a fake signature)
-	// Pace is the pause between the deltas of the thinking and text blocks,
-	// so a test sees them arrive apart, as a model's tokens do.
-	Pace       time.Duration
+	Text       string        // a text block (may be empty if ToolUses is set)
+	Thinking   string        // a thinking block before the text, if set (signed with a fake signature)
+	Pace       time.Duration // the pause between thinking and text deltas, so they arrive apart as a model's tokens do
 	ToolUses   []ToolUse     // tool_use blocks, after the text, streamed with input_json_delta
 	StopReason string        // default: "tool_use" if ToolUses is set, else "end_turn"
 	Status     int           // non-zero: answer with this HTTP error status and a JSON error body instead
