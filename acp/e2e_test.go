@@ -209,6 +209,16 @@ func TestACPCancel(t *testing.T)    { newWorld(t).run("cancel") }
 func TestACPArchitect(t *testing.T) { newWorld(t).run("architect") }
 func TestACPParallel(t *testing.T)  { newWorld(t).run("parallel") }
 
+// familiar acp's tasks run under the stream driver: the agent's text and
+// thinking reach the client as they stream, in several chunks. With
+// --driver pty they come from the session file, one chunk per block.
+func TestACPTextStreams(t *testing.T) {
+	t.Run("stream", func(t *testing.T) { newWorld(t).run("stream") })
+	t.Run("pty", func(t *testing.T) {
+		newWorld(t).runWith("stream", []string{`ACP_AGENT_ARGS=["--driver","pty"]`, "ACP_MIN_CHUNKS=1"})
+	})
+}
+
 // /diff (and _familiar/diff) bring a turn's changes as ACP diff content:
 // one diff item per file, its path in the task's worktree, the text before
 // and after.

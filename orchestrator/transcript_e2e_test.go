@@ -1,6 +1,9 @@
 package orchestrator_test
 
 import (
+	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/familiar-dev/familiar/protocol"
@@ -27,4 +30,41 @@ func TestTranscriptStepsAndUsage(t *testing.T) {
 	step := a.Steps[0].ID
 	e.notes.wait(t, "the question names the tool call", is(protocol.NotifyTaskQuestion, a.ID, `"toolUseId":"`+step+`"`))
 	e.notes.wait(t, "the tool call in the transcript", is(protocol.NotifyTaskTranscript, a.ID, `"id":"`+step+`"`, `"status":"completed"`))
+}
+
+// Under the stream driver the assistant's text and thinking go out as
+// task/transcript chunks as they stream (the fake API sends each in three
+// deltas, 150 ms apart); the chunks add up to the text.
+func TestTranscriptTextStreams(t *testing.T) {
+	e := open(t, nil, nil)
+	const thinking, answer = "Weighing the options here.", "The answer is forty-two, plainly."
+	task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{Title: "stream",
+		Description: "think\n@@PACE 150ms\n@@THINK " + thinking + "\n@@TEXT " + answer, Driver: protocol.DriverStream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "the turn done", is(protocol.NotifyTaskCompleted, `"id":"`+task.ID+`"`))
+	chunks := map[string][]string{}
+	for _, n := range e.notes.all() {
+		if !is(protocol.NotifyTaskTranscript, `"id":"`+task.ID+`"`)(n) {
+			continue
+		}
+		var p protocol.TaskTranscriptNotification
+		if err := json.Unmarshal(n.params, &p); err != nil {
+			t.Fatal(err)
+		}
+		if k := p.Entry.Kind; k == "text" || k == "thinking" {
+			if p.Entry.MessageID == "" {
+				t.Errorf("a %s chunk without its messageId", k)
+			}
+			chunks[k] = append(chunks[k], p.Entry.Text)
+		}
+	}
+	t.Logf("chunks: %q", chunks)
+	if got := chunks["text"]; len(got) < 2 || strings.Join(got, "") != answer {
+		t.Errorf("text chunks %q: want several adding up to %q", got, answer)
+	}
+	if got := chunks["thinking"]; len(got) < 2 || strings.Join(got, "") != thinking {
+		t.Errorf("thinking chunks %q: want several adding up to %q", got, thinking)
+	}
 }

@@ -69,7 +69,9 @@ function lines(dir, validate) {
 
 function startAgent() {
   // ACP_AGENT_CMD (a JSON array) runs another agent, e.g. claude-code-acp.
-  const argv = process.env.ACP_AGENT_CMD ? JSON.parse(process.env.ACP_AGENT_CMD) : [process.env.FAMILIAR_BIN, "acp"];
+  // ACP_AGENT_ARGS (a JSON array) adds flags to familiar acp.
+  const argv = process.env.ACP_AGENT_CMD ? JSON.parse(process.env.ACP_AGENT_CMD)
+    : [process.env.FAMILIAR_BIN, "acp", ...JSON.parse(process.env.ACP_AGENT_ARGS ?? "[]")];
   const child = spawn(argv[0], argv.slice(1), { cwd, stdio: ["pipe", "pipe", "inherit"] });
   current_child = child;
   const fromAgent = lines("agent", asAgent);
@@ -331,6 +333,23 @@ const scenarios = {
       expect(seen.permissions === servers.length, "permissions asked: " + JSON.stringify(seen.permissionTitles), s);
       expect(text(s).includes("Marked."), "text " + JSON.stringify(text(s)), s);
     }, {});
+  },
+  // The text and thinking as they stream: ACP_MIN_CHUNKS chunks at least
+  // (the fake API sends each in three deltas, 150 ms apart), adding up to
+  // the text, the chunks of one response sharing a messageId if any.
+  async stream() {
+    const thinking = "Weighing the options here.", answer = "The answer is forty-two, plainly.";
+    const min = Number(process.env.ACP_MIN_CHUNKS ?? 2);
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      const stop = await prompt(ctx, s, `think\n@@PACE 150ms\n@@THINK ${thinking}\n@@TEXT ${answer}`);
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      const of = (kind) => s.updates.filter((u) => u.sessionUpdate === kind);
+      const texts = of("agent_message_chunk"), thoughts = of("agent_thought_chunk");
+      expect(texts.length >= min && text(s) === answer, `text in ${texts.length} chunks: ${JSON.stringify(texts)}`, s);
+      expect(thoughts.length >= min && thoughts.map((u) => u.content.text).join("") === thinking, `thinking in ${thoughts.length} chunks`, s);
+      process.stdout.write(JSON.stringify({ textChunks: texts.map((u) => u.content.text), thoughtChunks: thoughts.map((u) => u.content.text) }) + "\n");
+    });
   },
   async parallel() {
     await withAgent(async (ctx) => {
