@@ -145,6 +145,10 @@ func TestPromptAfterInterrupt(t *testing.T) {
 		ev, next := h.rec.wait(t, next, "the interrupted turn's end", func(ev agent.Event) bool {
 			return turnEnded(ev) || (ev.Kind == agent.EventQuestion && ev.Question.Kind == agent.KindQuestion)
 		})
+		// The permission the interrupt cut short is withdrawn, not left
+		// waiting for an answer nobody reads (stream: the CLI's
+		// control_cancel_request).
+		h.rec.wait(t, 0, "the permission withdrawn", isResolved("agent"))
 		if ev.Kind == agent.EventQuestion {
 			if err := h.sess.Answer(ev.Question.ID, agent.Answer{Text: "go on\n@@TEXT Going on."}); err != nil {
 				t.Fatal(err)
