@@ -19,6 +19,10 @@ type streamDriver struct {
 
 	writeMu sync.Mutex // serialises lines to stdin
 
+	// output sends stdout on as EventOutput, without stream_event lines;
+	// written only by the reader goroutine (readOutput).
+	output *lineDropper
+
 	askMu sync.Mutex
 	// asking cancels the question of a can_use_tool request still waiting
 	// for the person, by request id: the CLI withdraws it with a

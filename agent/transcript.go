@@ -49,10 +49,14 @@ func (f *transcriptFeed) line(l []byte) {
 		}
 		if p := f.pending; p != nil && p.Kind == e.Kind && p.MessageID == e.MessageID {
 			p.Text += e.Text
-			continue
+			p.Final = e.Final
+		} else {
+			f.flushLocked()
+			f.pending = &e
 		}
-		f.flushLocked()
-		f.pending = &e
+		if e.Final {
+			f.flushLocked()
+		}
 	}
 	if len(entries) == 0 && !bytes.Contains(l, []byte(`"stream_event"`)) {
 		f.flushLocked()

@@ -68,3 +68,40 @@ func TestTranscriptTextStreams(t *testing.T) {
 		t.Errorf("thinking chunks %q: want several adding up to %q", got, thinking)
 	}
 }
+
+// A secret the model streams in pieces is masked whole: the fake API cuts
+// the text into three deltas, so the key is split between two of them, and
+// neither the transcript nor the raw output may carry a piece of it.
+func TestTranscriptStreamedSecretMasked(t *testing.T) {
+	e := open(t, nil, nil)
+	key := "sk-ant-api03-" + strings.Repeat("Zq7Xw2", 12) + "AA"
+	task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{Title: "secret",
+		Description: "leak\n@@PACE 50ms\n@@TEXT Here is the key " + key + " for you.", Driver: protocol.DriverStream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "the turn done", is(protocol.NotifyTaskCompleted, `"id":"`+task.ID+`"`))
+	var text strings.Builder
+	for _, n := range e.notes.all() {
+		if n.method == protocol.NotifyTaskUpdated {
+			continue // the task's description is the person's prompt, as written
+		}
+		if strings.Contains(string(n.params), "Zq7Xw2") {
+			t.Errorf("%s carries a piece of the key: %s", n.method, n.params)
+		}
+		var p protocol.TaskTranscriptNotification
+		if is(protocol.NotifyTaskTranscript, `"id":"`+task.ID+`"`, `"kind":"text"`)(n) && json.Unmarshal(n.params, &p) == nil {
+			text.WriteString(p.Entry.Text)
+		}
+	}
+	out, err := e.o.TaskOutput(context.Background(), &protocol.TaskOutputParams{ID: task.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.Data, "Zq7Xw2") || !strings.Contains(out.Data, "sk-ant-a") {
+		t.Errorf("the output log shows the key or not its masked form:\n%s", out.Data)
+	}
+	if got := text.String(); !strings.HasPrefix(got, "Here is the key sk-ant-") || !strings.Contains(got, "[masked") || !strings.HasSuffix(got, " for you.") {
+		t.Errorf("streamed text = %q", got)
+	}
+}

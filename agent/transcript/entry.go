@@ -53,6 +53,10 @@ type Entry struct {
 	// (stream-json with --include-partial-messages) rather than a whole
 	// block: consecutive ones may be merged before they are sent.
 	Delta bool `json:"-"`
+	// Final marks the last chunk of a streamed block (its whole line was
+	// read); its Text may be empty. A consumer that held back the end of
+	// the streamed text (to mask a secret split across chunks) sends it now.
+	Final bool `json:"-"`
 }
 
 // ToolCall is one tool call, as far as it is known.

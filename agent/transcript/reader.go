@@ -165,13 +165,9 @@ func (r *Reader) assistant(l *line, at time.Time) []Entry {
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
-			if t := r.unstreamed(id, KindText, b.Text); t != "" {
-				out = append(out, Entry{Kind: KindText, At: at, MessageID: id, Text: t})
-			}
+			out = r.block(out, id, KindText, b.Text, at)
 		case "thinking":
-			if t := r.unstreamed(id, KindThinking, b.Thinking); t != "" {
-				out = append(out, Entry{Kind: KindThinking, At: at, MessageID: id, Text: t})
-			}
+			out = r.block(out, id, KindThinking, b.Thinking, at)
 		case "tool_use":
 			tc := r.newToolCall(b, at)
 			out = append(out, Entry{Kind: KindToolCall, At: at, MessageID: id, Tool: tc.clone()})
@@ -253,21 +249,26 @@ func (r *Reader) streamedBlock(id string, index int, kind Kind) *streamedBlock {
 	return b
 }
 
-// unstreamed is what of a whole text or thinking block was not already
-// reported as deltas: all of it if none were read, nothing if all were, and
-// the rest if the deltas stopped short.
-func (r *Reader) unstreamed(id string, kind Kind, text string) string {
+// block reports a whole text or thinking block: as it is if no deltas of
+// it were read; else as the block's last chunk (Final), holding what the
+// deltas missed — nothing if they were whole, the rest if they stopped
+// short, all of it if they were not this block's start.
+func (r *Reader) block(out []Entry, id string, kind Kind, text string, at time.Time) []Entry {
 	for _, b := range r.streamed[id] {
 		if b.kind != kind || b.reported {
 			continue
 		}
 		b.reported = true
-		if rest, ok := strings.CutPrefix(text, b.text.String()); ok {
-			return rest
+		rest, ok := strings.CutPrefix(text, b.text.String())
+		if !ok {
+			rest = text
 		}
-		return text // the deltas were not this block's start: report it whole
+		return append(out, Entry{Kind: kind, At: at, MessageID: id, Text: rest, Delta: true, Final: true})
 	}
-	return text
+	if text == "" {
+		return out
+	}
+	return append(out, Entry{Kind: kind, At: at, MessageID: id, Text: text})
 }
 
 // result reads the usage of a stream-json turn: the sum over its responses,

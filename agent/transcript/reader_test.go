@@ -205,7 +205,7 @@ func TestLongResultKeptWhole(t *testing.T) {
 // With --include-partial-messages the stream driver reads each text delta
 // as it streams (claude 2.1.330 against the fake API, which sends a text in
 // three deltas): the text arrives as three chunks, and the whole block's
-// assistant line after them adds nothing.
+// assistant line after them adds nothing but the mark that the block ended.
 func TestReadStreamedDeltas(t *testing.T) {
 	f, err := os.Open(filepath.Join("testdata", "2.1.330", "stream-partial.jsonl"))
 	if err != nil {
@@ -223,11 +223,17 @@ func TestReadStreamedDeltas(t *testing.T) {
 				if !e.Delta || e.MessageID == "" {
 					t.Errorf("text entry %+v: want a delta of a response", e)
 				}
+				if e.Final {
+					if e.Text != "" {
+						t.Errorf("the block's line added %q to whole deltas", e.Text)
+					}
+					continue
+				}
 				chunks = append(chunks, e.Text)
 			}
 		}
 	}
-	if got, want := strings.Join(kinds, " "), "tool_call tool_call text text text usage"; got != want {
+	if got, want := strings.Join(kinds, " "), "tool_call tool_call text text text text usage"; got != want {
 		t.Errorf("kinds:\n got %s\nwant %s", got, want)
 	}
 	if len(chunks) != 3 || strings.Join(chunks, "") != "There are no markdown files here, as it turns out." {
@@ -253,10 +259,14 @@ func TestReadStreamedThinkingAndShortDeltas(t *testing.T) {
 	var got []string
 	for _, l := range lines {
 		for _, e := range r.Line([]byte(l)) {
-			got = append(got, string(e.Kind)+":"+e.Text)
+			k := string(e.Kind)
+			if e.Final {
+				k += "(final)"
+			}
+			got = append(got, k+":"+e.Text)
 		}
 	}
-	want := []string{"thinking:Let me ", "thinking:think.", "text:Hel", "text:lo.", "text:Unstreamed."}
+	want := []string{"thinking:Let me ", "thinking:think.", "thinking(final):", "text:Hel", "text(final):lo.", "text:Unstreamed."}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("entries:\n got %q\nwant %q", got, want)
 	}
