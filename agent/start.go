@@ -213,7 +213,9 @@ func (s *Session) readOutput(sub *procs.Subscription) {
 			if s.pty != nil {
 				s.pty.onOutput(c.Data)
 			} else {
-				_, _ = s.stream.output.Write(c.Data)
+				if !s.opts.NoOutputEvents {
+					_, _ = s.stream.output.Write(c.Data)
+				}
 				s.stream.feed(c.Data)
 			}
 		}
