@@ -27,6 +27,9 @@ type Options struct {
 	// DataDir is familiar's data dir for a repository root; the ACP
 	// session ids are kept under it.
 	DataDir func(root string) string
+	// Driver is the driver of the tasks sessions create: "stream" or
+	// "pty"; "" leaves it to the workspace's defaultDriver.
+	Driver string
 	// Cwd is used by session/list without a cwd.
 	Cwd     string
 	Version string

@@ -2,7 +2,9 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/familiar-dev/familiar/protocol"
@@ -32,12 +34,33 @@ func (s *session) command(ctx context.Context, cmd, arg string) (any, error) {
 		return map[string]any{"stopReason": stopEndTurn}, nil
 	}
 	switch r := res.(type) {
-	case *protocol.TaskDiffResult:
-		s.showDiff(r)
+	case *diffResult:
+		s.showDiff(&r.TaskDiffResult, r.worktree)
 	case *protocol.Task:
 		s.message(fmt.Sprintf("/%s: task %s is %s.", cmd, r.ID, r.Status))
 	}
 	return map[string]any{"stopReason": stopEndTurn}, nil
+}
+
+// diffResult is _familiar/diff's answer: task/diff's (with each file's
+// texts) and the same changes as ACP tool call content.
+type diffResult struct {
+	protocol.TaskDiffResult
+	Content  []any `json:"content"`
+	worktree string
+}
+
+func (r diffResult) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.TaskDiffResult)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["content"] = r.Content
+	return json.Marshal(m)
 }
 
 // extension runs _familiar/<cmd> and returns familiar's result as is.
@@ -56,11 +79,19 @@ func (s *session) run(ctx context.Context, cmd, arg string) (any, error) {
 	}
 	switch cmd {
 	case "diff":
-		var r protocol.TaskDiffResult
-		if err := s.f.call(ctx, protocol.MethodTaskDiff, map[string]any{"id": taskID}, &r); err != nil {
+		var t protocol.Task
+		if err := s.f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); err != nil {
 			return nil, err
 		}
-		return &r, nil
+		var r protocol.TaskDiffResult
+		if err := s.f.call(ctx, protocol.MethodTaskDiff, map[string]any{"id": taskID, "texts": true}, &r); err != nil {
+			return nil, err
+		}
+		wt := s.cwd
+		if t.Worktree != nil {
+			wt = t.Worktree.Path
+		}
+		return &diffResult{TaskDiffResult: r, Content: diffContent(&r, wt), worktree: wt}, nil
 	case "merge":
 		p := map[string]any{"id": taskID}
 		if arg != "" {
@@ -92,20 +123,49 @@ func (s *session) run(ctx context.Context, cmd, arg string) (any, error) {
 	return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("familiar acp has no command %q: diff, merge, undo or retry.", cmd)}
 }
 
-// showDiff sends a diff as a completed tool call whose content is the patch.
-func (s *session) showDiff(r *protocol.TaskDiffResult) {
-	var files []string
+// diffContent is a task's changes as ACP tool call content: a diff item
+// per changed text file (its path absolute, in the task's worktree), then a
+// line for each file shown without its text (binary, too large, not a
+// regular file).
+func diffContent(r *protocol.TaskDiffResult, worktree string) []any {
+	content := []any{}
+	var without []string
 	for _, f := range r.Files {
-		files = append(files, fmt.Sprintf("%s %s (+%d -%d)", f.Status, f.Path, f.Additions, f.Deletions))
+		if f.NewText == nil || f.OldText == nil {
+			without = append(without, fmt.Sprintf("%s %s (+%d -%d)", f.Status, f.Path, f.Additions, f.Deletions))
+			continue
+		}
+		d := map[string]any{"type": "diff", "path": filepath.Join(worktree, filepath.FromSlash(f.Path)), "newText": *f.NewText}
+		if f.Status != protocol.FileAdded {
+			d["oldText"] = *f.OldText
+		}
+		content = append(content, d)
 	}
-	summary := "No changes."
-	if len(files) > 0 {
-		summary = strings.Join(files, "\n")
+	if len(without) > 0 {
+		content = append(content, map[string]any{"type": "content",
+			"content": textContent("Changed, shown without text:\n" + strings.Join(without, "\n"))})
 	}
-	content := []any{map[string]any{"type": "content", "content": textContent(summary)}}
-	if r.Patch != "" {
-		content = append(content, map[string]any{"type": "content", "content": textContent("```diff\n" + r.Patch + "```")})
+	return content
+}
+
+// showDiff sends a task's changes as a completed tool call whose content is
+// one diff per file.
+func (s *session) showDiff(r *protocol.TaskDiffResult, worktree string) {
+	content := diffContent(r, worktree)
+	title := "Changes of the task: none"
+	if n := len(r.Files); n == 1 {
+		title = "Changes of the task: " + r.Files[0].Path
+	} else if n > 1 {
+		title = fmt.Sprintf("Changes of the task: %d files", n)
 	}
-	s.update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": newID(), "title": "Diff of the task",
-		"kind": "read", "status": "completed", "content": content})
+	var locs []any
+	for _, f := range r.Files {
+		locs = append(locs, map[string]any{"path": filepath.Join(worktree, filepath.FromSlash(f.Path))})
+	}
+	u := map[string]any{"sessionUpdate": "tool_call", "toolCallId": newID(), "title": title,
+		"kind": "read", "status": "completed", "content": content}
+	if len(locs) > 0 {
+		u["locations"] = locs
+	}
+	s.update(u)
 }

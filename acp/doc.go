@@ -18,7 +18,12 @@
 //	session/cancel         task/interrupt: ends the turn, keeps the task
 //	session/set_mode       task/setMode: executor, architect, auditor
 //	session/load, /list    replayed from the store (task/events, task/list)
-//	/diff /merge /undo /retry and _familiar/diff|merge|undo|retry
+//	/diff /merge /undo /retry and _familiar/diff|merge|undo|retry (/diff: ACP diff content)
+//
+// Its tasks run claude under the stream driver by default (Options.Driver):
+// an ACP editor shows no terminal, and stream-json gives the text and
+// thinking as they stream. The client's MCP servers (stdio, http, sse)
+// become the task's.
 //
 // The ACP session id of a session whose task exists is kept in the
 // workspace's data dir (acp/<session id>), so session/load finds it after a

@@ -3,6 +3,10 @@ package acp_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/familiar-dev/familiar/internal/fakeapi"
 	"github.com/familiar-dev/familiar/internal/leakcheck"
+	"github.com/familiar-dev/familiar/internal/mcptest"
 	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
@@ -52,6 +57,8 @@ func familiarBin(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	// The test binary is also the stdio MCP server of TestACPMCPServers.
+	mcptest.Main()
 	code := leakcheck.Run(m)
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
@@ -202,6 +209,21 @@ func TestACPCancel(t *testing.T)    { newWorld(t).run("cancel") }
 func TestACPArchitect(t *testing.T) { newWorld(t).run("architect") }
 func TestACPParallel(t *testing.T)  { newWorld(t).run("parallel") }
 
+// familiar acp's tasks run under the stream driver: the agent's text and
+// thinking reach the client as they stream, in several chunks. With
+// --driver pty they come from the session file, one chunk per block.
+func TestACPTextStreams(t *testing.T) {
+	t.Run("stream", func(t *testing.T) { newWorld(t).run("stream") })
+	t.Run("pty", func(t *testing.T) {
+		newWorld(t).runWith("stream", []string{`ACP_AGENT_ARGS=["--driver","pty"]`, "ACP_MIN_CHUNKS=1"})
+	})
+}
+
+// /diff (and _familiar/diff) bring a turn's changes as ACP diff content:
+// one diff item per file, its path in the task's worktree, the text before
+// and after.
+func TestACPDiff(t *testing.T) { newWorld(t).run("diff") }
+
 // acpx is a second, independent client: one full turn, with its permission
 // policy approving the Bash call.
 func TestACPXOneTurn(t *testing.T) {
@@ -244,3 +266,100 @@ func TestACPChoice(t *testing.T) { newWorld(t).run("choice") }
 // A client that takes forms gets the choice as an elicitation, and the turn
 // goes on with its answer.
 func TestACPChoiceAsElicitation(t *testing.T) { newWorld(t).run("elicit") }
+
+// The client's MCP servers from session/new join the task's MCP config, and
+// the real claude calls them: a stdio server (this test binary, see
+// internal/mcptest), a streamable-HTTP one and an HTTP+SSE one, each told to
+// write a marker file by the model, each call shown as an ACP tool_call.
+func TestACPMCPServers(t *testing.T) {
+	w := newWorld(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := mcptest.NewHTTP()
+	srv := httptest.NewServer(web)
+	// Closed after familiar and its claude are gone (cleanups run last
+	// first): the SSE stream is open until claude leaves.
+	t.Cleanup(srv.Close)
+	t.Cleanup(w.stopFamiliar)
+	markers := t.TempDir()
+	servers := []map[string]any{
+		{"name": "study", "command": exe, "args": []string{"-test.run=^$"},
+			"env": []map[string]string{{"name": mcptest.HelperEnv, "value": "1"}}},
+		{"type": "http", "name": "web", "url": srv.URL + "/mcp",
+			"headers": []map[string]string{{"name": "Authorization", "value": "Bearer acp-test"}}},
+		{"type": "sse", "name": "events", "url": srv.URL + "/sse", "headers": []map[string]string{}},
+	}
+	var prompt strings.Builder
+	prompt.WriteString("mark")
+	for _, s := range servers {
+		in, _ := json.Marshal(map[string]string{"path": filepath.Join(markers, s["name"].(string))})
+		fmt.Fprintf(&prompt, "\n@@TOOL mcp__%s__write_marker %s", s["name"], in)
+	}
+	prompt.WriteString("\n@@TEXT Marked.")
+	mcpJSON, _ := json.Marshal(servers)
+	w.runWith("mcp", []string{"ACP_MCP=" + string(mcpJSON), "ACP_MCP_PROMPT=" + prompt.String()})
+
+	for _, s := range servers {
+		if b, err := os.ReadFile(filepath.Join(markers, s["name"].(string))); err != nil || string(b) != "marker" {
+			t.Errorf("MCP server %s was not called: marker %q, %v", s["name"], b, err)
+		}
+	}
+	if web.Calls("http") != 1 || web.Calls("sse") != 1 {
+		t.Errorf("tools/call over http %d, sse %d; want 1 each", web.Calls("http"), web.Calls("sse"))
+	}
+	if got := web.Authorization(); got != "Bearer acp-test" {
+		t.Errorf("the http server's header did not arrive: Authorization %q", got)
+	}
+
+	// The task's --mcp-config holds the three as claude reads them.
+	var configs []string
+	_ = filepath.WalkDir(w.stateDir(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "mcp.json" {
+			configs = append(configs, p)
+		}
+		return nil
+	})
+	if len(configs) != 1 {
+		t.Fatalf("task MCP configs: %v", configs)
+	}
+	b, err := os.ReadFile(configs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		McpServers map[string]struct {
+			Type    string            `json:"type"`
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("%s: %v", configs[0], err)
+	}
+	study, web2, events := cfg.McpServers["study"], cfg.McpServers["web"], cfg.McpServers["events"]
+	if study.Type != "stdio" || study.Command != exe || len(study.Args) != 1 || study.Env[mcptest.HelperEnv] != "1" {
+		t.Errorf("stdio server in the config: %+v", study)
+	}
+	if web2.Type != "http" || web2.URL != srv.URL+"/mcp" || web2.Headers["Authorization"] != "Bearer acp-test" {
+		t.Errorf("http server in the config: %+v", web2)
+	}
+	if events.Type != "sse" || events.URL != srv.URL+"/sse" {
+		t.Errorf("sse server in the config: %+v", events)
+	}
+}
+
+// stateDir is where the test's familiar keeps its data.
+func (w *world) stateDir() string {
+	for _, kv := range w.env {
+		if v, ok := strings.CutPrefix(kv, "XDG_STATE_HOME="); ok {
+			return filepath.Dir(v)
+		}
+	}
+	w.t.Fatal("no state dir")
+	return ""
+}

@@ -157,9 +157,12 @@ func (s *session) start(ctx context.Context, taskID string, asked *protocol.Ques
 		s.mu.Lock()
 		mode := s.mode
 		s.mu.Unlock()
+		p := map[string]any{"title": title, "description": text, "mode": mode, "mcpServers": s.mcp}
+		if d := s.a.opts.Driver; d != "" {
+			p["driver"] = d
+		}
 		var t protocol.Task
-		if err := s.f.call(ctx, protocol.MethodTaskCreate, map[string]any{"title": title, "description": text,
-			"mode": mode, "mcpServers": s.mcp}, &t); err != nil {
+		if err := s.f.call(ctx, protocol.MethodTaskCreate, p, &t); err != nil {
 			return &rpcError{Code: codeInternal, Message: err.Error()}
 		}
 		s.follow(t.ID)

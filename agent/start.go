@@ -75,6 +75,12 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		}
 	} else {
 		s.stream = &streamDriver{s: s}
+		// The raw output shows stream-json without its stream_event lines
+		// (see lineDropper).
+		s.stream.output = &lineDropper{w: writerFunc(func(p []byte) (int, error) {
+			s.emit(Event{Kind: EventOutput, Output: append([]byte(nil), p...)})
+			return len(p), nil
+		})}
 	}
 	for k, v := range opts.ExtraEnv {
 		extraEnv[k] = v
@@ -110,7 +116,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		Pipes:     opts.Driver == DriverStream,
 		Size:      procs.Size{Cols: uint16(opts.Cols), Rows: uint16(opts.Rows)},
 		LogPath:   opts.LogPath,
-		LogFilter: opts.LogFilter,
+		LogFilter: logFilter(opts),
 		OnLogError: func(err error) {
 			s.emit(Event{Kind: EventProblem, Problem: ProblemOutputLog + ": " + err.Error()})
 		},
@@ -207,7 +213,9 @@ func (s *Session) readOutput(sub *procs.Subscription) {
 			if s.pty != nil {
 				s.pty.onOutput(c.Data)
 			} else {
-				s.emit(Event{Kind: EventOutput, Output: c.Data})
+				if !s.opts.NoOutputEvents {
+					_, _ = s.stream.output.Write(c.Data)
+				}
 				s.stream.feed(c.Data)
 			}
 		}
@@ -223,3 +231,17 @@ func (s *Session) readOutput(sub *procs.Subscription) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// logFilter is the output log's filter: opts.LogFilter, behind which the
+// stream driver drops its stream_event lines (see lineDropper).
+func logFilter(opts Options) func(io.Writer) io.WriteCloser {
+	if opts.Driver != DriverStream {
+		return opts.LogFilter
+	}
+	return func(w io.Writer) io.WriteCloser {
+		if opts.LogFilter != nil {
+			return &lineDropper{w: opts.LogFilter(w), closeW: true}
+		}
+		return &lineDropper{w: w}
+	}
+}

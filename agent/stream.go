@@ -19,6 +19,16 @@ type streamDriver struct {
 
 	writeMu sync.Mutex // serialises lines to stdin
 
+	// output sends stdout on as EventOutput, without stream_event lines;
+	// written only by the reader goroutine (readOutput).
+	output *lineDropper
+
+	askMu sync.Mutex
+	// asking cancels the question of a can_use_tool request still waiting
+	// for the person, by request id: the CLI withdraws it with a
+	// control_cancel_request (an interrupt does).
+	asking map[string]context.CancelFunc // guarded by askMu
+
 	// Touched only by the reader goroutine (feed):
 	partial     []byte
 	lastText    string
@@ -32,8 +42,10 @@ type streamDriver struct {
 const ProblemMCPFailed = "an MCP server failed to start in claude"
 
 func streamArgs(o *Options) []string {
+	// --include-partial-messages: the response's stream events too, so the
+	// transcript has the text and thinking as they stream (CLAUDE-CLI.md §4.2).
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
-		"--verbose", "--permission-prompt-tool", "stdio"}
+		"--verbose", "--permission-prompt-tool", "stdio", "--include-partial-messages"}
 	return append(args, o.commonArgs("")...)
 }
 
@@ -52,6 +64,8 @@ func (d *streamDriver) feed(p []byte) {
 		d.handleLine(bytes.TrimSpace(line))
 		d.partial = d.partial[i+1:]
 	}
+	// What streamed in this read goes out as one chunk.
+	d.s.tr.flush()
 	if len(d.partial) > maxStreamLine {
 		d.s.emit(Event{Kind: EventProblem, Problem: fmt.Sprintf("stream line over %d bytes dropped", maxStreamLine)})
 		d.partial = nil
@@ -147,6 +161,8 @@ func (d *streamDriver) handleLine(line []byte) {
 		if m.RateLimitInfo.Status == "rejected" && m.RateLimitInfo.ResetsAt > 0 {
 			d.resetsAt = time.Unix(m.RateLimitInfo.ResetsAt, 0)
 		}
+	case "stream_event":
+		s.tr.line(line)
 	case "tool_progress":
 		// A heartbeat while a tool runs; the command watch decides whether
 		// the command itself makes progress.
@@ -176,11 +192,32 @@ func (d *streamDriver) handleLine(line []byte) {
 		if err := json.Unmarshal(m.Request, &req); err != nil || req.Subtype != "can_use_tool" {
 			return
 		}
+		ctx, cancel := context.WithCancel(s.ctx)
+		d.askMu.Lock()
+		if d.asking == nil {
+			d.asking = map[string]context.CancelFunc{}
+		}
+		d.asking[m.RequestID] = cancel
+		d.askMu.Unlock()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			d.askPermission(m.RequestID, req)
+			defer func() {
+				d.askMu.Lock()
+				delete(d.asking, m.RequestID)
+				d.askMu.Unlock()
+				cancel()
+			}()
+			d.askPermission(ctx, m.RequestID, req)
 		}()
+	case "control_cancel_request":
+		// The CLI no longer waits for this answer: its question is
+		// resolved by the agent, and nobody answers it.
+		d.askMu.Lock()
+		if cancel := d.asking[m.RequestID]; cancel != nil {
+			cancel()
+		}
+		d.askMu.Unlock()
 	case "result":
 		s.tr.line(line)
 		msg := m.Result
@@ -225,11 +262,11 @@ func (d *streamDriver) handleLine(line []byte) {
 
 // askPermission puts one can_use_tool request to the person and answers it.
 // It runs in its own goroutine: the reader must keep reading meanwhile.
-func (d *streamDriver) askPermission(requestID string, req canUseTool) {
+func (d *streamDriver) askPermission(ctx context.Context, requestID string, req canUseTool) {
 	s := d.s
 	var decision map[string]any
 	if req.ToolName == "AskUserQuestion" {
-		decision = s.askChoices(s.ctx, req.Input, "stream")
+		decision = s.askChoices(ctx, req.Input, "stream")
 	} else {
 		p := &pendingQuestion{
 			q: Question{
@@ -238,9 +275,9 @@ func (d *streamDriver) askPermission(requestID string, req canUseTool) {
 			},
 			tool: req.ToolName, input: req.Input, source: "stream",
 		}
-		a, ok := s.ask(s.ctx, p)
+		a, ok := s.ask(ctx, p)
 		if !ok {
-			return // the session is ending
+			return // withdrawn, or the session is ending
 		}
 		decision = permissionDecision(p, a, req.Suggestions)
 		if decision["behavior"] == "allow" {

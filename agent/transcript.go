@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"strings"
 	"sync"
 	"time"
@@ -18,8 +19,11 @@ type transcriptFeed struct {
 	mu       sync.Mutex        // serialises reading and emitting, so entries keep their order
 	r        transcript.Reader // guarded by mu
 	lastText string            // guarded by mu; the last assistant text seen
-	tail     *transcript.Tail  // guarded by mu; PTY only
-	resumed  bool              // the session file holds earlier turns: start at its end
+	// pending is streamed text or thinking not emitted yet: the deltas of
+	// one read of stdout are merged into one chunk (stream driver).
+	pending *transcript.Entry // guarded by mu
+	tail    *transcript.Tail  // guarded by mu; PTY only
+	resumed bool              // the session file holds earlier turns: start at its end
 }
 
 func newTranscriptFeed(s *Session) *transcriptFeed {
@@ -30,11 +34,48 @@ func newTranscriptFeed(s *Session) *transcriptFeed {
 	return f
 }
 
-// line reads one line of either source.
+// line reads one line of either source. Text and thinking deltas (a
+// stream_event line) wait in pending for flush, merged with the ones next
+// to them; any other line sends them first.
 func (f *transcriptFeed) line(l []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, e := range f.r.Line(l) {
+	entries := f.r.Line(l)
+	for _, e := range entries {
+		if !e.Delta {
+			f.flushLocked()
+			f.emitLocked(e)
+			continue
+		}
+		if p := f.pending; p != nil && p.Kind == e.Kind && p.MessageID == e.MessageID {
+			p.Text += e.Text
+			p.Final = e.Final
+		} else {
+			f.flushLocked()
+			f.pending = &e
+		}
+		if e.Final {
+			f.flushLocked()
+		}
+	}
+	if len(entries) == 0 && !bytes.Contains(l, []byte(`"stream_event"`)) {
+		f.flushLocked()
+	}
+}
+
+// flush sends the streamed text read so far: the stream driver calls it
+// after each read of stdout, so text is sent as it arrives, a chunk per
+// read rather than per delta.
+func (f *transcriptFeed) flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flushLocked()
+}
+
+func (f *transcriptFeed) flushLocked() {
+	if f.pending != nil {
+		e := *f.pending
+		f.pending = nil
 		f.emitLocked(e)
 	}
 }

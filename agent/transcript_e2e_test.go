@@ -62,7 +62,9 @@ func TestTranscript(t *testing.T) {
 				usage = e.Usage
 			case transcript.KindText:
 				text += e.Text
-				seq = append(seq, "text")
+				if seq[len(seq)-1] != "text" { // streamed: in chunks
+					seq = append(seq, "text")
+				}
 			case transcript.KindPrompt:
 				seq = append(seq, "prompt")
 			}
@@ -94,6 +96,40 @@ func TestTranscript(t *testing.T) {
 	})
 }
 
+// The stream driver reports the assistant's text and thinking as they
+// stream, in several chunks (the fake API sends each in three deltas, 150 ms
+// apart); the PTY driver reads them from the session file, a block at a
+// time. Either way the chunks add up to the text, once.
+func TestTranscriptTextChunks(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		const thinking, answer = "Weighing the options here.", "The answer is forty-two, plainly."
+		h := start(t, driver, "think\n@@PACE 150ms\n@@THINK "+thinking+"\n@@TEXT "+answer)
+		_, next := h.rec.wait(t, 0, "turn end", turnEnded)
+		var texts, thoughts []string
+		for _, ev := range h.rec.all()[:next] {
+			if ev.Kind != agent.EventTranscript {
+				continue
+			}
+			switch e := ev.Transcript; e.Kind {
+			case transcript.KindText:
+				texts = append(texts, e.Text)
+			case transcript.KindThinking:
+				thoughts = append(thoughts, e.Text)
+			}
+		}
+		t.Logf("%s: text %q, thinking %q", driver, texts, thoughts)
+		if strings.Join(texts, "") != answer {
+			t.Errorf("text chunks %q add up to something else than %q", texts, answer)
+		}
+		if strings.Join(thoughts, "") != thinking {
+			t.Errorf("thinking chunks %q add up to something else than %q", thoughts, thinking)
+		}
+		if driver == agent.DriverStream && (len(texts) < 2 || len(thoughts) < 2) {
+			t.Errorf("stream driver: text in %d chunks, thinking in %d; want them as they stream", len(texts), len(thoughts))
+		}
+	})
+}
+
 // An interrupted turn is over, and the next prompt goes on in the session
 // (ACP's session/cancel, then the next session/prompt).
 func TestPromptAfterInterrupt(t *testing.T) {
@@ -109,6 +145,10 @@ func TestPromptAfterInterrupt(t *testing.T) {
 		ev, next := h.rec.wait(t, next, "the interrupted turn's end", func(ev agent.Event) bool {
 			return turnEnded(ev) || (ev.Kind == agent.EventQuestion && ev.Question.Kind == agent.KindQuestion)
 		})
+		// The permission the interrupt cut short is withdrawn, not left
+		// waiting for an answer nobody reads (stream: the CLI's
+		// control_cancel_request).
+		h.rec.wait(t, 0, "the permission withdrawn", isResolved("agent"))
 		if ev.Kind == agent.EventQuestion {
 			if err := h.sess.Answer(ev.Question.ID, agent.Answer{Text: "go on\n@@TEXT Going on."}); err != nil {
 				t.Fatal(err)

@@ -17,6 +17,8 @@ type Script func(req Request) Reply
 // Reply is what one request gets back.
 type Reply struct {
 	Text       string        // a text block (may be empty if ToolUses is set)
+	Thinking   string        // a thinking block before the text, if set (signed with a fake signature)
+	Pace       time.Duration // the pause between thinking and text deltas, so they arrive apart as a model's tokens do
 	ToolUses   []ToolUse     // tool_use blocks, after the text, streamed with input_json_delta
 	StopReason string        // default: "tool_use" if ToolUses is set, else "end_turn"
 	Status     int           // non-zero: answer with this HTTP error status and a JSON error body instead
@@ -136,6 +138,8 @@ func Sequence(replies ...Reply) Script {
 //	@@TEXT <text>                a text answer; \n, \t and \\ are unescaped
 //	@@ERROR <status> <message>   an HTTP error status with that message
 //	@@DELAY <duration>           delays the next step (time.ParseDuration syntax)
+//	@@THINK <text>               the next step starts with this thinking (escapes as @@TEXT)
+//	@@PACE <duration>            the next step's thinking and text deltas come this far apart
 //
 // Other lines are ignored, so a prompt can say something before its script.
 const (
@@ -143,6 +147,8 @@ const (
 	DirectiveText  = "@@TEXT"
 	DirectiveError = "@@ERROR"
 	DirectiveDelay = "@@DELAY"
+	DirectiveThink = "@@THINK"
+	DirectivePace  = "@@PACE"
 )
 
 // PromptScript answers from directives embedded in the user's prompt, so an
@@ -212,8 +218,9 @@ func (r Request) promptSteps() (steps []Reply, turns int, ok bool) {
 // says what is wrong, so the test sees it in the CLI's result.
 func ParseDirectives(prompt string) []Reply {
 	var (
-		steps []Reply
-		delay time.Duration
+		steps       []Reply
+		delay, pace time.Duration
+		thinking    string
 	)
 	for line := range strings.Lines(prompt) {
 		line = strings.TrimSpace(line)
@@ -227,18 +234,27 @@ func ParseDirectives(prompt string) []Reply {
 			step = Reply{Text: unescape(rest)}
 		case DirectiveError:
 			step = errorStep(rest)
-		case DirectiveDelay:
+		case DirectiveDelay, DirectivePace:
 			d, err := time.ParseDuration(rest)
 			if err != nil {
-				steps = append(steps, Reply{Text: fmt.Sprintf("demomodel: bad %s %q: %v", DirectiveDelay, rest, err)})
+				steps = append(steps, Reply{Text: fmt.Sprintf("demomodel: bad %s %q: %v", word, rest, err)})
 				continue
 			}
-			delay = d
+			if word == DirectiveDelay {
+				delay = d
+			} else {
+				pace = d
+			}
+			continue
+		case DirectiveThink:
+			thinking = unescape(rest)
 			continue
 		default:
 			continue
 		}
 		step.Delay, delay = delay, 0
+		step.Pace, pace = pace, 0
+		step.Thinking, thinking = thinking, ""
 		steps = append(steps, step)
 	}
 	return steps

@@ -42,6 +42,11 @@ func TestParseDirectives(t *testing.T) {
 			want:   []Reply{{Status: 529, Error: "Overloaded right now", Delay: 1500 * time.Millisecond}, {Text: "after"}},
 		},
 		{
+			name:   "thinking and pace",
+			prompt: "@@PACE 100ms\n@@THINK Hmm,\\nlet me see.\n@@TEXT Yes.\n@@TEXT Again.",
+			want:   []Reply{{Thinking: "Hmm,\nlet me see.", Pace: 100 * time.Millisecond, Text: "Yes."}, {Text: "Again."}},
+		},
+		{
 			name:   "directive must start the line",
 			prompt: "say @@TEXT no\n@@TEXTUAL no\n@@TEXT yes",
 			want:   []Reply{{Text: "yes"}},

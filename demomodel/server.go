@@ -278,6 +278,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, reply Reply, mod
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	for _, ev := range evs {
+		if ev.Pause > 0 {
+			t := time.NewTimer(ev.Pause)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return false
+			case <-s.closed:
+				t.Stop()
+				return false
+			}
+		}
 		if r.Context().Err() != nil {
 			return false
 		}

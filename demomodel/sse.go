@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -15,6 +16,8 @@ import (
 type Event struct {
 	Name string          // the "event:" line, e.g. "content_block_delta"
 	Data json.RawMessage // the "data:" payload
+	// Pause is how long the server waits before sending it (Reply.Pace).
+	Pause time.Duration
 }
 
 // Token counts reported in usage. They are small and fixed: the CLI shows
@@ -33,6 +36,9 @@ const (
 	textChunks = 3
 	jsonChunks = 2
 )
+
+// fakeSignature signs thinking blocks; nothing checks it.
+const fakeSignature = "fake-signature"
 
 // usage is the usage object of message_start and of a non-streamed message.
 func usage(output int) map[string]any {
@@ -66,12 +72,30 @@ func streamEvents(reply Reply, msgID, model string) ([]Event, error) {
 		return nil, err
 	}
 	index := 0
+	if reply.Thinking != "" {
+		_ = add("content_block_start", map[string]any{"index": index,
+			"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+		for i, piece := range split(reply.Thinking, textChunks) {
+			_ = add("content_block_delta", map[string]any{"index": index,
+				"delta": map[string]any{"type": "thinking_delta", "thinking": piece}})
+			if i > 0 {
+				evs[len(evs)-1].Pause = reply.Pace
+			}
+		}
+		_ = add("content_block_delta", map[string]any{"index": index,
+			"delta": map[string]any{"type": "signature_delta", "signature": fakeSignature}})
+		_ = add("content_block_stop", map[string]any{"index": index})
+		index++
+	}
 	if reply.Text != "" || len(reply.ToolUses) == 0 {
 		_ = add("content_block_start", map[string]any{"index": index,
 			"content_block": map[string]any{"type": "text", "text": ""}})
-		for _, piece := range split(reply.Text, textChunks) {
+		for i, piece := range split(reply.Text, textChunks) {
 			_ = add("content_block_delta", map[string]any{"index": index,
 				"delta": map[string]any{"type": "text_delta", "text": piece}})
+			if i > 0 || reply.Thinking != "" {
+				evs[len(evs)-1].Pause = reply.Pace
+			}
 		}
 		_ = add("content_block_stop", map[string]any{"index": index})
 		index++
@@ -103,6 +127,9 @@ func streamEvents(reply Reply, msgID, model string) ([]Event, error) {
 // (stream:false) answer.
 func messageBody(reply Reply, msgID, model string) ([]byte, error) {
 	content := []any{}
+	if reply.Thinking != "" {
+		content = append(content, map[string]any{"type": "thinking", "thinking": reply.Thinking, "signature": fakeSignature})
+	}
 	if reply.Text != "" || len(reply.ToolUses) == 0 {
 		content = append(content, map[string]any{"type": "text", "text": reply.Text})
 	}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -322,5 +323,35 @@ func TestToolInputRejectsNonJSON(t *testing.T) {
 	}
 	if _, err := toolInput(func() {}); err == nil {
 		t.Error("toolInput accepted a func")
+	}
+}
+
+// A thinking block streams before the text, in thinking deltas and a
+// signature, and each delta after the first waits Pace.
+func TestStreamEventsThinkingPaced(t *testing.T) {
+	evs, err := streamEvents(Reply{Thinking: "abcdef", Text: "ghijkl", Pace: time.Second, StopReason: "end_turn"}, "msg_1", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	paused := 0
+	for _, ev := range evs {
+		var d struct {
+			ContentBlock struct{ Type string } `json:"content_block"`
+			Delta        struct{ Type string }
+		}
+		_ = json.Unmarshal(ev.Data, &d)
+		got = append(got, ev.Name+":"+d.ContentBlock.Type+d.Delta.Type)
+		if ev.Pause > 0 {
+			paused++
+		}
+	}
+	want := "message_start: content_block_start:thinking content_block_delta:thinking_delta content_block_delta:thinking_delta content_block_delta:thinking_delta content_block_delta:signature_delta content_block_stop: " +
+		"content_block_start:text content_block_delta:text_delta content_block_delta:text_delta content_block_delta:text_delta content_block_stop: message_delta: message_stop:"
+	if strings.Join(got, " ") != want {
+		t.Errorf("events:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if paused != 5 { // every thinking and text delta but the first
+		t.Errorf("%d events paused, want 5", paused)
 	}
 }

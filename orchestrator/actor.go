@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,10 @@ type actor struct {
 	// need not wait; a reply to a command does.
 	saving     func(context.Context) error
 	outputSize atomic.Int64
+
+	// streamed masks the text block the agent is streaming (agent events).
+	streamMu sync.Mutex
+	streamed *streamedText // guarded by streamMu
 }
 
 // taskView is an immutable copy of a task for readers.
@@ -447,7 +452,10 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		}
 		in = inTurnEnded{turn: turn}
 	case agent.EventTranscript:
-		in = inTranscript{entry: o.transcriptEntry(a.id, ev.Transcript)}
+		for _, e := range a.transcript(gen, ev.Transcript) {
+			a.post(envelope{in: inTranscript{entry: e}, gen: gen})
+		}
+		return
 	case agent.EventProblem:
 		o.logger.Warn("agent problem", "task", a.id, "problem", ev.Problem)
 		if ev.Problem == agent.ProblemNoProgress {

@@ -586,7 +586,18 @@ func (o *Orchestrator) TaskDiff(ctx context.Context, p *protocol.TaskDiffParams)
 		if p.Path != "" && f.Path != p.Path {
 			continue
 		}
-		res.Files = append(res.Files, protocol.DiffFile{Path: f.Path, Status: protocol.FileStatus(f.Status), Additions: f.Additions, Deletions: f.Deletions})
+		df := protocol.DiffFile{Path: f.Path, Status: protocol.FileStatus(f.Status), Additions: f.Additions, Deletions: f.Deletions}
+		if p.Texts {
+			oldText, newText, ok, err := o.cfg.Repo.FileTexts(ctx, wt, f)
+			if err != nil {
+				return nil, mapError(err, "diff", "path")
+			}
+			if ok {
+				oldText, newText = o.maskString(oldText), o.maskString(newText)
+				df.OldText, df.NewText = &oldText, &newText
+			}
+		}
+		res.Files = append(res.Files, df)
 	}
 	return res, nil
 }

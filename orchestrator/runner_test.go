@@ -54,6 +54,9 @@ func (r *fakeRepo) Commits(context.Context, worktree.Worktree) ([]worktree.Commi
 	return []worktree.Commit{{SHA: "def", Subject: "familiar: x"}}, nil
 }
 func (r *fakeRepo) Diff(context.Context, worktree.Worktree, string) (string, error) { return "", nil }
+func (r *fakeRepo) FileTexts(context.Context, worktree.Worktree, worktree.FileChange) (string, string, bool, error) {
+	return "", "", false, nil
+}
 func (r *fakeRepo) Merge(ctx context.Context, wt worktree.Worktree, base string, s worktree.Strategy, m string) (worktree.MergeResult, error) {
 	r.mu.Lock()
 	r.merges++

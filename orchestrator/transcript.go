@@ -1,7 +1,10 @@
 package orchestrator
 
 import (
+	"time"
+
 	"github.com/familiar-dev/familiar/agent/transcript"
+	"github.com/familiar-dev/familiar/mask"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/texts"
 )
@@ -55,4 +58,52 @@ func (o *Orchestrator) resultRef(id string, tc *transcript.ToolCall) string {
 		o.logger.Warn("keep tool result", "task", id, "err", err)
 	}
 	return ref
+}
+
+// streamedText masks a text or thinking block that streams in chunks
+// (stream driver): a secret split across two deltas is still one secret.
+// Its mask.Stream holds back the last word, which may be the start of one,
+// until the next chunk or the block's end.
+type streamedText struct {
+	gen       int
+	kind      transcript.Kind
+	messageID string
+	at        time.Time
+	s         *mask.Stream
+}
+
+// transcript turns an agent's transcript entry into the entries to
+// publish: a whole one as transcriptEntry does; a streamed chunk masked in
+// its block's stream (perhaps nothing yet, perhaps with the end of the
+// block before it).
+func (a *actor) transcript(gen int, e *transcript.Entry) []protocol.TranscriptEntry {
+	a.streamMu.Lock()
+	defer a.streamMu.Unlock()
+	var out []protocol.TranscriptEntry
+	if st := a.streamed; st != nil && (st.gen != gen || !e.Delta || st.kind != e.Kind || st.messageID != e.MessageID) {
+		// Its block is over without its last chunk (interrupted, or its
+		// line was not read): what it held goes first.
+		a.streamed = nil
+		if rest := st.s.Flush(true); len(rest) > 0 && st.gen == gen {
+			out = append(out, protocol.TranscriptEntry{Kind: string(st.kind), At: st.at, MessageID: st.messageID, Text: string(rest)})
+		}
+	}
+	if !e.Delta {
+		return append(out, a.o.transcriptEntry(a.id, e))
+	}
+	st := a.streamed
+	if st == nil {
+		st = &streamedText{gen: gen, kind: e.Kind, messageID: e.MessageID, s: a.o.masker.NewStream(0)}
+		a.streamed = st
+	}
+	st.at = e.At.UTC()
+	text := string(st.s.Write([]byte(e.Text)))
+	if e.Final {
+		text += string(st.s.Flush(true))
+		a.streamed = nil
+	}
+	if text == "" {
+		return out
+	}
+	return append(out, protocol.TranscriptEntry{Kind: string(e.Kind), At: st.at, MessageID: e.MessageID, Text: text})
 }

@@ -393,6 +393,10 @@ type TaskDiffParams struct {
 	ID string `json:"id"`
 	// Path limits the diff to one file.
 	Path string `json:"path,omitempty"`
+	// Texts asks for each file's whole text before and after (familiar's
+	// addition, for editors that show diffs themselves, e.g. ACP's diff
+	// content).
+	Texts bool `json:"texts,omitempty"`
 }
 
 // TaskDiffResult is a task's changes against its baseCommit.
@@ -413,6 +417,12 @@ type DiffFile struct {
 	Status    FileStatus `json:"status"`
 	Additions int        `json:"additions"`
 	Deletions int        `json:"deletions"`
+	// OldText and NewText are the file's text in baseCommit ("" if added)
+	// and now ("" if deleted), with texts:true; absent for a binary file,
+	// one over 256 KB or one that is not a regular file (familiar's
+	// addition).
+	OldText *string `json:"oldText,omitempty"`
+	NewText *string `json:"newText,omitempty"`
 }
 
 type TaskMergeParams struct {

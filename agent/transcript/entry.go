@@ -10,8 +10,8 @@ type Kind string
 
 const (
 	KindPrompt   Kind = "prompt"    // the person's prompt (Text)
-	KindText     Kind = "text"      // a chunk of the assistant's answer (Text)
-	KindThinking Kind = "thinking"  // a chunk of its thinking, where shown (Text)
+	KindText     Kind = "text"      // a chunk of the assistant's answer (Text): a streamed delta, or a whole block
+	KindThinking Kind = "thinking"  // a chunk of its thinking, where shown (Text), the same way
 	KindToolCall Kind = "tool_call" // a tool call appeared or changed (Tool: the whole call as now known)
 	KindPlan     Kind = "plan"      // the agent's plan (TodoWrite), replaced as a whole (Plan)
 	KindUsage    Kind = "usage"     // tokens of one model response and the running total (Usage)
@@ -49,6 +49,14 @@ type Entry struct {
 	Tool      *ToolCall  `json:"tool,omitempty"`
 	Plan      []PlanItem `json:"plan,omitempty"`
 	Usage     *Usage     `json:"usage,omitempty"`
+	// Delta marks a text or thinking chunk read from a streamed delta
+	// (stream-json with --include-partial-messages) rather than a whole
+	// block: consecutive ones may be merged before they are sent.
+	Delta bool `json:"-"`
+	// Final marks the last chunk of a streamed block (its whole line was
+	// read); its Text may be empty. A consumer that held back the end of
+	// the streamed text (to mask a secret split across chunks) sends it now.
+	Final bool `json:"-"`
 }
 
 // ToolCall is one tool call, as far as it is known.

@@ -40,6 +40,18 @@ type Reader struct {
 	// stream-json only:
 	turnMessages map[string]bool // responses of the current turn
 	lastCost     float64         // the CLI's cumulative cost at the last result
+	// streamed holds, per response, the text and thinking blocks whose
+	// deltas were read (--include-partial-messages), so the block's whole
+	// assistant line, which follows them, is not reported a second time.
+	streamed map[string][]*streamedBlock
+}
+
+// streamedBlock is one text or thinking block read as deltas.
+type streamedBlock struct {
+	index    int
+	kind     Kind
+	text     strings.Builder
+	reported bool // its assistant line was read
 }
 
 // line is the union of the fields Reader reads from either source.
@@ -60,7 +72,11 @@ type line struct {
 	// A subagent's lines (stream-json) carry the id of the Agent call that
 	// runs them; the transcript file keeps them in a file of their own.
 	ParentToolUseID string `json:"parent_tool_use_id"`
-	Message         struct {
+	// stream_event lines (stream-json with --include-partial-messages):
+	// one event of the Messages API's stream, of response APIMessageID.
+	Event        *streamEvent `json:"event"`
+	APIMessageID string       `json:"api_message_id"`
+	Message      struct {
 		ID      string          `json:"id"`
 		Model   string          `json:"model"`
 		Content json.RawMessage `json:"content"`
@@ -73,6 +89,16 @@ type line struct {
 	} `json:"message"`
 	ToolUseResult       json.RawMessage `json:"toolUseResult"`   // transcript file
 	StreamToolUseResult json.RawMessage `json:"tool_use_result"` // stream-json
+}
+
+type streamEvent struct {
+	Type  string `json:"type"`
+	Index int    `json:"index"`
+	Delta struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Thinking string `json:"thinking"`
+	} `json:"delta"`
 }
 
 type block struct {
@@ -107,7 +133,11 @@ func (r *Reader) Line(raw []byte) []Entry {
 		return nil
 	}
 	if l.Type == "result" && r.StreamJSON {
+		r.streamed = nil
 		return r.result(&l)
+	}
+	if l.Type == "stream_event" && l.Event != nil && l.ParentToolUseID == "" {
+		return r.streamEvent(&l)
 	}
 	if l.Type != "assistant" && l.Type != "user" {
 		return nil
@@ -135,13 +165,9 @@ func (r *Reader) assistant(l *line, at time.Time) []Entry {
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
-			if b.Text != "" {
-				out = append(out, Entry{Kind: KindText, At: at, MessageID: id, Text: b.Text})
-			}
+			out = r.block(out, id, KindText, b.Text, at)
 		case "thinking":
-			if b.Thinking != "" {
-				out = append(out, Entry{Kind: KindThinking, At: at, MessageID: id, Text: b.Thinking})
-			}
+			out = r.block(out, id, KindThinking, b.Thinking, at)
 		case "tool_use":
 			tc := r.newToolCall(b, at)
 			out = append(out, Entry{Kind: KindToolCall, At: at, MessageID: id, Tool: tc.clone()})
@@ -177,6 +203,72 @@ func (r *Reader) assistant(l *line, at time.Time) []Entry {
 		out = append(out, Entry{Kind: KindUsage, At: at, MessageID: id, Usage: &one})
 	}
 	return out
+}
+
+// streamEvent reads one event of a response as it streams: each text or
+// thinking delta is a chunk of text or thinking, reported at once. The rest
+// (tool input, usage, stops) is read from the whole lines that follow.
+func (r *Reader) streamEvent(l *line) []Entry {
+	ev, id := l.Event, l.APIMessageID
+	switch ev.Type {
+	case "content_block_delta":
+		var kind Kind
+		var text string
+		switch ev.Delta.Type {
+		case "text_delta":
+			kind, text = KindText, ev.Delta.Text
+		case "thinking_delta":
+			kind, text = KindThinking, ev.Delta.Thinking
+		default:
+			return nil
+		}
+		if text == "" || id == "" {
+			return nil
+		}
+		b := r.streamedBlock(id, ev.Index, kind)
+		b.text.WriteString(text)
+		return []Entry{{Kind: kind, At: r.now(), MessageID: id, Text: text, Delta: true}}
+	case "message_stop":
+		// Every block's assistant line came before it.
+		delete(r.streamed, id)
+	}
+	return nil
+}
+
+func (r *Reader) streamedBlock(id string, index int, kind Kind) *streamedBlock {
+	for _, b := range r.streamed[id] {
+		if b.index == index {
+			return b
+		}
+	}
+	if r.streamed == nil {
+		r.streamed = map[string][]*streamedBlock{}
+	}
+	b := &streamedBlock{index: index, kind: kind}
+	r.streamed[id] = append(r.streamed[id], b)
+	return b
+}
+
+// block reports a whole text or thinking block: as it is if no deltas of
+// it were read; else as the block's last chunk (Final), holding what the
+// deltas missed — nothing if they were whole, the rest if they stopped
+// short, all of it if they were not this block's start.
+func (r *Reader) block(out []Entry, id string, kind Kind, text string, at time.Time) []Entry {
+	for _, b := range r.streamed[id] {
+		if b.kind != kind || b.reported {
+			continue
+		}
+		b.reported = true
+		rest, ok := strings.CutPrefix(text, b.text.String())
+		if !ok {
+			rest = text
+		}
+		return append(out, Entry{Kind: kind, At: at, MessageID: id, Text: rest, Delta: true, Final: true})
+	}
+	if text == "" {
+		return out
+	}
+	return append(out, Entry{Kind: kind, At: at, MessageID: id, Text: text})
 }
 
 // result reads the usage of a stream-json turn: the sum over its responses,

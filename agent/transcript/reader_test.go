@@ -201,3 +201,76 @@ func TestLongResultKeptWhole(t *testing.T) {
 		t.Errorf("short result = %+v", results[1])
 	}
 }
+
+// With --include-partial-messages the stream driver reads each text delta
+// as it streams (claude 2.1.330 against the fake API, which sends a text in
+// three deltas): the text arrives as three chunks, and the whole block's
+// assistant line after them adds nothing but the mark that the block ended.
+func TestReadStreamedDeltas(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "2.1.330", "stream-partial.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := &Reader{Dir: "/repo", StreamJSON: true}
+	var kinds, chunks []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		for _, e := range r.Line(sc.Bytes()) {
+			kinds = append(kinds, string(e.Kind))
+			if e.Kind == KindText {
+				if !e.Delta || e.MessageID == "" {
+					t.Errorf("text entry %+v: want a delta of a response", e)
+				}
+				if e.Final {
+					if e.Text != "" {
+						t.Errorf("the block's line added %q to whole deltas", e.Text)
+					}
+					continue
+				}
+				chunks = append(chunks, e.Text)
+			}
+		}
+	}
+	if got, want := strings.Join(kinds, " "), "tool_call tool_call text text text text usage"; got != want {
+		t.Errorf("kinds:\n got %s\nwant %s", got, want)
+	}
+	if len(chunks) != 3 || strings.Join(chunks, "") != "There are no markdown files here, as it turns out." {
+		t.Errorf("text chunks %q", chunks)
+	}
+}
+
+// Thinking streams the same way; a block whose deltas stopped short gets
+// its rest from the whole line, and one without deltas is read whole.
+func TestReadStreamedThinkingAndShortDeltas(t *testing.T) {
+	r := &Reader{StreamJSON: true}
+	lines := []string{
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me "}},"parent_tool_use_id":null,"api_message_id":"m1"}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"think."}},"parent_tool_use_id":null,"api_message_id":"m1"}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"x"}},"parent_tool_use_id":null,"api_message_id":"m1"}`,
+		`{"type":"assistant","message":{"id":"m1","content":[{"type":"thinking","thinking":"Let me think."}]}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hel"}},"parent_tool_use_id":null,"api_message_id":"m1"}`,
+		`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Hello."}]}}`,
+		`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Unstreamed."}]}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"sub"}},"parent_tool_use_id":"toolu_1","api_message_id":"m2"}`,
+		`{"type":"stream_event","event":{"type":"message_stop"},"parent_tool_use_id":null,"api_message_id":"m1"}`,
+	}
+	var got []string
+	for _, l := range lines {
+		for _, e := range r.Line([]byte(l)) {
+			k := string(e.Kind)
+			if e.Final {
+				k += "(final)"
+			}
+			got = append(got, k+":"+e.Text)
+		}
+	}
+	want := []string{"thinking:Let me ", "thinking:think.", "thinking(final):", "text:Hel", "text(final):lo.", "text:Unstreamed."}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("entries:\n got %q\nwant %q", got, want)
+	}
+	if len(r.streamed) != 0 {
+		t.Errorf("streamed blocks kept after message_stop: %v", r.streamed)
+	}
+}

@@ -22,9 +22,18 @@ func runACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs := flag.NewFlagSet("acp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	// --help serves nothing, so stdout is free for it.
+	driver := fs.String("driver", "stream", "the driver of the tasks ACP sessions create: stream, pty, or default (the workspace's defaultDriver)")
 	withHelp(fs, acpHelp, stdout)
 	if code, done := parseFlags(fs, args); done {
 		return code
+	}
+	switch *driver {
+	case "stream", "pty":
+	case "default":
+		*driver = ""
+	default:
+		fmt.Fprintf(stderr, "familiar acp: --driver must be stream, pty or default, not %q\n", *driver)
+		return 2
 	}
 	cwd, _ := os.Getwd()
 	err := acp.Serve(ctx, stdin, stdout, acp.Options{
@@ -36,6 +45,7 @@ func runACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return repoTop(dir)
 		},
 		DataDir: orchestrator.DefaultDataDir,
+		Driver:  *driver,
 		Cwd:     cwd,
 		Version: version,
 		Logger:  logger,

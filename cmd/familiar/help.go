@@ -39,10 +39,17 @@ run by that repository's background familiar (started if none runs), so
 the task is also visible to every other client. Nothing but protocol
 messages is written to stdout; logs go to stderr.
 
+Its tasks run claude with the stream driver unless --driver says
+otherwise: an ACP editor shows no terminal, and stream-json gives the
+agent's text and thinking as they stream (the PTY driver reads them from
+the session file, a block at a time).
+
 Exit codes:
   0  the client closed the connection
   1  serving failed
   2  bad usage
+
+Flags:
 `
 
 const stopHelp = `Usage: familiar stop [flags]

@@ -24,6 +24,8 @@ const top = schema.anyOf;
 const asAgent = ajv.compile({ $ref: "acp#/anyOf/" + top.findIndex((s) => s.title === "Agent") });
 const asClient = ajv.compile({ $ref: "acp#/anyOf/" + top.findIndex((s) => s.title === "Client") });
 
+const asToolCallContent = ajv.compile({ $ref: "acp#/$defs/ToolCallContent" });
+
 const scenario = process.argv[2];
 const cwd = process.env.ACP_CWD;
 const statePath = process.env.ACP_STATE;
@@ -67,7 +69,9 @@ function lines(dir, validate) {
 
 function startAgent() {
   // ACP_AGENT_CMD (a JSON array) runs another agent, e.g. claude-code-acp.
-  const argv = process.env.ACP_AGENT_CMD ? JSON.parse(process.env.ACP_AGENT_CMD) : [process.env.FAMILIAR_BIN, "acp"];
+  // ACP_AGENT_ARGS (a JSON array) adds flags to familiar acp.
+  const argv = process.env.ACP_AGENT_CMD ? JSON.parse(process.env.ACP_AGENT_CMD)
+    : [process.env.FAMILIAR_BIN, "acp", ...JSON.parse(process.env.ACP_AGENT_ARGS ?? "[]")];
   const child = spawn(argv[0], argv.slice(1), { cwd, stdio: ["pipe", "pipe", "inherit"] });
   current_child = child;
   const fromAgent = lines("agent", asAgent);
@@ -100,6 +104,7 @@ function makeClient() {
   return acp.client({ name: "familiar-test" })
     .onRequest(acp.methods.client.session.requestPermission, async ({ params: p }) => {
       seen.permissions++;
+      (seen.permissionTitles ??= []).push(p.toolCall.title + " " + p.toolCall.toolCallId);
       seen.kinds.push("request_permission@" + (Date.now() - t0));
       const s = current.sessions[p.sessionId] ?? current.sessions["*"];
       const choice = await s.onPermission(p, s);
@@ -149,8 +154,8 @@ async function withAgent(op, clientCapabilities = {}) {
   return result;
 }
 
-async function newSession(ctx, onPermission = async () => "allow_once") {
-  const res = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+async function newSession(ctx, onPermission = async () => "allow_once", mcpServers = []) {
+  const res = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers });
   const s = { id: res.sessionId, updates: [], onPermission };
   current.sessions[s.id] = s;
   return s;
@@ -275,6 +280,76 @@ const scenarios = {
       const stop = await prompt(ctx, s, `choose\n@@TOOL AskUserQuestion ${input}\n@@TEXT Noted.`);
       expect(stop === "end_turn" && text(s).includes("Noted.") && seen.elicitations === 1, "one turn with a form: " + stop, s);
     }, { elicitation: { form: {} } });
+  },
+  async diff() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      const stop = await prompt(ctx, s, tool("echo hello diff > acp-diff.txt && echo world >> README.md"));
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      const before = s.updates.length;
+      const again = await prompt(ctx, s, "/diff");
+      expect(again === "end_turn", "/diff stopReason " + again, s);
+      const calls = s.updates.slice(before).filter((u) => u.sessionUpdate === "tool_call");
+      expect(calls.length === 1 && calls[0].status === "completed", "/diff sent " + calls.length + " tool calls", s);
+      const checkDiffs = (content, where) => {
+        const diffs = content.filter((c) => c.type === "diff");
+        expect(content.every((c) => c.type === "diff"), where + ": content other than diffs: " + JSON.stringify(content));
+        expect(diffs.length === 2, where + ": diffs " + JSON.stringify(content));
+        const readme = diffs.find((d) => d.path.endsWith("/README.md"));
+        const added = diffs.find((d) => d.path.endsWith("/acp-diff.txt"));
+        expect(readme && readme.oldText === "hello\n" && readme.newText === "hello\nworld\n", where + ": README.md " + JSON.stringify(readme));
+        expect(added && added.oldText == null && added.newText === "hello diff\n", where + ": acp-diff.txt " + JSON.stringify(added));
+        for (const d of diffs) {
+          expect(d.path.startsWith("/") && !d.path.startsWith(cwd + "/"), where + ": not the task's worktree: " + d.path);
+        }
+      };
+      checkDiffs(calls[0].content, "/diff");
+      // The extension method answers the same changes as data, with the
+      // content items as the slash command sends them.
+      const res = await ctx.request("_familiar/diff", { sessionId: s.id });
+      for (const c of res.content) {
+        if (!asToolCallContent(c)) fail("_familiar/diff content does not conform to ToolCallContent: " + JSON.stringify(c) + "\n" + ajv.errorsText(asToolCallContent.errors));
+      }
+      checkDiffs(res.content, "_familiar/diff");
+      expect(res.files.length === 2 && res.files.every((f) => typeof f.newText === "string"), "_familiar/diff files " + JSON.stringify(res.files));
+    });
+  },
+  // The client's MCP servers (ACP_MCP: a JSON array of McpServer) join the
+  // task's; the model calls a tool of each (ACP_MCP_PROMPT).
+  async mcp() {
+    const servers = JSON.parse(process.env.ACP_MCP);
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx, async () => "allow_once", servers);
+      const stop = await prompt(ctx, s, process.env.ACP_MCP_PROMPT);
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      const calls = s.updates.filter((u) => u.sessionUpdate === "tool_call");
+      const st = toolStatuses(s);
+      for (const sv of servers) {
+        const name = `mcp__${sv.name}__write_marker`;
+        const c = calls.find((u) => JSON.stringify(u).includes(name));
+        expect(c, "no tool_call of " + name, s);
+        expect(st[c.toolCallId].at(-1) === "completed", name + " statuses " + JSON.stringify(st[c.toolCallId]), s);
+      }
+      expect(seen.permissions === servers.length, "permissions asked: " + JSON.stringify(seen.permissionTitles), s);
+      expect(text(s).includes("Marked."), "text " + JSON.stringify(text(s)), s);
+    }, {});
+  },
+  // The text and thinking as they stream: ACP_MIN_CHUNKS chunks at least
+  // (the fake API sends each in three deltas, 150 ms apart), adding up to
+  // the text, the chunks of one response sharing a messageId if any.
+  async stream() {
+    const thinking = "Weighing the options here.", answer = "The answer is forty-two, plainly.";
+    const min = Number(process.env.ACP_MIN_CHUNKS ?? 2);
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      const stop = await prompt(ctx, s, `think\n@@PACE 150ms\n@@THINK ${thinking}\n@@TEXT ${answer}`);
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      const of = (kind) => s.updates.filter((u) => u.sessionUpdate === kind);
+      const texts = of("agent_message_chunk"), thoughts = of("agent_thought_chunk");
+      expect(texts.length >= min && text(s) === answer, `text in ${texts.length} chunks: ${JSON.stringify(texts)}`, s);
+      expect(thoughts.length >= min && thoughts.map((u) => u.content.text).join("") === thinking, `thinking in ${thoughts.length} chunks`, s);
+      process.stdout.write(JSON.stringify({ textChunks: texts.map((u) => u.content.text), thoughtChunks: thoughts.map((u) => u.content.text) }) + "\n");
+    });
   },
   async parallel() {
     await withAgent(async (ctx) => {
