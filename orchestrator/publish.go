@@ -46,10 +46,26 @@ func newPublisher(st *store.Store, n Notifier, logger *slog.Logger) *publisher {
 	return p
 }
 
-// mergeOutput folds a task's output chunk into its chunk queued just before.
+// mergeOutput folds a task's output chunk into its chunk queued just before,
+// and a chunk of streamed text or thinking into the one of the same message
+// queued just before it: under the stream driver every delta is a stored
+// event, and while the store is busy they go out as one.
 func mergeOutput(last *pending, next pending) bool {
+	if last.audit != nil || next.audit != nil || last.unstored != next.unstored || last.taskID != next.taskID {
+		return false
+	}
+	if tr, ok := next.n.(protocol.TaskTranscriptNotification); ok {
+		prev, ok := last.n.(protocol.TaskTranscriptNotification)
+		if !ok || prev.ID != tr.ID || prev.Entry.Kind != tr.Entry.Kind || prev.Entry.MessageID != tr.Entry.MessageID ||
+			(tr.Entry.Kind != "text" && tr.Entry.Kind != "thinking") || len(prev.Entry.Text)+len(tr.Entry.Text) > maxOutputNotification {
+			return false
+		}
+		prev.Entry.Text += tr.Entry.Text
+		last.n = prev
+		return true
+	}
 	out, ok := next.n.(protocol.TaskOutputNotification)
-	if !ok || last.audit != nil {
+	if !ok {
 		return false
 	}
 	prev, ok := last.n.(protocol.TaskOutputNotification)

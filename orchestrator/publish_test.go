@@ -35,3 +35,35 @@ func TestNotificationsStartWithSeq(t *testing.T) {
 		t.Errorf("fallback: %s %v", out, err)
 	}
 }
+
+// Queued chunks merge: output of one task, and streamed text of one message;
+// nothing else, and never across tasks, kinds or messages.
+func TestMergeQueuedChunks(t *testing.T) {
+	text := func(task, kind, msg, s string) pending {
+		return pending{taskID: task, n: protocol.TaskTranscriptNotification{ID: task, Entry: protocol.TranscriptEntry{Kind: kind, MessageID: msg, Text: s}}}
+	}
+	last := text("t1", "text", "m1", "The answer ")
+	if !mergeOutput(&last, text("t1", "text", "m1", "is 42.")) {
+		t.Fatal("two chunks of one message did not merge")
+	}
+	if got := last.n.(protocol.TaskTranscriptNotification).Entry.Text; got != "The answer is 42." {
+		t.Errorf("merged text %q", got)
+	}
+	for _, next := range []pending{
+		text("t2", "text", "m1", "x"),     // another task
+		text("t1", "thinking", "m1", "x"), // another kind
+		text("t1", "text", "m2", "x"),     // another message
+		text("t1", "prompt", "m1", "x"),   // not streamed
+		{taskID: "t1", n: protocol.TaskOutputNotification{ID: "t1", Data: "x"}},
+	} {
+		before := last
+		if mergeOutput(&last, next) {
+			t.Errorf("merged %+v into %+v", next.n, before.n)
+		}
+	}
+	out := pending{taskID: "t1", n: protocol.TaskOutputNotification{ID: "t1", Data: "ab"}}
+	if !mergeOutput(&out, pending{taskID: "t1", n: protocol.TaskOutputNotification{ID: "t1", Data: "cd"}}) ||
+		out.n.(protocol.TaskOutputNotification).Data != "abcd" {
+		t.Errorf("output did not merge: %+v", out.n)
+	}
+}
