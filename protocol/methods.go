@@ -374,6 +374,13 @@ type TaskOutputResult struct {
 	NextOffset int64  `json:"nextOffset"`
 	Size       int64  `json:"size"`
 	Truncated  bool   `json:"truncated"`
+	// Ended (familiar's addition): no agent writes this log any more (it
+	// exited, or none started), so size is final; a later start of the task
+	// writes a new log. A client that must have every byte (a terminal, a
+	// test) reads until nextOffset == size with ended set: the status alone
+	// does not tell, since a finished task's agent draws its exit screen
+	// after the task is already merging.
+	Ended bool `json:"ended"`
 }
 
 // TaskReorderParams moves a queued task: to a new priority, before another

@@ -211,6 +211,8 @@ class Familiar implements vscode.Disposable {
       }, 500);
     });
     client.onTasks(() => {
+      // (Re)connected: output notifications may have been missed meanwhile.
+      for (const v of this.terminals.values()) v.pump.wake();
       this.tree.refresh();
       this.updateStatus();
       for (const t of client.tasks.values()) if (t.pendingQuestion) this.prompt(t, t.pendingQuestion);

@@ -29,6 +29,8 @@ export class OutputPump {
   private wanted = false;
   private disposed = false;
   private lastWrite = 0;
+  /** Empty reads since the last wake or data: retries back off, then stop. */
+  private empties = 0;
   private timer?: NodeJS.Timeout;
   private readonly o: Required<Omit<PumpOptions, 'onError'>> & Pick<PumpOptions, 'onError'>;
 
@@ -46,7 +48,9 @@ export class OutputPump {
       pageBytes: opts.pageBytes ?? 32 * 1024,
       maxBacklog: opts.maxBacklog ?? 256 * 1024,
       keepBytes: opts.keepBytes ?? 32 * 1024,
-      emptyRetries: opts.emptyRetries ?? 3,
+      // 20, 40, 80, 160, 320 ms: the masking writers of the log and of the
+      // notifications let a held-back tail go on timers of their own.
+      emptyRetries: opts.emptyRetries ?? 5,
       onError: opts.onError,
     };
   }
@@ -55,6 +59,7 @@ export class OutputPump {
   wake() {
     if (this.disposed) return;
     this.wanted = true;
+    this.empties = 0;
     if (!this.running && !this.timer) void this.loop();
   }
 
@@ -71,7 +76,6 @@ export class OutputPump {
 
   private async loop() {
     this.running = true;
-    let empties = 0;
     try {
       while (this.wanted && !this.disposed) {
         this.wanted = false;
@@ -106,7 +110,7 @@ export class OutputPump {
           continue;
         }
         if (page.data.length > 0) {
-          empties = 0;
+          this.empties = 0;
           const wait = this.lastWrite + this.o.minIntervalMs - Date.now();
           if (wait > 0) await sleep(wait);
           if (this.disposed) return;
@@ -114,15 +118,16 @@ export class OutputPump {
           this.lastWrite = Date.now();
           this.offset = page.nextOffset;
           if (page.nextOffset < page.size) this.wanted = true;
-        } else if (empties < this.o.emptyRetries) {
-          // The notification can precede the log write by a moment.
-          empties++;
+        } else if (!page.ended && this.empties < this.o.emptyRetries) {
+          // The notification can precede the log write by a moment (never
+          // once the log has ended: nothing more will come).
+          this.empties++;
           this.running = false;
           this.timer = setTimeout(() => {
             this.timer = undefined;
             this.wanted = true;
             if (!this.running) void this.loop();
-          }, 20 * empties);
+          }, 10 * 2 ** this.empties);
           return;
         }
       }
