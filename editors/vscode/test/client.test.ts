@@ -155,11 +155,14 @@ test('the pump skips ahead when flooded and never writes more often than asked',
   };
   const times: number[] = [];
   let bytes = 0;
-  const pump = new OutputPump(fetch, (d) => { times.push(Date.now()); bytes += d.length; }, { minIntervalMs: 20, pageBytes: 64 * 1024, maxBacklog: 1024 * 1024, keepBytes: 128 * 1024 });
+  const pump = new OutputPump(fetch, (d) => { times.push(Date.now()); bytes += d.length; },
+    { minIntervalMs: 20, floodIntervalMs: 60, pageBytes: 64 * 1024, maxBacklog: 1024 * 1024, floodKeepBytes: 128 * 1024 });
   pump.wake();
   await waitFor('some writes', () => times.length >= 10);
   pump.dispose();
   for (let i = 1; i < times.length; i++) assert.ok(times[i] - times[i - 1] >= 18, `writes ${times[i] - times[i - 1]} ms apart`);
+  // Once it had to skip, it writes the latest at the flood interval only.
+  for (let i = times.length - 5; i < times.length; i++) assert.ok(times[i] - times[i - 1] >= 58, `flood-mode writes ${times[i] - times[i - 1]} ms apart`);
   assert.ok(pump.skipped > 0, 'the backlog was skipped');
   assert.ok(bytes < log.length / 2, 'the terminal was not fed the whole flood');
 });

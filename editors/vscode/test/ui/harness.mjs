@@ -340,7 +340,13 @@ export async function socketClient(s) {
   }, 60000);
   const socket = net.createConnection(sock);
   await new Promise((resolve, reject) => { socket.once('connect', resolve); socket.once('error', reject); });
-  const conn = rpc.createMessageConnection(new rpc.SocketMessageReader(socket), new rpc.SocketMessageWriter(socket));
+  // The extension's decoder: task/output data is not parsed (the load test's
+  // flood would otherwise cost this test client a JSON.parse of every byte,
+  // on the cores the workbench needs).
+  const { outputSkippingDecoder } = require(path.join(extDir, 'out/src/client.js'));
+  const conn = rpc.createMessageConnection(
+    new rpc.StreamMessageReader(socket, { charset: 'utf-8', contentTypeDecoder: outputSkippingDecoder }),
+    new rpc.StreamMessageWriter(socket));
   const notes = [];
   conn.onNotification((method, params) => { if (method !== 'task/output') notes.push({ method, params }); });
   conn.listen();

@@ -262,9 +262,12 @@ async function load(s, floodDir) {
     const rate = (await size() - s0) / ((Date.now() - t0) / 1000) / 1e6;
     await s.shot('thirty-tasks-flooding');
     await clickLatency(s, 'Idle A', 'Idle B', 2); // warm up
+    const s1 = await size(), t1 = Date.now();
     const loaded = await clickLatency(s, 'Idle A', 'Idle B', 10);
+    const rateDuring = (await size() - s1) / ((Date.now() - t1) / 1000) / 1e6;
     const result = {
       floodMBps: Number(rate.toFixed(1)),
+      floodDuringClicksMBps: Number(rateDuring.toFixed(1)),
       idleClickMs: { p50: percentile(idle, 50), p95: percentile(idle, 95) },
       loadedClickMs: { p50: percentile(loaded, 50), p95: percentile(loaded, 95) },
       ratioP50: Number((percentile(loaded, 50) / percentile(idle, 50)).toFixed(2)),
@@ -273,7 +276,9 @@ async function load(s, floodDir) {
       idle, loaded,
     };
     fs.writeFileSync(path.join(artifacts, 'load.json'), JSON.stringify(result, null, 2));
-    log(`load: tree click → details idle p50 ${result.idleClickMs.p50} ms, with 30 tasks + flood at ${result.floodMBps} MB/s p50 ${result.loadedClickMs.p50} ms (×${result.ratioP50}; load average ${result.loadAverage[0]} on ${result.cpus} cores)`);
+    // Reported, not asserted (no wall-clock asserts in tests): the target is
+    // loaded p50 within 2× of idle.
+    log(`load: tree click → details idle p50 ${result.idleClickMs.p50} / p95 ${result.idleClickMs.p95} ms; with 30 tasks + flood at ${result.floodMBps} MB/s (${result.floodDuringClicksMBps} MB/s during the clicks) p50 ${result.loadedClickMs.p50} / p95 ${result.loadedClickMs.p95} ms (×${result.ratioP50}; load average ${result.loadAverage[0]} on ${result.cpus} cores)`);
     await s.shot('terminal-under-flood');
   } finally {
     other.close();
