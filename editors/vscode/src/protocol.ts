@@ -19,7 +19,7 @@ export interface Question {
   options: Option[];
   allowText: boolean;
   expiresAt?: string;
-  /** Not in PROTOCOL.md yet: set when several options may be picked. */
+  /** familiar's addition: several options may be picked (answer with their ids joined with ","). */
   multiSelect?: boolean;
 }
 

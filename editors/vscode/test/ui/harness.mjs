@@ -253,9 +253,10 @@ export class Session {
   /** Shows the Familiar view (its activity bar entry). */
   async openView() {
     const tab = this.page.locator('.activitybar .action-item a[aria-label^="Familiar"], .activitybar .action-item[aria-label^="Familiar"]').first();
-    const checked = await tab.getAttribute('aria-checked').catch(() => null);
-    if (checked !== 'true') await tab.click();
-    await this.page.locator('.part.sidebar .title-label', { hasText: 'Familiar' }).first().waitFor();
+    const title = this.page.locator('.part.sidebar .title-label', { hasText: 'Familiar' }).first();
+    // Its entry can be checked while the side bar itself is hidden.
+    if (!(await title.isVisible())) await tab.click();
+    await title.waitFor();
   }
 
   toast(text) {
@@ -266,6 +267,20 @@ export class Session {
     const toast = this.toast(text);
     await toast.waitFor({ state: 'visible', timeout: 120000 });
     await toast.getByRole('button', { name: button, exact: true }).click();
+  }
+
+  /** Right-clicks a tree row and picks an entry of its context menu. */
+  async contextMenu(rowText, item) {
+    await this.treeRow(rowText).click({ button: 'right' });
+    const entry = this.page.locator('.context-view .monaco-menu .action-item:not(.disabled) .action-menu-item', { hasText: item }).first();
+    await entry.waitFor({ state: 'visible', timeout: 30000 });
+    await entry.hover();
+    await entry.click();
+    // A click that landed while the menu was still settling leaves it open
+    // with the entry highlighted: Enter runs it.
+    const menu = this.page.locator('.context-view .monaco-menu');
+    if (!(await menu.waitFor({ state: 'hidden', timeout: 2000 }).then(() => true, () => false))) await this.page.keyboard.press('Enter');
+    await menu.waitFor({ state: 'hidden', timeout: 10000 });
   }
 
   treeRow(text) {

@@ -1,6 +1,6 @@
 // UI tests of the extension in a real VS Code (code-server + chromium).
 // Usage: node test/ui/run.mjs [scenario ...]   (default: all)
-// Scenarios: main (with choice and latency), reload, noclaude, load.
+// Scenarios: main (with choice, multi-select and latency), reload, noclaude, control (pause/resume), load.
 // FAMILIAR_UI_RUNS sets the latency sample count (default 20).
 
 import * as fs from 'node:fs';
@@ -100,6 +100,36 @@ const scenarios = {
     });
   },
 
+  /** Pause and resume from the tree's context menu: the task stops, then goes on in its session and finishes. */
+  async control(model) {
+    await withSession('control', { env: model.env }, async (s) => {
+      await s.ready();
+      const title = 'Hold on';
+      await s.newTask(title, bashTask('held.txt', 'written after a pause'));
+      const ask = `"${title}" asks to run Bash`;
+      await s.toast(ask).waitFor({ timeout: 120000 });
+      await s.openView();
+      await s.waitTaskStatus(title, 'waiting');
+      const asked = model.requests().length;
+      await s.contextMenu(title, 'Pause');
+      await s.waitTaskStatus(title, 'paused', 60000);
+      await s.shot('paused');
+      await s.contextMenu(title, 'Resume');
+      // The resumed session goes on: it asks again (answered here) or finishes.
+      const toasts = s.page.locator('.notifications-toasts .notification-toast', { hasText: ask });
+      const before = await toasts.count();
+      await waitFor('the resumed task to ask again or finish', async () => {
+        if (await s.page.locator(`.monaco-list-row[aria-label^="${title}, merging"]`).count()) return true;
+        if (await toasts.count() > before) {
+          await toasts.last().getByRole('button', { name: 'Allow', exact: true }).click();
+        }
+        return false;
+      }, 120000, 250);
+      if (model.requests().length <= asked) throw new Error('the resumed session never reached the model');
+      await s.shot('finished-after-resume');
+    });
+  },
+
   /** A folder without git is offered git init; a missing claude warns with actions; Run Doctor shows its report. */
   async noclaude() {
     await withSession('noclaude', {
@@ -154,6 +184,16 @@ async function choice(s, model) {
   await s.shot('choice-quickpick');
   await s.pick('SQLite');
   await waitFor('the answer to reach the model', () => model.requests().some((r) => r.toolResults?.some((t) => /SQLite/.test(t.content))), 60000);
+
+  // Multi-select (the question's multiSelect): a QuickPick with checkboxes.
+  const multiTitle = 'Pick several';
+  await s.newTask(multiTitle, `@@TOOL AskUserQuestion ${choiceInput('Which ones?', true)}`);
+  await s.clickToastButton(`"${multiTitle}" asks: Which ones?`, 'Answer…');
+  await s.page.locator('.quick-input-widget .quick-input-title', { hasText: '(pick any)' }).waitFor();
+  for (const label of ['Postgres', 'SQLite']) await s.page.locator('.quick-input-widget .monaco-list-row', { hasText: label }).first().click();
+  await s.shot('multi-select-quickpick');
+  await s.page.locator('.quick-input-widget .quick-input-box input').press('Enter');
+  await waitFor('both answers to reach the model', () => model.requests().some((r) => r.toolResults?.some((t) => /"Which ones\?"="Postgres, SQLite"/.test(t.content))), 60000);
 
   // Answered elsewhere: another client answers while this window's QuickPick is open.
   const other = await socketClient(s);
@@ -320,7 +360,7 @@ async function load(s, floodDir) {
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'load'];
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
