@@ -73,6 +73,9 @@ func (s *Session) Activity() Activity {
 }
 
 func (s *Session) emit(ev Event) {
+	if ev.Kind == EventOutput && s.opts.NoOutputEvents {
+		return
+	}
 	if ev.At.IsZero() {
 		ev.At = s.opts.Clock.Now()
 	}

@@ -44,6 +44,11 @@ type Options struct {
 	// LogFilter, if set, wraps the output log file (see procs.Config): the
 	// orchestrator masks secrets there, since clients page the log.
 	LogFilter func(io.Writer) io.WriteCloser
+	// NoOutputEvents: the output is not sent as EventOutput. The
+	// orchestrator takes the terminal from its LogFilter; copying every
+	// byte once more through the event queue only to drop it cost it a
+	// tenth of its CPU under a flood.
+	NoOutputEvents bool
 
 	SessionID string // "" = a new one
 	Resume    bool   // resume SessionID instead of starting it

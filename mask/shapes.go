@@ -435,21 +435,26 @@ var lower = func() (t [256]byte) {
 // begin, and calls try with each place and the index of the shape, in
 // increasing order of place.
 func starts(s string, try func(at, shape int)) {
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
 		c := s[i]
-		if c == ':' || c == '=' {
+		switch {
+		case c == ':' || c == '=':
 			for _, k := range separatorShapes {
 				try(i, k)
 			}
-			continue
-		}
-		if !isWordByte[c] || i > 0 && isWordByte[s[i-1]] {
-			continue
-		}
-		for _, w := range byFirstByte[lower[c]] {
-			if hasPrefixFold(s[i:], w.word) {
-				try(i, w.shape)
+			i++
+		case isWordByte[c] && (i == 0 || !isWordByte[s[i-1]]):
+			for _, w := range byFirstByte[lower[c]] {
+				if hasPrefixFold(s[i:], w.word) {
+					try(i, w.shape)
+				}
 			}
+			// The rest of the word starts nothing (":" and "=" are not
+			// word bytes): skip it in a tight loop.
+			for i++; i < len(s) && isWordByte[s[i]]; i++ {
+			}
+		default:
+			i++
 		}
 	}
 }

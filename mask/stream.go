@@ -1,6 +1,7 @@
 package mask
 
 import (
+	"bytes"
 	"slices"
 	"strconv"
 	"strings"
@@ -304,24 +305,35 @@ func (s *Stream) joinWrapped(covered int) {
 	n := len(v)
 	removed := false
 	w := 0
+	// Only runs of blanks with a line break in them can be wraps: jump from
+	// break to break, moving the bytes between (once something was taken
+	// out) in bulk.
+	nextLF, nextCR := -1, -1 // n: none left
 	for r := 0; r < n; {
-		if !isSpace(v[r]) {
-			s.keep(w, r)
-			w++
-			r++
-			continue
+		if nextLF < r {
+			nextLF = indexFrom(v, '\n', r)
 		}
-		e := r
-		brk := false
+		if nextCR < r {
+			nextCR = indexFrom(v, '\r', r)
+		}
+		b := min(nextLF, nextCR)
+		if b == n {
+			w = s.move(w, r, n)
+			break
+		}
+		rs, e := b, b
+		for rs > r && isSpace(v[rs-1]) {
+			rs--
+		}
 		for e < n && isSpace(v[e]) {
-			brk = brk || v[e] == '\n' || v[e] == '\r'
 			e++
 		}
-		wrap := brk && r > 0 && joinable(v[r-1]) && s.cols[r] >= wrapColumn
+		w = s.move(w, r, rs)
+		wrap := rs > 0 && joinable(v[rs-1]) && s.cols[rs] >= wrapColumn
 		switch {
 		case wrap && e < n && joinable(v[e]):
 			// Joined: the run's real bytes become segments.
-			for k := r; k < e; k++ {
+			for k := rs; k < e; k++ {
 				if a, b := int(s.rawOff[k]), int(s.rawEnd[k]); b-a == 1 && isSpace(s.pending[a]) {
 					s.segs = append(s.segs, segment{start: a, end: b})
 				}
@@ -331,10 +343,7 @@ func (s *Stream) joinWrapped(covered int) {
 			s.wrapAt = w
 			fallthrough
 		default:
-			for k := r; k < e; k++ {
-				s.keep(w, k)
-				w++
-			}
+			w = s.move(w, rs, e)
 		}
 		r = e
 	}
@@ -343,6 +352,26 @@ func (s *Stream) joinWrapped(covered int) {
 		slices.SortFunc(s.segs, func(a, b segment) int { return a.start - b.start })
 	}
 	_ = covered
+}
+
+// indexFrom is the index of c in v at or after from, or len(v).
+func indexFrom(v []byte, c byte, from int) int {
+	if i := bytes.IndexByte(v[from:], c); i >= 0 {
+		return from + i
+	}
+	return len(v)
+}
+
+// move moves view bytes [from, to) to position w (w <= from) and returns
+// the position after them.
+func (s *Stream) move(w, from, to int) int {
+	if w != from {
+		copy(s.view[w:], s.view[from:to])
+		copy(s.rawOff[w:], s.rawOff[from:to])
+		copy(s.rawEnd[w:], s.rawEnd[from:to])
+		copy(s.cols[w:], s.cols[from:to])
+	}
+	return w + to - from
 }
 
 // remnant reads "[1m", "[0;31m", "[1C", "[27G" at p[i] followed by a byte
@@ -363,13 +392,6 @@ func remnant(p []byte, i int) (end int, drawn byte, ok bool) {
 		return j + 1, ' ', true
 	}
 	return 0, 0, false
-}
-
-// keep moves view byte r to position w (w <= r).
-func (s *Stream) keep(w, r int) {
-	if w != r {
-		s.view[w], s.rawOff[w], s.rawEnd[w], s.cols[w] = s.view[r], s.rawOff[r], s.rawEnd[r], s.cols[r]
-	}
 }
 
 // cursorColumn returns the column after the escape sequence seq, starting
@@ -528,6 +550,14 @@ func (s *Stream) process(flush bool) []byte {
 				// arriving.
 				c = min(c, lastLineStart(view))
 			}
+		}
+		// Held text that cannot be the start of a secret goes out now:
+		// holding every last word made each frame's last word wait for the
+		// quiet flush (output lag p99 ~60 ms), and what the flush would
+		// emit unmasked can as well be emitted at once. The left context
+		// still catches a secret that a later chunk completes.
+		if c < len(view) && !s.mayStartSecret(full, off, view, spans) {
+			c = len(view)
 		}
 		held := covered
 		if c < len(view) {
@@ -695,6 +725,69 @@ func (s *Stream) literalStart(full string, off, c int) int {
 	return c
 }
 
+// heads are the beginnings of words that start a secret or name one: a held
+// word that is the start of one of them (a "s" that may go on as "sk-ant-…"
+// on the next line) stays held.
+var heads = func() []string {
+	h := []string{"-----begin ", "authorization", "basic"}
+	for _, sh := range shapes {
+		for _, w := range sh.words {
+			if !strings.Contains(w, " ") {
+				h = append(h, w)
+			}
+		}
+	}
+	return append(h, keyWords.words...)
+}()
+
+// maxHead is the length of the longest of heads.
+var maxHead = func() int {
+	n := 0
+	for _, h := range heads {
+		n = max(n, len(h))
+	}
+	return n
+}()
+
+// mayStartSecret reports whether the held end of view (after the cut) may
+// be, or begin, a secret that more output would complete: inside a private
+// key or a secret already begun, a match that reaches the end, the start of
+// a literal, a word that continued would be a secret (candidate), or the
+// start of a word in heads.
+func (s *Stream) mayStartSecret(full string, off int, view []byte, spans []span) bool {
+	if s.inKey || s.open {
+		return true
+	}
+	for _, sp := range spans {
+		if sp.end >= len(full) {
+			return true
+		}
+	}
+	a := len(view)
+	for a > 0 && !isViewSpace(view[a-1]) {
+		a--
+	}
+	for k := a; k < len(view); k++ {
+		w := view[k:]
+		atStart := k == 0 && (off == 0 || !isWord(full, off-1)) || k > 0 && !isWord(full, off+k-1)
+		for _, lit := range s.m.literals {
+			// A literal may begin anywhere: its first bytes count at a
+			// word's start, three or more count anywhere.
+			if (atStart || len(w) >= 3) && len(w) < len(lit) && lit[:len(w)] == string(w) {
+				return true
+			}
+		}
+		if atStart && len(w) <= maxHead {
+			for _, h := range heads {
+				if len(w) <= len(h) && hasPrefixFold(string(w), h[:len(w)]) {
+					return true
+				}
+			}
+		}
+	}
+	return s.candidate(full, off, view) >= 0
+}
+
 // padding continues a held word as a secret would, to ask whether the word
 // could be the start of one.
 const padding = "A0b1C2d3E4f5G6h7J8k9M0n1P2q3R4s5T6u7V8w9"
@@ -730,10 +823,14 @@ func (s *Stream) candidate(full string, off int, view []byte) int {
 			}
 		}
 	}
-	probe := full + padding
+	// Only the end of the text can take part in a match that reaches
+	// into the padding: the word and a context's worth before it (finding
+	// over all of a big chunk again cost as much as masking it).
+	base := max(0, off+a-ctxLen)
+	probe := full[base:] + padding
 	for _, sp := range s.m.find(probe) {
-		if sp.end > len(full) && sp.start-off < len(view) {
-			return max(a, sp.start-off) // the key in "TOKEN=ab": only the value
+		if start := base + sp.start; base+sp.end > len(full) && start-off < len(view) {
+			return max(a, start-off) // the key in "TOKEN=ab": only the value
 		}
 	}
 	return -1
@@ -752,6 +849,9 @@ func lastLineStart(view []byte) int {
 // keyOpen reports whether text ends inside a private key block: its last
 // BEGIN … PRIVATE KEY----- marker has no END marker after it.
 func keyOpen(text string) bool {
+	if !strings.Contains(text, "-----BEGIN ") {
+		return false // the common case, found fast (LastIndex is a slow scan)
+	}
 	i := strings.LastIndex(text, "-----BEGIN ")
 	if i < 0 || strings.Contains(text[i:], "-----END ") {
 		return false

@@ -284,15 +284,23 @@ func TestWriterFlushesWhenQuiet(t *testing.T) {
 	clk := clock.NewFake(time.Unix(0, 0))
 	var buf syncBuffer
 	w := NewMasker(nil).NewWriter(&buf, clk, time.Second)
+	// A word that cannot start a secret goes out at once; one that may
+	// ("TOKEN=ab" may go on) waits for the quiet deadline.
 	if _, err := w.Write([]byte("line one\nprompt>")); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.String(); got != "line one\n" {
+	if got := buf.String(); got != "line one\nprompt>" {
+		t.Fatalf("a plain last word: %q", got)
+	}
+	if _, err := w.Write([]byte(" TOKEN=ab")); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); got != "line one\nprompt> " {
 		t.Fatalf("before the deadline: %q", got)
 	}
 	clk.Advance(time.Second)
 	deadline := time.Now().Add(5 * time.Second)
-	for buf.String() != "line one\nprompt>" {
+	for !strings.HasPrefix(buf.String(), "line one\nprompt> TOKEN=") || buf.String() == "line one\nprompt> " {
 		if time.Now().After(deadline) {
 			t.Fatalf("after the deadline: %q", buf.String())
 		}
@@ -421,6 +429,34 @@ func BenchmarkStreamAdversarial(b *testing.B) {
 				s.Write([]byte(in[i:min(i+7, len(in))]))
 			}
 			s.Flush(true)
+		}
+	}
+}
+
+// A chunk's last word goes out at once unless it could be, or begin, a
+// secret that the next chunk completes: only those wait for the quiet
+// flush (the output lag of every other frame).
+func TestStreamHoldsOnlyWhatCouldStartASecret(t *testing.T) {
+	m := NewMasker([]string{"MY_SECRET=Zq9xLiteralValue42"})
+	for _, tc := range []struct {
+		chunk string
+		held  bool
+	}{
+		{"spinner (3s · ↓ 40 tokens) t=1763929", false},
+		{"\x1b[38;5;174m✻\x1b[39m Ruminating… \x1b[38;5;246m(12s", false},
+		{"prompt>", false},
+		{"key: s", true},             // may go on as sk-…
+		{"Authorization: Bea", true}, // may go on as Bearer
+		{"Authorization: Bearer ab", true},
+		{"TOKEN=ab12", true},   // a keyed value that may go on
+		{"echo Zq9xLit", true}, // the start of a literal
+		{"password", false},    // the left context masks a value that follows
+		{"-----BEGIN PRIVATE KEY-----\nMIIE", true},
+	} {
+		s := m.NewStream(0)
+		out := string(s.Write([]byte(tc.chunk)))
+		if held := s.Held() > 0; held != tc.held {
+			t.Errorf("%q: held %v (emitted %q), want held %v", tc.chunk, held, out, tc.held)
 		}
 	}
 }

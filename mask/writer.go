@@ -9,12 +9,11 @@ import (
 )
 
 // DefaultQuiet is how long a Writer holds back the tail of its stream after
-// the last write: long enough for a key written in two halves by one printf
-// (drawn by the TUI in separate frames, milliseconds apart) to arrive whole,
-// short enough that a prompt shows up at once. It is also the latency of a
-// chunk's last word: 5 ms was tried (output lag p99 9 ms instead of ~60) and
-// let the first 12 characters of an environment secret through, so the
-// safety wins.
+// the last write, when that tail could be the start of a secret (a Stream
+// lets anything else go at once): long enough for a key written in two
+// halves by one printf (drawn by the TUI in separate frames, milliseconds
+// apart) to arrive whole. 5 ms was tried, when every last word was held, and
+// let the first 12 characters of an environment secret through.
 const DefaultQuiet = 50 * time.Millisecond
 
 // A Writer masks a stream with a Stream and writes the result to an

@@ -33,11 +33,15 @@ type actor struct {
 	box *mailbox.Mailbox[envelope] // inputs, handled one at a time
 
 	// Owned by whichever goroutine drains the mailbox (one at a time).
-	st         state
-	sess       Session
-	gen        int // agent starts; events of an earlier agent are ignored
-	approval   clock.Timer
-	backoff    clock.Timer
+	st       state
+	sess     Session
+	gen      int // agent starts; events of an earlier agent are ignored
+	approval clock.Timer
+	backoff  clock.Timer
+	// saving waits for the last queued save of the task (nil: none).
+	// Notifications published after it commit with it or later, so they
+	// need not wait; a reply to a command does.
+	saving     func(context.Context) error
 	outputSize atomic.Int64
 }
 
@@ -121,8 +125,18 @@ func (a *actor) drain(batch []envelope) {
 	for _, env := range batch {
 		err := a.handle(env)
 		if env.reply != nil && !(env.early && err == nil) {
+			a.settleSave()
 			env.reply <- reply{err: err, view: a.view()}
 		}
+	}
+}
+
+// settleSave waits until the task's last queued save is durable, so that
+// a command's reply never runs ahead of the store.
+func (a *actor) settleSave() {
+	if a.saving != nil {
+		_ = a.saving(context.Background())
+		a.saving = nil
 	}
 }
 
@@ -192,7 +206,11 @@ func (a *actor) run(eff effect) {
 	o := a.o
 	switch eff := eff.(type) {
 	case effPersist:
-		_ = o.save(&a.st.persisted) // a full store is announced by onStoreHealth
+		// Queued, not awaited: the task's question or update published
+		// next goes into the same commit (a commit costs milliseconds,
+		// tens under load, and a question waited for two). A full store
+		// is announced by onStoreHealth.
+		a.saving = o.queueSave(&a.st.persisted)
 	case effUpdated:
 		snap := a.st.T
 		if q := snap.PendingQuestion; q != nil {
@@ -383,9 +401,9 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 	var in input
 	switch ev.Kind {
 	case agent.EventOutput:
-		// Output changes no state: startAgent's masking stream sends it
-		// straight to the clients (it is in the task's log file already,
-		// so it is not written to the store); it does not come here.
+		// Output changes no state: the agent's log filter
+		// (terminalOutput) masks it and sends it to the log and the
+		// clients, and the agent does not send it as events.
 		return
 	case agent.EventHook:
 		var ref string

@@ -137,15 +137,15 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 	// The terminal goes out masked as a terminal shows it: one masking
 	// stream per start, so a key split by colour codes, cursor moves or two
 	// writes is still one key. It holds back at most a word, for a moment.
-	out := o.masker.NewWriter(outputPublisher{o: o, id: a.id}, o.clk, 0)
+	// The log and the clients get the same masked bytes (terminalOutput),
+	// and procs flushes it before the agent reports its exit.
+	opts.LogFilter = func(w io.Writer) io.WriteCloser {
+		pub := outputPublisher{o: o, id: a.id}
+		return newTerminalOutput(o.masker, w, func(b []byte) { _, _ = pub.Write(b) }, &a.outputSize, o.clk)
+	}
+	opts.NoOutputEvents = true
 	opts.OnEvent = func(ev agent.Event) {
-		switch ev.Kind {
-		case agent.EventOutput:
-			a.outputSize.Add(int64(len(ev.Output)))
-			_, _ = out.Write(ev.Output) // publishing never fails
-			return
-		case agent.EventExited:
-			_ = out.Close() // what it held goes out before the exit
+		if ev.Kind == agent.EventExited {
 			_ = procs.RemoveRecord(o.taskDir(a.id))
 		}
 		a.onAgentEvent(gen, ev)
@@ -156,12 +156,10 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 	// No login at all: claude would only answer "Not logged in". The task
 	// is blocked{auth} at once, with the fix, and no process is spawned.
 	if auth := agent.DetectAuth(sessionEnv(opts), o.clk.Now()); auth.Method == agent.AuthNone {
-		_ = out.Close()
 		return nil, protocol.AgentInfo{}, &authError{problem: auth.Problem}
 	}
 	sess, err := o.cfg.Start(ctx, opts)
 	if err != nil {
-		_ = out.Close()
 		return nil, protocol.AgentInfo{}, err
 	}
 	id := sess.Identity()
@@ -258,15 +256,12 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 		grace = time.Nanosecond // 0 means kill at once; procs reads 0 as its default
 	}
 	opts := agent.Options{
-		CLI:       o.cfg.CLI,
-		Driver:    string(p.T.Driver),
-		Dir:       p.T.Worktree.Path,
-		RepoRoot:  o.cfg.Repo.Root(),
-		ConfigDir: configDir,
-		LogPath:   logPath,
-		// Clients page the log (task/output): it is masked like the
-		// notifications, on its way to the disk.
-		LogFilter:          func(w io.Writer) io.WriteCloser { return o.masker.NewWriter(w, o.clk, 0) },
+		CLI:                o.cfg.CLI,
+		Driver:             string(p.T.Driver),
+		Dir:                p.T.Worktree.Path,
+		RepoRoot:           o.cfg.Repo.Root(),
+		ConfigDir:          configDir,
+		LogPath:            logPath,
 		Prompt:             spec.Prompt.Text,
 		AppendSystemPrompt: spec.Prompt.AppendSystemPrompt,
 		PermissionMode:     spec.Flags.PermissionMode,

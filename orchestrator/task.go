@@ -63,3 +63,15 @@ func (o *Orchestrator) save(p *persisted) error {
 	}
 	return nil
 }
+
+// queueSave queues the task's save and returns a wait for it.
+func (o *Orchestrator) queueSave(p *persisted) func(context.Context) error {
+	data, err := json.Marshal(p)
+	if err != nil {
+		o.logger.Error("encode task", "id", p.T.ID, "err", err)
+		return func(context.Context) error { return err }
+	}
+	return o.cfg.Store.QueueTask(store.TaskRecord{
+		ID: p.T.ID, Status: string(p.T.Status), CreatedAt: p.T.CreatedAt, UpdatedAt: p.T.UpdatedAt, Data: data,
+	})
+}

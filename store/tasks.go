@@ -56,14 +56,47 @@ func validJSON(what string, data json.RawMessage) error {
 // PutTask creates or replaces the task rec.ID. It returns once the task is
 // durable (if ctx ends first, see Cancellation in the package doc).
 func (s *Store) PutTask(ctx context.Context, rec TaskRecord) error {
+	apply, err := s.taskWrite(rec)
+	if err != nil {
+		return err
+	}
+	if err := s.submit(ctx, apply); err != nil {
+		return fmt.Errorf("store: put task %q: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// QueueTask is PutTask without waiting for the commit: the write is queued
+// and goes into the same commit as the writes queued after it, or an
+// earlier one, so an event appended afterwards is never durable before it.
+// Wait waits until it is durable and returns its error.
+func (s *Store) QueueTask(rec TaskRecord) (wait func(context.Context) error) {
+	apply, err := s.taskWrite(rec)
+	if err != nil {
+		return func(context.Context) error { return err }
+	}
+	op, err := s.enqueue(apply)
+	if err != nil {
+		return func(context.Context) error { return fmt.Errorf("store: put task %q: %w", rec.ID, err) }
+	}
+	return func(ctx context.Context) error {
+		if err := op.wait(ctx); err != nil {
+			return fmt.Errorf("store: put task %q: %w", rec.ID, err)
+		}
+		return nil
+	}
+}
+
+// taskWrite checks rec and returns the write that puts it.
+func (s *Store) taskWrite(rec TaskRecord) (func(tx *bolt.Tx) error, error) {
 	if err := validID("task id", rec.ID); err != nil {
-		return fmt.Errorf("store: put task: %w", err)
+		return nil, fmt.Errorf("store: put task: %w", err)
 	}
 	if rec.Status == "" {
-		return fmt.Errorf("store: put task %q: %w: empty status", rec.ID, ErrInvalid)
+		return nil, fmt.Errorf("store: put task %q: %w: empty status", rec.ID, ErrInvalid)
 	}
 	if err := validJSON("task data", rec.Data); err != nil {
-		return fmt.Errorf("store: put task %q: %w", rec.ID, err)
+		return nil, fmt.Errorf("store: put task %q: %w", rec.ID, err)
 	}
 	now := s.clock.Now().UTC()
 	if rec.UpdatedAt.IsZero() {
@@ -71,15 +104,14 @@ func (s *Store) PutTask(ctx context.Context, rec TaskRecord) error {
 	}
 	for _, t := range []time.Time{rec.CreatedAt, rec.UpdatedAt} {
 		if !t.IsZero() && !storableTime(t) {
-			return fmt.Errorf("store: put task %q: %w: time %v out of range", rec.ID, ErrInvalid, t)
+			return nil, fmt.Errorf("store: put task %q: %w: time %v out of range", rec.ID, ErrInvalid, t)
 		}
 	}
 	// The caller may reuse Data once we return, which on ctx cancellation
 	// is before the writer has encoded it.
 	rec.Data = bytes.Clone(rec.Data)
 	id := []byte(rec.ID)
-
-	err := s.submit(ctx, func(tx *bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
 		tasks := tx.Bucket(bucketTasks)
 		created := rec.CreatedAt
 		if old := tasks.Get(id); old != nil {
@@ -99,11 +131,7 @@ func (s *Store) PutTask(ctx context.Context, rec TaskRecord) error {
 			return err
 		}
 		return tasks.Put(id, v)
-	})
-	if err != nil {
-		return fmt.Errorf("store: put task %q: %w", rec.ID, err)
-	}
-	return nil
+	}, nil
 }
 
 // GetTask returns the task id, or an error matching ErrNotFound.

@@ -18,6 +18,9 @@ import (
 type writeOp struct {
 	apply func(tx *bolt.Tx) error
 	done  chan error // capacity 1, so the writer never waits on a caller that gave up
+
+	answered bool  // wait: done has been received
+	err      error // its answer
 }
 
 // submit queues apply for the writer and waits until it is durable, or
@@ -27,19 +30,38 @@ func (s *Store) submit(ctx context.Context, apply func(tx *bolt.Tx) error) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	op, err := s.enqueue(apply)
+	if err != nil {
+		return err
+	}
+	return op.wait(ctx)
+}
+
+// enqueue queues apply for the writer without waiting.
+func (s *Store) enqueue(apply func(tx *bolt.Tx) error) (*writeOp, error) {
 	op := &writeOp{apply: apply, done: make(chan error, 1)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	s.pending = append(s.pending, op)
 	s.mu.Unlock()
 	s.signalWriter()
+	return op, nil
+}
 
+// wait waits until op is durable, or until ctx is done. It may be called
+// again (after ctx ended, or to read the answer), but by one goroutine at a
+// time.
+func (op *writeOp) wait(ctx context.Context) error {
+	if op.answered {
+		return op.err
+	}
 	select {
-	case err := <-op.done:
-		return err
+	case op.err = <-op.done:
+		op.answered = true
+		return op.err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
