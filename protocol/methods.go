@@ -125,6 +125,12 @@ type InitializeParams struct {
 	// ProtocolVersion, when set, is the version of PROTOCOL.md the client
 	// speaks; a familiar speaking another refuses it, naming both.
 	ProtocolVersion int `json:"protocolVersion,omitempty"`
+	// OutputData false (familiar's addition): this client gets task/output
+	// notifications without their data (data ""), at most one queued per
+	// task: a wake-up to page the log with task/output. For clients that
+	// read the log by offset (terminals), so a flooding task can neither
+	// overrun them nor get them dropped for falling behind.
+	OutputData *bool `json:"outputData,omitempty"`
 }
 
 type ClientInfo struct {

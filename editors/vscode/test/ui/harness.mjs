@@ -176,6 +176,9 @@ export async function startSession(name, opts = {}) {
   });
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();
+  // Playwright's actions (a click on a row that never settles) wait forever
+  // by default: a stuck scenario fails instead.
+  page.setDefaultTimeout(180000);
   const s = new Session(name, { dir, repo, page, browser, cs, trace, port, url, csLog, env });
   await page.goto(url);
   return s;
@@ -365,7 +368,7 @@ export async function socketClient(s) {
   const notes = [];
   conn.onNotification((method, params) => { if (method !== 'task/output') notes.push({ method, params }); });
   conn.listen();
-  await conn.sendRequest('initialize', { workspaceRoot: s.repo, clientInfo: { name: 'ui-test', version: '0' } });
+  await conn.sendRequest('initialize', { workspaceRoot: s.repo, clientInfo: { name: 'ui-test', version: '0' }, outputData: false });
   return {
     conn,
     notes,
