@@ -20,6 +20,14 @@ async function withSession(name, opts, fn) {
     // The extension's own log (its output channel).
     const find = (dir) => fs.existsSync(dir) ? fs.readdirSync(dir, { recursive: true }).filter((f) => String(f).endsWith('Familiar.log')).map((f) => path.join(dir, String(f))) : [];
     for (const f of find(path.join(s.dir, 'user-data', 'logs'))) fs.copyFileSync(f, path.join(artifacts, `${name}-Familiar.log`));
+    // The background familiar's own log (hooks, screen readings, drops).
+    const state = path.join(s.dir, 'state', 'familiar');
+    if (fs.existsSync(state)) {
+      for (const d of fs.readdirSync(state)) {
+        const f = path.join(state, d, 'familiar.log');
+        if (fs.existsSync(f)) fs.copyFileSync(f, path.join(artifacts, `${name}-daemon.log`));
+      }
+    }
     throw err;
   } finally {
     await s.close();
