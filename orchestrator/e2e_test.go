@@ -796,7 +796,12 @@ func TestOutputEndedOnceTheAgentIsGone(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if got := notified(); got != final {
-		t.Errorf("the notifications carried %d bytes, the ended log %d: they differ", len(got), len(final))
+		i := 0
+		for i < len(got) && i < len(final) && got[i] == final[i] {
+			i++
+		}
+		t.Errorf("the notifications carried %d bytes, the ended log %d: they differ from byte %d: %q vs %q",
+			len(got), len(final), i, got[max(0, i-20):min(len(got), i+20)], final[max(0, i-20):min(len(final), i+20)])
 	}
 	if again, _ := readAll(); again != final {
 		t.Errorf("the log grew after ended: %d bytes, then %d", len(final), len(again))
