@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -301,6 +302,35 @@ func TestAskUserQuestion(t *testing.T) {
 			got += b.Content
 		}
 		if !strings.Contains(got, `"Which database?"="SQLite"`) {
+			t.Errorf("answer did not reach the model: %q", got)
+		}
+	})
+}
+
+// A multi-select question says so, takes several option ids joined with
+// ",", refuses an unknown one among them, and the model gets the labels.
+func TestAskUserQuestionMultiSelect(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		input := `{"questions":[{"question":"Which features?","header":"Features","multiSelect":true,"options":[{"label":"Auth","description":"Login"},{"label":"Search","description":"Full text"},{"label":"Export","description":"CSV"}]}]}`
+		h := start(t, driver, "choose\n@@TOOL AskUserQuestion "+input+"\n@@TEXT Noted.")
+		ev, next := h.rec.wait(t, 0, "choice question", isQuestion(agent.KindChoice))
+		q := ev.Question
+		if !q.MultiSelect || len(q.Options) != 3 {
+			t.Fatalf("question = %+v, want multiSelect with 3 options", q)
+		}
+		if err := h.sess.Answer(q.ID, agent.Answer{OptionID: q.Options[0].ID + ",9"}); !errors.Is(err, agent.ErrBadAnswer) {
+			t.Fatalf("an unknown option among several: err = %v, want ErrBadAnswer", err)
+		}
+		if err := h.sess.Answer(q.ID, agent.Answer{OptionID: q.Options[0].ID + "," + q.Options[2].ID}); err != nil {
+			t.Fatal(err)
+		}
+		h.rec.wait(t, next, "turn end", turnEnded)
+		reqs := h.api.MainRequests()
+		var got string
+		for _, b := range reqs[len(reqs)-1].ToolResults() {
+			got += b.Content
+		}
+		if !strings.Contains(got, `"Which features?"="Auth, Export"`) {
 			t.Errorf("answer did not reach the model: %q", got)
 		}
 	})

@@ -92,6 +92,10 @@ type Question struct {
 	ToolUseID string   `json:"toolUseId,omitempty"`
 	Options   []Option `json:"options"`
 	AllowText bool     `json:"allowText"`
+	// MultiSelect is set on a choice that takes several options (an
+	// AskUserQuestion question with multiSelect): the answer's OptionID is
+	// their ids joined with ",".
+	MultiSelect bool `json:"multiSelect,omitempty"`
 	// Closing is set on a prose question (KindQuestion from a turn's last
 	// message): "question", "ask" or "unsure" as package closing read it.
 	// Unsure means the message may only report; the person replies or marks

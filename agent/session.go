@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -297,14 +298,14 @@ func validate(q Question, a Answer) error {
 		return fmt.Errorf("%w: give an option or text", ErrBadAnswer)
 	}
 	if a.OptionID != "" {
-		found := false
-		for _, o := range q.Options {
-			if o.ID == a.OptionID {
-				found = true
-			}
+		ids := []string{a.OptionID}
+		if q.MultiSelect {
+			ids = strings.Split(a.OptionID, ",")
 		}
-		if !found {
-			return fmt.Errorf("%w: unknown option %q", ErrBadAnswer, a.OptionID)
+		for _, id := range ids {
+			if !slices.ContainsFunc(q.Options, func(o Option) bool { return o.ID == id }) {
+				return fmt.Errorf("%w: unknown option %q", ErrBadAnswer, id)
+			}
 		}
 	}
 	if a.OptionID == "" && a.Text != "" && !q.AllowText && q.Kind != KindPermission {
@@ -409,7 +410,7 @@ func choiceQuestions(input json.RawMessage) ([]Question, error) {
 	}
 	out := make([]Question, 0, len(in.Questions))
 	for _, q := range in.Questions {
-		qq := Question{Kind: KindChoice, Text: q.Question, Tool: "AskUserQuestion", AllowText: true}
+		qq := Question{Kind: KindChoice, Text: q.Question, Tool: "AskUserQuestion", AllowText: true, MultiSelect: q.MultiSelect}
 		for i, o := range q.Options {
 			label := o.Label
 			if o.Description != "" {

@@ -196,6 +196,7 @@ func TestProseReply(t *testing.T) {
 func TestValidateAnswer(t *testing.T) {
 	perm := Question{Kind: KindPermission, Options: permissionOptions(), AllowText: true}
 	choice := Question{Kind: KindChoice, Options: []Option{{ID: "1"}, {ID: "2"}}}
+	multi := Question{Kind: KindChoice, Options: []Option{{ID: "1"}, {ID: "2"}, {ID: "3"}}, MultiSelect: true}
 	for _, tc := range []struct {
 		q    Question
 		a    Answer
@@ -210,6 +211,11 @@ func TestValidateAnswer(t *testing.T) {
 		{choice, Answer{OptionID: "2"}, true},
 		{choice, Answer{Text: "free"}, false},
 		{choice, Answer{OptionID: "1", UpdatedInput: json.RawMessage(`{}`)}, false},
+		{choice, Answer{OptionID: "1,2"}, false}, // one option only
+		{multi, Answer{OptionID: "1,3"}, true},
+		{multi, Answer{OptionID: "2"}, true},
+		{multi, Answer{OptionID: "1,4"}, false},
+		{multi, Answer{OptionID: "1,"}, false},
 	} {
 		err := validate(tc.q, tc.a)
 		if (err == nil) != tc.okay {

@@ -237,15 +237,19 @@ func (c *connection) run(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.
 	if !ok {
 		return nil, protocol.MethodNotFound(req.Method)
 	}
+	var params json.RawMessage
+	if req.Params != nil {
+		params = *req.Params
+	}
 	if cl.isInit {
 		// Subscribe before Initialize runs, so a notification it causes (the
 		// missing-claude warning) is queued for this client; the queue is
 		// sent only after the initialize response (finishInitialize).
-		c.subscribe(rpc)
-	}
-	var params json.RawMessage
-	if req.Params != nil {
-		params = *req.Params
+		var p struct {
+			OutputData *bool `json:"outputData"`
+		}
+		_ = json.Unmarshal(params, &p) // bad params: Initialize says which
+		c.subscribe(rpc, p.OutputData != nil && !*p.OutputData)
 	}
 	result, err := m(ctx, c.srv.impl, params)
 	if err != nil && ctx.Err() != nil {
@@ -279,8 +283,8 @@ func (c *connection) logSendError(req *jsonrpc2.Request, err error) {
 	}
 }
 
-func (c *connection) subscribe(rpc *jsonrpc2.Conn) {
-	sub := c.srv.hub.subscribe(c.id, func(method string, params json.RawMessage) error {
+func (c *connection) subscribe(rpc *jsonrpc2.Conn, wakeOnly bool) {
+	sub := c.srv.hub.subscribe(c.id, wakeOnly, func(method string, params json.RawMessage) error {
 		return rpc.Notify(context.Background(), method, params)
 	}, func() { rpc.Close() })
 	c.mu.Lock()

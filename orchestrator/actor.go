@@ -503,7 +503,7 @@ func (a *actor) question(q *agent.Question) input {
 	if !ok {
 		kind = protocol.QuestionQuestion
 	}
-	pq := protocol.Question{ID: q.ID, Kind: kind, Text: q.Text, Tool: q.Tool, Input: q.Input, AllowText: q.AllowText, ToolUseID: q.ToolUseID, Closing: q.Closing}
+	pq := protocol.Question{ID: q.ID, Kind: kind, Text: q.Text, Tool: q.Tool, Input: q.Input, AllowText: q.AllowText, ToolUseID: q.ToolUseID, Closing: q.Closing, MultiSelect: q.MultiSelect}
 	for _, opt := range q.Options {
 		pq.Options = append(pq.Options, protocol.Option{ID: opt.ID, Label: opt.Label, Rule: opt.Rule})
 	}

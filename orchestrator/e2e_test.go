@@ -730,6 +730,84 @@ func TestHugeToolInputIsClippedInEventsNotInOutput(t *testing.T) {
 	}
 }
 
+// A finished task's agent still draws its exit screen (and the masking
+// writer lets its held-back tail go) after the task is merging: task/output's
+// ended tells a client when the log is final. While the agent lives it is
+// false; once set, the log holds every byte the task/output notifications
+// carried, and it never grows again.
+func TestOutputEndedOnceTheAgentIsGone(t *testing.T) {
+	e := open(t, nil, nil)
+	ctx := context.Background()
+	task := e.create(t, "talk", askBash("t.txt"), 0)
+	e.notes.wait(t, "waiting", statusIs(task.ID, protocol.StatusWaiting))
+	readAll := func() (string, *protocol.TaskOutputResult) {
+		t.Helper()
+		var all strings.Builder
+		offset := int64(0)
+		for {
+			page, err := e.o.TaskOutput(ctx, &protocol.TaskOutputParams{ID: task.ID, Offset: offset, Limit: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			all.WriteString(page.Data)
+			if page.NextOffset >= page.Size {
+				return all.String(), page
+			}
+			offset = page.NextOffset
+		}
+	}
+	if _, page := readAll(); page.Ended {
+		t.Fatalf("task/output ended while the agent waits on a question: %+v", page)
+	}
+	q := e.get(t, task.ID).PendingQuestion
+	if _, err := e.o.TaskRespond(ctx, &protocol.TaskRespondParams{ID: task.ID, QuestionID: q.ID, OptionID: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID))
+	var final string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		all, page := readAll()
+		if page.Ended {
+			final = all
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task/output never ended after the task finished (status %s)", e.get(t, task.ID).Status)
+		}
+		time.Sleep(10 * time.Millisecond) // polling familiar's answer; nothing to wait on
+	}
+	notified := func() string {
+		var b strings.Builder
+		for _, n := range e.notes.all() {
+			var o protocol.TaskOutputNotification
+			if n.method == protocol.NotifyTaskOutput && json.Unmarshal(n.params, &o) == nil && o.ID == task.ID {
+				b.WriteString(o.Data)
+			}
+		}
+		return b.String()
+	}
+	// The notifications go out through the publisher's queue: wait for them
+	// to carry as much as the log holds.
+	for len(notified()) < len(final) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the output notifications carried %d bytes, the ended log %d", len(notified()), len(final))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := notified(); got != final {
+		i := 0
+		for i < len(got) && i < len(final) && got[i] == final[i] {
+			i++
+		}
+		t.Errorf("the notifications carried %d bytes, the ended log %d: they differ from byte %d: %q vs %q",
+			len(got), len(final), i, got[max(0, i-20):min(len(got), i+20)], final[max(0, i-20):min(len(final), i+20)])
+	}
+	if again, _ := readAll(); again != final {
+		t.Errorf("the log grew after ended: %d bytes, then %d", len(final), len(again))
+	}
+}
+
 func TestOutputRetentionRemovesOnlyOldFinishedLogs(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	e := open(t, clk, nil)

@@ -439,11 +439,15 @@ func (o *Orchestrator) TaskOutput(ctx context.Context, p *protocol.TaskOutputPar
 	if err != nil {
 		return nil, err
 	}
-	logs := a.view().logs
+	// One view, taken before the log is read: an agent that is gone had its
+	// log flushed and closed (procs closes it before the agent's Exited
+	// event) so what is read below is all there will be.
+	v := a.view()
+	logs := v.logs
 	if p.Offset < 0 {
 		return nil, protocol.InvalidParams("offset", fmt.Sprintf("offset %d is negative", p.Offset))
 	}
-	res := &protocol.TaskOutputResult{Offset: p.Offset}
+	res := &protocol.TaskOutputResult{Offset: p.Offset, Ended: v.agentPhase == agentNone}
 	if len(logs) == 0 {
 		res.NextOffset = p.Offset
 		return res, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/mailbox"
 	"github.com/familiar-dev/familiar/mask"
+	"github.com/familiar-dev/familiar/procs"
 )
 
 // maxTerminalBacklog bounds the raw output waiting to be masked: past it the
@@ -89,6 +90,7 @@ func (t *terminalOutput) mask(batch [][]byte) {
 func (t *terminalOutput) Close() error {
 	t.inbox.Close()
 	_ = t.mw.Close()
+	t.sink.flush()
 	return t.sink.failed()
 }
 
@@ -98,20 +100,46 @@ type terminalSink struct {
 	log     io.Writer
 	publish func([]byte)
 
-	mu  sync.Mutex
-	err error // guarded by mu: the log's first failure
+	mu    sync.Mutex
+	err   error  // guarded by mu: the log's first failure
+	carry []byte // guarded by mu: the start of a character the next write completes
 }
 
+// Write publishes whole characters only: a notification's data is a JSON
+// string, where half a character becomes U+FFFD (a "─" cut in two by a
+// read arrived as "���"). The log takes the bytes as they come.
 func (s *terminalSink) Write(p []byte) (int, error) {
-	s.publish(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	out := p
+	if len(s.carry) > 0 {
+		out = append(s.carry, p...)
+		s.carry = nil
+	}
+	if cut := procs.CompleteUTF8(out); cut < len(out) {
+		s.carry = append([]byte(nil), out[cut:]...)
+		out = out[:cut]
+	}
+	if len(out) > 0 {
+		s.publish(out)
+	}
 	if s.err == nil {
 		if _, err := s.log.Write(p); err != nil {
 			s.err = err
 		}
 	}
 	return len(p), nil
+}
+
+// flush publishes a held character start that nothing completed (the
+// stream ended inside it).
+func (s *terminalSink) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.carry) > 0 {
+		s.publish(s.carry)
+		s.carry = nil
+	}
 }
 
 func (s *terminalSink) failed() error {

@@ -125,6 +125,12 @@ type InitializeParams struct {
 	// ProtocolVersion, when set, is the version of PROTOCOL.md the client
 	// speaks; a familiar speaking another refuses it, naming both.
 	ProtocolVersion int `json:"protocolVersion,omitempty"`
+	// OutputData false (familiar's addition): this client gets task/output
+	// notifications without their data (data ""), at most one queued per
+	// task: a wake-up to page the log with task/output. For clients that
+	// read the log by offset (terminals), so a flooding task can neither
+	// overrun them nor get them dropped for falling behind.
+	OutputData *bool `json:"outputData,omitempty"`
 }
 
 type ClientInfo struct {
@@ -374,6 +380,13 @@ type TaskOutputResult struct {
 	NextOffset int64  `json:"nextOffset"`
 	Size       int64  `json:"size"`
 	Truncated  bool   `json:"truncated"`
+	// Ended (familiar's addition): no agent writes this log any more (it
+	// exited, or none started), so size is final; a later start of the task
+	// writes a new log. A client that must have every byte (a terminal, a
+	// test) reads until nextOffset == size with ended set: the status alone
+	// does not tell, since a finished task's agent draws its exit screen
+	// after the task is already merging.
+	Ended bool `json:"ended"`
 }
 
 // TaskReorderParams moves a queued task: to a new priority, before another

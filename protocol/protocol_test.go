@@ -56,7 +56,7 @@ func TestJSONNames(t *testing.T) {
 			removeWorktreeAfterMerge idleExitSec commandTimeoutSec maxBudgetUsd resumeAfterUsageLimit`}, // familiar's additions
 		{"Event", Event{Params: json.RawMessage(`{}`)}, "seq method params"},
 		{"TaskListResult", TaskListResult{}, "tasks total"},
-		{"TaskOutputResult", TaskOutputResult{}, "data offset nextOffset size truncated"},
+		{"TaskOutputResult", TaskOutputResult{}, "data offset nextOffset size truncated ended"}, // ended: familiar's addition
 		{"TaskScreenResult", TaskScreenResult{}, "cols rows lines cursor"},
 		{"InitializeResult", InitializeResult{}, "serverInfo protocolVersion capabilities workspace claude git"},
 		{"QuestionResolved", TaskQuestionResolvedNotification{OptionID: "allow"}, "seq id questionId decidedBy optionId"},

@@ -148,6 +148,10 @@ type Question struct {
 	Options   []Option  `json:"options"`
 	AllowText bool      `json:"allowText"`
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// MultiSelect (familiar's addition): a choice that takes several
+	// options (AskUserQuestion's multiSelect); answer with their ids joined
+	// with "," in optionId.
+	MultiSelect bool `json:"multiSelect,omitempty"`
 	// Truncated is set when Text or Input were cut to 30 KB; OriginalSize
 	// is their size before, and the whole is in the raw output log from
 	// OutputOffset on (task/output). Familiar's additions to PROTOCOL.md.

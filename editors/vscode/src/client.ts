@@ -143,6 +143,10 @@ export class FamiliarClient {
           protocolVersion: 1,
           clientInfo: this.opts.clientInfo ?? { name: 'familiar-vscode', version: '0' },
           settings: this.opts.settings?.(),
+          // Terminals read the log by offset (OutputPump): task/output only
+          // has to wake them. familiar then sends it without data, one per
+          // task at a time, so a flooding task cannot overrun this window.
+          outputData: false,
         }),
         spawnError,
       ]);

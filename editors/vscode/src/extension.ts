@@ -32,7 +32,24 @@ function trace(ev: Record<string, unknown>) {
   }
 }
 
+/** With tracing on: the extension host's CPU time and event-loop delay, once a second. */
+function traceHost(context: vscode.ExtensionContext) {
+  if (!traceFile) return;
+  const { monitorEventLoopDelay } = require('perf_hooks') as typeof import('perf_hooks');
+  const lag = monitorEventLoopDelay({ resolution: 10 });
+  lag.enable();
+  let cpu = process.cpuUsage();
+  const timer = setInterval(() => {
+    const d = process.cpuUsage(cpu);
+    cpu = process.cpuUsage();
+    trace({ ev: 'host', cpuMs: Math.round((d.user + d.system) / 1000), lagP99Ms: Math.round(lag.percentile(99) / 1e6), lagMaxMs: Math.round(lag.max / 1e6) });
+    lag.reset();
+  }, 1000);
+  context.subscriptions.push({ dispose: () => { clearInterval(timer); lag.disable(); } });
+}
+
 export async function activate(context: vscode.ExtensionContext) {
+  traceHost(context);
   ext = new Familiar(context);
   context.subscriptions.push(ext);
   await ext.start();
@@ -211,6 +228,8 @@ class Familiar implements vscode.Disposable {
       }, 500);
     });
     client.onTasks(() => {
+      // (Re)connected: output notifications may have been missed meanwhile.
+      for (const v of this.terminals.values()) v.pump.wake();
       this.tree.refresh();
       this.updateStatus();
       for (const t of client.tasks.values()) if (t.pendingQuestion) this.prompt(t, t.pendingQuestion);
@@ -869,6 +888,8 @@ class TaskTree implements vscode.TreeDataProvider<Node> {
   private readonly nodes = new Map<string, Node>();
   /** Where each task was last drawn (group and queue slot): moving it needs a full redraw. */
   private readonly drawn = new Map<string, string>();
+  /** What each task's row showed when last drawn: a tick that changes none redraws nothing. */
+  private readonly shown = new Map<string, string>();
 
   constructor(private readonly f: Familiar) {}
 
@@ -904,11 +925,19 @@ class TaskTree implements vscode.TreeDataProvider<Node> {
     const wait = Math.max(30, this.last + 250 - Date.now());
     this.pending = setTimeout(() => {
       this.pending = undefined;
-      this.last = Date.now();
-      // Always the whole tree: refreshing single rows every second (elapsed
-      // times) made VS Code drop clicks on those rows in the UI test.
+      const now = Date.now();
+      // Only when a row would look different: a redraw costs the renderer,
+      // and 30 running tasks are dirty every second for their elapsed time.
+      const visible = this.full || [...this.dirty].some((id) => {
+        const t = this.f.task(id);
+        return !t || this.shown.get(id) !== rowKey(t, now);
+      });
       this.full = false;
       this.dirty.clear();
+      if (!visible) return;
+      this.last = now;
+      // Always the whole tree: refreshing single rows every second (elapsed
+      // times) made VS Code drop clicks on those rows in the UI test.
       this.changed.fire(undefined);
     }, wait);
   }
@@ -927,7 +956,7 @@ class TaskTree implements vscode.TreeDataProvider<Node> {
     const tasks = this.f.client?.tasks.values() ?? [];
     if (!n) {
       const all = [...tasks];
-      for (const id of [...this.drawn.keys()]) if (!this.f.task(id)) { this.drawn.delete(id); this.nodes.delete(`task:${id}`); }
+      for (const id of [...this.drawn.keys()]) if (!this.f.task(id)) { this.drawn.delete(id); this.shown.delete(id); this.nodes.delete(`task:${id}`); }
       return groups.filter((g) => all.some((t) => g.statuses.includes(t.status))).map((g) => this.node('group', g.id));
     }
     if (n.kind === 'group') return tasksIn(n.id, tasks).map((t) => this.node('task', t.id));
@@ -947,9 +976,10 @@ class TaskTree implements vscode.TreeDataProvider<Node> {
     const t = this.f.task(n.id);
     if (!t) return new vscode.TreeItem('(gone)');
     this.drawn.set(t.id, place(t));
+    this.shown.set(t.id, rowKey(t, now));
     const item = new vscode.TreeItem(t.title, vscode.TreeItemCollapsibleState.None);
     item.id = `task:${t.id}`;
-    item.description = describe(t, now);
+    item.description = describe(t, now, true);
     item.iconPath = icon(t);
     const flags = ['task', t.status];
     if (t.worktree && ['merging', 'merged', 'blocked', 'cancelled', 'running', 'waiting', 'paused'].includes(t.status)) flags.push('changes');
@@ -973,6 +1003,12 @@ class TaskTree implements vscode.TreeDataProvider<Node> {
   }
 }
 
+/** Everything a task's row shows (besides its place), to tell whether a redraw would change it. */
+function rowKey(t: Task, now: number): string {
+  return [t.title, t.status, t.activity, describe(t, now, true), undoable(t, now), t.worktree?.branch ?? '', t.type, t.mode, t.attempt,
+    truncate(t.description, 300), t.result?.summary ?? ''].join('\u0000');
+}
+
 function place(t: Task): string {
   return `${groups.find((g) => g.statuses.includes(t.status))?.id}/${t.status === 'queued' ? t.queuePosition ?? '' : ''}`;
 }
@@ -981,9 +1017,12 @@ function icon(t: Task): vscode.ThemeIcon {
   const c = (id: string) => new vscode.ThemeColor(id);
   switch (t.status) {
     case 'waiting': return new vscode.ThemeIcon('bell-dot', c('notificationsWarningIcon.foreground'));
-    case 'starting': return new vscode.ThemeIcon('loading~spin');
+    // No spinning icons: each one costs the renderer a style recalculation
+    // and a repaint 20 times a second, and with 30 running tasks that was
+    // most of its main thread (UI load test), delaying every click.
+    case 'starting': return new vscode.ThemeIcon('rocket');
     case 'running':
-      return new vscode.ThemeIcon(t.activity === 'running_command' ? 'terminal' : t.activity === 'writing' ? 'edit' : 'sync~spin', c('charts.blue'));
+      return new vscode.ThemeIcon(t.activity === 'running_command' ? 'terminal' : t.activity === 'writing' ? 'edit' : 'pulse', c('charts.blue'));
     case 'paused': return new vscode.ThemeIcon('debug-pause');
     case 'queued': return new vscode.ThemeIcon('clock');
     case 'merging': return new vscode.ThemeIcon('git-pull-request', c('charts.green'));

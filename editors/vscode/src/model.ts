@@ -49,7 +49,12 @@ const activityLabel: Record<string, string> = {
 };
 
 /** The one-line description next to a task's title. */
-export function describe(t: Task, now: number): string {
+/**
+ * The one-line description of a task. coarse (the tree) shows elapsed time
+ * in whole minutes past the first one, so 30 running tasks do not redraw
+ * the tree every second; the details document shows seconds.
+ */
+export function describe(t: Task, now: number, coarse = false): string {
   const parts: string[] = [];
   switch (t.status) {
     case 'running':
@@ -78,7 +83,7 @@ export function describe(t: Task, now: number): string {
       parts.push(t.status);
   }
   const el = elapsedSec(t, now);
-  if (el !== undefined && t.status !== 'queued') parts.push(duration(el));
+  if (el !== undefined && t.status !== 'queued') parts.push(coarse && el >= 60 && el < 3600 ? `${Math.floor(el / 60)}m` : duration(el));
   if (t.result?.costUsd !== undefined) parts.push(`$${t.result.costUsd.toFixed(2)}`);
   if (t.status === 'waiting' && t.pendingQuestion?.expiresAt) {
     const left = secondsLeft(t.pendingQuestion.expiresAt, now);

@@ -19,7 +19,7 @@ export interface Question {
   options: Option[];
   allowText: boolean;
   expiresAt?: string;
-  /** Not in PROTOCOL.md yet: set when several options may be picked. */
+  /** familiar's addition: several options may be picked (answer with their ids joined with ","). */
   multiSelect?: boolean;
 }
 
@@ -88,7 +88,8 @@ export interface TaskCreateParams {
   hints?: { files?: string[]; notes?: string };
 }
 
-export interface OutputPage { data: string; offset: number; nextOffset: number; size: number; truncated: boolean }
+/** ended (familiar's addition): no agent writes this log any more, so size is final. */
+export interface OutputPage { data: string; offset: number; nextOffset: number; size: number; truncated: boolean; ended?: boolean }
 export interface DiffResult { files: { path: string; status: string; additions: number; deletions: number }[]; patch: string }
 export interface Event { seq: number; method: string; params: any }
 

@@ -123,14 +123,19 @@ test('the terminal pump replays then streams the exact output log', { skip: skip
     c.onOutput((o) => { if (o.id === t.id) { seen.push(o.data); pump.wake(); } });
     pump.wake();
     await waitFor('the task to finish', () => ['merging', 'blocked'].includes(c.tasks.get(t.id)?.status ?? '') , 90000);
-    pump.wake();
-    await waitFor('the pump to catch up', async () => {
+    // Merging is not the end of the output: the agent is let go after it and
+    // draws its exit screen ("Resume this session with: claude --resume
+    // <id>", the id held back ~50 ms by the masking writer). task/output's
+    // ended says the log is final; the pump must get there woken by the
+    // notifications alone.
+    await waitFor('the log to end', async () => (await c.output(t.id, 0, 1)).ended, 60000);
+    const all = await readAll(c, t.id);
+    await waitFor('the pump to catch up with the final log', async () => {
       await pump.idle();
-      const all = await readAll(c, t.id);
-      return pump.offset === Buffer.byteLength(all) && all;
+      return pump.offset === Buffer.byteLength(all);
     });
     pump.dispose();
-    assert.equal(screen, await readAll(c, t.id), 'the terminal got every byte once, in order');
+    assert.equal(screen, all, 'the terminal got every byte once, in order');
     assert.ok(writes >= 1);
     // The notifications' data was skipped by the fast decoder (familiar's key order).
     assert.ok(seen.length > 0 && seen.every((d) => d === ''), 'task/output notifications decoded without their data');
@@ -150,13 +155,52 @@ test('the pump skips ahead when flooded and never writes more often than asked',
   };
   const times: number[] = [];
   let bytes = 0;
-  const pump = new OutputPump(fetch, (d) => { times.push(Date.now()); bytes += d.length; }, { minIntervalMs: 20, pageBytes: 64 * 1024, maxBacklog: 1024 * 1024, keepBytes: 128 * 1024 });
+  const pump = new OutputPump(fetch, (d) => { times.push(Date.now()); bytes += d.length; },
+    { minIntervalMs: 20, floodIntervalMs: 60, pageBytes: 64 * 1024, maxBacklog: 1024 * 1024, floodKeepBytes: 128 * 1024 });
   pump.wake();
   await waitFor('some writes', () => times.length >= 10);
   pump.dispose();
   for (let i = 1; i < times.length; i++) assert.ok(times[i] - times[i - 1] >= 18, `writes ${times[i] - times[i - 1]} ms apart`);
+  // Once it had to skip, it writes the latest at the flood interval only.
+  for (let i = times.length - 5; i < times.length; i++) assert.ok(times[i] - times[i - 1] >= 58, `flood-mode writes ${times[i] - times[i - 1]} ms apart`);
   assert.ok(pump.skipped > 0, 'the backlog was skipped');
   assert.ok(bytes < log.length / 2, 'the terminal was not fed the whole flood');
+});
+
+test('an idle pump stops asking: a few retries after a wake, none once the log has ended', async () => {
+  let log = 'hello';
+  let ended = false;
+  let fetches = 0;
+  const fetch = async (offset: number, limit: number) => {
+    fetches++;
+    const data = log.slice(offset, offset + limit);
+    return { data, offset, nextOffset: offset + data.length, size: log.length, truncated: false, ended };
+  };
+  let screen = '';
+  const pump = new OutputPump(fetch, (d) => { screen += d; }, { minIntervalMs: 1 });
+  try {
+    pump.wake();
+    await pump.idle();
+    assert.equal(screen, 'hello');
+    assert.equal(fetches, 1, 'a read up to the size is the last');
+    // A wake that finds nothing retries a few times (a notification can
+    // precede its bytes in the log), then waits for the next wake.
+    fetches = 0;
+    pump.wake();
+    await pump.idle();
+    assert.equal(fetches, 1 + 5);
+    log += ' world';
+    pump.wake();
+    await pump.idle();
+    assert.equal(screen, 'hello world');
+    ended = true;
+    fetches = 0;
+    pump.wake();
+    await pump.idle();
+    assert.equal(fetches, 1, 'an ended log is not asked again');
+  } finally {
+    pump.dispose();
+  }
 });
 
 test('reconnects after familiar dies and replays missed events after a reload', { skip: skipWithoutClaude }, async () => {

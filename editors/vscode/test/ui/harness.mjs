@@ -176,6 +176,9 @@ export async function startSession(name, opts = {}) {
   });
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();
+  // Playwright's actions (a click on a row that never settles) wait forever
+  // by default: a stuck scenario fails instead.
+  page.setDefaultTimeout(180000);
   const s = new Session(name, { dir, repo, page, browser, cs, trace, port, url, csLog, env });
   await page.goto(url);
   return s;
@@ -253,9 +256,10 @@ export class Session {
   /** Shows the Familiar view (its activity bar entry). */
   async openView() {
     const tab = this.page.locator('.activitybar .action-item a[aria-label^="Familiar"], .activitybar .action-item[aria-label^="Familiar"]').first();
-    const checked = await tab.getAttribute('aria-checked').catch(() => null);
-    if (checked !== 'true') await tab.click();
-    await this.page.locator('.part.sidebar .title-label', { hasText: 'Familiar' }).first().waitFor();
+    const title = this.page.locator('.part.sidebar .title-label', { hasText: 'Familiar' }).first();
+    // Its entry can be checked while the side bar itself is hidden.
+    if (!(await title.isVisible())) await tab.click();
+    await title.waitFor();
   }
 
   toast(text) {
@@ -266,6 +270,20 @@ export class Session {
     const toast = this.toast(text);
     await toast.waitFor({ state: 'visible', timeout: 120000 });
     await toast.getByRole('button', { name: button, exact: true }).click();
+  }
+
+  /** Right-clicks a tree row and picks an entry of its context menu. */
+  async contextMenu(rowText, item) {
+    await this.treeRow(rowText).click({ button: 'right' });
+    const entry = this.page.locator('.context-view .monaco-menu .action-item:not(.disabled) .action-menu-item', { hasText: item }).first();
+    await entry.waitFor({ state: 'visible', timeout: 30000 });
+    await entry.hover();
+    await entry.click();
+    // A click that landed while the menu was still settling leaves it open
+    // with the entry highlighted: Enter runs it.
+    const menu = this.page.locator('.context-view .monaco-menu');
+    if (!(await menu.waitFor({ state: 'hidden', timeout: 2000 }).then(() => true, () => false))) await this.page.keyboard.press('Enter');
+    await menu.waitFor({ state: 'hidden', timeout: 10000 });
   }
 
   treeRow(text) {
@@ -340,11 +358,17 @@ export async function socketClient(s) {
   }, 60000);
   const socket = net.createConnection(sock);
   await new Promise((resolve, reject) => { socket.once('connect', resolve); socket.once('error', reject); });
-  const conn = rpc.createMessageConnection(new rpc.SocketMessageReader(socket), new rpc.SocketMessageWriter(socket));
+  // The extension's decoder: task/output data is not parsed (the load test's
+  // flood would otherwise cost this test client a JSON.parse of every byte,
+  // on the cores the workbench needs).
+  const { outputSkippingDecoder } = require(path.join(extDir, 'out/src/client.js'));
+  const conn = rpc.createMessageConnection(
+    new rpc.StreamMessageReader(socket, { charset: 'utf-8', contentTypeDecoder: outputSkippingDecoder }),
+    new rpc.StreamMessageWriter(socket));
   const notes = [];
   conn.onNotification((method, params) => { if (method !== 'task/output') notes.push({ method, params }); });
   conn.listen();
-  await conn.sendRequest('initialize', { workspaceRoot: s.repo, clientInfo: { name: 'ui-test', version: '0' } });
+  await conn.sendRequest('initialize', { workspaceRoot: s.repo, clientInfo: { name: 'ui-test', version: '0' }, outputData: false });
   return {
     conn,
     notes,

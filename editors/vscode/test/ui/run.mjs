@@ -1,6 +1,6 @@
 // UI tests of the extension in a real VS Code (code-server + chromium).
 // Usage: node test/ui/run.mjs [scenario ...]   (default: all)
-// Scenarios: main (with choice and latency), reload, noclaude, load.
+// Scenarios: main (with choice, multi-select and latency), reload, noclaude, control (pause/resume), load.
 // FAMILIAR_UI_RUNS sets the latency sample count (default 20).
 
 import * as fs from 'node:fs';
@@ -20,6 +20,14 @@ async function withSession(name, opts, fn) {
     // The extension's own log (its output channel).
     const find = (dir) => fs.existsSync(dir) ? fs.readdirSync(dir, { recursive: true }).filter((f) => String(f).endsWith('Familiar.log')).map((f) => path.join(dir, String(f))) : [];
     for (const f of find(path.join(s.dir, 'user-data', 'logs'))) fs.copyFileSync(f, path.join(artifacts, `${name}-Familiar.log`));
+    // The background familiar's own log (hooks, screen readings, drops).
+    const state = path.join(s.dir, 'state', 'familiar');
+    if (fs.existsSync(state)) {
+      for (const d of fs.readdirSync(state)) {
+        const f = path.join(state, d, 'familiar.log');
+        if (fs.existsSync(f)) fs.copyFileSync(f, path.join(artifacts, `${name}-daemon.log`));
+      }
+    }
     throw err;
   } finally {
     await s.close();
@@ -100,6 +108,36 @@ const scenarios = {
     });
   },
 
+  /** Pause and resume from the tree's context menu: the task stops, then goes on in its session and finishes. */
+  async control(model) {
+    await withSession('control', { env: model.env }, async (s) => {
+      await s.ready();
+      const title = 'Hold on';
+      await s.newTask(title, bashTask('held.txt', 'written after a pause'));
+      const ask = `"${title}" asks to run Bash`;
+      await s.toast(ask).waitFor({ timeout: 120000 });
+      await s.openView();
+      await s.waitTaskStatus(title, 'waiting');
+      const asked = model.requests().length;
+      await s.contextMenu(title, 'Pause');
+      await s.waitTaskStatus(title, 'paused', 60000);
+      await s.shot('paused');
+      await s.contextMenu(title, 'Resume');
+      // The resumed session goes on: it asks again (answered here) or finishes.
+      const toasts = s.page.locator('.notifications-toasts .notification-toast', { hasText: ask });
+      const before = await toasts.count();
+      await waitFor('the resumed task to ask again or finish', async () => {
+        if (await s.page.locator(`.monaco-list-row[aria-label^="${title}, merging"]`).count()) return true;
+        if (await toasts.count() > before) {
+          await toasts.last().getByRole('button', { name: 'Allow', exact: true }).click();
+        }
+        return false;
+      }, 120000, 250);
+      if (model.requests().length <= asked) throw new Error('the resumed session never reached the model');
+      await s.shot('finished-after-resume');
+    });
+  },
+
   /** A folder without git is offered git init; a missing claude warns with actions; Run Doctor shows its report. */
   async noclaude() {
     await withSession('noclaude', {
@@ -154,6 +192,16 @@ async function choice(s, model) {
   await s.shot('choice-quickpick');
   await s.pick('SQLite');
   await waitFor('the answer to reach the model', () => model.requests().some((r) => r.toolResults?.some((t) => /SQLite/.test(t.content))), 60000);
+
+  // Multi-select (the question's multiSelect): a QuickPick with checkboxes.
+  const multiTitle = 'Pick several';
+  await s.newTask(multiTitle, `@@TOOL AskUserQuestion ${choiceInput('Which ones?', true)}`);
+  await s.clickToastButton(`"${multiTitle}" asks: Which ones?`, 'Answer…');
+  await s.page.locator('.quick-input-widget .quick-input-title', { hasText: '(pick any)' }).waitFor();
+  for (const label of ['Postgres', 'SQLite']) await s.page.locator('.quick-input-widget .monaco-list-row', { hasText: label }).first().click();
+  await s.shot('multi-select-quickpick');
+  await s.page.locator('.quick-input-widget .quick-input-box input').press('Enter');
+  await waitFor('both answers to reach the model', () => model.requests().some((r) => r.toolResults?.some((t) => /"Which ones\?"="Postgres, SQLite"/.test(t.content))), 60000);
 
   // Answered elsewhere: another client answers while this window's QuickPick is open.
   const other = await socketClient(s);
@@ -232,8 +280,31 @@ async function clickLatency(s, a, b, rounds) {
   return times;
 }
 
+/** The extension host's trace between two times: mean CPU ms per second, worst event-loop delay p99. */
+function hostBusy(s, from, to) {
+  const h = s.traceLines().filter((x) => x.ev === 'host' && x.at >= from && x.at <= to + 1000);
+  if (!h.length) return { cpuMsPerSec: null, lagP99Ms: null };
+  return { cpuMsPerSec: Math.round(h.reduce((a, x) => a + x.cpuMs, 0) / h.length), lagP99Ms: Math.max(...h.map((x) => x.lagP99Ms)) };
+}
+
+/** The renderer's own CPU time (CDP Performance metrics), in ms per second since the last call. */
+async function rendererMeter(page) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const read = async () => Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
+  let last = await read(), at = Date.now();
+  return async () => {
+    const now = await read(), t = Date.now();
+    const per = (k) => Math.round(((now[k] ?? 0) - (last[k] ?? 0)) * 1000 / ((t - at) / 1000));
+    const r = { taskMsPerSec: per('TaskDuration'), scriptMsPerSec: per('ScriptDuration'), layoutMsPerSec: per('LayoutDuration'), styleMsPerSec: per('RecalcStyleDuration') };
+    last = now; at = t;
+    return r;
+  };
+}
+
 async function load(s, floodDir) {
   await s.ready();
+  const meter = await rendererMeter(s.page);
   const other = await socketClient(s);
   try {
     const make = (title) => other.request('task/create', { title, description: 'stay busy' });
@@ -243,7 +314,11 @@ async function load(s, floodDir) {
     await s.waitTaskStatus('Idle A', 'running', 60000);
     await s.waitTaskStatus('Idle B', 'running', 60000);
     await clickLatency(s, 'Idle A', 'Idle B', 4); // warm up
+    await meter();
+    const idleFrom = Date.now();
     const idle = await clickLatency(s, 'Idle A', 'Idle B', 10);
+    const rendererIdle = await meter();
+    const hostIdle = hostBusy(s, idleFrom, Date.now());
 
     fs.writeFileSync(path.join(floodDir, 'on'), '');
     const flood = await make('Flood');
@@ -262,25 +337,38 @@ async function load(s, floodDir) {
     const rate = (await size() - s0) / ((Date.now() - t0) / 1000) / 1e6;
     await s.shot('thirty-tasks-flooding');
     await clickLatency(s, 'Idle A', 'Idle B', 2); // warm up
+    const s1 = await size(), t1 = Date.now();
+    await meter();
+    const loadedFrom = Date.now();
     const loaded = await clickLatency(s, 'Idle A', 'Idle B', 10);
+    const rendererLoaded = await meter();
+    const hostLoaded = hostBusy(s, loadedFrom, Date.now());
+    const rateDuring = (await size() - s1) / ((Date.now() - t1) / 1000) / 1e6;
     const result = {
       floodMBps: Number(rate.toFixed(1)),
+      floodDuringClicksMBps: Number(rateDuring.toFixed(1)),
       idleClickMs: { p50: percentile(idle, 50), p95: percentile(idle, 95) },
       loadedClickMs: { p50: percentile(loaded, 50), p95: percentile(loaded, 95) },
       ratioP50: Number((percentile(loaded, 50) / percentile(idle, 50)).toFixed(2)),
+      // The workbench renderer's main thread during the clicks (CDP metrics).
+      renderer: { idle: rendererIdle, loaded: rendererLoaded },
+      // The extension host (its own trace): CPU ms per second and event-loop delay.
+      extensionHost: { idle: hostIdle, loaded: hostLoaded },
       // The machine's load average during the run: the figures mean little on a saturated machine.
       loadAverage: os.loadavg().map((x) => Number(x.toFixed(1))), cpus: os.cpus().length,
       idle, loaded,
     };
     fs.writeFileSync(path.join(artifacts, 'load.json'), JSON.stringify(result, null, 2));
-    log(`load: tree click → details idle p50 ${result.idleClickMs.p50} ms, with 30 tasks + flood at ${result.floodMBps} MB/s p50 ${result.loadedClickMs.p50} ms (×${result.ratioP50}; load average ${result.loadAverage[0]} on ${result.cpus} cores)`);
+    // Reported, not asserted (no wall-clock asserts in tests): the target is
+    // loaded p50 within 2× of idle.
+    log(`load: tree click → details idle p50 ${result.idleClickMs.p50} / p95 ${result.idleClickMs.p95} ms; with 30 tasks + flood at ${result.floodMBps} MB/s (${result.floodDuringClicksMBps} MB/s during the clicks) p50 ${result.loadedClickMs.p50} / p95 ${result.loadedClickMs.p95} ms (×${result.ratioP50}; load average ${result.loadAverage[0]} on ${result.cpus} cores; renderer busy ${rendererIdle.taskMsPerSec} → ${rendererLoaded.taskMsPerSec} ms/s, extension host ${hostIdle.cpuMsPerSec} → ${hostLoaded.cpuMsPerSec} ms/s with event-loop delay p99 ${hostIdle.lagP99Ms} → ${hostLoaded.lagP99Ms} ms)`);
     await s.shot('terminal-under-flood');
   } finally {
     other.close();
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'load'];
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
