@@ -29,6 +29,12 @@ type ptyDriver struct {
 	fallback  *pendingQuestion      // guarded by mu; a question read from the screen
 	typingMu  sync.Mutex            // one prompt typed at a time
 	hookHeard bool                  // guarded by mu; any hook arrived (hooks are working)
+	// hookAsks counts the questions PermissionRequest hooks asked, and
+	// lastHookAsk is when the last one was: a dialog whose hook question
+	// was asked (and maybe answered) before the screen was read is no
+	// reason for a screen question.
+	hookAsks    int       // guarded by mu
+	lastHookAsk time.Time // guarded by mu
 
 	failed      bool   // guarded by mu; the turn of failedEpoch was reported failed
 	failedEpoch int    // guarded by mu
@@ -248,10 +254,32 @@ func (d *ptyDriver) screenFallback(c screen.Classification) {
 			}
 			return false
 		}
-		if s.waitFor(context.Background(), s.opts.ConfirmWithin, func() bool {
-			return hooked() || !isDialog(d.current().State)
-		}) {
-			return
+		d.mu.Lock()
+		asks := d.hookAsks
+		recent := !d.lastHookAsk.IsZero() && s.opts.Clock.Now().Sub(d.lastHookAsk) < s.opts.ConfirmWithin
+		d.mu.Unlock()
+		// Settled: a hook asked (a question answered at once is pending
+		// only for a moment, and dialogs of the same command look alike),
+		// the dialog left, or another reading took its place (its own
+		// fallback runs).
+		settled := func() bool {
+			cur := d.current()
+			d.mu.Lock()
+			asked := d.hookAsks != asks
+			d.mu.Unlock()
+			return asked || hooked() || !isDialog(cur.State) || !sameReading(cur, c)
+		}
+		// A hook question asked just before the screen was read was most
+		// likely this dialog's, already answered: the CLI, slow under
+		// load, may take a while to take the dialog away. Give it longer.
+		rounds := 1
+		if recent {
+			rounds = 2
+		}
+		for range rounds {
+			if s.waitFor(context.Background(), s.opts.ConfirmWithin, settled) {
+				return
+			}
 		}
 	}
 	d.mu.Lock()
@@ -508,6 +536,13 @@ func (d *ptyDriver) failTurn(msg, errField, transcript string, fromScreen *Failu
 // the dialog is answered in the terminal, or the CLI gives up.
 func (d *ptyDriver) permissionRequest(ctx context.Context, p hookPayload) any {
 	s := d.s
+	d.mu.Lock()
+	d.hookAsks++
+	d.lastHookAsk = s.opts.Clock.Now()
+	d.mu.Unlock()
+	s.mu.Lock()
+	s.notifyLocked() // a screen fallback waiting on this dialog stands down
+	s.mu.Unlock()
 	var decision map[string]any
 	if p.ToolName == "AskUserQuestion" {
 		decision = s.askChoices(ctx, p.ToolInput, "hook")
