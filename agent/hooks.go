@@ -136,6 +136,7 @@ func (h *HookServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad hook payload", http.StatusBadRequest)
 		return
 	}
+	h.logger.Debug("hook", "event", head.Event, "route", id)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	// A route removed while a call is held cancels it.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,8 +34,11 @@ type ptyDriver struct {
 	// lastHookAsk is when the last one was: a dialog whose hook question
 	// was asked (and maybe answered) before the screen was read is no
 	// reason for a screen question.
-	hookAsks    int       // guarded by mu
-	lastHookAsk time.Time // guarded by mu
+	hookAsks int // guarded by mu
+	// dialogOwners are the hook questions pending when the dialog on
+	// screen appeared: the ones it settles when it leaves.
+	dialogOwners []string  // guarded by mu
+	lastHookAsk  time.Time // guarded by mu
 
 	failed      bool   // guarded by mu; the turn of failedEpoch was reported failed
 	failedEpoch int    // guarded by mu
@@ -180,10 +184,30 @@ func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
 	// A dialog the hook is holding left the screen without familiar's answer:
 	// a person answered it in the terminal. The CLI ignores the hook's late
 	// answer and tells it nothing, so release the hook ourselves.
-	if isDialog(prev.State) && !isDialog(c.State) {
-		s.resolveElsewhere(func(p *pendingQuestion) bool { return p.source == "hook" || p.source == "screen" }, "terminal")
+	// Only the hook questions pending when the dialog came on screen are
+	// its own: the hook of the next call can arrive while the screen still
+	// shows the dialog just answered, and that dialog leaving must not
+	// settle it (it did, 15 ms after asking, and its dialog was read off the
+	// screen without the command). A hook question asked later is settled
+	// by its PostToolUse, or by the interrupt a "No" in the terminal makes.
+	switch {
+	case isDialog(prev.State) && !isDialog(c.State):
 		d.mu.Lock()
-		d.fallback = nil
+		owners := d.dialogOwners
+		d.dialogOwners, d.fallback = nil, nil
+		d.mu.Unlock()
+		s.resolveElsewhere(func(p *pendingQuestion) bool {
+			return p.source == "screen" || p.source == "hook" && slices.Contains(owners, p.q.ID)
+		}, "terminal")
+	case !isDialog(prev.State) && isDialog(c.State):
+		var owners []string
+		for _, p := range s.qs.all() {
+			if p.source == "hook" {
+				owners = append(owners, p.q.ID)
+			}
+		}
+		d.mu.Lock()
+		d.dialogOwners = owners
 		d.mu.Unlock()
 	}
 	if c.Pattern == "api-retry" {
@@ -311,6 +335,7 @@ func (d *ptyDriver) screenFallback(c screen.Classification) {
 	}
 	d.fallback = p
 	d.mu.Unlock()
+	s.logger.Debug("a question read from the screen: no hook asked it", "state", c.State, "text", clip(c.Text, 200))
 	s.qs.add(p)
 	s.emit(Event{Kind: EventQuestion, Question: &p.q})
 }
