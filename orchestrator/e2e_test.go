@@ -173,6 +173,25 @@ func (e *env) create(t *testing.T, title, script string, priority int) *protocol
 	return task
 }
 
+// output reads a task's whole raw output log, page by page, and returns it
+// with the last page.
+func (e *env) output(t *testing.T, id string) (string, *protocol.TaskOutputResult) {
+	t.Helper()
+	var all strings.Builder
+	offset := int64(0)
+	for {
+		page, err := e.o.TaskOutput(context.Background(), &protocol.TaskOutputParams{ID: id, Offset: offset, Limit: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.WriteString(page.Data)
+		if page.NextOffset >= page.Size {
+			return all.String(), page
+		}
+		offset = page.NextOffset
+	}
+}
+
 func (e *env) get(t *testing.T, id string) *protocol.Task {
 	t.Helper()
 	task, err := e.o.TaskGet(context.Background(), &protocol.TaskIDParams{ID: id})
@@ -709,21 +728,8 @@ func TestHugeToolInputIsClippedInEventsNotInOutput(t *testing.T) {
 		t.Errorf("the stored task is %d bytes: %v", len(b), sizes)
 	}
 	// The whole input is in the raw output, page by page.
-	var all strings.Builder
-	offset := int64(0)
-	for {
-		page, err := e.o.TaskOutput(ctx, &protocol.TaskOutputParams{ID: task.ID, Offset: offset, Limit: 1 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		all.WriteString(page.Data)
-		if !page.Truncated {
-			break
-		}
-		offset = page.NextOffset
-	}
-	if !strings.Contains(all.String(), big) {
-		t.Errorf("task/output (%d bytes) lacks the 5 MB input", all.Len())
+	if all, _ := e.output(t, task.ID); !strings.Contains(all, big) {
+		t.Errorf("task/output (%d bytes) lacks the 5 MB input", len(all))
 	}
 	if _, err := e.o.TaskCancel(ctx, &protocol.TaskIDParams{ID: task.ID}); err != nil {
 		t.Fatal(err)
@@ -740,22 +746,7 @@ func TestOutputEndedOnceTheAgentIsGone(t *testing.T) {
 	ctx := context.Background()
 	task := e.create(t, "talk", askBash("t.txt"), 0)
 	e.notes.wait(t, "waiting", statusIs(task.ID, protocol.StatusWaiting))
-	readAll := func() (string, *protocol.TaskOutputResult) {
-		t.Helper()
-		var all strings.Builder
-		offset := int64(0)
-		for {
-			page, err := e.o.TaskOutput(ctx, &protocol.TaskOutputParams{ID: task.ID, Offset: offset, Limit: 1 << 20})
-			if err != nil {
-				t.Fatal(err)
-			}
-			all.WriteString(page.Data)
-			if page.NextOffset >= page.Size {
-				return all.String(), page
-			}
-			offset = page.NextOffset
-		}
-	}
+	readAll := func() (string, *protocol.TaskOutputResult) { return e.output(t, task.ID) }
 	if _, page := readAll(); page.Ended {
 		t.Fatalf("task/output ended while the agent waits on a question: %+v", page)
 	}
