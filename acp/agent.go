@@ -231,20 +231,30 @@ func (a *Agent) newSession(ctx context.Context, raw json.RawMessage) (any, error
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, invalidParams("params", "session/new takes {cwd, mcpServers}: "+err.Error())
 	}
-	if p.Cwd == nil {
-		return nil, invalidParams("cwd", "session/new needs cwd.")
-	}
-	mcp, err := mcpServers(p.McpServers)
-	if err != nil {
-		return nil, err
-	}
-	f, err := a.familiarFor(ctx, "cwd", *p.Cwd)
+	f, mcp, err := a.sessionPlace(ctx, "session/new", p.Cwd, p.McpServers)
 	if err != nil {
 		return nil, err
 	}
 	s := a.addSession(newID(), f, *p.Cwd, mcp)
 	s.announce()
 	return map[string]any{"sessionId": s.id, "modes": modes(s.mode)}, nil
+}
+
+// sessionPlace reads the cwd and MCP servers of session/new or session/load:
+// the familiar of cwd's repository and the client's servers for its tasks.
+func (a *Agent) sessionPlace(ctx context.Context, method string, cwd *string, servers []mcpServerParam) (*familiar, map[string]protocol.McpServer, error) {
+	if cwd == nil {
+		return nil, nil, invalidParams("cwd", method+" needs cwd.")
+	}
+	mcp, err := mcpServers(servers)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := a.familiarFor(ctx, "cwd", *cwd)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, mcp, nil
 }
 
 func (a *Agent) addSession(id string, f *familiar, cwd string, mcp map[string]protocol.McpServer) *session {
@@ -267,14 +277,7 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage) (any, erro
 	if p.SessionID == "" {
 		return nil, invalidParams("sessionId", "sessionId is required.")
 	}
-	if p.Cwd == nil {
-		return nil, invalidParams("cwd", "session/load needs cwd.")
-	}
-	mcp, err := mcpServers(p.McpServers)
-	if err != nil {
-		return nil, err
-	}
-	f, err := a.familiarFor(ctx, "cwd", *p.Cwd)
+	f, mcp, err := a.sessionPlace(ctx, "session/load", p.Cwd, p.McpServers)
 	if err != nil {
 		return nil, err
 	}

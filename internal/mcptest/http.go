@@ -79,14 +79,7 @@ func (h *HTTP) answer(body []byte, transport string) ([]byte, error) {
 		h.calls[transport]++
 		h.mu.Unlock()
 	}
-	result, rpcErr := handle(req)
-	resp := map[string]any{"jsonrpc": "2.0", "id": req.ID}
-	if rpcErr != nil {
-		resp["error"] = rpcErr
-	} else {
-		resp["result"] = result
-	}
-	return json.Marshal(resp)
+	return json.Marshal(reply(req))
 }
 
 func (h *HTTP) streamable(w http.ResponseWriter, r *http.Request) {

@@ -54,14 +54,7 @@ func Serve(in io.Reader, out io.Writer) {
 		if json.Unmarshal(sc.Bytes(), &req) != nil || len(req.ID) == 0 {
 			continue // notifications need no answer
 		}
-		result, rpcErr := handle(req)
-		resp := map[string]any{"jsonrpc": "2.0", "id": req.ID}
-		if rpcErr != nil {
-			resp["error"] = rpcErr
-		} else {
-			resp["result"] = result
-		}
-		_ = enc.Encode(resp)
+		_ = enc.Encode(reply(req))
 	}
 }
 
@@ -104,4 +97,16 @@ func handle(req request) (any, map[string]any) {
 		return map[string]any{}, nil
 	}
 	return nil, map[string]any{"code": -32601, "message": fmt.Sprintf("method not found: %s", req.Method)}
+}
+
+// reply answers one request: its result or its error.
+func reply(req request) map[string]any {
+	result, rpcErr := handle(req)
+	resp := map[string]any{"jsonrpc": "2.0", "id": req.ID}
+	if rpcErr != nil {
+		resp["error"] = rpcErr
+	} else {
+		resp["result"] = result
+	}
+	return resp
 }
