@@ -362,6 +362,9 @@ async function load(s, floodDir) {
     // Reported, not asserted (no wall-clock asserts in tests): the target is
     // loaded p50 within 2× of idle.
     log(`load: tree click → details idle p50 ${result.idleClickMs.p50} / p95 ${result.idleClickMs.p95} ms; with 30 tasks + flood at ${result.floodMBps} MB/s (${result.floodDuringClicksMBps} MB/s during the clicks) p50 ${result.loadedClickMs.p50} / p95 ${result.loadedClickMs.p95} ms (×${result.ratioP50}; load average ${result.loadAverage[0]} on ${result.cpus} cores; renderer busy ${rendererIdle.taskMsPerSec} → ${rendererLoaded.taskMsPerSec} ms/s, extension host ${hostIdle.cpuMsPerSec} → ${hostLoaded.cpuMsPerSec} ms/s with event-loop delay p99 ${hostIdle.lagP99Ms} → ${hostLoaded.lagP99Ms} ms)`);
+    // The clicks switched the terminal to the clicked task: show the flooded one.
+    await s.treeRow('Flood').click();
+    await s.command('Familiar: Open Terminal');
     await s.shot('terminal-under-flood');
   } finally {
     other.close();
