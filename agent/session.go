@@ -80,6 +80,7 @@ type Options struct {
 	HookTimeout   time.Duration // how long the CLI waits on a held hook; must exceed the approval timeout (default 1 h)
 	ConfirmWithin time.Duration // how long a keystroke has to show an effect (default 3 s)
 	GraceTimeout  time.Duration // SIGTERM → SIGKILL
+	Nice          int           // lowers the priority of claude and all it starts (procs.Config.Nice)
 	Clock         clock.Clock
 	Logger        *slog.Logger
 

@@ -121,6 +121,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 			s.emit(Event{Kind: EventProblem, Problem: ProblemOutputLog + ": " + err.Error()})
 		},
 		Grace:  opts.GraceTimeout,
+		Nice:   opts.Nice,
 		Clock:  opts.Clock,
 		Logger: s.logger,
 	}

@@ -25,6 +25,10 @@ type Service struct {
 	// Stop asks the daemon to stop; it must not block (the daemon stops the
 	// agents after this request is answered).
 	Stop func()
+	// Yield, if set, is called with the agentNice setting whenever a client
+	// sets it: the daemon's own work on the agents' output yields to the
+	// editor as the agents do (procs.SetOwnSessionNice).
+	Yield func(nice int)
 
 	idleExitSec atomic.Int64
 }
@@ -54,6 +58,9 @@ func (s *Service) Initialize(ctx context.Context, p *protocol.InitializeParams) 
 	if p.Settings != nil && p.Settings.IdleExitSec != nil {
 		s.idleExitSec.Store(int64(*p.Settings.IdleExitSec))
 	}
+	if p.Settings != nil && p.Settings.AgentNice != nil && s.Yield != nil {
+		s.Yield(*p.Settings.AgentNice)
+	}
 	res.ProtocolVersion = s.ProtocolVersion
 	return res, nil
 }
@@ -75,11 +82,14 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// SettingsUpdate keeps idleExitSec current.
+// SettingsUpdate keeps idleExitSec and the daemon's niceness current.
 func (s *Service) SettingsUpdate(ctx context.Context, p *protocol.SettingsUpdateParams) (*protocol.Settings, error) {
 	res, err := s.Server.SettingsUpdate(ctx, p)
 	if err == nil {
 		s.idleExitSec.Store(int64(res.IdleExitSec))
+		if s.Yield != nil {
+			s.Yield(res.AgentNice)
+		}
 	}
 	return res, err
 }

@@ -274,6 +274,7 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 		// approval timeout, which familiar enforces itself.
 		HookTimeout:  time.Duration(s.ApprovalTimeoutSec)*time.Second + time.Hour,
 		GraceTimeout: grace,
+		Nice:         s.AgentNice,
 		NoProgress:   time.Duration(noProgress) * time.Second,
 		// A command that writes nothing falls under its own, longer limit.
 		CommandTimeout: time.Duration(commandTimeout) * time.Second,

@@ -308,6 +308,17 @@ func runHelper(args []string) {
 		for os.Getppid() == arg(0) {
 			time.Sleep(time.Millisecond)
 		}
+	case "spawn": // on each line of input, start a sleeper in this group and print its pid
+		self, _ := os.Executable()
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			c := exec.Command(self, "-test.run=^$")
+			c.Env = append(os.Environ(), helperEnv+"=sleeper spawned")
+			if err := c.Start(); err != nil {
+				panic(err)
+			}
+			fmt.Printf("spawned %d\n", c.Process.Pid)
+		}
 	case "sleeper": // name [ignore-term]
 		if len(args) > 1 && args[1] == "ignore-term" {
 			signal.Ignore(syscall.SIGTERM)

@@ -57,6 +57,10 @@ type Config struct {
 	Pipes bool
 	// Size is the initial PTY size; zero means 24×80.
 	Size Size
+	// Nice, when positive, lowers the scheduling priority of the child and
+	// of everything it starts (and of its session's autogroup on Linux), so
+	// the agents' work yields the CPU to the person's editor.
+	Nice int
 
 	// LogPath is the file that receives every byte of output (the PTY, or
 	// stdout with Pipes). It is created with mode 0600 and must not exist:
@@ -290,6 +294,13 @@ func Start(cfg Config) (*Process, error) {
 		p.id = Identity{PID: pid, Tree: token}
 	}
 	p.id.PGID = pid // Setsid / Setpgid made it the leader of its own group
+	var autogroup *os.File
+	if cfg.Nice > 0 {
+		// Before the waiter starts: the pid cannot have been reused yet.
+		if autogroup, err = lowerPriority(pid, cfg.Nice, !cfg.Pipes); err != nil {
+			p.logger.Warn("procs: the child keeps its priority", "pid", pid, "nice", cfg.Nice, "err", err)
+		}
+	}
 
 	if cfg.NoProgress > 0 {
 		onStuck := cfg.OnNoProgress
@@ -314,6 +325,10 @@ func Start(cfg Config) (*Process, error) {
 	}
 	p.wg.Add(1 + len(p.outputs))
 	go p.wait()
+	if autogroup != nil {
+		p.wg.Add(1)
+		go p.niceAutogroup(autogroup, cfg.Nice)
+	}
 	for i, o := range p.outputs {
 		go func() {
 			defer p.wg.Done()

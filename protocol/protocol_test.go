@@ -53,7 +53,7 @@ func TestJSONNames(t *testing.T) {
 			"id kind text tool input options allowText expiresAt"},
 		{"Settings", DefaultSettings(), `maxConcurrent defaultProfile defaultDriver approvalTimeoutSec
 			noProgressTimeoutSec termGraceSec mcpServers outputRetentionDays undoWindowSec permissionPolicy
-			removeWorktreeAfterMerge idleExitSec commandTimeoutSec maxBudgetUsd resumeAfterUsageLimit`}, // familiar's additions
+			removeWorktreeAfterMerge idleExitSec commandTimeoutSec maxBudgetUsd resumeAfterUsageLimit agentNice`}, // familiar's additions
 		{"Event", Event{Params: json.RawMessage(`{}`)}, "seq method params"},
 		{"TaskListResult", TaskListResult{}, "tasks total"},
 		{"TaskOutputResult", TaskOutputResult{}, "data offset nextOffset size truncated ended"}, // ended: familiar's addition
@@ -152,6 +152,8 @@ func TestValidate(t *testing.T) {
 		{"initialize settings", &InitializeParams{WorkspaceRoot: "/r", Settings: &SettingsUpdate{UndoWindowSec: &neg}}, "settings.undoWindowSec"},
 		{"settings driver", &SettingsUpdateParams{Settings: &SettingsUpdate{DefaultDriver: ptr(Driver("x"))}}, "settings.defaultDriver"},
 		{"settings ok", &SettingsUpdateParams{Settings: &SettingsUpdate{TermGraceSec: ptr(0)}}, ""},
+		{"settings nice", &SettingsUpdateParams{Settings: &SettingsUpdate{AgentNice: ptr(20)}}, "settings.agentNice"},
+		{"settings nice negative", &SettingsUpdateParams{Settings: &SettingsUpdate{AgentNice: ptr(-1)}}, "settings.agentNice"},
 		{"get", &TaskGetParams{}, "id"},
 		{"list status", &TaskListParams{Status: []Status{StatusRunning, "done"}}, "status[1]"},
 		{"list order", &TaskListParams{Since: Time{time.Unix(10, 0)}, Until: Time{time.Unix(5, 0)}}, "until"},

@@ -196,6 +196,11 @@ const (
 	DefaultDriver               = DriverPTY
 	DefaultIdleExitSec          = 300
 	DefaultCommandTimeoutSec    = 3600
+	// DefaultAgentNice is what `nice` uses by default: under contention an
+	// agent's session gets about a tenth of a core's share against the
+	// editor's, and all it wants when the machine is otherwise idle.
+	DefaultAgentNice = 10
+	MaxAgentNice     = 19
 )
 
 // Ranges Validate accepts for Settings. They are wide on purpose: they catch
@@ -244,6 +249,10 @@ type Settings struct {
 	// ResumeAfterUsageLimit continues tasks blocked{usage_limit} by
 	// themselves once the limit resets (default true).
 	ResumeAfterUsageLimit bool `json:"resumeAfterUsageLimit"`
+	// AgentNice is the niceness (0–19) the agents run at, and everything they
+	// start: their builds and tests yield the CPU to the person's editor and
+	// run at full speed when nothing else wants it. 0 keeps familiar's own.
+	AgentNice int `json:"agentNice"`
 }
 
 // DefaultSettings returns the settings of PROTOCOL.md's defaults; the
@@ -262,6 +271,7 @@ func DefaultSettings() Settings {
 		IdleExitSec:           DefaultIdleExitSec,
 		CommandTimeoutSec:     DefaultCommandTimeoutSec,
 		ResumeAfterUsageLimit: true,
+		AgentNice:             DefaultAgentNice,
 	}
 }
 
@@ -301,6 +311,7 @@ func (s Settings) Apply(u *SettingsUpdate) Settings {
 	set(&s.CommandTimeoutSec, u.CommandTimeoutSec)
 	set(&s.MaxBudgetUsd, u.MaxBudgetUsd)
 	set(&s.ResumeAfterUsageLimit, u.ResumeAfterUsageLimit)
+	set(&s.AgentNice, u.AgentNice)
 	return s
 }
 
@@ -330,6 +341,7 @@ type SettingsUpdate struct {
 	CommandTimeoutSec        *int                 `json:"commandTimeoutSec,omitempty"`
 	MaxBudgetUsd             *float64             `json:"maxBudgetUsd,omitempty"`
 	ResumeAfterUsageLimit    *bool                `json:"resumeAfterUsageLimit,omitempty"`
+	AgentNice                *int                 `json:"agentNice,omitempty"`
 }
 
 // Policy decides permission requests without asking a person. A rule is a

@@ -61,6 +61,7 @@ func (s Settings) asUpdate() *SettingsUpdate {
 		IdleExitSec:          &s.IdleExitSec,
 		CommandTimeoutSec:    &s.CommandTimeoutSec,
 		MaxBudgetUsd:         &s.MaxBudgetUsd,
+		AgentNice:            &s.AgentNice,
 	}
 }
 
@@ -83,6 +84,7 @@ func (u *SettingsUpdate) validate(c *checker, prefix string) {
 	c.intPtrRange(f("undoWindowSec"), u.UndoWindowSec, 0, MaxUndoWindowSec)
 	c.intPtrRange(f("idleExitSec"), u.IdleExitSec, 0, MaxTimeoutSec)
 	c.intPtrRange(f("commandTimeoutSec"), u.CommandTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
+	c.intPtrRange(f("agentNice"), u.AgentNice, 0, MaxAgentNice)
 	budget(c, f("maxBudgetUsd"), u.MaxBudgetUsd)
 	validateMcpServers(c, f("mcpServers"), u.McpServers)
 	if u.PermissionPolicy != nil {

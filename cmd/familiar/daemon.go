@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -65,8 +66,25 @@ func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.Workspa
 	inner.Clients = hub.Clients
 
 	stopRequested := make(chan struct{})
-	svc := daemon.NewService(inner, storedIdleExitSec(ws, logger))
+	stored := storedSettings(ws, logger)
+	svc := daemon.NewService(inner, stored.IdleExitSec)
 	svc.Version, svc.ProtocolVersion, svc.Logger = version, protocolVersion, logger
+	// The daemon leads its own session (startDaemon): under autogroup
+	// scheduling it would otherwise get as much CPU as the whole editor
+	// while it masks and logs a flooding agent's output.
+	var nice atomic.Int64
+	nice.Store(-1)
+	svc.Yield = func(n int) {
+		if nice.Swap(int64(n)) == int64(n) {
+			return
+		}
+		if err := procs.SetOwnSessionNice(n); err != nil {
+			logger.Warn("the background familiar keeps its scheduling share", "nice", n, "err", err)
+			return
+		}
+		logger.Info("the background familiar yields to the editor", "nice", n)
+	}
+	svc.Yield(stored.AgentNice)
 	svc.Clients = hub.Clients
 	svc.Busy = daemon.StatsBusy(ws.Orch.ServerStats)
 	svc.Stop = sync.OnceFunc(func() { close(stopRequested) })
@@ -121,16 +139,16 @@ func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.Workspa
 	return 0
 }
 
-// storedIdleExitSec is the idleExitSec setting the workspace starts with.
-func storedIdleExitSec(ws *orchestrator.Workspace, logger *slog.Logger) int {
+// storedSettings are the settings the workspace starts with.
+func storedSettings(ws *orchestrator.Workspace, logger *slog.Logger) protocol.Settings {
 	s := protocol.DefaultSettings()
 	if b, err := ws.Store.GetSetting("settings"); err == nil {
 		if err := json.Unmarshal(b, &s); err != nil {
-			logger.Warn("stored settings unreadable; idleExitSec is the default", "err", err)
+			logger.Warn("stored settings unreadable; the daemon uses the defaults", "err", err)
 			s = protocol.DefaultSettings()
 		}
 	}
-	return s.IdleExitSec
+	return s
 }
 
 // forwardToDaemon is `serve --stdio`: join (or start) the background familiar

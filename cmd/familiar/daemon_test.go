@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -503,5 +504,60 @@ func TestForwarderFindsTheRepositoryFromInitialize(t *testing.T) {
 	w.close(t)
 	if !daemon.Alive(pid) {
 		t.Fatal("the background familiar left with the editor")
+	}
+}
+
+// The agents and the background familiar itself run at agentNice: under
+// load they yield the CPU to the editor. Where the kernel has autogroups
+// (each session its own scheduling group) the daemon's and each agent's
+// session group carry it, since a process's niceness does not reach across
+// groups.
+func TestAgentsAndDaemonYieldToTheEditor(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	r := newDaemonRig(t, api)
+	w := r.window()
+	defer w.close(t)
+	w.client.Result("initialize", map[string]any{"workspaceRoot": r.repo, "settings": map[string]any{"agentNice": 7}}, nil)
+	var task protocol.Task
+	w.client.Result("task/create", map[string]any{"title": "yield", "description": askingTask}, &task)
+	w.client.WaitNotification(0, "question", editor.Method("task/question", task.ID))
+	w.client.Result("task/get", map[string]any{"id": task.ID}, &task)
+	if task.Agent == nil || task.Agent.PID == 0 {
+		t.Fatalf("no agent: %+v", task)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", task.Agent.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if f[19-3] != "7" { // field 19 is the niceness
+		t.Errorf("claude runs at nice %s, want 7", f[19-3])
+	}
+	autogroup := func(pid int) string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/autogroup", pid))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if autogroup(os.Getpid()) == "" {
+		t.Log("no autogroups on this kernel: only the agent's niceness is checked")
+		return
+	}
+	waitUntil(t, "claude's session group at nice 7", 10*time.Second, func() bool {
+		return strings.HasSuffix(autogroup(task.Agent.PID), " nice 7")
+	})
+	daemonPID := r.info().PID
+	waitUntil(t, "the daemon's session group at nice 7", 10*time.Second, func() bool {
+		return strings.HasSuffix(autogroup(daemonPID), " nice 7")
+	})
+	// It follows the setting both ways (an autogroup may go back to 0).
+	w.client.Result("settings/update", map[string]any{"settings": map[string]any{"agentNice": 0}}, nil)
+	waitUntil(t, "the daemon's session group back at nice 0", 10*time.Second, func() bool {
+		return strings.HasSuffix(autogroup(daemonPID), " nice 0")
+	})
+	if strings.HasSuffix(autogroup(os.Getpid()), " nice 7") {
+		t.Error("the test's own session group was changed")
 	}
 }

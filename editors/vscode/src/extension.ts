@@ -310,6 +310,7 @@ class Familiar implements vscode.Disposable {
       maxConcurrent: c.get<number>('maxConcurrent', 3),
       defaultDriver: c.get<'pty' | 'stream'>('driver', 'pty'),
       approvalTimeoutSec: c.get<number>('approvalTimeoutSec', 300),
+      agentNice: c.get<number>('agentNice', 10),
     };
     const policy = this.policy();
     if (policy) s.permissionPolicy = policy;

@@ -67,6 +67,7 @@ export interface SettingsUpdate {
   defaultDriver?: Driver;
   approvalTimeoutSec?: number;
   permissionPolicy?: Policy;
+  agentNice?: number;
 }
 
 export interface InitializeResult {

@@ -1,0 +1,117 @@
+package procs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// autogroupRetry is the wait between attempts to set a session's autogroup
+// niceness: Linux lets an unprivileged user change one autogroup per 100 ms
+// machine-wide (EAGAIN otherwise), and agents often start together.
+const autogroupRetry = 100 * time.Millisecond
+
+// autogroupTries bounds the attempts (10 s at autogroupRetry).
+const autogroupTries = 100
+
+// lowerPriority gives the child's process group the niceness nice. It runs
+// right after the exec, before the child can have started anything, so every
+// process the agent starts later inherits it; PRIO_PGRP covers the threads the
+// runtime may already have started.
+//
+// Under a PTY the child leads a session of its own, and on Linux with
+// autogroup scheduling (the default on desktops) a new session is a new
+// scheduling group that competes with the user's whole desktop as an equal,
+// whatever its processes' niceness: thirty agents would get thirty shares to
+// the editor's one. So the session's group gets the niceness too, through
+// the file returned (still open: later writes cannot reach a reused pid).
+func lowerPriority(pid, nice int, session bool) (*os.File, error) {
+	if err := unix.Setpriority(unix.PRIO_PGRP, pid, nice); err != nil {
+		return nil, fmt.Errorf("setpriority %d: %w", nice, err)
+	}
+	if !session {
+		return nil, nil
+	}
+	f, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/autogroup", os.O_WRONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // not Linux, or a kernel without autogroup
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open autogroup: %w", err)
+	}
+	return f, nil
+}
+
+// setAutogroupNice writes nice to an open /proc/PID/autogroup. again is true
+// when the kernel's rate limit refused it and a later try may succeed.
+func setAutogroupNice(f *os.File, nice int) (again bool, err error) {
+	_, err = f.Write([]byte(strconv.Itoa(nice))) // not pwrite: the file is not seekable
+	if errors.Is(err, syscall.EAGAIN) {
+		return true, err
+	}
+	return false, err
+}
+
+// niceAutogroup sets the session's autogroup niceness, retrying while the
+// kernel rate-limits it, until it succeeds, the child exits or the tries
+// run out. It closes f.
+func (p *Process) niceAutogroup(f *os.File, nice int) {
+	defer p.wg.Done()
+	defer f.Close()
+	for try := 1; ; try++ {
+		again, err := setAutogroupNice(f, nice)
+		if err == nil {
+			return
+		}
+		if !again || try == autogroupTries {
+			// ESRCH: the child is gone already, nothing to lower.
+			if !errors.Is(err, syscall.ESRCH) {
+				p.logger.Warn("procs: the agent's session keeps its scheduling share", "pid", p.id.PID, "nice", nice, "err", err)
+			}
+			return
+		}
+		t := p.clk.NewTimer(autogroupRetry)
+		select {
+		case <-p.done:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// ErrNotSessionLeader is returned by SetOwnSessionNice in a process that
+// shares its session (and so, under autogroup, its scheduling group) with
+// whoever started it.
+var ErrNotSessionLeader = errors.New("familiar does not lead its own session")
+
+// SetOwnSessionNice gives the autogroup of familiar's own session the
+// niceness nice, so that the background familiar's work on its agents'
+// output (masking, logging, reading their screens) yields to the editor as
+// the agents do. Only a session leader may: otherwise the group is the
+// editor's or the shell's. Unlike a process's niceness, an autogroup's can
+// go back up to 0 without privilege, so the setting can change at run time.
+// Where the kernel has no autogroups it does nothing.
+func SetOwnSessionNice(nice int) error {
+	if sid, err := unix.Getsid(0); err != nil || sid != os.Getpid() {
+		return ErrNotSessionLeader
+	}
+	f, err := os.OpenFile("/proc/self/autogroup", os.O_WRONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open autogroup: %w", err)
+	}
+	defer f.Close()
+	// One try: a rate-limited write (EAGAIN) is retried by the next change.
+	if _, err := setAutogroupNice(f, nice); err != nil {
+		return fmt.Errorf("set autogroup niceness %d: %w", nice, err)
+	}
+	return nil
+}
