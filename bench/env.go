@@ -255,6 +255,9 @@ func openWorkspace(ctx context.Context, tmp, repo, claudePath string, edit func(
 		Logger:        log,
 		Version:       "bench",
 		StartHook: func(ctx context.Context, o *agent.Options) {
+			// Measured at the priority the peers and the raw PTY run at:
+			// agentNice only matters when something else wants the CPU.
+			o.Nice = 0
 			if edit != nil {
 				edit(o)
 			}
