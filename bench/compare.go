@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,6 +61,11 @@ const (
 	SystemFamiliarStream = "familiar stream"
 	SystemStreamFloor    = "claude stream-json, direct (floor)"
 	SystemACP            = "claude-code-acp " + ACPVersion
+	// The interactive CLI with no familiar: its hooks answered at once by
+	// a bare HTTP handler (see tuiFloor).
+	SystemTUIFloor         = "claude TUI, PermissionRequest hook, direct (floor)"
+	SystemTUIFloorAllHooks = "claude TUI, all of familiar's hooks, direct (floor)"
+	SystemTUIFloorPreTool  = "claude TUI, answered at PreToolUse, direct (floor)"
 )
 
 // ACPVersion is the pinned version of Zed's ACP adapter compared against;
@@ -103,8 +109,14 @@ func (r *runner) compare(ctx context.Context) error {
 		}},
 		{SystemStreamFloor, r.startStreamFloor},
 		{SystemACP, r.startACP},
+		{SystemTUIFloor, r.startTUIFloor("PermissionRequest", false)},
+		{SystemTUIFloorAllHooks, r.startTUIFloor("PermissionRequest", true)},
+		{SystemTUIFloorPreTool, r.startTUIFloor("PreToolUse", false)},
 	}
 	for _, s := range starts {
+		if o := r.opts.CompareOnly; o != "" && !strings.Contains(s.name, o) {
+			continue
+		}
 		api, err := demomodel.Listen(demomodel.PromptScript())
 		if err != nil {
 			return err

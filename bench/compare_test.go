@@ -37,8 +37,8 @@ func TestCompareOneRound(t *testing.T) {
 	if err := r.compare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.report.Compare) != 4 {
-		t.Fatalf("%d systems compared, want 4: %+v", len(r.report.Compare), r.report.Compare)
+	if len(r.report.Compare) != 7 {
+		t.Fatalf("%d systems compared, want 7: %+v", len(r.report.Compare), r.report.Compare)
 	}
 	for _, c := range r.report.Compare {
 		if c.Skipped != "" {
