@@ -37,7 +37,8 @@ type Options struct {
 	// CompareRuns is how many permission rounds each system of the
 	// comparison gets, interleaved (default 22).
 	CompareRuns int
-	// CompareOnly, if set, runs only the systems whose name contains it.
+	// CompareOnly, if set, runs only the systems whose name contains one
+	// of its comma-separated parts.
 	CompareOnly string
 	// StartRuns is how many tasks and worktrees the start scenario makes
 	// (default 5).

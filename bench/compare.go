@@ -114,7 +114,7 @@ func (r *runner) compare(ctx context.Context) error {
 		{SystemTUIFloorPreTool, r.startTUIFloor("PreToolUse", false)},
 	}
 	for _, s := range starts {
-		if o := r.opts.CompareOnly; o != "" && !strings.Contains(s.name, o) {
+		if !r.compared(s.name) {
 			continue
 		}
 		api, err := demomodel.Listen(demomodel.PromptScript())
@@ -169,6 +169,19 @@ func (r *runner) compare(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// compared reports whether the system is among CompareOnly's.
+func (r *runner) compared(system string) bool {
+	if r.opts.CompareOnly == "" {
+		return true
+	}
+	for _, part := range strings.Split(r.opts.CompareOnly, ",") {
+		if part != "" && strings.Contains(system, part) {
+			return true
+		}
+	}
+	return false
 }
 
 func countMain(reqs []demomodel.Request) int {

@@ -41,7 +41,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		only      = fs.String("only", "", "comma-separated scenarios to run: "+strings.Join(bench.Scenarios, ", ")+" (default all)")
 		runs      = fs.Int("runs", 50, "questions asked per driver")
 		cmpRuns   = fs.Int("compare-runs", 22, "permission rounds per system in the comparison with peers")
-		cmpOnly   = fs.String("compare-only", "", "run only the compared systems whose name contains this")
+		cmpOnly   = fs.String("compare-only", "", "run only the compared systems whose name contains one of these comma-separated parts")
 		startRuns = fs.Int("start-runs", 5, "tasks and worktrees made by the start scenario")
 		floodMB   = fs.Int("flood-mb", 200, "MiB the flooding child writes")
 		window    = fs.Duration("window", 10*time.Second, "how long CPU and latencies are sampled")
