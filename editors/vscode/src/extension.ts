@@ -11,7 +11,7 @@ import { OutputPump } from './pump';
 import { applyPatch, filePatch } from './patch';
 import {
   clock, counts, describe, duration, groups, GroupId, isMultiSelect, permissionDetail, secondsLeft,
-  tasksIn, truncate, undoable, blockedLabel,
+  tasksIn, truncate, undoable, blockedLabel, activityText,
 } from './model';
 import type { DiffResult, MergeStrategy, Mode, Policy, Question, SettingsUpdate, Task, TaskCreateParams, TaskType } from './protocol';
 import { Code } from './protocol';
@@ -1055,7 +1055,7 @@ class DetailsProvider implements vscode.TextDocumentContentProvider {
     const lines = [
       `# ${t.title}`,
       '',
-      `Status:   ${t.status}${t.status === 'running' ? ` (${t.activity})` : ''}`,
+      `Status:   ${t.status}${t.status === 'running' && activityText(t.activity) ? ` (${activityText(t.activity)})` : ''}`,
       `          ${describe(t, now)}`,
       `Type:     ${t.type} · mode ${t.mode} · driver ${t.driver} · attempt ${t.attempt}`,
       `Id:       ${t.id}`,

@@ -48,7 +48,11 @@ const activityLabel: Record<string, string> = {
   unknown: '',
 };
 
-/** The one-line description next to a task's title. */
+/** What a running task is doing, in words; "" while that is not known. */
+export function activityText(a: string): string {
+  return activityLabel[a] ?? '';
+}
+
 /**
  * The one-line description of a task. coarse (the tree) shows elapsed time
  * in whole minutes past the first one, so 30 running tasks do not redraw

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { compareTime, counts, describe, duration, groupOf, isMultiSelect, tasksIn } from '../src/model';
+import { activityText, compareTime, counts, describe, duration, groupOf, isMultiSelect, tasksIn } from '../src/model';
 import type { Task } from '../src/protocol';
 
 const base: Task = {
@@ -58,4 +58,10 @@ test('task/output frames are decoded without parsing their data', async () => {
   assert.deepEqual(await outputSkippingDecoder.decode(out, { charset: 'utf-8' }), { jsonrpc: '2.0', method: 'task/output', params: { seq: 42, id: 't1', data: '' } });
   const other = Buffer.from('{"jsonrpc":"2.0","method":"task/updated","params":{"seq":43,"task":{"id":"t1"}}}');
   assert.equal((await outputSkippingDecoder.decode(other, { charset: 'utf-8' })).params.seq, 43);
+});
+
+test('activity in words, nothing while unknown', () => {
+  assert.equal(activityText('running_command'), 'running a command');
+  assert.equal(activityText('unknown'), '');
+  assert.equal(activityText('something new'), '');
 });
