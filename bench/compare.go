@@ -351,16 +351,21 @@ type floorLine struct {
 	at                      time.Time
 }
 
+// floorDirs makes a repository and a seeded claude config dir for a floor,
+// which runs claude with no familiar.
+func (r *runner) floorDirs(ctx context.Context) (repo, cfg string, err error) {
+	if repo, err = newRepo(ctx, r.tmp, 0, 0); err != nil {
+		return "", "", err
+	}
+	if cfg, err = os.MkdirTemp(r.tmp, "floor-"); err != nil {
+		return "", "", err
+	}
+	return repo, cfg, agent.SeedConfigDir(cfg, repo, demomodel.APIKey)
+}
+
 func (r *runner) startStreamFloor(ctx context.Context, api *demomodel.Server) (contender, error) {
-	repo, err := newRepo(ctx, r.tmp, 0, 0)
+	repo, cfg, err := r.floorDirs(ctx)
 	if err != nil {
-		return nil, err
-	}
-	cfg, err := os.MkdirTemp(r.tmp, "floor-")
-	if err != nil {
-		return nil, err
-	}
-	if err := agent.SeedConfigDir(cfg, repo, demomodel.APIKey); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(r.claude.Path, "-p", "--input-format", "stream-json", "--output-format", "stream-json",

@@ -48,15 +48,8 @@ type hookCall struct {
 
 func (r *runner) startTUIFloor(answerAt string, allHooks bool) func(ctx context.Context, api *demomodel.Server) (contender, error) {
 	return func(ctx context.Context, api *demomodel.Server) (contender, error) {
-		repo, err := newRepo(ctx, r.tmp, 0, 0)
+		repo, cfg, err := r.floorDirs(ctx)
 		if err != nil {
-			return nil, err
-		}
-		cfg, err := os.MkdirTemp(r.tmp, "tuifloor-")
-		if err != nil {
-			return nil, err
-		}
-		if err := agent.SeedConfigDir(cfg, repo, demomodel.APIKey); err != nil {
 			return nil, err
 		}
 		f := &tuiFloor{answerAt: answerAt, hooks: newQueue[hookCall](), pending: make(chan struct{}), readDone: make(chan struct{})}
