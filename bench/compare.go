@@ -245,6 +245,7 @@ func (r *runner) startFamiliar(ctx context.Context, api *demomodel.Server, drive
 		DataDir: filepath.Join(data, "d"), WorktreesRoot: filepath.Join(data, "w"),
 		ClaudePath: r.claude.Path, Notifier: hub, Logger: log, Version: "bench",
 		StartHook: func(_ context.Context, o *agent.Options) {
+			o.Nice = 0 // the peers' priority: like for like
 			if o.ExtraEnv == nil {
 				o.ExtraEnv = map[string]string{}
 			}
