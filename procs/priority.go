@@ -47,6 +47,9 @@ func lowerPriority(pid, nice int, session bool) (*os.File, error) {
 	return f, nil
 }
 
+// writeAutogroup is setAutogroupNice; tests replace it to see the retries.
+var writeAutogroup = setAutogroupNice
+
 // setAutogroupNice writes nice to an open /proc/PID/autogroup. again is true
 // when the kernel's rate limit refused it and a later try may succeed.
 func setAutogroupNice(f *os.File, nice int) (again bool, err error) {
@@ -64,7 +67,7 @@ func (p *Process) niceAutogroup(f *os.File, nice int) {
 	defer p.wg.Done()
 	defer f.Close()
 	for try := 1; ; try++ {
-		again, err := setAutogroupNice(f, nice)
+		again, err := writeAutogroup(f, nice)
 		if err == nil {
 			return
 		}

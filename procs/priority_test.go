@@ -1,13 +1,18 @@
 package procs
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/familiar-dev/familiar/clock"
 )
 
 // niceOf reads a thread's or process's niceness from its stat file.
@@ -97,4 +102,58 @@ func waitOutputMatch(t *testing.T, p *Process, re *regexp.Regexp) []string {
 		t.Fatalf("output never matched %s; tail: %q", re, p.Output().Tail().Data)
 	}
 	return m
+}
+
+// Linux lets an unprivileged user change one autogroup per 100 ms: a refused
+// write is tried again on the clock until it succeeds, and the retries stop
+// when the child exits.
+func TestAutogroupRetriesWhileRateLimited(t *testing.T) {
+	checkLeaks(t)
+	var tries atomic.Int32
+	limited := make(chan struct{}) // closed: the next write succeeds
+	writeAutogroup = func(f *os.File, nice int) (bool, error) {
+		tries.Add(1)
+		select {
+		case <-limited:
+			return false, nil
+		default:
+			return true, syscall.EAGAIN
+		}
+	}
+	t.Cleanup(func() { writeAutogroup = setAutogroupNice })
+
+	run := func(stop func(p *Process, clk *clock.Fake)) int32 {
+		tries.Store(0)
+		clk := clock.NewFake(time.Unix(0, 0))
+		f, err := os.CreateTemp(t.TempDir(), "autogroup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &Process{clk: clk, done: make(chan struct{}), logger: slog.New(slog.DiscardHandler)}
+		p.wg.Add(1)
+		go p.niceAutogroup(f, 7)
+		for i := range 4 { // four refusals, each followed by a timer
+			if !clk.WaitForTimers(1, 10*time.Second) {
+				t.Fatal("no retry timer after a refused write")
+			}
+			if i < 3 {
+				clk.Advance(autogroupRetry)
+			}
+		}
+		stop(p, clk)
+		p.wg.Wait()
+		return tries.Load()
+	}
+	// The limit lifts: the fourth write succeeds.
+	if n := run(func(p *Process, clk *clock.Fake) {
+		close(limited)
+		clk.Advance(autogroupRetry)
+	}); n != 5 {
+		t.Errorf("%d writes, want 5 (four refused, then one that succeeds)", n)
+	}
+	// The child exits while limited: the retries stop.
+	limited = make(chan struct{})
+	if n := run(func(p *Process, clk *clock.Fake) { close(p.done) }); n != 4 {
+		t.Errorf("%d writes, want 4 (none after the child exited)", n)
+	}
 }
