@@ -298,7 +298,7 @@ func Start(cfg Config) (*Process, error) {
 	if cfg.Nice > 0 {
 		// Before the waiter starts: the pid cannot have been reused yet.
 		if autogroup, err = lowerPriority(pid, cfg.Nice, !cfg.Pipes); err != nil {
-			p.logger.Warn("procs: the child keeps its priority", "pid", pid, "nice", cfg.Nice, "err", err)
+			p.logger.Warn("procs: the child's priority is not lowered fully", "pid", pid, "nice", cfg.Nice, "err", err)
 		}
 	}
 
