@@ -79,6 +79,7 @@ func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.Workspa
 			return
 		}
 		if err := procs.SetOwnSessionNice(n); err != nil {
+			nice.Store(-1) // the next client's settings try again
 			logger.Warn("the background familiar keeps its scheduling share", "nice", n, "err", err)
 			return
 		}
