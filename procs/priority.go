@@ -3,12 +3,16 @@ package procs
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/familiar-dev/familiar/clock"
 )
 
 // autogroupRetry is the wait between attempts to set a session's autogroup
@@ -16,8 +20,9 @@ import (
 // machine-wide (EAGAIN otherwise), and agents often start together.
 const autogroupRetry = 100 * time.Millisecond
 
-// autogroupTries bounds the attempts (10 s at autogroupRetry).
-const autogroupTries = 100
+// autogroupTries bounds the attempts (a minute at autogroupRetry): with
+// dozens of agents starting at once, each waits its turn at the limit.
+const autogroupTries = 600
 
 // lowerPriority gives the child's process group the niceness nice. It runs
 // right after the exec, before the child can have started anything, so every
@@ -49,6 +54,13 @@ func lowerPriority(pid, nice int, session bool) (*os.File, error) {
 
 // writeAutogroup is setAutogroupNice; tests replace it to see the retries.
 var writeAutogroup = setAutogroupNice
+
+// leadsOwnSession reports whether familiar leads its session; tests
+// replace it, since a test binary does not.
+var leadsOwnSession = func() bool {
+	sid, err := unix.Getsid(0)
+	return err == nil && sid == os.Getpid()
+}
 
 // setAutogroupNice writes nice to an open /proc/PID/autogroup. again is true
 // when the kernel's rate limit refused it and a later try may succeed.
@@ -99,22 +111,106 @@ var ErrNotSessionLeader = errors.New("familiar does not lead its own session")
 // the agents do. Only a session leader may: otherwise the group is the
 // editor's or the shell's. Unlike a process's niceness, an autogroup's can
 // go back up to 0 without privilege, so the setting can change at run time.
-// Where the kernel has no autogroups it does nothing.
-func SetOwnSessionNice(nice int) error {
-	if sid, err := unix.Getsid(0); err != nil || sid != os.Getpid() {
-		return ErrNotSessionLeader
+// Where the kernel has no autogroups it does nothing. again reports a
+// refusal by the kernel's rate limit, which a later try may not meet.
+func SetOwnSessionNice(nice int) (again bool, err error) {
+	if !leadsOwnSession() {
+		return false, ErrNotSessionLeader
 	}
 	f, err := os.OpenFile("/proc/self/autogroup", os.O_WRONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("open autogroup: %w", err)
+		return false, fmt.Errorf("open autogroup: %w", err)
 	}
 	defer f.Close()
-	// One try: a rate-limited write (EAGAIN) is retried by the next change.
-	if _, err := setAutogroupNice(f, nice); err != nil {
-		return fmt.Errorf("set autogroup niceness %d: %w", nice, err)
+	if again, err := writeAutogroup(f, nice); err != nil {
+		return again, fmt.Errorf("set autogroup niceness %d: %w", nice, err)
 	}
-	return nil
+	return false, nil
+}
+
+// OwnSession keeps familiar's own session group at the niceness last asked
+// for (SetOwnSessionNice), from a goroutine of its own that tries again while
+// the kernel rate-limits the change: a client's settings must not wait on it.
+type OwnSession struct {
+	clk    clock.Clock
+	logger *slog.Logger
+	want   chan int // capacity 1: the latest value replaces an unread one
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+// NewOwnSession starts the goroutine; Close stops it.
+func NewOwnSession(clk clock.Clock, logger *slog.Logger) *OwnSession {
+	if clk == nil {
+		clk = clock.Real
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	o := &OwnSession{clk: clk, logger: logger, want: make(chan int, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go o.run()
+	return o
+}
+
+// SetNice asks for niceness nice; it does not block.
+func (o *OwnSession) SetNice(nice int) {
+	for {
+		select {
+		case o.want <- nice:
+			return
+		default:
+		}
+		select { // replace the value not yet taken
+		case <-o.want:
+		default:
+		}
+	}
+}
+
+// Close stops the goroutine and waits for it; it may be called again.
+func (o *OwnSession) Close() {
+	o.once.Do(func() { close(o.stop) })
+	<-o.done
+}
+
+func (o *OwnSession) run() {
+	defer close(o.done)
+	current := -1
+	for {
+		var nice int
+		select {
+		case <-o.stop:
+			return
+		case nice = <-o.want:
+		}
+		if nice == current {
+			continue
+		}
+		for try := 1; ; try++ {
+			again, err := SetOwnSessionNice(nice)
+			if err == nil {
+				current = nice
+				o.logger.Info("the background familiar yields to the editor", "nice", nice)
+				break
+			}
+			if !again || try == autogroupTries {
+				o.logger.Warn("the background familiar keeps its scheduling share", "nice", nice, "err", err)
+				break
+			}
+			t := o.clk.NewTimer(autogroupRetry)
+			select {
+			case <-o.stop:
+				t.Stop()
+				return
+			case n := <-o.want: // a newer value: try that one instead
+				t.Stop()
+				nice, try = n, 0
+			case <-t.C():
+			}
+		}
+	}
 }

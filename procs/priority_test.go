@@ -5,12 +5,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/familiar-dev/familiar/clock"
 )
@@ -155,5 +159,58 @@ func TestAutogroupRetriesWhileRateLimited(t *testing.T) {
 	limited = make(chan struct{})
 	if n := run(func(p *Process, clk *clock.Fake) { close(p.done) }); n != 4 {
 		t.Errorf("%d writes, want 4 (none after the child exited)", n)
+	}
+}
+
+// The daemon's own group follows the latest value asked for, retrying while
+// rate-limited, without making the caller wait.
+func TestOwnSessionFollowsTheLatestNice(t *testing.T) {
+	checkLeaks(t)
+	if _, err := os.Stat("/proc/self/autogroup"); err != nil {
+		t.Skip("no autogroups on this kernel")
+	}
+	var mu sync.Mutex
+	var written []int
+	refusals := 2
+	writeAutogroup = func(f *os.File, nice int) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		written = append(written, nice)
+		if refusals > 0 {
+			refusals--
+			return true, syscall.EAGAIN
+		}
+		return false, nil
+	}
+	leadsOwnSession = func() bool { return true }
+	t.Cleanup(func() {
+		writeAutogroup = setAutogroupNice
+		leadsOwnSession = func() bool { sid, err := unix.Getsid(0); return err == nil && sid == os.Getpid() }
+	})
+	clk := clock.NewFake(time.Unix(0, 0))
+	o := NewOwnSession(clk, nil)
+	defer o.Close()
+	o.SetNice(7) // refused, retried on the clock
+	if !clk.WaitForTimers(1, 10*time.Second) {
+		t.Fatal("no retry after a refusal")
+	}
+	clk.Advance(autogroupRetry) // refused again
+	if !clk.WaitForTimers(1, 10*time.Second) {
+		t.Fatal("no second retry")
+	}
+	o.SetNice(3) // a newer value replaces the one being retried
+	if !eventually(10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(written) == 3
+	}) {
+		t.Fatalf("written %v", written)
+	}
+	o.SetNice(3) // already in place: no write
+	o.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(written, []int{7, 7, 3}) {
+		t.Errorf("written %v, want [7 7 3]", written)
 	}
 }

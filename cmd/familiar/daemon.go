@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,20 +71,10 @@ func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.Workspa
 	// The daemon leads its own session (startDaemon): under autogroup
 	// scheduling it would otherwise get as much CPU as the whole editor
 	// while it masks and logs a flooding agent's output.
-	var nice atomic.Int64
-	nice.Store(-1)
-	svc.Yield = func(n int) {
-		if nice.Swap(int64(n)) == int64(n) {
-			return
-		}
-		if err := procs.SetOwnSessionNice(n); err != nil {
-			nice.Store(-1) // the next client's settings try again
-			logger.Warn("the background familiar keeps its scheduling share", "nice", n, "err", err)
-			return
-		}
-		logger.Info("the background familiar yields to the editor", "nice", n)
-	}
-	svc.Yield(stored.AgentNice)
+	own := procs.NewOwnSession(nil, logger)
+	defer own.Close()
+	svc.Yield = own.SetNice
+	own.SetNice(stored.AgentNice)
 	svc.Clients = hub.Clients
 	svc.Busy = daemon.StatsBusy(ws.Orch.ServerStats)
 	svc.Stop = sync.OnceFunc(func() { close(stopRequested) })

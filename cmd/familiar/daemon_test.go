@@ -545,16 +545,16 @@ func TestAgentsAndDaemonYieldToTheEditor(t *testing.T) {
 		t.Log("no autogroups on this kernel: only the agent's niceness is checked")
 		return
 	}
-	waitUntil(t, "claude's session group at nice 7", 10*time.Second, func() bool {
+	waitUntil(t, "claude's session group at nice 7", 60*time.Second, func() bool {
 		return strings.HasSuffix(autogroup(task.Agent.PID), " nice 7")
 	})
 	daemonPID := r.info().PID
-	waitUntil(t, "the daemon's session group at nice 7", 10*time.Second, func() bool {
+	waitUntil(t, "the daemon's session group at nice 7", 60*time.Second, func() bool {
 		return strings.HasSuffix(autogroup(daemonPID), " nice 7")
 	})
 	// It follows the setting both ways (an autogroup may go back to 0).
 	w.client.Result("settings/update", map[string]any{"settings": map[string]any{"agentNice": 0}}, nil)
-	waitUntil(t, "the daemon's session group back at nice 0", 10*time.Second, func() bool {
+	waitUntil(t, "the daemon's session group back at nice 0", 60*time.Second, func() bool {
 		return strings.HasSuffix(autogroup(daemonPID), " nice 0")
 	})
 	if strings.HasSuffix(autogroup(os.Getpid()), " nice 7") {
