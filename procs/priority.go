@@ -78,23 +78,32 @@ func setAutogroupNice(f *os.File, nice int) (again bool, err error) {
 func (p *Process) niceAutogroup(f *os.File, nice int) {
 	defer p.wg.Done()
 	defer f.Close()
+	_, stopped, err := whileLimited(p.clk, p.done, nil, nice, func(n int) (bool, error) { return writeAutogroup(f, n) })
+	// ESRCH: the child is gone already, nothing to lower.
+	if err != nil && !stopped && !errors.Is(err, syscall.ESRCH) {
+		p.logger.Warn("procs: the agent's session keeps its scheduling share", "pid", p.id.PID, "nice", nice, "err", err)
+	}
+}
+
+// whileLimited calls write(nice) until it succeeds, fails for another
+// reason than the kernel's rate limit (again false), autogroupTries run out
+// or stop is closed, waiting autogroupRetry between tries. A value received
+// from newer (nil: none) replaces nice and starts the tries afresh. It
+// returns the value last tried, whether stop ended it, and write's last error.
+func whileLimited(clk clock.Clock, stop <-chan struct{}, newer <-chan int, nice int, write func(int) (again bool, err error)) (tried int, stopped bool, err error) {
 	for try := 1; ; try++ {
-		again, err := writeAutogroup(f, nice)
-		if err == nil {
-			return
+		again, err := write(nice)
+		if err == nil || !again || try == autogroupTries {
+			return nice, false, err
 		}
-		if !again || try == autogroupTries {
-			// ESRCH: the child is gone already, nothing to lower.
-			if !errors.Is(err, syscall.ESRCH) {
-				p.logger.Warn("procs: the agent's session keeps its scheduling share", "pid", p.id.PID, "nice", nice, "err", err)
-			}
-			return
-		}
-		t := p.clk.NewTimer(autogroupRetry)
+		t := clk.NewTimer(autogroupRetry)
 		select {
-		case <-p.done:
+		case <-stop:
 			t.Stop()
-			return
+			return nice, true, err
+		case n := <-newer:
+			t.Stop()
+			nice, try = n, 0
 		case <-t.C():
 		}
 	}
@@ -190,27 +199,15 @@ func (o *OwnSession) run() {
 		if nice == current {
 			continue
 		}
-		for try := 1; ; try++ {
-			again, err := SetOwnSessionNice(nice)
-			if err == nil {
-				current = nice
-				o.logger.Info("the background familiar yields to the editor", "nice", nice)
-				break
-			}
-			if !again || try == autogroupTries {
-				o.logger.Warn("the background familiar keeps its scheduling share", "nice", nice, "err", err)
-				break
-			}
-			t := o.clk.NewTimer(autogroupRetry)
-			select {
-			case <-o.stop:
-				t.Stop()
-				return
-			case n := <-o.want: // a newer value: try that one instead
-				t.Stop()
-				nice, try = n, 0
-			case <-t.C():
-			}
+		tried, stopped, err := whileLimited(o.clk, o.stop, o.want, nice, SetOwnSessionNice)
+		switch {
+		case stopped:
+			return
+		case err != nil:
+			o.logger.Warn("the background familiar keeps its scheduling share", "nice", tried, "err", err)
+		default:
+			current = tried
+			o.logger.Info("the background familiar yields to the editor", "nice", tried)
 		}
 	}
 }
