@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -58,21 +57,19 @@ func (r *runner) startTUIFloor(answerAt string, allHooks bool) func(ctx context.
 		}
 		f.srv = &http.Server{Handler: http.HandlerFunc(f.serve)}
 		go func() { _ = f.srv.Serve(f.ln) }()
-		url := "http://" + f.ln.Addr().String() + "/hook"
-		events := []string{"UserPromptSubmit", answerAt, "Stop"}
-		if allHooks {
-			events = []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
-				"PostToolUseFailure", "Notification", "Stop", "SubagentStart", "SubagentStop", "StopFailure", "SessionEnd"}
-		}
-		hooks := map[string]any{}
-		for _, e := range events {
-			entry := map[string]any{"hooks": []any{map[string]any{"type": "http", "url": url + "?event=" + e, "timeout": 600}}}
-			if e == "PreToolUse" || e == "PermissionRequest" || strings.HasPrefix(e, "PostToolUse") {
-				entry["matcher"] = "*"
+		// familiar's own hook settings, so the floor subscribes to exactly
+		// what familiar does; the minimal floors keep only the hooks they
+		// need.
+		all := agent.HookSettings("http://"+f.ln.Addr().String()+"/hook", "floor", 600)
+		if !allHooks {
+			hooks := all["hooks"].(map[string]any)
+			for e := range hooks {
+				if e != "UserPromptSubmit" && e != answerAt && e != "Stop" {
+					delete(hooks, e)
+				}
 			}
-			hooks[e] = []any{entry}
 		}
-		settings, _ := json.Marshal(map[string]any{"hooks": hooks})
+		settings, _ := json.Marshal(all)
 		settingsPath := filepath.Join(cfg, "floor-settings.json")
 		if err := os.WriteFile(settingsPath, settings, 0o600); err != nil {
 			f.close()
@@ -101,8 +98,11 @@ func mergeEnv(maps ...map[string]string) map[string]string {
 
 func (f *tuiFloor) serve(w http.ResponseWriter, req *http.Request) {
 	at := time.Now()
-	_, _ = io.Copy(io.Discard, req.Body)
-	event := req.URL.Query().Get("event")
+	var head struct {
+		Event string `json:"hook_event_name"`
+	}
+	_ = json.NewDecoder(req.Body).Decode(&head)
+	event := head.Event
 	// The answer this call waits for, taken before the bench can see the
 	// call and answer it.
 	f.mu.Lock()
