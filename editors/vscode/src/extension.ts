@@ -414,6 +414,13 @@ class Familiar implements vscode.Disposable {
     if (live) this.tree.tick();
     if (live || this.prompts.size) this.updateStatus();
     for (const p of this.prompts.values()) p.tick?.();
+    // A details document in view shows elapsed time and countdowns too.
+    for (const e of vscode.window.visibleTextEditors) {
+      const uri = e.document.uri;
+      if (uri.scheme !== 'familiar-task') continue;
+      const t = c.tasks.get(uri.path.split('/')[1]);
+      if (t && ['running', 'starting', 'waiting', 'queued'].includes(t.status)) this.details.changed(t.id);
+    }
   }
 
   // ---- new task ----
