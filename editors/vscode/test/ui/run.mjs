@@ -368,6 +368,7 @@ async function load(s, floodDir, agentNice) {
     // The clicks switched the terminal to the clicked task: show the flooded one.
     await s.treeRow('Flood').click();
     await s.command('Familiar: Open Terminal');
+    await s.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 15000 });
     await s.shot('terminal-under-flood');
   } finally {
     other.close();
