@@ -144,6 +144,7 @@ class Familiar implements vscode.Disposable {
     reg('familiar.openTerminal', (a) => this.openTerminal(id(a)));
     reg('familiar.showTask', (a) => this.showTask(id(a)));
     reg('familiar.answer', (a) => this.answer(id(a)));
+    reg('familiar.answerPrompt', (taskId: string, questionId: string, choice: string) => this.answerPrompt(taskId, questionId, choice));
     reg('familiar.showChanges', (a) => this.showChanges(id(a)));
     reg('familiar.merge', (a) => this.merge(id(a)));
     reg('familiar.undo', (a) => this.undo(id(a)));
@@ -564,13 +565,12 @@ class Familiar implements vscode.Disposable {
 
   private async permission(t: Task, q: Question, p: Prompt) {
     const detail = permissionDetail(q);
-    const left = q.expiresAt ? secondsLeft(q.expiresAt, Date.now()) : undefined;
     const what = detail ? `${q.tool ?? 'a tool'}: ${truncate(detail, 160)}` : q.tool ?? truncate(q.text, 160);
-    const msg = `Familiar · "${t.title}" asks to run ${what}` + (left !== undefined ? ` — denied automatically in ${clock(left)} (${localTime(q.expiresAt!)})` : '');
     const editable = q.tool === 'Bash' ? 'Edit the command…' : 'Edit the input…';
-    // Five buttons do not fit a toast (VS Code truncates them to "Al…"):
+    // Five choices do not fit a toast (VS Code truncates buttons to "Al…"):
     // the rarer two are one click further, under "More…".
-    let pick: string | undefined = await vscode.window.showWarningMessage(msg, 'Allow', 'Allow Always', 'Deny', 'More…');
+    let pick = await this.toastPrompt(p, `Familiar · "${t.title}" asks to run ${what}`, ['Allow', 'Allow Always', 'Deny', 'More…'],
+      () => (q.expiresAt ? `denied automatically in ${clock(secondsLeft(q.expiresAt, Date.now()) ?? 0)} (${localTime(q.expiresAt)})` : ''));
     if (pick === 'More…') {
       const more = await vscode.window.showQuickPick(['Deny with a message…', editable, 'Allow', 'Deny'], {
         title: `"${t.title}" asks to run ${what}`, ignoreFocusOut: true,
@@ -610,10 +610,55 @@ class Familiar implements vscode.Disposable {
   }
 
   private async choiceToast(t: Task, q: Question, p: Prompt) {
-    const left = q.expiresAt ? secondsLeft(q.expiresAt, Date.now()) : undefined;
-    const msg = `Familiar · "${t.title}" asks: ${truncate(q.text, 200)}` + (left !== undefined ? ` — ${clock(left)} left` : '');
-    const pick = await vscode.window.showInformationMessage(msg, 'Answer…');
+    const pick = await this.toastPrompt(p, `Familiar · "${t.title}" asks: ${truncate(q.text, 200)}`, ['Answer…'],
+      () => (q.expiresAt ? `${clock(secondsLeft(q.expiresAt, Date.now()) ?? 0)} left` : ''));
     if (pick && !this.stale(t, q, p)) await this.ask(t, q, p);
+  }
+
+  /**
+   * Shows a question as a notification whose choices are links, and resolves
+   * to the one clicked, or undefined once the question is settled elsewhere.
+   * It is a progress notification, not a message with buttons, because only
+   * that kind can be closed from code: an answer given in another window, by
+   * the policy or by the timeout takes it away here too. It also stays on
+   * screen until then (a message with buttons hides itself after a few
+   * seconds), and its countdown moves each second. It is cancellable because
+   * only a notification with a button shows its whole message (the others
+   * are cut to one line); Cancel puts the question away unanswered, in
+   * "Waiting on you", rather than deny it, which is the safe reading.
+   */
+  private toastPrompt(p: Prompt, title: string, choices: string[], status: () => string): Promise<string | undefined> {
+    const link = (c: string) => `[${c}](command:familiar.answerPrompt?${encodeURIComponent(JSON.stringify([p.taskId, p.questionId, c]))})`;
+    const message = () => [choices.map(link).join(' · '), status()].filter(Boolean).join(' — ');
+    return new Promise((resolve) => {
+      void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (progress, cancel) =>
+        new Promise<void>((closed) => {
+          let shown = '';
+          const report = () => {
+            const m = message();
+            if (m !== shown) progress.report({ message: (shown = m) });
+          };
+          const settle = (choice?: string) => {
+            p.tick = p.choose = undefined;
+            p.close = () => undefined;
+            resolve(choice);
+            closed();
+          };
+          p.tick = report;
+          p.choose = settle;
+          p.close = () => settle(undefined);
+          cancel.onCancellationRequested(() => settle(undefined));
+          report();
+        }));
+    });
+  }
+
+  /** A choice clicked in a question's notification. */
+  private answerPrompt(taskId: string, questionId: string, choice: string) {
+    const p = this.prompts.get(`${taskId}/${questionId}`);
+    if (p?.choose) return p.choose(choice);
+    const t = this.task(taskId);
+    if (t && p) this.stale(t, { id: questionId } as Question, p);
   }
 
   /** The QuickPick / InputBox of a non-permission question. */
@@ -883,6 +928,8 @@ interface Prompt {
   questionId: string;
   close: () => void;
   tick?: () => void;
+  /** Set while the question's notification is up: a choice clicked in it. */
+  choose?: (choice: string) => void;
 }
 
 class TaskTree implements vscode.TreeDataProvider<Node> {

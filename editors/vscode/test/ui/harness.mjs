@@ -269,7 +269,8 @@ export class Session {
   async clickToastButton(text, button) {
     const toast = this.toast(text);
     await toast.waitFor({ state: 'visible', timeout: 120000 });
-    await toast.getByRole('button', { name: button, exact: true }).click();
+    // A question's choices are links in its notification; other toasts have buttons.
+    await toast.getByRole('button', { name: button, exact: true }).or(toast.getByRole('link', { name: button, exact: true })).first().click();
   }
 
   /** Right-clicks a tree row and picks an entry of its context menu. */

@@ -129,7 +129,7 @@ const scenarios = {
       await waitFor('the resumed task to ask again or finish', async () => {
         if (await s.page.locator(`.monaco-list-row[aria-label^="${title}, merging"]`).count()) return true;
         if (await toasts.count() > before) {
-          await toasts.last().getByRole('button', { name: 'Allow', exact: true }).click();
+          await toasts.last().getByRole('link', { name: 'Allow', exact: true }).click();
         }
         return false;
       }, 120000, 250);
@@ -184,7 +184,7 @@ function pathWithout(bin) {
 const choiceInput = (q, multi = false) => JSON.stringify({ questions: [{ question: q, header: 'Pick', multiSelect: multi, options: [
   { label: 'Postgres', description: 'Relational' }, { label: 'SQLite', description: 'Embedded' }] }] });
 
-/** A multiple-choice question answered through the QuickPick; then one answered in another window closes the QuickPick. */
+/** A multiple-choice question answered through the QuickPick; then questions answered in another window close the QuickPick and the permission notification. */
 async function choice(s, model) {
   const title = 'Pick a database';
   await s.newTask(title, `@@TOOL AskUserQuestion ${choiceInput('Which database?')}`);
@@ -218,6 +218,21 @@ async function choice(s, model) {
     await s.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 15000 });
     await waitFor('the other answer to reach the model', () => model.requests().some((r) => r.toolResults?.some((x) => /Postgres/.test(x.content))), 60000);
     await s.shot('answered-elsewhere');
+
+    // A permission notification counts down, and leaves when the question is
+    // answered in another window.
+    const title3 = 'Allow elsewhere';
+    await s.newTask(title3, bashTask('elsewhere.txt', 'allowed in another window'));
+    const ask3 = `"${title3}" asks to run Bash`;
+    const toast3 = s.toast(ask3);
+    await toast3.waitFor({ timeout: 120000 });
+    await waitFor('the countdown to move', async () => /denied automatically in 4:5\d/.test(await toast3.textContent() ?? ''), 15000, 200);
+    await s.shot('permission-countdown');
+    const waiting = (await other.request('task/list', { status: ['waiting'] })).tasks.find((x) => x.title === title3);
+    await other.request('task/respond', { id: waiting.id, questionId: waiting.pendingQuestion.id, optionId: 'allow' });
+    await s.page.locator('.notifications-toasts .notification-toast', { hasText: ask3 }).waitFor({ state: 'hidden', timeout: 15000 });
+    await s.waitTaskStatus(title3, 'merging');
+    await s.shot('permission-answered-elsewhere');
   } finally {
     other.close();
   }
