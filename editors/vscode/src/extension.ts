@@ -11,7 +11,7 @@ import { OutputPump } from './pump';
 import { applyPatch, filePatch } from './patch';
 import {
   clock, counts, describe, duration, groups, GroupId, isMultiSelect, permissionDetail, secondsLeft,
-  tasksIn, truncate, undoable, blockedLabel, activityText,
+  tasksIn, truncate, undoable, blockedLabel, activityText, roughly,
 } from './model';
 import type { DiffResult, MergeStrategy, Mode, Policy, Question, SettingsUpdate, Task, TaskCreateParams, TaskType } from './protocol';
 import { Code } from './protocol';
@@ -570,7 +570,7 @@ class Familiar implements vscode.Disposable {
     // Five choices do not fit a toast (VS Code truncates buttons to "Al…"):
     // the rarer two are one click further, under "More…".
     let pick = await this.toastPrompt(p, `Familiar · "${t.title}" asks to run ${what}`, ['Allow', 'Allow Always', 'Deny', 'More…'],
-      () => (q.expiresAt ? `denied automatically in ${clock(secondsLeft(q.expiresAt, Date.now()) ?? 0)} (${localTime(q.expiresAt)})` : ''));
+      () => (q.expiresAt ? `denied automatically in ${roughly(secondsLeft(q.expiresAt, Date.now()) ?? 0)}, at ${localTime(q.expiresAt)}` : ''));
     if (pick === 'More…') {
       const more = await vscode.window.showQuickPick(['Deny with a message…', editable, 'Allow', 'Deny'], {
         title: `"${t.title}" asks to run ${what}`, ignoreFocusOut: true,
@@ -611,7 +611,7 @@ class Familiar implements vscode.Disposable {
 
   private async choiceToast(t: Task, q: Question, p: Prompt) {
     const pick = await this.toastPrompt(p, `Familiar · "${t.title}" asks: ${truncate(q.text, 200)}`, ['Answer…'],
-      () => (q.expiresAt ? `${clock(secondsLeft(q.expiresAt, Date.now()) ?? 0)} left` : ''));
+      () => (q.expiresAt ? `${roughly(secondsLeft(q.expiresAt, Date.now()) ?? 0)} left` : ''));
     if (pick && !this.stale(t, q, p)) await this.ask(t, q, p);
   }
 
@@ -622,7 +622,7 @@ class Familiar implements vscode.Disposable {
    * that kind can be closed from code: an answer given in another window, by
    * the policy or by the timeout takes it away here too. It also stays on
    * screen until then (a message with buttons hides itself after a few
-   * seconds), and its countdown moves each second. It is cancellable because
+   * seconds), and its countdown moves (by the minute: see roughly). It is cancellable because
    * only a notification with a button shows its whole message (the others
    * are cut to one line); Cancel puts the question away unanswered, in
    * "Waiting on you", rather than deny it, which is the safe reading.

@@ -163,6 +163,15 @@ export function clock(sec: number): string {
   return `${m}:${String(s).padStart(2, '0')}`;
 }
 
+/**
+ * Time left in whole minutes, rounded down, for a notification: its text is
+ * drawn anew on every change, and a click that lands while it is redrawn is
+ * lost, so it changes once a minute rather than each second.
+ */
+export function roughly(sec: number): string {
+  return sec < 60 ? 'under a minute' : `${Math.floor(sec / 60)} min`;
+}
+
 export function truncate(s: string, n: number): string {
   const one = s.replace(/\s+/g, ' ').trim();
   return one.length > n ? one.slice(0, n - 1) + '…' : one;

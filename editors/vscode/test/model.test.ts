@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { activityText, compareTime, counts, describe, duration, groupOf, isMultiSelect, tasksIn } from '../src/model';
+import { activityText, compareTime, counts, describe, duration, groupOf, isMultiSelect, roughly, tasksIn } from '../src/model';
 import type { Task } from '../src/protocol';
 
 const base: Task = {
@@ -64,4 +64,12 @@ test('activity in words, nothing while unknown', () => {
   assert.equal(activityText('running_command'), 'running a command');
   assert.equal(activityText('unknown'), '');
   assert.equal(activityText('something new'), '');
+});
+
+test('a notification counts down by the minute, rounding down', () => {
+  assert.equal(roughly(300), '5 min');
+  assert.equal(roughly(299), '4 min');
+  assert.equal(roughly(60), '1 min');
+  assert.equal(roughly(59), 'under a minute');
+  assert.equal(roughly(0), 'under a minute');
 });
