@@ -119,9 +119,18 @@ const scenarios = {
       await s.toast(ask).waitFor({ timeout: 120000 });
       await s.openView();
       await s.waitTaskStatus(title, 'waiting');
+      // Cancel puts the notification away unanswered; Answer brings it back.
+      const asking = s.page.locator('.notifications-toasts .notification-toast', { hasText: ask });
+      await s.clickToastButton(ask, 'Cancel');
+      await asking.waitFor({ state: 'hidden', timeout: 15000 });
+      await s.waitTaskStatus(title, 'waiting');
+      await s.contextMenu(title, 'Answer');
+      await s.toast(ask).waitFor({ timeout: 15000 });
       const asked = model.requests().length;
       await s.contextMenu(title, 'Pause');
       await s.waitTaskStatus(title, 'paused', 60000);
+      // Pausing settles the question: its notification goes.
+      await asking.waitFor({ state: 'hidden', timeout: 15000 });
       await s.shot('paused');
       await s.contextMenu(title, 'Resume');
       // The resumed session goes on: it asks again (answered here) or finishes.
