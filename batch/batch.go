@@ -143,6 +143,13 @@ func Run(ctx context.Context, o Options) (Report, int) {
 	for _, m := range n.take() {
 		prog.event(m)
 	}
+	// The tasks' final states are read from the store, which can be ahead of
+	// the notifications still on their way: show what those would have.
+	for _, id := range ids {
+		if t, err := ws.Orch.TaskGet(context.Background(), &protocol.TaskIDParams{ID: id}); err == nil {
+			prog.update(*t)
+		}
+	}
 	prog.close()
 
 	rep.OK = true

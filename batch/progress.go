@@ -84,17 +84,7 @@ func (pr *progress) event(m note) {
 		if json.Unmarshal(m.params, &n) != nil || !pr.mine(n.Task.ID) {
 			return
 		}
-		pr.mu.Lock()
-		prev := pr.tasks[n.Task.ID]
-		pr.tasks[n.Task.ID] = n.Task
-		if _, ok := pr.started[n.Task.ID]; !ok && n.Task.Status == protocol.StatusStarting {
-			pr.started[n.Task.ID] = time.Now()
-		}
-		pr.mu.Unlock()
-		if prev.Status != n.Task.Status || prev.Activity != n.Task.Activity {
-			pr.plain("%s %s %s", n.Task.ID, n.Task.Status, activityOf(n.Task))
-		}
-		pr.finish(n.Task)
+		pr.update(n.Task)
 	case protocol.NotifyTaskQuestion:
 		var n protocol.TaskQuestionNotification
 		if json.Unmarshal(m.params, &n) == nil && pr.mine(n.ID) {
@@ -111,6 +101,22 @@ func (pr *progress) event(m note) {
 			pr.say(fmt.Sprintf("%s: %s", n.Level, n.Text))
 		}
 	}
+}
+
+// update shows a task's new state: a line when its status or activity
+// changed since the last one shown.
+func (pr *progress) update(t protocol.Task) {
+	pr.mu.Lock()
+	prev := pr.tasks[t.ID]
+	pr.tasks[t.ID] = t
+	if _, ok := pr.started[t.ID]; !ok && t.Status == protocol.StatusStarting {
+		pr.started[t.ID] = time.Now()
+	}
+	pr.mu.Unlock()
+	if prev.Status != t.Status || prev.Activity != t.Activity {
+		pr.plain("%s %s %s", t.ID, t.Status, activityOf(t))
+	}
+	pr.finish(t)
 }
 
 func activityOf(t protocol.Task) string {
