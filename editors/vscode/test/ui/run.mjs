@@ -246,6 +246,25 @@ async function choice(s, model) {
     await s.page.locator('.notifications-toasts .notification-toast', { hasText: ask3 }).waitFor({ state: 'hidden', timeout: 15000 });
     await s.waitTaskStatus(title3, 'merging');
     await s.shot('permission-answered-elsewhere');
+
+    // More… → Edit the command…: the command as edited is what runs.
+    const title4 = 'Edit first';
+    await s.newTask(title4, bashTask('as-asked.txt', 'as asked'));
+    const ask4 = `"${title4}" asks to run Bash`;
+    await s.clickToastButton(ask4, 'More…');
+    await s.pick('Edit the command…');
+    await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Edit the command' }).waitFor({ timeout: 15000 });
+    const box = s.page.locator('.quick-input-widget .quick-input-box input');
+    await waitFor('the command to edit in the box', async () => (await box.inputValue()).includes('as-asked.txt'), 15000);
+    await box.fill(`printf 'as edited\\n' > as-edited.txt`);
+    await s.shot('edit-the-command');
+    await box.press('Enter');
+    await s.waitTaskStatus(title4, 'merging');
+    const edited = (await other.request('task/list', {})).tasks.find((x) => x.title === title4);
+    const wt = edited.worktree.path;
+    if (fs.readFileSync(path.join(wt, 'as-edited.txt'), 'utf8') !== 'as edited\n' || fs.existsSync(path.join(wt, 'as-asked.txt'))) {
+      throw new Error(`the edited command did not run as edited in ${wt}`);
+    }
   } finally {
     other.close();
   }
