@@ -265,6 +265,16 @@ async function choice(s, model) {
     if (fs.readFileSync(path.join(wt, 'as-edited.txt'), 'utf8') !== 'as edited\n' || fs.existsSync(path.join(wt, 'as-asked.txt'))) {
       throw new Error(`the edited command did not run as edited in ${wt}`);
     }
+
+    // More… → Deny with a message…: the agent reads the message.
+    const title5 = 'Deny with words';
+    await s.newTask(title5, bashTask('denied.txt', 'never written'));
+    await s.clickToastButton(`"${title5}" asks to run Bash`, 'More…');
+    await s.pick('Deny with a message…');
+    await s.page.locator('.quick-input-widget .quick-input-title', { hasText: `Deny "${title5}"` }).waitFor({ timeout: 15000 });
+    await box.fill('Use the Write tool for that instead');
+    await box.press('Enter');
+    await waitFor('the message to reach the model', () => model.requests().some((r) => r.toolResults?.some((x) => /Use the Write tool for that instead/.test(x.content))), 60000);
   } finally {
     other.close();
   }
