@@ -11,7 +11,7 @@ import { OutputPump } from './pump';
 import { applyPatch, filePatch } from './patch';
 import {
   clock, counts, describe, duration, groups, GroupId, isMultiSelect, permissionDetail, secondsLeft,
-  tasksIn, truncate, undoable, blockedLabel, activityText, roughly,
+  tasksIn, truncate, undoable, blockedLabel, activityText, roughly, noLinks,
 } from './model';
 import type { DiffResult, MergeStrategy, Mode, Policy, Question, SettingsUpdate, Task, TaskCreateParams, TaskType } from './protocol';
 import { Code } from './protocol';
@@ -167,7 +167,7 @@ class Familiar implements vscode.Disposable {
     }
     this.familiarPath = findFamiliar();
     if (!this.familiarPath) {
-      const pick = await vscode.window.showErrorMessage(
+      const pick = await error(
         'Familiar: the familiar program was not found. Set "familiar.path" or put familiar on PATH.', 'Open Settings');
       if (pick) void vscode.commands.executeCommand('workbench.action.openSettings', 'familiar.path');
       return;
@@ -184,7 +184,7 @@ class Familiar implements vscode.Disposable {
   private async offerGitInit(dir: string) {
     this.status.text = '$(hubot) Familiar: not a git repository';
     this.status.show();
-    const pick = await vscode.window.showWarningMessage(
+    const pick = await warn(
       `Familiar: ${path.basename(dir)} is not a git repository. Familiar gives every task its own git worktree.`, 'git init');
     if (pick !== 'git init') return;
     await run('git', ['init'], dir);
@@ -192,7 +192,7 @@ class Familiar implements vscode.Disposable {
     await run('git', ['commit', '--allow-empty', '-m', 'Initial commit'], dir).catch((err) =>
       this.log.warn(`initial commit: ${err.message}`));
     this.root = (await gitTop(dir)) ?? dir;
-    void vscode.window.showInformationMessage(`Familiar: made ${path.basename(dir)} a git repository.`);
+    void info(`Familiar: made ${path.basename(dir)} a git repository.`);
     await this.connect();
   }
 
@@ -217,7 +217,7 @@ class Familiar implements vscode.Disposable {
       if (s === 'connected' && client.reconnects > 0) vscode.window.setStatusBarMessage('$(check) Familiar: reconnected', 4000);
     });
     client.onExit((e) => {
-      void vscode.window.showWarningMessage(
+      void warn(
         `Familiar: familiar stopped (${e.code !== null ? 'exit code ' + e.code : 'signal ' + e.signal}); reconnecting…`, 'Show Log')
         .then((p) => p && this.log.show());
     });
@@ -259,9 +259,9 @@ class Familiar implements vscode.Disposable {
       const text = `Familiar: ${m.text}`;
       this.log.info(`server: ${m.level}: ${m.text}`);
       if (meta.replayed || m.level === 'info') return;
-      if (m.level === 'error') void vscode.window.showErrorMessage(text, 'Show Log').then((p) => p && this.log.show());
+      if (m.level === 'error') void error(text, 'Show Log').then((p) => p && this.log.show());
       // The claude warning of initialize is shown (with its actions) by checkClaude.
-      else if (!/claude/i.test(m.text)) void vscode.window.showWarningMessage(text);
+      else if (!/claude/i.test(m.text)) void warn(text);
     });
     try {
       const init = await client.start();
@@ -269,7 +269,7 @@ class Familiar implements vscode.Disposable {
       this.checkClaude(init.claude);
     } catch (err: any) {
       this.log.error(`familiar did not start: ${err.message}`);
-      void vscode.window.showErrorMessage(`Familiar: familiar did not start: ${err.message}`, 'Show Log', 'Run Doctor').then((p) => {
+      void error(`Familiar: familiar did not start: ${err.message}`, 'Show Log', 'Run Doctor').then((p) => {
         if (p === 'Show Log') this.log.show();
         if (p === 'Run Doctor') void this.runDoctor();
       });
@@ -279,7 +279,7 @@ class Familiar implements vscode.Disposable {
   private checkClaude(c: { available: boolean; version: string; problem?: string }) {
     if (c.available) return;
     const why = c.problem || 'the claude CLI (Claude Code) was not found';
-    void vscode.window.showWarningMessage(`Familiar: ${why}. Agents cannot start until it is installed.`, 'How to Install', 'Run Doctor').then((p) => {
+    void warn(`Familiar: ${why}. Agents cannot start until it is installed.`, 'How to Install', 'Run Doctor').then((p) => {
       if (p === 'How to Install') void vscode.env.openExternal(vscode.Uri.parse('https://docs.anthropic.com/en/docs/claude-code/setup'));
       if (p === 'Run Doctor') void this.runDoctor();
     });
@@ -326,7 +326,7 @@ class Familiar implements vscode.Disposable {
       try {
         return JSON.parse(fs.readFileSync(p, 'utf8')) as Policy;
       } catch (err: any) {
-        void vscode.window.showErrorMessage(`Familiar: cannot read the policy file ${p}: ${err.message}`);
+        void error(`Familiar: cannot read the policy file ${p}: ${err.message}`);
         return undefined;
       }
     }
@@ -601,7 +601,7 @@ class Familiar implements vscode.Disposable {
         try {
           updatedInput = cmd ? { ...input, command: edited } : JSON.parse(edited);
         } catch (err: any) {
-          void vscode.window.showErrorMessage(`Familiar: that is not valid JSON: ${err.message}`);
+          void error(`Familiar: that is not valid JSON: ${err.message}`);
           return this.reopen(t, q, p);
         }
         return this.respond(t, q, { optionId: 'allow', updatedInput });
@@ -631,7 +631,7 @@ class Familiar implements vscode.Disposable {
     const link = (c: string) => `[${c}](command:familiar.answerPrompt?${encodeURIComponent(JSON.stringify([p.taskId, p.questionId, c]))})`;
     const message = () => [choices.map(link).join(' · '), status()].filter(Boolean).join(' — ');
     return new Promise((resolve) => {
-      void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (progress, cancel) =>
+      void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: noLinks(title), cancellable: true }, (progress, cancel) =>
         new Promise<void>((closed) => {
           let shown = '';
           const report = () => {
@@ -731,7 +731,7 @@ class Familiar implements vscode.Disposable {
     const by = this.resolved.get(key);
     const cur = this.task(t.id);
     if (by || (cur && cur.pendingQuestion?.id !== q.id)) {
-      void vscode.window.showInformationMessage(`Familiar: "${t.title}" — that question was already answered${by ? ` (${decidedLabel(by)})` : ''}.`);
+      void info(`Familiar: "${t.title}" — that question was already answered${by ? ` (${decidedLabel(by)})` : ''}.`);
       this.prompts.delete(key);
       void p;
       return true;
@@ -749,7 +749,7 @@ class Familiar implements vscode.Disposable {
       if (err?.code === Code.FailedPrecondition || err?.code === Code.NotFound) {
         this.resolved.set(key, 'elsewhere');
         this.prompts.delete(key);
-        void vscode.window.showInformationMessage(`Familiar: "${t.title}" — ${err.message}`);
+        void info(`Familiar: "${t.title}" — ${err.message}`);
         return;
       }
       this.prompts.delete(key);
@@ -766,7 +766,7 @@ class Familiar implements vscode.Disposable {
     p.close();
     if (decidedBy === 'timeout') {
       const t = this.task(p.taskId);
-      void vscode.window.showWarningMessage(`Familiar: "${t?.title ?? p.taskId}" — no answer in time; the request was denied.`);
+      void warn(`Familiar: "${t?.title ?? p.taskId}" — no answer in time; the request was denied.`);
     }
   }
 
@@ -793,13 +793,13 @@ class Familiar implements vscode.Disposable {
     const r = t.result;
     if (t.status === 'merging' && r) {
       const files = r.changedFiles.length;
-      const pick = await vscode.window.showInformationMessage(
+      const pick = await info(
         `Familiar · "${t.title}" is ready to merge (${files} file${files === 1 ? '' : 's'} changed${r.costUsd !== undefined ? `, $${r.costUsd.toFixed(2)}` : ''}). ${truncate(r.summary, 300)}`,
         'Show Changes', 'Merge…');
       if (pick === 'Show Changes') await this.showChanges(id, true);
       if (pick === 'Merge…') await this.merge(id);
     } else if (t.status === 'blocked') {
-      const pick = await vscode.window.showWarningMessage(
+      const pick = await warn(
         `Familiar · "${t.title}" is blocked: ${t.blocked ? blockedLabel(t.blocked.reason) + (t.blocked.detail ? ' — ' + truncate(t.blocked.detail, 200) : '') : truncate(r?.summary ?? '', 200)}`,
         'Open Terminal', 'Retry', 'Continue…');
       if (pick === 'Open Terminal') this.openTerminal(id);
@@ -812,7 +812,7 @@ class Familiar implements vscode.Disposable {
     const t = this.task(id) ?? (await this.connected().request<Task>('task/get', { id }));
     const diff = await this.diffs.load(id);
     if (diff.files.length === 0) {
-      void vscode.window.showInformationMessage(`Familiar: "${t.title}" changed no files.`);
+      void info(`Familiar: "${t.title}" changed no files.`);
       return;
     }
     const root = this.root!;
@@ -832,7 +832,7 @@ class Familiar implements vscode.Disposable {
       for (const [, base, head] of resources) await vscode.commands.executeCommand('vscode.diff', base ?? empty, head ?? empty, title, { preview: false });
     }
     if (offerMerge && t.status === 'merging') {
-      const pick = await vscode.window.showInformationMessage(`Familiar · "${t.title}": ${diff.files.length} file(s) changed.`, 'Merge…');
+      const pick = await info(`Familiar · "${t.title}": ${diff.files.length} file(s) changed.`, 'Merge…');
       if (pick) await this.merge(id);
     }
   }
@@ -853,14 +853,14 @@ class Familiar implements vscode.Disposable {
     } catch (err: any) {
       if (err?.code === Code.Conflict) {
         const files: string[] = err.data?.files ?? [];
-        void vscode.window.showErrorMessage(`Familiar: "${t.title}" conflicts with ${t.worktree?.baseRef ?? 'the base branch'} in ${files.join(', ') || 'some files'}. Nothing was changed.`, 'Continue…').then((p) => p && this.continueTask(id));
+        void error(`Familiar: "${t.title}" conflicts with ${t.worktree?.baseRef ?? 'the base branch'} in ${files.join(', ') || 'some files'}. Nothing was changed.`, 'Continue…').then((p) => p && this.continueTask(id));
         return;
       }
       throw err;
     }
     this.client?.tasks.set(id, merged);
     this.tree.refresh();
-    const u = await vscode.window.showInformationMessage(
+    const u = await info(
       `Familiar: merged "${t.title}" into ${merged.worktree?.baseRef ?? 'the base branch'} (${pick.strategy}). Undo is possible for ${duration(this.undoWindowSec)}.`, 'Undo');
     if (u === 'Undo') await this.undo(id);
   }
@@ -869,7 +869,7 @@ class Familiar implements vscode.Disposable {
     const t = await this.connected().request<Task>('task/undo', { id });
     this.client?.tasks.set(id, t);
     this.tree.refresh();
-    void vscode.window.showInformationMessage(`Familiar: undid "${t.title}". The undone work stays under refs/familiar/undo/${id}.`);
+    void info(`Familiar: undid "${t.title}". The undone work stays under refs/familiar/undo/${id}.`);
   }
 
   private async act(method: string, id: string, done: string) {
@@ -881,7 +881,7 @@ class Familiar implements vscode.Disposable {
 
   private async cancel(id: string) {
     const t = this.task(id);
-    const pick = await vscode.window.showWarningMessage(`Cancel "${t?.title ?? id}"? The agent is stopped; its worktree is kept.`, { modal: true }, 'Cancel Task');
+    const pick = await warn(`Cancel "${t?.title ?? id}"? The agent is stopped; its worktree is kept.`, { modal: true }, 'Cancel Task');
     if (pick) await this.act('task/cancel', id, 'Cancelled');
   }
 
@@ -894,14 +894,14 @@ class Familiar implements vscode.Disposable {
 
   private async remove(id: string) {
     const t = this.task(id);
-    const pick = await vscode.window.showWarningMessage(`Remove "${t?.title ?? id}"? Its worktree is deleted.`, { modal: true }, 'Remove', 'Remove with Branch');
+    const pick = await warn(`Remove "${t?.title ?? id}"? Its worktree is deleted.`, { modal: true }, 'Remove', 'Remove with Branch');
     if (!pick) return;
     const params = { id, deleteBranch: pick === 'Remove with Branch' };
     try {
       await this.connected().request('task/remove', params);
     } catch (err: any) {
       if (err?.code !== Code.FailedPrecondition) throw err;
-      const force = await vscode.window.showWarningMessage(`Familiar: ${err.message}`, { modal: true }, 'Remove Anyway');
+      const force = await warn(`Familiar: ${err.message}`, { modal: true }, 'Remove Anyway');
       if (!force) return;
       await this.connected().request('task/remove', { ...params, force: true });
     }
@@ -919,7 +919,7 @@ class Familiar implements vscode.Disposable {
   private fail(err: any) {
     const msg = err?.message ?? String(err);
     this.log.error(msg);
-    void vscode.window.showErrorMessage(`Familiar: ${msg}`);
+    void error(`Familiar: ${msg}`);
   }
 }
 
@@ -1231,4 +1231,18 @@ function localTime(iso: string): string {
 
 function decidedLabel(by: string): string {
   return ({ user: 'in another window', policy: 'by the policy', timeout: 'it timed out', agent: 'by the agent', elsewhere: 'elsewhere' } as Record<string, string>)[by] ?? by;
+}
+
+// Notifications whose text cannot turn into links (see noLinks): every
+// message of the extension goes through these.
+function info(message: string, ...rest: any[]): Thenable<any> {
+  return vscode.window.showInformationMessage(noLinks(message), ...rest);
+}
+
+function warn(message: string, ...rest: any[]): Thenable<any> {
+  return vscode.window.showWarningMessage(noLinks(message), ...rest);
+}
+
+function error(message: string, ...rest: any[]): Thenable<any> {
+  return vscode.window.showErrorMessage(noLinks(message), ...rest);
 }

@@ -172,6 +172,16 @@ export function roughly(sec: number): string {
   return sec < 60 ? 'under a minute' : `${Math.floor(sec / 60)} min`;
 }
 
+/**
+ * Text a notification shows as it is: VS Code renders "[text](command:…)" in
+ * a notification's message as a link that runs the command, and task titles,
+ * summaries, questions and commands come from agents and repositories. A
+ * zero-width space between "]" and "(" keeps the text looking the same.
+ */
+export function noLinks(s: string): string {
+  return s.replace(/\]\(/g, ']\u200b(');
+}
+
 export function truncate(s: string, n: number): string {
   const one = s.replace(/\s+/g, ' ').trim();
   return one.length > n ? one.slice(0, n - 1) + '…' : one;

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { activityText, compareTime, counts, describe, duration, groupOf, isMultiSelect, roughly, tasksIn } from '../src/model';
+import { activityText, compareTime, counts, describe, duration, groupOf, isMultiSelect, noLinks, roughly, tasksIn } from '../src/model';
 import type { Task } from '../src/protocol';
 
 const base: Task = {
@@ -72,4 +72,12 @@ test('a notification counts down by the minute, rounding down', () => {
   assert.equal(roughly(60), '1 min');
   assert.equal(roughly(59), 'under a minute');
   assert.equal(roughly(0), 'under a minute');
+});
+
+test('text from agents never becomes a link in a notification', () => {
+  const cmd = "echo '[Allow](command:workbench.action.terminal.sendSequence?%7B%7D)'";
+  const shown = noLinks(cmd);
+  assert.doesNotMatch(shown, /\]\(/);
+  assert.equal(shown.replace(/\u200b/g, ''), cmd);
+  assert.equal(noLinks('no links here (none)'), 'no links here (none)');
 });
