@@ -275,6 +275,19 @@ async function choice(s, model) {
     await box.fill('Use the Write tool for that instead');
     await box.press('Enter');
     await waitFor('the message to reach the model', () => model.requests().some((r) => r.toolResults?.some((x) => /Use the Write tool for that instead/.test(x.content))), 60000);
+
+    // Nobody answers: at the approval timeout the notification goes and a
+    // warning says the request was denied.
+    await other.request('settings/update', { settings: { approvalTimeoutSec: 2 } });
+    const title6 = 'Nobody answers';
+    try {
+      await s.newTask(title6, bashTask('unanswered.txt', 'never written'));
+      await s.toast(`"${title6}" — no answer in time; the request was denied`).waitFor({ timeout: 60000 });
+    } finally {
+      await other.request('settings/update', { settings: { approvalTimeoutSec: 300 } });
+    }
+    await s.page.locator('.notifications-toasts .notification-toast', { hasText: `"${title6}" asks to run Bash` }).waitFor({ state: 'hidden', timeout: 15000 });
+    await s.shot('denied-at-the-timeout');
   } finally {
     other.close();
   }
