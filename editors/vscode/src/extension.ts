@@ -653,12 +653,9 @@ class Familiar implements vscode.Disposable {
     });
   }
 
-  /** A choice clicked in a question's notification. */
+  /** A choice clicked in a question's notification (which is up only while choose is set). */
   private answerPrompt(taskId: string, questionId: string, choice: string) {
-    const p = this.prompts.get(`${taskId}/${questionId}`);
-    if (p?.choose) return p.choose(choice);
-    const t = this.task(taskId);
-    if (t && p) this.stale(t, { id: questionId } as Question, p);
+    this.prompts.get(`${taskId}/${questionId}`)?.choose?.(choice);
   }
 
   /** The QuickPick / InputBox of a non-permission question. */

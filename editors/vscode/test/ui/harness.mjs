@@ -266,6 +266,11 @@ export class Session {
     return this.page.locator('.notifications-toasts .notification-toast', { hasText: text }).first();
   }
 
+  /** Waits until no toast with this text is shown (a question's goes once it is settled). */
+  async toastGone(text, timeout = 15000) {
+    await this.page.locator('.notifications-toasts .notification-toast', { hasText: text }).waitFor({ state: 'hidden', timeout });
+  }
+
   async clickToastButton(text, button) {
     const toast = this.toast(text);
     await toast.waitFor({ state: 'visible', timeout: 120000 });

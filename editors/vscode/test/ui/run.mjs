@@ -120,9 +120,8 @@ const scenarios = {
       await s.openView();
       await s.waitTaskStatus(title, 'waiting');
       // Cancel puts the notification away unanswered; Answer brings it back.
-      const asking = s.page.locator('.notifications-toasts .notification-toast', { hasText: ask });
       await s.clickToastButton(ask, 'Cancel');
-      await asking.waitFor({ state: 'hidden', timeout: 15000 });
+      await s.toastGone(ask);
       await s.waitTaskStatus(title, 'waiting');
       await s.contextMenu(title, 'Answer');
       await s.toast(ask).waitFor({ timeout: 15000 });
@@ -130,7 +129,7 @@ const scenarios = {
       await s.contextMenu(title, 'Pause');
       await s.waitTaskStatus(title, 'paused', 60000);
       // Pausing settles the question: its notification goes.
-      await asking.waitFor({ state: 'hidden', timeout: 15000 });
+      await s.toastGone(ask);
       await s.shot('paused');
       await s.contextMenu(title, 'Resume');
       // The resumed session goes on: it asks again (answered here) or finishes.
@@ -243,7 +242,7 @@ async function choice(s, model) {
     await s.shot('permission-countdown');
     const waiting = (await other.request('task/list', { status: ['waiting'] })).tasks.find((x) => x.title === title3);
     await other.request('task/respond', { id: waiting.id, questionId: waiting.pendingQuestion.id, optionId: 'allow' });
-    await s.page.locator('.notifications-toasts .notification-toast', { hasText: ask3 }).waitFor({ state: 'hidden', timeout: 15000 });
+    await s.toastGone(ask3);
     await s.waitTaskStatus(title3, 'merging');
     await s.shot('permission-answered-elsewhere');
 
@@ -286,7 +285,7 @@ async function choice(s, model) {
     } finally {
       await other.request('settings/update', { settings: { approvalTimeoutSec: 300 } });
     }
-    await s.page.locator('.notifications-toasts .notification-toast', { hasText: `"${title6}" asks to run Bash` }).waitFor({ state: 'hidden', timeout: 15000 });
+    await s.toastGone(`"${title6}" asks to run Bash`);
     await s.shot('denied-at-the-timeout');
   } finally {
     other.close();
