@@ -199,6 +199,9 @@ func TestBackupsEveryFewMinutesKeepTwo(t *testing.T) {
 	for round := 1; round <= 3; round++ {
 		putTasks(t, s, "r"+strconv.Itoa(round), 1)
 		before := s.backedUp.Load()
+		// The loop re-arms its timer after a backup is recorded: advancing
+		// before that would move the clock past a timer not yet set.
+		armed(t, clk)
 		clk.Advance(time.Minute)
 		waitFor(t, "a backup", func() bool { return s.backedUp.Load() != before })
 	}
@@ -218,10 +221,21 @@ func TestBackupsEveryFewMinutesKeepTwo(t *testing.T) {
 	// Nothing written: no new backup.
 	before := s.backedUp.Load()
 	fi1, _ := os.Stat(BackupPath(path, 1))
-	clk.Advance(time.Minute)
-	clk.Advance(time.Minute)
+	for range 2 {
+		armed(t, clk)
+		clk.Advance(time.Minute)
+	}
+	armed(t, clk) // the loop has looked and set its timer again
 	if fi2, _ := os.Stat(BackupPath(path, 1)); !fi2.ModTime().Equal(fi1.ModTime()) || s.backedUp.Load() != before {
 		t.Error("backed up although nothing changed")
+	}
+}
+
+// armed waits until the backup loop's timer is set.
+func armed(t *testing.T, clk *clock.Fake) {
+	t.Helper()
+	if !clk.WaitForTimers(1, 10*time.Second) {
+		t.Fatal("the backup loop never set its timer")
 	}
 }
 
