@@ -11,8 +11,12 @@ import (
 // when it can again. Sent unstored: while the disk is full it could not be
 // written either.
 func (o *Orchestrator) onStoreHealth(h store.Health) {
+	refused := fmt.Sprintf("%d changes were", h.Failed)
+	if h.Failed == 1 {
+		refused = "1 change was"
+	}
 	n := protocol.ServerMessageNotification{Level: protocol.LevelInfo,
-		Text: fmt.Sprintf("familiar can save again; %d changes were refused meanwhile and not made.", h.Failed)}
+		Text: "familiar can save again; " + refused + " refused meanwhile and not made."}
 	if !h.OK {
 		n = protocol.ServerMessageNotification{Level: protocol.LevelError,
 			Text: "familiar cannot save its state, so it refuses new tasks and changes until it can (it retries by itself): " + h.Err.Error()}

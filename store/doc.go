@@ -34,7 +34,12 @@
 // Store.Recovery says what was lost. A failed commit is never acknowledged:
 // every write in it fails with an error matching ErrStoreFull (no space) or
 // ErrUnavailable, Options.OnHealth hears that the store is degraded, and a
-// probe write every Options.ProbeEvery notices when space returns. bbolt's
+// probe every Options.ProbeEvery notices when space returns: it writes a
+// scratch file of Options.ProbeBytes (1 MiB) beside the database and a small
+// value into it, and the store is healthy again only when both succeed and
+// no write was refused for a probe period. A small write that still fits on
+// a full disk does not end the degraded spell; the recovery reports how many
+// writes were refused during it. bbolt's
 // panics on damaged pages (and faults reading its map) become ErrUnavailable
 // errors wrapping ErrDamaged instead of crashing familiar.
 //

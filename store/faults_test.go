@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -261,7 +262,10 @@ func (l *healthLog) last() (Health, int) {
 }
 
 // A commit that fails is reported to every caller in it with a kind, the
-// store says it is degraded once, and it says so again when writes work.
+// store says it is degraded once, and it says so again when writes work,
+// with the number refused meanwhile. Small writes that still fit on the full
+// disk do not end the degraded spell (they made the warnings flap and end in
+// a false all-clear).
 func TestFailedCommitsAreRefusedAndHealthReported(t *testing.T) {
 	checkLeaks(t)
 	clk := clock.NewFake(time.Unix(1e9, 0))
@@ -269,20 +273,31 @@ func TestFailedCommitsAreRefusedAndHealthReported(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	s := openAt(t, path, Options{Clock: clk, OnHealth: hl.add, ProbeEvery: time.Second, BackupEvery: -1})
 	defer s.Close()
-	var full sync.Mutex // held: the disk is full
-	fullNow := false
+	var mu sync.Mutex // guards full and smallFits
+	full, smallFits := false, false
+	diskFull := func() error { return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC} }
 	s.failCommit = func() error {
-		full.Lock()
-		defer full.Unlock()
-		if fullNow {
-			return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+		mu.Lock()
+		defer mu.Unlock()
+		if full && !smallFits {
+			return diskFull()
 		}
 		return nil
 	}
+	var probes atomic.Int32
+	s.probeSpace = func() error {
+		probes.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		if full {
+			return diskFull()
+		}
+		return nil
+	}
+	set := func(f, small bool) { mu.Lock(); full, smallFits = f, small; mu.Unlock() }
+
 	putTasks(t, s, "before", 3)
-	full.Lock()
-	fullNow = true
-	full.Unlock()
+	set(true, false)
 	for i := range 5 {
 		err := s.PutTask(context.Background(), TaskRecord{ID: "lost-" + strconv.Itoa(i), Status: "queued"})
 		if !errors.Is(err, ErrStoreFull) {
@@ -298,17 +313,36 @@ func TestFailedCommitsAreRefusedAndHealthReported(t *testing.T) {
 	if s.Health().OK || s.Health().Failed != 6 {
 		t.Fatalf("Health() = %+v", s.Health())
 	}
-	// Space returns; nobody writes; the probe notices.
-	full.Lock()
-	fullNow = false
-	full.Unlock()
+
+	// Small writes fit again, large ones would not (the probe finds no
+	// room): the writes are kept, but the store stays degraded, through
+	// several probe periods.
+	set(true, true)
+	putTasks(t, s, "small", 2)
+	before := probes.Load()
+	waitFor(t, "three probes", func() bool { clk.Advance(time.Second); return probes.Load() >= before+3 })
+	set(true, false)
+	if err := s.PutTask(context.Background(), TaskRecord{ID: "lost-large", Status: "queued"}); !errors.Is(err, ErrStoreFull) {
+		t.Fatalf("put on a full disk: %v", err)
+	}
+	if _, n := hl.last(); n != 1 {
+		t.Fatalf("health changed %d times while the disk stayed full: %+v", n, hl.hs)
+	}
+
+	// Space returns; nobody writes; the probe notices, and says how many
+	// writes were refused.
+	set(false, false)
 	waitFor(t, "the probe timer", func() bool { clk.Advance(time.Second); h, _ := hl.last(); return h.OK })
+	h, n := hl.last()
+	if n != 2 || h.Failed != 7 {
+		t.Errorf("recovery reported as %+v after %d changes, want the 2nd change with 7 refused", h, n)
+	}
 	if !s.Health().OK {
 		t.Fatal("Health() still degraded")
 	}
 	putTasks(t, s, "after", 1)
-	if n := countTasks(t, s); n != 4 {
-		t.Errorf("%d tasks stored, want 4 (none of the refused)", n)
+	if n := countTasks(t, s); n != 6 {
+		t.Errorf("%d tasks stored, want 6 (none of the refused)", n)
 	}
 }
 
@@ -343,7 +377,8 @@ func TestFullDiskRealTmpfs(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1e9, 0))
 	var hl healthLog
 	path := filepath.Join(dir, FileName)
-	s := openAt(t, path, Options{Clock: clk, OnHealth: hl.add, ProbeEvery: time.Second, BackupEvery: -1})
+	// The probe asks for 64 KiB: the whole disk is 512 KiB.
+	s := openAt(t, path, Options{Clock: clk, OnHealth: hl.add, ProbeEvery: time.Second, ProbeBytes: 64 << 10, BackupEvery: -1})
 	acked := map[string]bool{}
 	var fullErr error
 	for i := 0; i < 10000 && fullErr == nil; i++ {
@@ -365,10 +400,36 @@ func TestFullDiskRealTmpfs(t *testing.T) {
 	if h, _ := hl.last(); h.OK {
 		t.Fatal("no degraded health reported")
 	}
+	refused := 1
+	// Small writes may still find room on the full disk, large ones not;
+	// and the probe runs meanwhile. Neither is an all-clear.
+	for i := range 20 {
+		id, pad := "small-"+strconv.Itoa(i), 10
+		if i%2 == 1 {
+			id, pad = "large-"+strconv.Itoa(i), 20000
+		}
+		err := s.PutTask(context.Background(), TaskRecord{ID: id, Status: "queued", Data: raw(fmt.Sprintf(`{"pad":%q}`, strings.Repeat("z", pad)))})
+		switch {
+		case err == nil:
+			acked[id] = true
+		case errors.Is(err, ErrStoreFull):
+			refused++
+		default:
+			t.Fatalf("put %s: %v", id, err)
+		}
+		clk.Advance(time.Second)
+	}
+	if h, n := hl.last(); h.OK || n != 1 {
+		t.Fatalf("health changed %d times while the disk stayed full (last %+v)", n, h)
+	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "recovery", func() bool { clk.Advance(time.Second); h, _ := hl.last(); return h.OK })
+	if h, n := hl.last(); n != 2 || h.Failed != refused {
+		t.Errorf("recovery reported as %+v after %d changes, want the 2nd change with %d refused", h, n, refused)
+	}
+	t.Logf("%d writes refused while full; %d acknowledged in all", refused, len(acked))
 	if err := s.PutTask(context.Background(), TaskRecord{ID: "after", Status: "queued"}); err != nil {
 		t.Fatalf("put after space returned: %v", err)
 	}

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -22,9 +24,15 @@ var (
 	ErrUnavailable = errors.New("store is unavailable")
 )
 
-// DefaultProbeEvery is how often a degraded store tries a small write to
-// learn that space has returned, when no write of a caller does.
+// DefaultProbeEvery is how often a degraded store probes whether space has
+// returned.
 const DefaultProbeEvery = 5 * time.Second
+
+// DefaultProbeBytes is how much free space a degraded store's probe asks
+// for before it calls the store healthy again: more than any single write
+// familiar makes (a task with its 30 KB texts, a batch of events), so that
+// a disk with room for small writes only is still full.
+const DefaultProbeBytes = 1 << 20
 
 // Health is whether the store can write. Options.OnHealth is told every
 // change; Store.Health returns the current one.
@@ -34,9 +42,12 @@ type Health struct {
 	Err error
 	// Since is when this state began.
 	Since time.Time
-	// Failed counts the writes refused since the store became degraded; when
-	// it recovers, the last Health before OK carries the total.
+	// Failed counts the writes refused since the store became degraded; the
+	// Health that reports the recovery (OK) carries the total of the
+	// degraded spell, so that it can be said then.
 	Failed int
+	// lastRefused is when a write was last refused (degraded only).
+	lastRefused time.Time
 }
 
 // classify wraps err, a failure of bbolt to commit or read, with the kind a
@@ -77,20 +88,27 @@ func (s *Store) Health() Health {
 
 // setHealth records the outcome of a commit; it runs in the writer goroutine
 // only, so OnHealth calls come in order.
+//
+// A degraded store does not become healthy because one write succeeded: on
+// a full disk small writes still fit where large ones do not, and taking
+// each success for an all-clear made the warnings flap (error, can save
+// again, error…) and end in a false all-clear with the disk still full.
+// Only the probe says healthy again (recover), once it found room and no
+// write was refused for a probe period.
 func (s *Store) setHealth(err error, writes int) {
+	if err == nil {
+		return
+	}
 	s.healthMu.Lock()
 	h := s.health
 	var changed bool
-	switch {
-	case err == nil && !h.OK:
-		s.log.Info("store: writes succeed again", "after", s.clock.Now().Sub(h.Since).String(), "refusedWrites", h.Failed)
-		h = Health{OK: true, Since: s.clock.Now()}
+	now := s.clock.Now()
+	if h.OK {
+		h = Health{OK: false, Err: err, Since: now, Failed: writes, lastRefused: now}
 		changed = true
-	case err != nil && h.OK:
-		h = Health{OK: false, Err: err, Since: s.clock.Now(), Failed: writes}
-		changed = true
-	case err != nil:
+	} else {
 		h.Failed += writes
+		h.lastRefused = now
 		// A different kind (full, then an I/O error) is news.
 		changed = errors.Is(err, ErrStoreFull) != errors.Is(h.Err, ErrStoreFull)
 		h.Err = err
@@ -98,30 +116,81 @@ func (s *Store) setHealth(err error, writes int) {
 	s.health = h
 	s.healthMu.Unlock()
 	if changed {
-		if !h.OK {
-			s.log.Error("store: cannot write; refusing writes until it can", "err", err)
-		}
+		s.log.Error("store: cannot write; refusing writes until it can", "err", err)
 		if s.onHealth != nil {
 			s.onHealth(h)
 		}
 	}
 }
 
-// probe tries a small write while the store is degraded, so that it learns
-// that space has returned even when no caller writes.
-func (s *Store) probe() {
-	err := guard(func() error {
-		return s.db.Update(func(tx *bolt.Tx) error {
-			meta := tx.Bucket(bucketMeta)
-			if meta == nil {
-				return nil
-			}
-			return meta.Put([]byte("probe"), []byte(s.clock.Now().UTC().Format(time.RFC3339Nano)))
-		})
-	})
-	err = classify(err)
-	if err != nil {
-		s.log.Debug("store: probe write failed", "err", err)
+// recover marks a degraded store healthy when the probe succeeded and no
+// write was refused for a probe period; the OK Health carries the number of
+// writes refused meanwhile.
+func (s *Store) recover() {
+	s.healthMu.Lock()
+	h := s.health
+	now := s.clock.Now()
+	if h.OK || now.Sub(h.lastRefused) < s.probeEvery {
+		s.healthMu.Unlock()
+		return
 	}
-	s.setHealth(err, 0)
+	s.log.Info("store: writes succeed again", "after", now.Sub(h.Since).String(), "refusedWrites", h.Failed)
+	h = Health{OK: true, Since: now, Failed: h.Failed}
+	s.health = h
+	s.healthMu.Unlock()
+	if s.onHealth != nil {
+		s.onHealth(h)
+	}
+}
+
+// probe checks, while the store is degraded, whether it can write again:
+// that the data dir has room for probeBytes (a scratch file written,
+// synced and removed; this also meets a quota) and that the database takes
+// a small write (an I/O error would not show in the scratch file).
+func (s *Store) probe() {
+	err := s.probeSpace()
+	if err == nil {
+		err = guard(func() error {
+			return s.db.Update(func(tx *bolt.Tx) error {
+				meta := tx.Bucket(bucketMeta)
+				if meta == nil {
+					return nil
+				}
+				return meta.Put([]byte("probe"), []byte(s.clock.Now().UTC().Format(time.RFC3339Nano)))
+			})
+		})
+	}
+	if err = classify(err); err != nil {
+		s.log.Debug("store: probe failed", "err", err)
+		return
+	}
+	s.recover()
+}
+
+// probeFreeSpace writes a scratch file of n bytes beside the database,
+// syncs it and removes it. The bytes are not zeros, so that a compressing
+// file system still has to find the room.
+func probeFreeSpace(dbPath string, n int) error {
+	name := dbPath + ".probe"
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(name)
+	buf := make([]byte, 64<<10)
+	rng := rand.NewChaCha8([32]byte{'f', 'a', 'm', 'i', 'l', 'i', 'a', 'r'})
+	for n > 0 {
+		chunk := buf[:min(n, len(buf))]
+		_, _ = rng.Read(chunk)
+		if _, err := f.Write(chunk); err != nil {
+			f.Close()
+			return err
+		}
+		n -= len(chunk)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,9 +61,13 @@ type Options struct {
 	// caller can warn its clients. It runs in the store's writer goroutine,
 	// in order: it must not block or call the store's write methods.
 	OnHealth func(Health)
-	// ProbeEvery is how often a degraded store tries a small write to
-	// learn that space has returned; 0 means DefaultProbeEvery.
+	// ProbeEvery is how often a degraded store probes whether space has
+	// returned, and how long no write may have been refused before it says
+	// it can write again; 0 means DefaultProbeEvery.
 	ProbeEvery time.Duration
+	// ProbeBytes is the free space the probe asks for; 0 means
+	// DefaultProbeBytes.
+	ProbeBytes int
 	// BackupEvery is how often the store backs itself up while open (and
 	// written to); 0 means DefaultBackupEvery, negative never (Close still
 	// backs up).
@@ -103,6 +108,9 @@ type Store struct {
 	health     Health // guarded by healthMu
 	onHealth   func(Health)
 	probeEvery time.Duration
+	// probeSpace checks for free space beside the database (a field so that
+	// tests can fill the disk without filling it).
+	probeSpace func() error
 
 	backupMu    sync.Mutex    // one backup at a time
 	backedUp    atomic.Uint64 // commits as of the last backup
@@ -219,6 +227,7 @@ func Open(path string, opts Options) (*Store, error) {
 		health:      Health{OK: true, Since: clk.Now()},
 		onHealth:    opts.OnHealth,
 		probeEvery:  probeEvery,
+		probeSpace:  func() error { return probeFreeSpace(path, cmp.Or(opts.ProbeBytes, DefaultProbeBytes)) },
 		stopBackups: make(chan struct{}),
 		checkDone:   checkDone,
 		recovery:    recovery,

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,8 +108,27 @@ func TestFullDiskRefusesTasksAndRecovers(t *testing.T) {
 	}
 	t.Logf("task/create refused after %v (%d acknowledged before): %s", answered, len(acked), refused.Error.Message)
 	c.WaitNotification(from, "a warning that familiar cannot save", editor.Method("server/message", "cannot save"))
-	if m := create("refused again"); m.Error == nil {
-		t.Fatal("a task was acknowledged on a full disk")
+	refusedCreates := 1
+	// While the disk stays full, small changes may still fit and large
+	// ones not: familiar keeps what it acknowledged, and does not say it
+	// can save again until it can.
+	for i := range 6 {
+		if i%2 == 0 {
+			if m := c.Call("task/create", map[string]any{"title": "small"}); m.Error == nil {
+				var task protocol.Task
+				if err := json.Unmarshal(m.Result, &task); err != nil {
+					t.Fatal(err)
+				}
+				acked[task.ID] = true
+			} else {
+				refusedCreates++
+			}
+			continue
+		}
+		if m := create("refused again"); m.Error == nil {
+			t.Fatal("a large task was acknowledged on a full disk")
+		}
+		refusedCreates++
 	}
 
 	// Space returns: familiar notices by itself.
@@ -118,6 +138,28 @@ func TestFullDiskRefusesTasksAndRecovers(t *testing.T) {
 	}
 	c.WaitNotification(from, "word that familiar can save again", editor.Method("server/message", "can save again"))
 	t.Logf("recovered %v after space returned", time.Since(start))
+	// One warning, then one all-clear that counts the refused changes.
+	var said []string
+	for _, n := range c.Notifications()[from:] {
+		if n.Method != "server/message" {
+			continue
+		}
+		var msg protocol.ServerMessageNotification
+		if err := json.Unmarshal(n.Params, &msg); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(msg.Text, "save") {
+			said = append(said, string(msg.Level)+": "+msg.Text)
+		}
+	}
+	if len(said) != 2 || !strings.HasPrefix(said[0], "error: familiar cannot save") || !strings.HasPrefix(said[1], "info: familiar can save again") {
+		t.Fatalf("the store's warnings, want one error then one all-clear:\n%s", strings.Join(said, "\n"))
+	}
+	var counted int
+	if _, err := fmt.Sscanf(said[1][strings.Index(said[1], ";")+2:], "%d", &counted); err != nil || counted < refusedCreates {
+		t.Errorf("all-clear %q: want at least the %d refused task/create calls counted", said[1], refusedCreates)
+	}
+	t.Logf("%d task/create calls refused; %s", refusedCreates, said[1])
 	if m := create("after"); m.Error != nil {
 		t.Fatalf("task/create after space returned: %+v", m.Error)
 	}
