@@ -390,7 +390,7 @@ func (o *Orchestrator) changes(ctx context.Context, wt worktree.Worktree) ([]pro
 	}
 	var cf []protocol.ChangedFile
 	for _, f := range files {
-		cf = append(cf, protocol.ChangedFile{Path: f.Path, Status: protocol.FileStatus(f.Status), OldPath: f.OldPath})
+		cf = append(cf, protocol.ChangedFile{Path: f.Path, Status: protocol.FileStatus(f.Status), OldPath: f.OldPath, Submodule: f.Submodule})
 	}
 	var cs []protocol.Commit
 	for _, c := range commits {

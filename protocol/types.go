@@ -115,6 +115,10 @@ type ChangedFile struct {
 	Path    string     `json:"path"`
 	Status  FileStatus `json:"status"`
 	OldPath string     `json:"oldPath,omitempty"`
+	// Submodule is the path of the submodule the file is inside (familiar's
+	// addition): such a change is shown but not merged, and task/merge
+	// refuses while the task has one.
+	Submodule string `json:"submodule,omitempty"`
 }
 
 // Commit is one commit on a task's branch.

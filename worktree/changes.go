@@ -33,6 +33,10 @@ type FileChange struct {
 	// Additions and Deletions count lines; both are 0 when Binary.
 	Additions, Deletions int
 	Binary               bool
+	// Submodule is the path of the submodule the file is inside, "" for a
+	// file of the worktree's own repository. Such a change is shown but
+	// never merged (Merge refuses while there is one: SubmoduleChangesError).
+	Submodule string
 }
 
 // Commit is one commit made in a worktree since its base.

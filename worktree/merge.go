@@ -86,6 +86,12 @@ func (r *Repo) Merge(ctx context.Context, wt Worktree, base string, strategy Str
 			return MergeResult{}, &DirtyError{Checkout: checkout, Files: files}
 		}
 	}
+	// A worktree already removed has no submodule checkouts left to lose.
+	if wt.Path != "" && wt.BaseCommit != "" && isDir(wt.Path) {
+		if err := r.checkSubmoduleChanges(ctx, wt); err != nil {
+			return MergeResult{}, err
+		}
+	}
 	if message == "" {
 		message = fmt.Sprintf("Merge %s", wt.Branch)
 	}

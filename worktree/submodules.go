@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -204,6 +205,7 @@ func (r *Repo) submoduleChanges(ctx context.Context, wt Worktree) ([]FileChange,
 			return nil, nil, fmt.Errorf("changes in submodule %s: %w", s.Path, err)
 		}
 		for _, c := range changes {
+			c.Submodule = s.Path
 			c.Path = s.Path + "/" + c.Path
 			if c.OldPath != "" {
 				c.OldPath = s.Path + "/" + c.OldPath
@@ -213,6 +215,53 @@ func (r *Repo) submoduleChanges(ctx context.Context, wt Worktree) ([]FileChange,
 		covered[s.Path] = true
 	}
 	return all, covered, nil
+}
+
+// SubmoduleChangesError says that the task changed files inside
+// submodules, which Merge does not carry: a submodule is another repository,
+// and its change would have to be committed there and reach the repository
+// everyone fetches it from, or the base would record a commit that exists
+// only in the task's worktree. Merging the rest alone would drop the edits
+// without a word, so Merge refuses and names them.
+type SubmoduleChangesError struct {
+	Worktree   string
+	Submodules []string // their paths
+	Files      []string // the changed files inside them, worktree paths
+}
+
+func (e *SubmoduleChangesError) Error() string {
+	files := e.Files
+	if len(files) > 5 {
+		files = append(slices.Clone(files[:5]), fmt.Sprintf("and %d more", len(e.Files)-5))
+	}
+	what := "submodule " + e.Submodules[0]
+	if len(e.Submodules) > 1 {
+		what = "submodules " + strings.Join(e.Submodules, ", ")
+	}
+	return fmt.Sprintf("the task changed files inside %s (%s), which familiar does not merge: a submodule is a repository of its own, "+
+		"and its changes belong there. Take them to that repository yourself (they are in the task's worktree, %s), "+
+		"then restore the submodule there and merge again; nothing was merged",
+		what, strings.Join(files, ", "), e.Worktree)
+}
+
+// Unwrap makes it an ErrFailedPrecondition.
+func (e *SubmoduleChangesError) Unwrap() error { return ErrFailedPrecondition }
+
+// checkSubmoduleChanges returns a *SubmoduleChangesError if the worktree
+// has changes inside its submodules.
+func (r *Repo) checkSubmoduleChanges(ctx context.Context, wt Worktree) error {
+	inner, _, err := r.submoduleChanges(ctx, wt)
+	if err != nil || len(inner) == 0 {
+		return err
+	}
+	e := &SubmoduleChangesError{Worktree: wt.Path}
+	for _, c := range inner {
+		e.Files = append(e.Files, c.Path)
+		if !slices.Contains(e.Submodules, c.Submodule) {
+			e.Submodules = append(e.Submodules, c.Submodule)
+		}
+	}
+	return e
 }
 
 // BranchElsewhereError says the task's branch is also checked out in

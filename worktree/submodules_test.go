@@ -126,3 +126,48 @@ func TestBranchCheckedOutElsewhereIsRefused(t *testing.T) {
 		t.Fatalf("Checkpoint after the user left the branch: %v, %v", committed, err)
 	}
 }
+
+// An edit inside a submodule is never dropped by a merge without a word:
+// Merge refuses and names the files, whatever else the task changed, and
+// merges once the submodule is back as it was.
+func TestMergeRefusesChangesInsideASubmodule(t *testing.T) {
+	ctx := context.Background()
+	root, _ := repoWithSubmodule(t)
+	r := openRepo(t, root)
+	wt := create(t, r, "task-subedit", "edit lib")
+	writeFiles(t, wt.Path, map[string]string{"libs/lib/a.txt": "a\nedited\n", "top.txt": "t\n"})
+	changes, err := r.ChangedFiles(ctx, wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range changes {
+		if want := map[string]string{"libs/lib/a.txt": "libs/lib", "top.txt": ""}[c.Path]; c.Submodule != want {
+			t.Errorf("%s: Submodule = %q, want %q", c.Path, c.Submodule, want)
+		}
+	}
+	gitT(t, wt.Path, "add", "top.txt")
+	gitT(t, wt.Path, "commit", "-q", "-m", "top")
+	before := gitT(t, root, "rev-parse", "main")
+
+	_, err = r.Merge(ctx, wt, "main", Merge, "")
+	var sub *SubmoduleChangesError
+	if !errors.As(err, &sub) || !errors.Is(err, ErrFailedPrecondition) {
+		t.Fatalf("Merge with an edit inside a submodule: %v", err)
+	}
+	if !slices.Equal(sub.Files, []string{"libs/lib/a.txt"}) || !slices.Equal(sub.Submodules, []string{"libs/lib"}) {
+		t.Errorf("refusal names %v in %v", sub.Files, sub.Submodules)
+	}
+	if after := gitT(t, root, "rev-parse", "main"); after != before {
+		t.Fatalf("main moved from %s to %s although the merge was refused", before, after)
+	}
+	t.Logf("refused: %v", err)
+
+	// The edit inside the submodule is undone: the rest merges.
+	gitT(t, filepath.Join(wt.Path, "libs", "lib"), "checkout", "--", "a.txt")
+	if _, err := r.Merge(ctx, wt, "main", Merge, ""); err != nil {
+		t.Fatalf("Merge once the submodule is clean: %v", err)
+	}
+	if got := gitT(t, root, "show", "main:top.txt"); got != "t" {
+		t.Errorf("main:top.txt = %q", got)
+	}
+}
