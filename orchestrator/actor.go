@@ -369,6 +369,19 @@ func (a *actor) complete(turn agent.TurnEnded) {
 			errs = append(errs, err.Error())
 		}
 		result.ChangedFiles, result.Commits = files, commits
+		// Said now, not only when a merge is refused: the person decides
+		// what to do with them before asking for the merge.
+		var inSub []string
+		for _, f := range files {
+			if f.Submodule != "" {
+				inSub = append(inSub, f.Path)
+			}
+		}
+		if len(inSub) > 0 {
+			o.pub.publish(a.id, protocol.ServerMessageNotification{Level: protocol.LevelWarning, Text: fmt.Sprintf(
+				"task %s changed files inside a submodule (%s); familiar will not merge the task while it has them: a submodule is a repository of its own, so take them there yourself",
+				title, strings.Join(inSub, ", "))})
+		}
 		if cut, ref := o.clipText(a.id, summary); len(cut) < len(summary) {
 			result.Truncated, result.OriginalSize, result.SummaryRef = true, len(summary), ref
 			summary = cut
