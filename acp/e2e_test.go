@@ -213,7 +213,21 @@ func TestACPParallel(t *testing.T)  { newWorld(t).run("parallel") }
 // thinking reach the client as they stream, in several chunks. With
 // --driver pty they come from the session file, one chunk per block.
 func TestACPTextStreams(t *testing.T) {
-	t.Run("stream", func(t *testing.T) { newWorld(t).run("stream") })
+	t.Run("stream", func(t *testing.T) {
+		w := newWorld(t)
+		w.run("stream")
+		// The task is named after the prompt's first line ("think"); the
+		// model reads that line once, not as a title and again as the
+		// description.
+		reqs := w.api.MainRequests()
+		if len(reqs) == 0 {
+			t.Fatal("no request reached the model")
+		}
+		first := reqs[0].LastUserText()
+		if n := strings.Count("\n"+first+"\n", "\nthink\n"); n != 1 || strings.Contains(first, "Task: think") {
+			t.Errorf("the prompt's first line is in the model's first message %d times:\n%s", n, first)
+		}
+	})
 	t.Run("pty", func(t *testing.T) {
 		newWorld(t).runWith("stream", []string{`ACP_AGENT_ARGS=["--driver","pty"]`, "ACP_MIN_CHUNKS=1"})
 	})

@@ -31,7 +31,7 @@ const DefaultProfile = "default"
 // text/template's whitespace rules.
 const partials = `
 {{- define "task"}}
-# Task: {{.Title}}
+{{if .TitleIsFirstLine}}# Task{{else}}# Task: {{.Title}}{{end}}
 {{with .Description}}
 {{.}}
 {{end}}

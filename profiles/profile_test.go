@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"os"
@@ -400,5 +401,35 @@ func TestGoldenPrompts(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A task named after the first line of its description (familiar acp names
+// a session's task so) gives the model that line once.
+func TestTitleThatIsTheFirstLineIsNotRepeated(t *testing.T) {
+	for _, tc := range []struct {
+		name, title, desc string
+		heading           string
+	}{
+		{"first line", "Fix the flaky login test", "Fix the flaky login test\nIt fails one run in ten.", "# Task\n"},
+		{"cut first line", "Explain why the cache is slow when…", "Explain why the cache is slow when the keys are long and the values short", "# Task\n"},
+		{"whole prompt", "What does main.go do?", "What does main.go do?", "# Task\n"},
+		{"own title", "Rename Foo", "Rename Foo to Bar.", "# Task: Rename Foo\n"},
+		{"no description", "Add a README", "", "# Task: Add a README\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := Builtin().Build(Request{Context: Context{Title: tc.title, Description: tc.desc, Type: TypeImplement}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := spec.Prompt.Text
+			if !strings.Contains(text, tc.heading) {
+				t.Errorf("prompt lacks %q:\n%s", tc.heading, text)
+			}
+			first, _, _ := strings.Cut(cmp.Or(tc.desc, tc.title), "\n")
+			if n := strings.Count(text, first); n != 1 {
+				t.Errorf("the line %q is in the prompt %d times:\n%s", first, n, text)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -16,6 +17,20 @@ type Context struct {
 	HintFiles          []string // files the caller or familiar thinks are relevant
 	PriorAttempt       *Attempt // set on retry
 	OtherTasks         []string // titles of other active tasks in the repository
+}
+
+// TitleIsFirstLine reports whether the title is the description's first
+// line (or its start, cut with "…"), as when a client names a task after the
+// first line of what the person typed (familiar acp): the task template then
+// gives the description alone, so that the model reads that line once.
+func (c Context) TitleIsFirstLine() bool {
+	title := strings.TrimSpace(c.Title)
+	first, _, _ := strings.Cut(strings.TrimSpace(c.Description), "\n")
+	first = strings.TrimSpace(first)
+	if cut, ok := strings.CutSuffix(title, "…"); ok {
+		return cut != "" && strings.HasPrefix(first, cut)
+	}
+	return title != "" && first == title
 }
 
 // Attempt summarises a previous attempt at the same task.
