@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/familiar-dev/familiar/agent"
 )
 
 // Each subcommand's --help: what it does, its flags (printed from the flag
@@ -141,7 +143,7 @@ Flags:
 const doctorHelp = `Usage: familiar doctor
 
 Checks what familiar needs and prints one line per check, with a fix for
-each problem: git, the claude CLI (found, version at least 2.1.330),
+each problem: git, the claude CLI (found, version at least ` + agent.MinVersion + `),
 credentials (present; never printed), the data dir, its lock, the worktrees
 dir, loopback for hooks, and what the MCP presets require.
 

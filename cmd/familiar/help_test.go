@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/familiar-dev/familiar/agent"
 )
 
 // familiar runs the real binary (this test binary as familiar's main).
@@ -68,5 +70,13 @@ func TestTopLevelHelpListsEverySubcommand(t *testing.T) {
 	}
 	if _, errOut, code := familiar(t, "nonsense"); code != 2 || !strings.Contains(errOut, `unknown command "nonsense"`) {
 		t.Errorf("unknown command: exit %d, %s", code, errOut)
+	}
+}
+
+// doctor --help names the oldest claude familiar accepts, the one the code
+// checks (it once said the pinned version instead).
+func TestDoctorHelpNamesTheOldestSupportedClaude(t *testing.T) {
+	if !strings.Contains(doctorHelp, "version at least "+agent.MinVersion+")") {
+		t.Errorf("doctor --help does not name %s:\n%s", agent.MinVersion, doctorHelp)
 	}
 }
