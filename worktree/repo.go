@@ -45,6 +45,7 @@ type Repo struct {
 	git       runner
 	log       *slog.Logger
 	mu        *sync.RWMutex // shared per commonDir; see lockFor
+	known     *commitCache  // what Forecast learnt about commits, which never change
 }
 
 // repoLocks holds one lock per repository, keyed by the real path of its
@@ -84,7 +85,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: git: %w", ErrUnavailable, err)
 	}
-	r := &Repo{git: runner{git: path, log: log}, log: log}
+	r := &Repo{git: runner{git: path, log: log}, log: log, known: newCommitCache()}
 
 	out, err := r.git.run(ctx, invocation{dir: dir, readOnly: true,
 		args: []string{"rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir"}})
