@@ -84,8 +84,13 @@ func checkGit(ctx context.Context) Check {
 		c.Hint = "install git (e.g. apt-get install git)"
 		return c
 	}
-	c.OK = true
 	c.Detail = "git " + v
+	if !worktree.VersionAtLeast(v, worktree.MinVersion) {
+		c.Detail += ", older than " + worktree.MinVersion + ": tasks cannot be merged and conflicts are not forecast (git merge-tree --write-tree)"
+		c.Hint = "install git " + worktree.MinVersion + " or newer"
+		return c
+	}
+	c.OK = true
 	return c
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -90,6 +91,38 @@ func Version(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return strings.TrimPrefix(strings.TrimSpace(string(out)), "git version "), nil
+}
+
+// MinVersion is the oldest git whose merge familiar can do without a
+// checkout: `git merge-tree --write-tree` (merge, squash, the conflict
+// forecast) came in 2.38.
+const MinVersion = "2.38"
+
+// VersionAtLeast reports whether the version Version returned ("2.39.5",
+// "2.39.5 (Apple Git-154)", "2.45.windows.1") is min or newer.
+func VersionAtLeast(version, min string) bool {
+	num := func(s string) []int {
+		s, _, _ = strings.Cut(strings.TrimSpace(s), " ")
+		var out []int
+		for _, f := range strings.Split(s, ".") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				break
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	v, m := num(version), num(min)
+	for i := range m {
+		if i >= len(v) {
+			return false
+		}
+		if v[i] != m[i] {
+			return v[i] > m[i]
+		}
+	}
+	return true
 }
 
 // maxTracked bounds ListTracked: hints need a sample of paths, not a huge

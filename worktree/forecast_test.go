@@ -170,3 +170,17 @@ func TestForecastFileAgainstDirectoryAndRename(t *testing.T) {
 		t.Errorf("rename against an edit: %+v, %v; want a clean merge with old.txt overlapping", f, err)
 	}
 }
+
+func TestVersionAtLeast(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want bool
+	}{
+		{"2.39.5", true}, {"2.38", true}, {"2.38.0", true}, {"2.37.9", false}, {"1.99", false},
+		{"2.45.windows.1", true}, {"2.39.5 (Apple Git-154)", true}, {"3.0", true}, {"2", false}, {"", false},
+	} {
+		if got := VersionAtLeast(tc.v, MinVersion); got != tc.want {
+			t.Errorf("VersionAtLeast(%q, %s) = %v", tc.v, MinVersion, got)
+		}
+	}
+}
