@@ -92,7 +92,7 @@ func Run(ctx context.Context, o Options) (Report, int) {
 		p := o.File.Tasks[i]
 		t, err := ws.Orch.TaskCreate(context.Background(), &p)
 		if err != nil {
-			ws.Orch.CancelAll(context.Background())
+			ws.Orch.CancelAll(context.Background(), fmt.Sprintf("familiar run stopped: task %d of %s could not be created", i+1, o.File.Path))
 			var pe *protocol.Error
 			if errors.As(err, &pe) && pe.Code == protocol.CodeInvalidParams {
 				field := ""
@@ -131,7 +131,7 @@ func Run(ctx context.Context, o Options) (Report, int) {
 			if !cancelled {
 				cancelled = true
 				prog.say("interrupted: stopping the agents gracefully (Ctrl-C again to force)")
-				go ws.Orch.CancelAll(context.Background())
+				go ws.Orch.CancelAll(context.Background(), "") // the person's Ctrl-C
 			}
 			ctx = context.Background() // wait for the tasks to settle
 		case <-o.Force:

@@ -382,6 +382,10 @@ func (a *actor) complete(turn agent.TurnEnded) {
 				"task %s changed files inside a submodule (%s); familiar will not merge the task while it has them: a submodule is a repository of its own, so take them there yourself",
 				title, strings.Join(inSub, ", "))})
 		}
+		// Nothing beyond the base, nothing left uncommitted: nothing to
+		// merge (a task that only answered a question, or found nothing to
+		// do). A client offers no merge for it.
+		result.NoChanges = len(errs) == 0 && wt.Path != "" && len(files) == 0 && len(commits) == 0
 		if cut, ref := o.clipText(a.id, summary); len(cut) < len(summary) {
 			result.Truncated, result.OriginalSize, result.SummaryRef = true, len(summary), ref
 			summary = cut

@@ -958,7 +958,8 @@ func TestBlockedByAPIErrorContinuesWithSend(t *testing.T) {
 	if _, err := e.o.TaskSend(ctx, &protocol.TaskSendParams{ID: task.ID, Text: "please try once more"}); err != nil {
 		t.Fatal(err)
 	}
-	e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID))
+	// The block was announced too (success false): wait for the success.
+	e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID, `"success":true`))
 	done := e.get(t, task.ID)
 	if done.Worktree == nil || blocked.Worktree == nil || done.Worktree.Path != blocked.Worktree.Path {
 		t.Errorf("continued in another worktree: %+v then %+v", blocked.Worktree, done.Worktree)

@@ -167,8 +167,9 @@ func (o *Orchestrator) UseSettings(s protocol.Settings) {
 }
 
 // CancelAll cancels every task that has not finished, gracefully, and waits
-// for them to settle.
-func (o *Orchestrator) CancelAll(ctx context.Context) {
+// for them to settle. reason is "" for the person's cancel (Ctrl-C), or why
+// familiar cancels them itself, which their end announces.
+func (o *Orchestrator) CancelAll(ctx context.Context, reason string) {
 	o.mu.Lock()
 	actors := o.actorsLocked()
 	o.mu.Unlock()
@@ -180,7 +181,7 @@ func (o *Orchestrator) CancelAll(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := o.TaskCancel(ctx, &protocol.TaskIDParams{ID: a.id}); err != nil {
+			if _, err := o.cancelTask(ctx, &protocol.TaskIDParams{ID: a.id}, reason); err != nil {
 				o.logger.Debug("cancel", "task", a.id, "err", err)
 			}
 		}()

@@ -73,7 +73,7 @@ func (o *Orchestrator) usageLimitReset() {
 		for _, a := range actors {
 			v := a.view()
 			if v.T.Status == protocol.StatusBlocked && v.T.Blocked != nil && v.T.Blocked.Reason == protocol.BlockedUsageLimit {
-				a.post(envelope{in: cmdResume{}})
+				a.post(envelope{in: cmdResume{auto: true}})
 			}
 		}
 	}

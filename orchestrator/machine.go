@@ -22,9 +22,9 @@ var transitions = map[protocol.Status][]protocol.Status{
 	protocol.StatusQueued:    {protocol.StatusStarting, protocol.StatusCancelled, protocol.StatusPaused},
 	protocol.StatusStarting:  {protocol.StatusRunning, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusQueued, protocol.StatusPaused},
 	protocol.StatusRunning:   {protocol.StatusStarting, protocol.StatusWaiting, protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
-	protocol.StatusWaiting:   {protocol.StatusStarting, protocol.StatusRunning, protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
+	protocol.StatusWaiting:   {protocol.StatusStarting, protocol.StatusRunning, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
 	protocol.StatusPaused:    {protocol.StatusQueued, protocol.StatusCancelled},
-	protocol.StatusMerging:   {protocol.StatusMerged, protocol.StatusRunning, protocol.StatusQueued, protocol.StatusBlocked},
+	protocol.StatusMerging:   {protocol.StatusMerged, protocol.StatusQueued},
 	protocol.StatusMerged:    {protocol.StatusMerging},
 	protocol.StatusBlocked:   {protocol.StatusQueued, protocol.StatusCancelled},
 	protocol.StatusCancelled: nil,
@@ -76,7 +76,8 @@ const (
 	stopShutdown          // familiar stops: → blocked{interrupted}, resumable
 )
 
-// stopIntent is a stopKind with what blocked needs.
+// stopIntent is a stopKind with what blocked needs. A stopCancel with a
+// detail is familiar's own cancel, not the person's.
 type stopIntent struct {
 	kind   stopKind
 	reason protocol.BlockedReason
@@ -116,6 +117,13 @@ type state struct {
 	// steps are the task's tool calls as the transcript reported them
 	// (task/get); memory only, the store has them as task/transcript events.
 	steps []protocol.ToolCall
+	// requeued: back in the queue after familiar's own failed start or
+	// retry, so the next start continues the task's time (startedAt)
+	// rather than starting it again.
+	requeued bool
+	// resumeAfterOp: the usage limit reset while a git operation owned
+	// the task; it continues once the operation is over.
+	resumeAfterOp bool
 }
 
 // maxSteps bounds the steps a task keeps in memory; the oldest go first.
@@ -131,6 +139,9 @@ type env struct {
 	repoRoot         string
 	dataDir          string
 	maxBudgetUSD     float64 // the setting; a task's own wins; 0 = none
+	// resumeAfterUsageLimit: the setting; a usage-limited task continues
+	// by itself at the reset (what its end's detail says).
+	resumeAfterUsageLimit bool
 }
 
 // Inputs. Commands come from clients; the rest are what the agent or a
@@ -185,12 +196,19 @@ type (
 		signal string
 	}
 
-	cmdCancel    struct{}
+	// cmdCancel: by the person, or with a detail by familiar itself
+	// (announced as an end, as a block is).
+	cmdCancel    struct{ detail string }
 	cmdPause     struct{}
 	cmdInterrupt struct{}
-	cmdResume    struct{ text string }
-	cmdSend      struct{ text string }
-	cmdSetMode   struct {
+	// cmdResume: auto is the usage limit's reset, which nobody waits on:
+	// during a git operation it is kept for the operation's end.
+	cmdResume struct {
+		text string
+		auto bool
+	}
+	cmdSend    struct{ text string }
+	cmdSetMode struct {
 		mode   protocol.Mode
 		notice string
 	}
@@ -336,7 +354,9 @@ func (st *stepper) move(to protocol.Status) error {
 	st.emit(effAudit{action: "task.status", actor: "familiar", data: map[string]string{"from": string(from), "to": string(to)}})
 	switch to {
 	case protocol.StatusStarting:
-		if !live(from) {
+		// A start familiar retried by itself continues the task's time;
+		// a first start, or one a person asked for, begins it.
+		if !live(from) && !s.requeued {
 			s.T.StartedAt = now
 		}
 		s.T.Blocked = nil
@@ -362,6 +382,9 @@ func (st *stepper) move(to protocol.Status) error {
 	}
 	if from == protocol.StatusQueued || to == protocol.StatusQueued {
 		st.emit(effQueueChanged{})
+	}
+	if from == protocol.StatusQueued {
+		s.requeued = false
 	}
 	return nil
 }
@@ -434,7 +457,17 @@ func step(s state, in input, e env) (state, []effect, error) {
 	if err := st.apply(in); err != nil {
 		return s, nil, err
 	}
+	st.announceEnd(s.T.Status)
 	return st.s, st.out, nil
+}
+
+// opBusy refuses what would start claude in a worktree a git operation
+// (merge, undo, remove) is working on, naming the operation.
+func (st *stepper) opBusy() error {
+	if op := st.s.op; op != opNone {
+		return protocol.FailedPrecondition(fmt.Sprintf("a %s of this task is in progress; try again when it is done", op), st.s.T.Status)
+	}
+	return nil
 }
 
 func (st *stepper) apply(in input) error {
@@ -442,6 +475,9 @@ func (st *stepper) apply(in input) error {
 	status := s.T.Status
 	switch in := in.(type) {
 	case inStart:
+		if err := st.opBusy(); err != nil {
+			return err
+		}
 		if status != protocol.StatusQueued {
 			return errTransition("start", status)
 		}
@@ -511,6 +547,7 @@ func (st *stepper) apply(in input) error {
 		if err := st.move(protocol.StatusQueued); err != nil {
 			return err
 		}
+		s.requeued = true
 		st.changed()
 
 	case inActivity:
@@ -649,8 +686,7 @@ func (st *stepper) apply(in input) error {
 			}
 			s.T.Result = &r
 			st.changed()
-			st.emit(effPublish{protocol.TaskCompletedNotification{ID: s.T.ID, Result: r}})
-			// The finished agent would hold ~200 MB while idle: let it go.
+			// Announced by announceEnd. The finished agent would hold ~200 MB while idle: let it go.
 			// Its session is kept, so task/send resumes the conversation.
 			st.stopAgent(stopIntent{kind: stopRelease}, false)
 		}
@@ -695,12 +731,13 @@ func (st *stepper) apply(in input) error {
 		st.settleStopped(intent)
 
 	case cmdCancel:
+		intent := stopIntent{kind: stopCancel, detail: in.detail}
 		switch {
 		case status == protocol.StatusQueued || status == protocol.StatusPaused || status == protocol.StatusBlocked:
 			if err := st.move(protocol.StatusCancelled); err != nil {
 				return err
 			}
-			s.T.Blocked = &protocol.Blocked{Reason: protocol.BlockedCancelledByUser, Detail: "cancelled by the user"}
+			s.T.Blocked = cancelled(intent)
 			st.changed()
 			if s.agent != agentNone {
 				st.stopAgent(stopIntent{kind: stopRelease}, false)
@@ -708,10 +745,10 @@ func (st *stepper) apply(in input) error {
 		case live(status):
 			if status == protocol.StatusStarting && s.agent == agentNone {
 				// Between a failed start and its retry.
-				st.settleStopped(stopIntent{kind: stopCancel})
+				st.settleStopped(intent)
 				return nil
 			}
-			st.stopAgent(stopIntent{kind: stopCancel}, false)
+			st.stopAgent(intent, false)
 		default:
 			return errTransition("cancel", status)
 		}
@@ -748,6 +785,13 @@ func (st *stepper) apply(in input) error {
 		}
 
 	case cmdResume:
+		if err := st.opBusy(); err != nil {
+			if in.auto {
+				s.resumeAfterOp = true
+				return nil
+			}
+			return err
+		}
 		resumable := status == protocol.StatusPaused ||
 			(status == protocol.StatusBlocked && (s.T.Blocked == nil || s.T.Blocked.Reason != protocol.BlockedCancelledByUser))
 		if !resumable {
@@ -770,12 +814,18 @@ func (st *stepper) apply(in input) error {
 		st.changed()
 
 	case cmdSend:
+		if err := st.opBusy(); err != nil {
+			return err
+		}
 		switch {
 		case (status == protocol.StatusRunning || status == protocol.StatusWaiting) && s.agent == agentUp:
 			st.emit(effSendPrompt{text: in.text})
-		case status == protocol.StatusMerging && s.op == opNone:
+		case status == protocol.StatusMerging:
 			// A follow-up on finished work: the agent resumes its session
-			// with it when a slot is free.
+			// with it when a slot is free (once the finished one is gone).
+			if s.agent != agentNone {
+				return protocol.FailedPrecondition("the task's agent is still stopping; try again in a moment", status)
+			}
 			if err := st.move(protocol.StatusQueued); err != nil {
 				return err
 			}
@@ -863,6 +913,11 @@ func (st *stepper) apply(in input) error {
 				return errTransition("undo", status)
 			}
 		case opRemove:
+			// A queued task would start in the worktree being removed:
+			// the person cancels it first (a remove is no cancel).
+			if status == protocol.StatusQueued {
+				return protocol.FailedPrecondition("cannot remove a task that is queued; cancel it first", status)
+			}
 			if live(status) {
 				return errTransition("remove", status)
 			}
@@ -877,6 +932,14 @@ func (st *stepper) apply(in input) error {
 			return nil
 		}
 		s.op = opNone
+		if s.resumeAfterOp {
+			// The usage limit reset during the operation: continue now,
+			// unless the worktree went with it.
+			s.resumeAfterOp = false
+			if !(in.op == opRemove && in.ok) {
+				defer func() { _ = st.apply(cmdResume{auto: true}) }()
+			}
+		}
 		if !in.ok {
 			return nil
 		}
@@ -886,6 +949,12 @@ func (st *stepper) apply(in input) error {
 				return err
 			}
 			s.Merge = in.merge
+			if r := s.T.Result; r != nil && r.NoChanges {
+				// Commits made by hand since the task finished were merged.
+				c := *r
+				c.NoChanges = false
+				s.T.Result = &c
+			}
 			st.emit(effAudit{action: "task.merged", actor: "user", data: in.audit})
 		case opUndo:
 			if in.undone {
@@ -897,6 +966,7 @@ func (st *stepper) apply(in input) error {
 			if in.result != nil && s.T.Result != nil {
 				r := *s.T.Result
 				r.ChangedFiles, r.Commits = in.result.ChangedFiles, in.result.Commits
+				r.NoChanges = len(r.ChangedFiles) == 0 && len(r.Commits) == 0
 				s.T.Result = &r
 			}
 			st.emit(effAudit{action: "task.undone", actor: "user", data: in.audit})
@@ -930,7 +1000,7 @@ func (st *stepper) apply(in input) error {
 	case inLoaded:
 		// Nothing runs yet: a task that was live when familiar stopped lost
 		// its agent.
-		s.agent, s.stop, s.op, s.completing = agentNone, stopIntent{}, opNone, false
+		s.agent, s.stop, s.op, s.completing, s.resumeAfterOp = agentNone, stopIntent{}, opNone, false, false
 		if live(status) {
 			// A task that waited on a person stays for that person; one
 			// that worked on its own continues by itself (recoverLeftovers).
@@ -987,7 +1057,7 @@ func (st *stepper) settleStopped(intent stopIntent) {
 		}
 	case stopCancel:
 		if status != protocol.StatusCancelled && st.move(protocol.StatusCancelled) == nil {
-			s.T.Blocked = &protocol.Blocked{Reason: protocol.BlockedCancelledByUser, Detail: "cancelled by the user"}
+			s.T.Blocked = cancelled(intent)
 		}
 	case stopPause:
 		if live(status) {

@@ -119,7 +119,7 @@ func TestTransitions(t *testing.T) {
 				}
 			}},
 		{name: "worktree failure blocks at once", from: mk(protocol.StatusStarting, agentStarting), in: inStartFailed{detail: "create worktree: bad"},
-			status: protocol.StatusBlocked, effects: []string{"slot freed", "persist", "updated"}},
+			status: protocol.StatusBlocked, effects: []string{"slot freed", "persist", "updated", "publish task/completed"}},
 		{name: "start failure after a pause: paused", from: mk(protocol.StatusStarting, agentStarting, withStop(stopPause)), in: inStartFailed{detail: "x"},
 			status: protocol.StatusPaused},
 		{name: "backoff over: back to the queue", from: mk(protocol.StatusStarting, agentNone), in: inBackoffDone{},
@@ -262,7 +262,7 @@ func TestTransitions(t *testing.T) {
 		{name: "usage limit: blocked{usage_limit} with the reset time, queue told", from: mk(running, agentUp),
 			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureUsageLimit, Status: 429, Message: "You've hit your 5-hour limit", ResetsAt: testEnv.now.Add(2 * time.Hour)}}},
 			status: protocol.StatusBlocked, phase: agentStopping,
-			effects: []string{"slot freed", "persist", "updated", "stop agent", "usage limit"},
+			effects: []string{"slot freed", "persist", "updated", "stop agent", "usage limit", "publish task/completed"},
 			check: func(t *testing.T, s state) {
 				b := s.T.Blocked
 				if b.Reason != protocol.BlockedUsageLimit || !b.ResetsAt.Equal(testEnv.now.Add(2*time.Hour)) || s.FollowUp != resumePrompt {
@@ -304,7 +304,7 @@ func TestTransitions(t *testing.T) {
 			}},
 		{name: "completed: merging, announced, agent released", from: mk(running, agentUp, completing()), in: inCompleted{result: protocol.TaskResult{Summary: "s"}},
 			status: protocol.StatusMerging, phase: agentStopping,
-			effects: []string{"slot freed", "persist", "updated", "publish task/completed", "stop agent"}},
+			effects: []string{"slot freed", "persist", "updated", "stop agent", "publish task/completed"}},
 		{name: "completed with BLOCKED: blocked", from: mk(running, agentUp, completing()), in: inCompleted{blocked: "no access"},
 			status: protocol.StatusBlocked, phase: agentStopping},
 		{name: "completed after a cancel: ignored", from: mk(protocol.StatusCancelled, agentNone, completing()), in: inCompleted{},
@@ -488,45 +488,203 @@ func TestTransitions(t *testing.T) {
 	}
 }
 
-// TestTransitionGraph checks that step never moves a task along an edge the
-// table does not have, over every status × input.
-func TestTransitionGraph(t *testing.T) {
-	inputs := []input{inStart{}, inStarted{}, inStartFailed{detail: "x", transient: true}, inBackoffDone{},
-		inActivity{activity: protocol.ActivityWriting}, inQuestion{q: protocol.Question{ID: "q"}, kind: agent.KindPermission},
-		inResolved{questionID: "q1"}, inAnswered{questionID: "q1"}, inApprovalTimer{questionID: "q1"},
-		inTurnEnded{turn: agent.TurnEnded{LastMessage: "x"}}, inTurnEnded{turn: agent.TurnEnded{Failed: true, Error: "529"}},
-		inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureUsageLimit, ResetsAt: testEnv.now.Add(time.Hour)}}},
-		inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAuth}}},
-		inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 529}}},
-		inStartFailed{detail: "x", auth: true}, inCommandTimeout{detail: "x"},
-		inCompleted{}, inNoProgress{}, inAgentProblem{detail: "x", fatal: true}, inExited{code: 1},
-		cmdCancel{}, cmdPause{}, cmdResume{}, cmdSend{text: "x"}, cmdSetMode{mode: protocol.ModeAuditor}, cmdShutdown{}, cmdKill{},
-		cmdBeginOp{op: opMerge}, cmdBeginOp{op: opUndo}, cmdBeginOp{op: opRemove}, cmdEndOp{op: opMerge, ok: true},
-		cmdRequeue{priority: 1}, inQueueMoved{}, inLoaded{}}
-	phases := []agentPhase{agentNone, agentStarting, agentUp, agentStopping}
-	n := 0
-	for from := range transitions {
-		for _, ph := range phases {
-			for _, in := range inputs {
-				s := mk(from, ph, withQuestion(protocol.QuestionPermission), completing(), withSession())
-				next, _, err := step(s, in, testEnv)
-				n++
-				if err != nil || next.T.Status == from {
-					continue
-				}
-				if !canTransition(from, next.T.Status) {
-					// A chain of moves (e.g. running → starting on a
-					// restart) must be legal step by step; step's move
-					// refuses illegal ones, so this would be a bug there.
-					t.Errorf("%s (agent %d) --%s--> %s is not in the table", from, ph, in.inputName(), next.T.Status)
-				}
-			}
-		}
-	}
-	t.Logf("%d (status, phase, input) combinations", n)
-}
-
 var (
 	errPrecondition = &protocol.Error{Code: protocol.CodeFailedPrecondition}
 	errNotFound     = &protocol.Error{Code: protocol.CodeNotFound}
 )
+
+// completedOf returns the task/completed notifications among effs.
+func completedOf(effs []effect) []protocol.TaskCompletedNotification {
+	var out []protocol.TaskCompletedNotification
+	for _, e := range effs {
+		if p, ok := e.(effPublish); ok {
+			if n, ok := p.n.(protocol.TaskCompletedNotification); ok {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// Issue 22: every end of a task is announced with task/completed, saying
+// what a person can do; the person's own cancel is not (they know).
+func TestEndsAreAnnounced(t *testing.T) {
+	resets := testEnv.now.Add(2*time.Hour + 5*time.Minute)
+	tests := []struct {
+		name   string
+		from   state
+		in     input
+		env    func(*env)
+		none   bool // no task/completed
+		status protocol.Status
+		reason protocol.BlockedReason
+		detail []string // each in the detail
+		check  func(t *testing.T, n protocol.TaskCompletedNotification)
+	}{
+		{name: "success: merging, with the result", from: mk(protocol.StatusRunning, agentUp, completing()),
+			in: inCompleted{result: protocol.TaskResult{Summary: "done", NoChanges: true}}, status: protocol.StatusMerging,
+			check: func(t *testing.T, n protocol.TaskCompletedNotification) {
+				if !n.Result.Success || n.Result.Summary != "done" || !n.Result.NoChanges || n.Detail != "" {
+					t.Errorf("%+v", n)
+				}
+			}},
+		{name: "API error: the status and message", from: mk(protocol.StatusRunning, agentUp),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 400, Message: "API Error: 400 prompt too long"}}},
+			status: protocol.StatusBlocked, reason: protocol.BlockedAPIError, detail: []string{"HTTP 400", "prompt too long"}},
+		{name: "no login: the fix", from: mk(protocol.StatusStarting, agentStarting),
+			in:     inStartFailed{detail: "claude is not logged in (no ANTHROPIC_API_KEY)", auth: true},
+			status: protocol.StatusBlocked, reason: protocol.BlockedAuth, detail: []string{"claude login", "ANTHROPIC_API_KEY"}},
+		{name: "usage limit: the reset in words and as resetsAt", from: mk(protocol.StatusRunning, agentUp),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureUsageLimit, Status: 429, Message: "You've hit your limit", ResetsAt: resets}}},
+			env:    func(e *env) { e.resumeAfterUsageLimit = true },
+			status: protocol.StatusBlocked, reason: protocol.BlockedUsageLimit, detail: []string{"14:05 UTC on Nov 23", "in 2 h 5 min", "continues the task by itself"},
+			check: func(t *testing.T, n protocol.TaskCompletedNotification) {
+				if !n.ResetsAt.Equal(resets) {
+					t.Errorf("resetsAt %v", n.ResetsAt)
+				}
+			}},
+		{name: "budget", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionQuestion), withBudget(1)),
+			in:     inTurnEnded{turn: agent.TurnEnded{CostUSD: 1.25, Asks: "q1"}},
+			status: protocol.StatusBlocked, reason: protocol.BlockedBudget, detail: []string{"$1.25 of its $1.00", "maxBudgetUsd"},
+			check: func(t *testing.T, n protocol.TaskCompletedNotification) {
+				if n.Result.Success || n.Result.CostUSD == nil || *n.Result.CostUSD != 1.25 {
+					t.Errorf("result %+v", n.Result)
+				}
+			}},
+		{name: "no progress: blocked{timeout} when the agent is gone", from: mk(protocol.StatusRunning, agentStopping, func(s *state) {
+			s.stop = stopIntent{kind: stopBlock, reason: protocol.BlockedTimeout, detail: "no progress for the no-progress timeout"}
+		}), in: inExited{signal: "SIGTERM"}, status: protocol.StatusBlocked, reason: protocol.BlockedTimeout, detail: []string{"No progress"}},
+		{name: "an unexpected exit", from: mk(protocol.StatusRunning, agentUp), in: inExited{code: 3},
+			status: protocol.StatusBlocked, reason: protocol.BlockedAgentExited, detail: []string{"code 3"}},
+		{name: "shutdown: interrupted, resumable", from: mk(protocol.StatusRunning, agentStopping, withStop(stopShutdown)), in: inExited{},
+			status: protocol.StatusBlocked, reason: protocol.BlockedInterrupted, detail: []string{"Continue"}},
+		{name: "read back after a crash, waiting on a person: announced", from: mk(protocol.StatusWaiting, agentUp, withSession(), withQuestion(protocol.QuestionPermission)),
+			in: inLoaded{}, status: protocol.StatusBlocked, reason: protocol.BlockedInterrupted},
+		{name: "read back after a crash and continued by familiar: not announced", from: mk(protocol.StatusRunning, agentUp, withSession()),
+			in: inLoaded{}, none: true},
+		{name: "familiar's cancel of a queued task", from: mk(protocol.StatusQueued, agentNone), in: cmdCancel{detail: "familiar run stopped"},
+			status: protocol.StatusCancelled, reason: protocol.BlockedCancelled, detail: []string{"familiar run stopped"}},
+		{name: "familiar's cancel of a running task, once its agent is gone", from: mk(protocol.StatusRunning, agentStopping, func(s *state) {
+			s.stop = stopIntent{kind: stopCancel, detail: "familiar run stopped"}
+		}), in: inExited{}, status: protocol.StatusCancelled, reason: protocol.BlockedCancelled},
+		{name: "the person's cancel: not announced", from: mk(protocol.StatusQueued, agentNone), in: cmdCancel{}, none: true},
+		{name: "the person's cancel of a running task: not announced", from: mk(protocol.StatusRunning, agentStopping, withStop(stopCancel)), in: inExited{}, none: true},
+		{name: "a retry is no end", from: mk(protocol.StatusRunning, agentStopping, withStop(stopRetry)), in: inExited{}, none: true},
+		{name: "a pause is no end", from: mk(protocol.StatusRunning, agentStopping, withStop(stopPause)), in: inExited{}, none: true},
+		{name: "an undone merge is no end", from: mk(protocol.StatusMerged, agentNone, withOp(opUndo)), in: cmdEndOp{op: opUndo, ok: true, undone: true}, none: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := testEnv
+			if tc.env != nil {
+				tc.env(&e)
+			}
+			next, effs, err := step(tc.from, tc.in, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := completedOf(effs)
+			if tc.none {
+				if len(got) != 0 {
+					t.Fatalf("announced %+v", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("%d task/completed (status %s): %v", len(got), next.T.Status, names(effs))
+			}
+			n := got[0]
+			if n.ID != "t1" || n.Status != tc.status || next.T.Status != tc.status || n.Reason != tc.reason {
+				t.Errorf("id %q status %s (task %s) reason %q, want %s %q", n.ID, n.Status, next.T.Status, n.Reason, tc.status, tc.reason)
+			}
+			if tc.status != protocol.StatusMerging && (n.Result.Success || n.Detail == "") {
+				t.Errorf("a failed end: success %v detail %q", n.Result.Success, n.Detail)
+			}
+			for _, want := range tc.detail {
+				if !strings.Contains(n.Detail, want) {
+					t.Errorf("detail %q lacks %q", n.Detail, want)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, n)
+			}
+		})
+	}
+}
+
+// Issue 22: while a merge, undo or remove runs, nothing starts claude in
+// the task's worktree.
+func TestGitOperationsOwnTheTask(t *testing.T) {
+	blocked := func(r protocol.BlockedReason) state {
+		return mk(protocol.StatusBlocked, agentNone, withSession(), withBlocked(r))
+	}
+	for _, op := range []opKind{opMerge, opUndo, opRemove} {
+		from := blocked(protocol.BlockedTimeout)
+		if op == opMerge {
+			from = mk(protocol.StatusMerging, agentNone, withSession())
+		}
+		from.op = op
+		for _, in := range []input{cmdResume{}, cmdSend{text: "more"}} {
+			_, _, err := step(from, in, testEnv)
+			if !errors.Is(err, errPrecondition) || !strings.Contains(err.Error(), string(op)+" of this task is in progress") {
+				t.Errorf("%s during a %s: %v", in.inputName(), op, err)
+			}
+		}
+	}
+	// The scheduler cannot start a task an operation owns.
+	q := mk(protocol.StatusQueued, agentNone, withOp(opUndo))
+	if _, _, err := step(q, inStart{}, testEnv); !errors.Is(err, errPrecondition) {
+		t.Errorf("start during an undo: %v", err)
+	}
+	// A queued task is not removed: it would start in the removed worktree.
+	if _, _, err := step(mk(protocol.StatusQueued, agentNone), cmdBeginOp{op: opRemove}, testEnv); !errors.Is(err, errPrecondition) || !strings.Contains(err.Error(), "cancel it first") {
+		t.Errorf("remove of a queued task: %v", err)
+	}
+	// The usage limit's reset during an undo: kept, then the task continues.
+	s := blocked(protocol.BlockedUsageLimit)
+	s.op = opUndo
+	s, effs, err := step(s, cmdResume{auto: true}, testEnv)
+	if err != nil || s.T.Status != protocol.StatusBlocked || !s.resumeAfterOp || len(effs) != 0 {
+		t.Fatalf("auto-resume during an undo: err %v status %s kept %v effects %v", err, s.T.Status, s.resumeAfterOp, names(effs))
+	}
+	s, _, err = step(s, cmdEndOp{op: opUndo, ok: true}, testEnv)
+	if err != nil || s.T.Status != protocol.StatusQueued || s.resumeAfterOp || s.op != opNone {
+		t.Fatalf("after the undo: err %v status %s kept %v op %q", err, s.T.Status, s.resumeAfterOp, s.op)
+	}
+	// … but not once its worktree is removed.
+	s = blocked(protocol.BlockedUsageLimit)
+	s.op, s.resumeAfterOp = opRemove, true
+	s, _, err = step(s, cmdEndOp{op: opRemove, ok: true}, testEnv)
+	if err != nil || s.T.Status != protocol.StatusBlocked || s.resumeAfterOp || s.T.Worktree != nil {
+		t.Fatalf("after the remove: err %v status %s kept %v", err, s.T.Status, s.resumeAfterOp)
+	}
+	// A follow-up waits for a finished agent to be gone.
+	if _, _, err := step(mk(protocol.StatusMerging, agentStopping, withStop(stopRelease)), cmdSend{text: "x"}, testEnv); !errors.Is(err, errPrecondition) {
+		t.Errorf("send while the finished agent stops: %v", err)
+	}
+}
+
+// Issue 22: familiar's own retry of a start continues the task's time; a
+// start the person asked for begins it.
+func TestRetriedStartKeepsTheTaskTime(t *testing.T) {
+	first := testEnv.now.Add(-time.Hour)
+	s := mk(protocol.StatusRunning, agentStopping, withStop(stopRetry), func(s *state) { s.T.StartedAt = first })
+	later := testEnv
+	for _, in := range []input{inExited{}, inBackoffDone{}, inStart{}} {
+		later.now = later.now.Add(time.Minute)
+		var err error
+		if s, _, err = step(s, in, later); err != nil {
+			t.Fatalf("%s: %v", in.inputName(), err)
+		}
+	}
+	if s.T.Status != protocol.StatusStarting || !s.T.StartedAt.Equal(first) {
+		t.Fatalf("status %s startedAt %v, want starting since %v", s.T.Status, s.T.StartedAt, first)
+	}
+	// A resume by the person is a new run.
+	p := mk(protocol.StatusPaused, agentNone, withSession(), func(s *state) { s.T.StartedAt = first })
+	p, _, _ = step(p, cmdResume{}, later)
+	p, _, _ = step(p, inStart{}, later)
+	if !p.T.StartedAt.Equal(later.now.UTC()) {
+		t.Errorf("resumed: startedAt %v, want %v", p.T.StartedAt, later.now)
+	}
+}

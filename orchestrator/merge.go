@@ -35,6 +35,14 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 	}()
 	status := v.T.Status
 	wt, _ := o.worktreeOfView(v)
+	if r := v.T.Result; r != nil && r.NoChanges && wt.Path != "" {
+		// Nothing to merge: no commit on the base, and the task stays as it
+		// is (a follow-up can still continue it). Unless commits were made
+		// in its worktree by hand since: those are merged as usual.
+		if commits, err := o.cfg.Repo.Commits(ctx, wt); err == nil && len(commits) == 0 {
+			return o.viewOf(v), nil
+		}
+	}
 	if wt.Path == "" || wt.BaseRef == "" || wt.BaseRef == "HEAD" {
 		return nil, protocol.FailedPrecondition("the task's base is not a branch; merge its branch by hand", status)
 	}

@@ -278,7 +278,13 @@ func (o *Orchestrator) waitAgentGone(ctx context.Context, v *taskView) error {
 // TaskCancel cancels a queued task at once, or terminates a running one
 // (SIGTERM → grace → SIGKILL of its tree); the worktree is kept.
 func (o *Orchestrator) TaskCancel(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
-	v, err := o.command(ctx, p.ID, cmdCancel{})
+	return o.cancelTask(ctx, p, "")
+}
+
+// cancelTask is TaskCancel by the person (detail "") or by familiar itself,
+// saying why (announced as the task's end).
+func (o *Orchestrator) cancelTask(ctx context.Context, p *protocol.TaskIDParams, detail string) (*protocol.Task, error) {
+	v, err := o.command(ctx, p.ID, cmdCancel{detail: detail})
 	if err != nil {
 		return nil, err
 	}

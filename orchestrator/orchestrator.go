@@ -254,6 +254,8 @@ func (o *Orchestrator) env() env {
 		repoRoot:         o.cfg.Repo.Root(),
 		dataDir:          o.cfg.DataDir,
 		maxBudgetUSD:     s.MaxBudgetUsd,
+
+		resumeAfterUsageLimit: s.ResumeAfterUsageLimit,
 	}
 }
 
@@ -298,7 +300,8 @@ func (o *Orchestrator) get(id string) (*actor, error) {
 func (o *Orchestrator) queueLocked() []*actor {
 	var q []*actor
 	for _, a := range o.tasks {
-		if a.view().T.Status == protocol.StatusQueued {
+		// A task a git operation owns is skipped (it cannot start then).
+		if v := a.view(); v.T.Status == protocol.StatusQueued && v.op == opNone {
 			q = append(q, a)
 		}
 	}

@@ -127,11 +127,14 @@ const (
 	BlockedUsageLimit BlockedReason = "usage_limit"
 	// BlockedBudget: the task spent its maxBudgetUsd.
 	BlockedBudget BlockedReason = "budget"
+	// BlockedCancelled: familiar cancelled the task, not the person (e.g.
+	// familiar run stopping a file's tasks when one of them is invalid).
+	BlockedCancelled BlockedReason = "cancelled"
 )
 
 var BlockedReasons = []BlockedReason{BlockedTimeout, BlockedAgentFailed, BlockedAgentExited,
 	BlockedStartFailed, BlockedInterrupted, BlockedCancelledByUser,
-	BlockedAPIError, BlockedAuth, BlockedUsageLimit, BlockedBudget}
+	BlockedAPIError, BlockedAuth, BlockedUsageLimit, BlockedBudget, BlockedCancelled}
 
 func (r BlockedReason) Valid() bool { return slices.Contains(BlockedReasons, r) }
 

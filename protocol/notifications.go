@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Notification method names (server → client).
 const (
@@ -66,10 +69,22 @@ type TaskQuestionResolvedNotification struct {
 	OptionID   string    `json:"optionId,omitempty"`
 }
 
+// TaskCompletedNotification announces every end of a task: its success
+// (status merging, or merged) and every failed end (blocked, or cancelled by
+// familiar rather than by the person), so a client hears of each without
+// watching task/updated.
 type TaskCompletedNotification struct {
 	Seq    int64      `json:"seq"`
 	ID     string     `json:"id"`
 	Result TaskResult `json:"result"`
+	// Status is the task's status after the end; Reason is the blocked
+	// reason (BlockedCancelled for familiar's cancel), "" on success;
+	// Detail says what a person can do about it; ResetsAt is when a
+	// usage limit resets. Familiar's additions to PROTOCOL.md.
+	Status   Status        `json:"status"`
+	Reason   BlockedReason `json:"reason"`
+	Detail   string        `json:"detail"`
+	ResetsAt time.Time     `json:"resetsAt,omitzero"`
 }
 
 type SkillsChangedNotification struct {

@@ -61,6 +61,10 @@ func TestJSONNames(t *testing.T) {
 		{"InitializeResult", InitializeResult{}, "serverInfo protocolVersion capabilities workspace claude git"},
 		{"QuestionResolved", TaskQuestionResolvedNotification{OptionID: "allow"}, "seq id questionId decidedBy optionId"},
 		{"SkillsChanged", SkillsChangedNotification{}, "seq added updated removed errors"},
+		// status, reason, detail, resetsAt: familiar's additions (issue 22), a shape the VS Code extension is built against.
+		{"Completed", TaskCompletedNotification{ResetsAt: now}, "seq id result status reason detail resetsAt"},
+		{"Completed on success", TaskCompletedNotification{Status: StatusMerging}, "seq id result status reason detail"},
+		{"Result with no changes", TaskResult{NoChanges: true}, "success summary changedFiles commits noChanges"},
 		{"ServerStats", ServerStats{}, "tasks successRate avgDurationSec queueDepth running approvals toolUses"}, // toolUses: familiar's addition
 	} {
 		if got, want := keys(t, tc.v), sorted(tc.want); !slices.Equal(got, want) {

@@ -101,6 +101,9 @@ type TaskResult struct {
 	OriginalSize int  `json:"originalSize,omitempty"`
 	// SummaryRef, with Truncated, fetches the whole summary (task/text).
 	SummaryRef string `json:"summaryRef,omitempty"`
+	// NoChanges: the task finished having changed nothing (no commit
+	// beyond its base, a clean worktree); there is nothing to merge.
+	NoChanges bool `json:"noChanges,omitempty"`
 }
 
 func (r TaskResult) MarshalJSON() ([]byte, error) {

@@ -56,7 +56,7 @@ func (e *DirtyError) Unwrap() error { return ErrFailedPrecondition }
 // worktree; then base moves, in its checkout if it has one (which must be
 // clean: a fast-forward there updates files) or as a bare ref update
 // (compare-and-swap). On conflicts nothing is changed and the files are
-// named.
+// named. A branch base already contains is not merged (After == Before).
 func (r *Repo) Merge(ctx context.Context, wt Worktree, base string, strategy Strategy, message string) (MergeResult, error) {
 	if err := validRef("base branch", base); err != nil {
 		return MergeResult{}, err
@@ -75,6 +75,19 @@ func (r *Repo) Merge(ctx context.Context, wt Worktree, base string, strategy Str
 	if err != nil {
 		return MergeResult{}, fmt.Errorf("%w: task branch %q: %w", ErrNotFound, wt.Branch, err)
 	}
+	// A worktree already removed has no submodule checkouts left to lose.
+	if wt.Path != "" && wt.BaseCommit != "" && isDir(wt.Path) {
+		if err := r.checkSubmoduleChanges(ctx, wt); err != nil {
+			return MergeResult{}, err
+		}
+	}
+	// A branch the base already holds (a task that changed nothing) has
+	// nothing to merge: no commit, base stays (After == Before).
+	if in, err := r.isAncestor(ctx, head, before); err != nil {
+		return MergeResult{}, fmt.Errorf("checking whether %s is in %s: %w", wt.Branch, base, err)
+	} else if in {
+		return MergeResult{Base: base, Before: before, After: before}, nil
+	}
 	checkout, err := r.checkoutOf(ctx, base)
 	if err != nil {
 		return MergeResult{}, err
@@ -84,12 +97,6 @@ func (r *Repo) Merge(ctx context.Context, wt Worktree, base string, strategy Str
 			return MergeResult{}, err
 		} else if len(files) > 0 {
 			return MergeResult{}, &DirtyError{Checkout: checkout, Files: files}
-		}
-	}
-	// A worktree already removed has no submodule checkouts left to lose.
-	if wt.Path != "" && wt.BaseCommit != "" && isDir(wt.Path) {
-		if err := r.checkSubmoduleChanges(ctx, wt); err != nil {
-			return MergeResult{}, err
 		}
 	}
 	if message == "" {

@@ -167,3 +167,32 @@ func TestStepBack(t *testing.T) {
 		t.Fatalf("stepping back past the base = %v", err)
 	}
 }
+
+// Issue 22: a branch with nothing beyond its base is not merged: no empty
+// commit on the base, whatever the strategy, even when the base moved on.
+func TestMergeOfNothingMakesNoCommit(t *testing.T) {
+	for _, s := range []Strategy{Merge, Squash, Rebase} {
+		t.Run(string(s), func(t *testing.T) {
+			ctx := context.Background()
+			dir := newRepo(t, map[string]string{"README.md": "hello\n"})
+			r := openRepo(t, dir)
+			wt := create(t, r, "task-nothing-"+string(s), "answer a question")
+			writeFiles(t, dir, map[string]string{"other.txt": "x\n"})
+			gitT(t, dir, "add", "other.txt")
+			gitT(t, dir, "commit", "-qm", "other")
+			// A dirty checkout does not matter: nothing would touch it.
+			writeFiles(t, dir, map[string]string{"scratch.txt": "wip\n"})
+			before := gitT(t, dir, "rev-parse", "HEAD")
+			res, err := r.Merge(ctx, wt, "main", s, "familiar: nothing")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Before != before || res.After != before {
+				t.Errorf("result = %+v, want before = after = %s", res, before)
+			}
+			if got := gitT(t, dir, "rev-parse", "HEAD"); got != before {
+				t.Errorf("main moved to %s", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,286 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// TestWalkEveryReachableState walks step breadth-first from a new task over
+// every input, in every state it can reach, and checks invariants on each
+// state and each edge. Checking edges one at a time (a status × an input)
+// cannot see what a sequence does — a merge in progress meeting a resume,
+// a send, the scheduler and the usage limit's reset — so the walk does.
+//
+// A state is identified by what the transitions read (status, agent phase,
+// stop intent, operation, question, …), not by counters and timestamps,
+// which grow without changing what the task can do next: the first state
+// found with a key stands for all.
+func TestWalkEveryReachableState(t *testing.T) {
+	e := testEnv
+	e.maxBudgetUSD = 1
+	inputs := walkInputs()
+	type node struct {
+		s    state
+		path []string // inputs from the start, for a failure's message
+	}
+	startState := state{}
+	startState.T = protocol.Task{ID: "t1", Title: "task", Status: protocol.StatusQueued, Activity: protocol.ActivityIdle, Mode: protocol.ModeExecutor}
+	seen := map[walkKey]bool{key(startState): true}
+	queue := []node{{s: startState}}
+	edges := map[[2]protocol.Status]bool{}
+	var steps, refused int
+	scenarios := map[string]int{}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		checkState(t, n.s, n.path)
+		for _, in := range inputs {
+			steps++
+			next, effs, err := step(n.s, in, e)
+			path := append(slices.Clip(n.path), in.inputName())
+			where := fmt.Sprintf("%s after %s", describe(n.s), strings.Join(path, " → "))
+			if err != nil {
+				refused++
+			}
+			checkEdge(t, n.s, in, next, effs, err, where, scenarios)
+			if err != nil {
+				continue
+			}
+			if from, to := n.s.T.Status, next.T.Status; from != to {
+				edges[[2]protocol.Status{from, to}] = true
+			}
+			if k := key(next); !seen[k] {
+				seen[k] = true
+				queue = append(queue, node{s: next, path: path})
+			}
+		}
+		if t.Failed() {
+			t.FailNow() // one broken invariant repeats in thousands of states
+		}
+	}
+	// Every edge of the table is taken by some input in some state: an
+	// edge nothing takes is either dead or a transition the walk misses.
+	for from, tos := range transitions {
+		for _, to := range tos {
+			if !edges[[2]protocol.Status{from, to}] {
+				t.Errorf("the edge %s → %s of the table is never taken", from, to)
+			}
+		}
+	}
+	for _, want := range []string{"resume during a merge", "send during a merge", "start during a merge", "usage-limit reset during a merge",
+		"usage-limit reset during an undo", "usage-limit reset during a remove", "remove of a queued task", "resume during an undo", "send during a remove"} {
+		if scenarios[want] == 0 {
+			t.Errorf("the walk never met: %s", want)
+		}
+	}
+	t.Logf("%d states, %d steps (%d refused), %d of the table's edges taken; scenarios %v", len(seen), steps, refused, len(edges), scenarios)
+}
+
+// walkKey is what makes two states behave differently for the invariants:
+// counters (turns, start failures), texts, the mode and the money spent are
+// left out, or the walk would count them up (95,000 states that differ
+// only there, 26 s).
+type walkKey struct {
+	status                                                 protocol.Status
+	agent                                                  agentPhase
+	stop                                                   stopKind
+	stopReason                                             protocol.BlockedReason
+	op                                                     opKind
+	completing, resumeOnLoad, requeued, resumeLater, retry bool
+	interrupting, asked, followUp                          bool
+	question                                               protocol.QuestionKind
+	blocked                                                protocol.BlockedReason
+	session, result, noChanges, overBudget                 bool
+}
+
+func key(s state) walkKey {
+	k := walkKey{status: s.T.Status, agent: s.agent, stop: s.stop.kind, stopReason: s.stop.reason,
+		op: s.op, completing: s.completing, resumeOnLoad: s.resumeOnLoad, requeued: s.requeued, resumeLater: s.resumeAfterOp,
+		retry: s.StartFailures > 0, interrupting: s.interrupting, asked: s.askedID != "", followUp: s.FollowUp != "",
+		session: s.T.Agent != nil && s.T.Agent.SessionID != "", result: s.T.Result != nil}
+	if q := s.T.PendingQuestion; q != nil {
+		k.question = q.Kind
+	}
+	if b := s.T.Blocked; b != nil {
+		k.blocked = b.Reason
+	}
+	if r := s.T.Result; r != nil {
+		k.noChanges = r.NoChanges
+	}
+	st := stepper{s: s, e: testEnv}
+	st.e.maxBudgetUSD = 1
+	k.overBudget = st.overBudget()
+	return k
+}
+
+func describe(s state) string {
+	return fmt.Sprintf("[%s agent %d stop %d op %q]", s.T.Status, s.agent, s.stop.kind, s.op)
+}
+
+// walkInputs is one of every input, with the variants that take different
+// paths.
+func walkInputs() []input {
+	turn := func(f *agent.Failure) inTurnEnded {
+		return inTurnEnded{turn: agent.TurnEnded{Failed: true, Error: "failed", Failure: f}}
+	}
+	return []input{
+		inStart{}, inStarted{agent: protocol.AgentInfo{PID: 7, SessionID: "sess"}},
+		inStartFailed{detail: "start claude: boom", transient: true}, inStartFailed{detail: "create worktree: bad"},
+		inStartFailed{detail: "not logged in", auth: true}, inBackoffDone{},
+		inActivity{activity: protocol.ActivityWriting},
+		inQuestion{q: protocol.Question{ID: "q1", Kind: protocol.QuestionPermission}, kind: agent.KindPermission},
+		inQuestion{q: protocol.Question{ID: "q1", Kind: protocol.QuestionQuestion, Text: "which?"}, kind: agent.KindQuestion},
+		inQuestion{q: protocol.Question{ID: "q1", Kind: protocol.QuestionDialog}, kind: agent.KindDialog},
+		inQuestion{q: protocol.Question{ID: "q2"}, kind: agent.KindPermission, decided: &decision{option: agent.OptionAllow, tool: "Bash"}},
+		inResolved{questionID: "q1", by: protocol.DecidedByAgent}, inAnswered{questionID: "q1", optionID: "allow"},
+		inApprovalTimer{questionID: "q1"},
+		inTurnEnded{turn: agent.TurnEnded{LastMessage: "done"}}, inTurnEnded{turn: agent.TurnEnded{Asks: "q1"}},
+		inTurnEnded{turn: agent.TurnEnded{BackgroundTasks: 1}},
+		inTurnEnded{turn: agent.TurnEnded{Failed: true, Error: "API Error: 529 overloaded"}},
+		turn(&agent.Failure{Kind: agent.FailureUsageLimit, Status: 429, Message: "limit", ResetsAt: testEnv.now.Add(time.Hour)}),
+		turn(&agent.Failure{Kind: agent.FailureAuth, Status: 401, Message: "Not logged in"}),
+		turn(&agent.Failure{Kind: agent.FailureAPI, Status: 400, Message: "bad request"}),
+		turn(&agent.Failure{Kind: agent.FailureAPI, Status: 500, Message: "boom"}),
+		inTranscript{entry: protocol.TranscriptEntry{Kind: "usage", Usage: &protocol.Usage{CostUSD: 0.6}}},
+		inCompleted{result: protocol.TaskResult{Summary: "s", ChangedFiles: []protocol.ChangedFile{{Path: "a"}}}},
+		inCompleted{result: protocol.TaskResult{Summary: "s", NoChanges: true}},
+		inCompleted{blocked: "no access"},
+		inNoProgress{}, inCommandTimeout{detail: "silent command"}, inAgentProblem{detail: "log lost", fatal: true},
+		inExited{code: 1},
+		cmdCancel{}, cmdCancel{detail: "familiar run stopped"}, cmdPause{}, cmdInterrupt{},
+		cmdResume{}, cmdResume{auto: true}, cmdSend{text: "more"}, cmdSetMode{mode: protocol.ModeAuditor, notice: "auditor now"},
+		cmdShutdown{}, cmdKill{}, cmdMarkDone{}, cmdRevoke{rule: "Read"},
+		cmdBeginOp{op: opMerge}, cmdBeginOp{op: opUndo}, cmdBeginOp{op: opRemove},
+		cmdEndOp{op: opMerge, ok: true, merge: &mergeRecord{}}, cmdEndOp{op: opMerge},
+		cmdEndOp{op: opUndo, ok: true, undone: true}, cmdEndOp{op: opUndo, ok: true, result: &protocol.TaskResult{}}, cmdEndOp{op: opUndo},
+		cmdEndOp{op: opRemove, ok: true, removed: true}, cmdEndOp{op: opRemove},
+		cmdRequeue{priority: 1, seq: 2}, inQueueMoved{}, inWorktree{worktree: protocol.Worktree{Path: "/wt", Branch: "b"}},
+		inProcess{}, inLoaded{},
+	}
+}
+
+// checkState checks what must hold in every reachable state.
+func checkState(t *testing.T, s state, path []string) {
+	t.Helper()
+	where := describe(s) + " after " + strings.Join(path, " → ")
+	status := s.T.Status
+	if s.op != opNone && (s.agent != agentNone || live(status) || status == protocol.StatusQueued) {
+		t.Errorf("a %s in progress with an agent or a task that runs or will: %s", s.op, where)
+	}
+	switch status {
+	case protocol.StatusMerged, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused, protocol.StatusMerging:
+		if s.agent != agentNone && s.agent != agentStopping {
+			t.Errorf("%s with an agent that is not stopping: %s", status, where)
+		}
+	case protocol.StatusQueued:
+		if s.agent != agentNone {
+			t.Errorf("queued with an agent: %s", where)
+		}
+	}
+	if s.agent == agentUp && !live(status) {
+		t.Errorf("an agent up in a task that is not live: %s", where)
+	}
+	if (status == protocol.StatusWaiting) != (s.T.PendingQuestion != nil) {
+		t.Errorf("waiting and a pending question disagree: %s", where)
+	}
+	if status == protocol.StatusBlocked && s.T.Blocked == nil || status == protocol.StatusCancelled && s.T.Blocked == nil {
+		t.Errorf("%s without saying why: %s", status, where)
+	}
+	if s.resumeAfterOp && s.op == opNone {
+		t.Errorf("a resume kept for an operation that is not running: %s", where)
+	}
+}
+
+// checkEdge checks one step: refusals, the table, audits, announced ends,
+// and that nothing starts claude while an operation owns the task.
+func checkEdge(t *testing.T, from state, in input, next state, effs []effect, err error, where string, scenarios map[string]int) {
+	t.Helper()
+	op := from.op
+	name := in.inputName()
+	if r, ok := in.(cmdResume); ok && r.auto {
+		name = "usage-limit reset"
+	}
+	if op != opNone {
+		during := name + " during " + map[opKind]string{opMerge: "a merge", opUndo: "an undo", opRemove: "a remove"}[op]
+		switch name {
+		case "resume", "send", "start":
+			scenarios[during]++
+			if !errors.Is(err, errPrecondition) || !strings.Contains(err.Error(), string(op)+" of this task is in progress") {
+				t.Errorf("%s: %v, want -32003 naming the %s: %s", during, err, op, where)
+			}
+		case "usage-limit reset":
+			// Nobody waits on its answer: kept for the operation's end.
+			scenarios[during]++
+			if err != nil || next.T.Status != from.T.Status || len(effs) != 0 || !next.resumeAfterOp {
+				t.Errorf("%s: err %v status %s effects %v kept %v: %s", during, err, next.T.Status, names(effs), next.resumeAfterOp, where)
+			}
+		}
+	}
+	if b, ok := in.(cmdBeginOp); ok && b.op == opRemove && from.T.Status == protocol.StatusQueued {
+		scenarios["remove of a queued task"]++
+		if err == nil {
+			t.Errorf("a queued task's worktree was claimed for removal: %s", where)
+		}
+	}
+	if err != nil {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) {
+			t.Errorf("%s refused with a non-protocol error %v: %s", name, err, where)
+		}
+		return
+	}
+	for _, e := range effs {
+		if _, ok := e.(effStartAgent); ok && (op != opNone || next.op != opNone) {
+			t.Errorf("claude started while a %s owns the task: %s", op, where)
+		}
+		if _, ok := e.(effStartAgent); ok && (next.T.Status != protocol.StatusStarting || next.agent != agentStarting) {
+			t.Errorf("claude started in %s (agent %d): %s", next.T.Status, next.agent, where)
+		}
+	}
+	fromS, to := from.T.Status, next.T.Status
+	if fromS != to {
+		if !canTransition(fromS, to) {
+			// step's move refuses an edge outside the table, so a chain
+			// of moves must have left it.
+			t.Errorf("%s --%s--> %s is not in the table: %s", fromS, name, to, where)
+		}
+		audited := false
+		for _, e := range effs {
+			if a, ok := e.(effAudit); ok && a.action == "task.status" {
+				audited = true
+			}
+		}
+		if !audited {
+			t.Errorf("%s → %s not audited: %s", fromS, to, where)
+		}
+	}
+	// Ends: announced once each, and nothing else is.
+	ends := completedOf(effs)
+	want := 0
+	switch {
+	case fromS == to:
+	case to == protocol.StatusBlocked && !next.resumeOnLoad:
+		want = 1
+	case to == protocol.StatusCancelled && next.T.Blocked.Reason != protocol.BlockedCancelledByUser:
+		want = 1
+	case to == protocol.StatusMerging && live(fromS):
+		want = 1
+	}
+	if len(ends) != want {
+		t.Errorf("%s → %s on %s: %d task/completed, want %d: %s", fromS, to, name, len(ends), want, where)
+		return
+	}
+	for _, n := range ends {
+		success := to == protocol.StatusMerging
+		if n.Status != to || n.Result.Success != success || (!success && (n.Reason != next.T.Blocked.Reason || n.Detail == "")) {
+			t.Errorf("task/completed %+v for %s → %s: %s", n, fromS, to, where)
+		}
+	}
+}
