@@ -29,6 +29,11 @@ func (o *Orchestrator) TaskRetry(ctx context.Context, p *protocol.TaskRetryParam
 	if live(status) || status == protocol.StatusQueued {
 		return nil, errTransition("retry", status)
 	}
+	if prev.op != opNone && p.FromBranch {
+		// Its branch is being stepped back, merged or removed: the new
+		// attempt would start from whatever it is in the middle of.
+		return nil, protocol.FailedPrecondition(fmt.Sprintf("a %s of this task is in progress; try again when it is done", prev.op), status)
+	}
 	stored, err := o.cfg.Store.GetTask(p.ID)
 	if err != nil {
 		return nil, mapError(err, "task", "id")

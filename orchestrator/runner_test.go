@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -345,5 +346,34 @@ func TestRunnerTransientStartFailureRetries(t *testing.T) {
 	got := r.status(t, task.ID, protocol.StatusRunning)
 	if got.Blocked != nil {
 		t.Errorf("blocked %+v", got.Blocked)
+	}
+}
+
+// Issue 22: a retry from the branch waits for a git operation on it.
+func TestRunnerRetryFromBranchWaitsForAnOperation(t *testing.T) {
+	r := newRunner(t, protocol.DefaultSettings())
+	ctx := context.Background()
+	task := create(t, r.o, "first")
+	s := r.session(t, 0)
+	r.status(t, task.ID, protocol.StatusRunning)
+	s.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "All done."}})
+	r.status(t, task.ID, protocol.StatusMerging)
+	<-s.Done()
+	a, v, err := r.o.beginOp(ctx, task.ID, opUndo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.op != opUndo {
+		t.Fatalf("op %q", v.op)
+	}
+	_, err = r.o.TaskRetry(ctx, &protocol.TaskRetryParams{ID: task.ID, FromBranch: true})
+	if !errors.Is(err, errPrecondition) || !strings.Contains(err.Error(), "undo of this task is in progress") {
+		t.Errorf("retry from the branch during an undo: %v", err)
+	}
+	if _, err := a.call(ctx, cmdEndOp{op: opUndo}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.o.TaskRetry(ctx, &protocol.TaskRetryParams{ID: task.ID, FromBranch: true}); err != nil {
+		t.Errorf("retry after the undo: %v", err)
 	}
 }
