@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/familiar-dev/familiar/procs/procfs"
+	"github.com/familiar-dev/familiar/procs/proctable"
 )
 
 // Files the daemon keeps in the repository's data dir.
@@ -88,9 +88,9 @@ func Alive(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	st, err := procfs.ReadStat(pid)
+	st, err := proctable.Stat(pid)
 	if err != nil {
-		// Gone, or no /proc to tell: kill(0) said it exists.
+		// Gone, or no process table to tell: kill(0) said it exists.
 		return !errors.Is(err, fs.ErrNotExist)
 	}
 	return !st.Dead()

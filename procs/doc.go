@@ -32,14 +32,14 @@
 //
 // Terminate sends SIGTERM to the child, to every descendant and to their
 // process groups, waits the grace period on the injected clock, then sends
-// SIGKILL, and polls /proc until nothing of the tree is left. The tree is
-// found by parent links and by a token in the environment (TreeEnv) that
-// descendants inherit, so it includes commands that started their own session
-// (claude runs each Bash tool command with setsid; those survive a SIGKILL of
-// claude) and processes reparented after their parent died. EnableSubreaper
-// makes such orphans reparent to familiar instead of init; Terminate reaps
-// the ones that belong to the tree. Signals go through pidfds where the kernel
-// has them, so a recycled pid is never signalled.
+// SIGKILL, and polls the process table until nothing of the tree is left.
+// The tree is found by parent links and by a token in the environment
+// (TreeEnv) that descendants inherit, so it includes commands that started
+// their own session (claude runs each Bash tool command with setsid; those
+// survive a SIGKILL of claude) and processes reparented after their parent
+// died. On Linux, EnableSubreaper makes such orphans reparent to familiar
+// instead of init, Terminate reaps the ones that belong to the tree, and
+// signals go through pidfds, so a recycled pid is never signalled.
 //
 // An Identity (pid, process group, start time, boot, tree token) outlives
 // familiar: a restarted familiar uses Identity.Alive to see whether a task's
@@ -47,5 +47,13 @@
 //
 // # Platform
 //
-// Linux only: process trees are read from /proc.
+// One portable core — sessions and process groups, kill(-pgid), wait4, the
+// SIGTERM → grace → SIGKILL sequence, the tree found by parent links and
+// TreeEnv — over the process table of proctable: /proc on Linux, sysctl
+// kern.proc.* and kern.procargs2 on macOS. What only Linux has lives in
+// native_linux.go (pidfds, the child subreaper) and autogroup_linux.go (the
+// scheduling group of an agent's session). portable.go stands in for
+// native_linux.go on macOS, and on Linux when built with the portableprocs
+// tag, so that the way macOS runs is tested on Linux: no subreaper, orphans
+// reparented to init and found by their TreeEnv token alone.
 package procs

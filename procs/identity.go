@@ -21,10 +21,12 @@ const TreeEnv = "FAMILIAR_PROCS_TREE"
 type Identity struct {
 	PID  int `json:"pid"`
 	PGID int `json:"pgid"`
-	// StartTime is field 22 of /proc/PID/stat: clock ticks after boot.
+	// StartTime is when it started (proctable.Proc.Start): on Linux field
+	// 22 of /proc/PID/stat, clock ticks after boot; on macOS p_starttime in
+	// microseconds since the epoch.
 	StartTime uint64 `json:"startTime"`
-	// BootID is /proc/sys/kernel/random/boot_id; StartTime means nothing
-	// across a reboot.
+	// BootID names the boot (Linux's /proc/sys/kernel/random/boot_id,
+	// macOS's kern.bootsessionuuid); StartTime means nothing across a reboot.
 	BootID string `json:"bootId"`
 	// Tree is the token Start put in TreeEnv; it finds descendants that
 	// left the process group or were reparented.
@@ -33,14 +35,15 @@ type Identity struct {
 
 // Alive reports whether id still names the same live process: same boot,
 // the pid exists with the same start time, and it is not a zombie.
-// The error is set only when /proc could not be read for another reason.
+// The error is set only when the process table could not be read for
+// another reason.
 func (id Identity) Alive() (bool, error) { return id.alive() }
 
 // newTreeToken returns a token unique enough that finding it in a process's
 // environment proves the process descends from the one that got it.
 func newTreeToken() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails on Linux (crypto/rand docs)
+	_, _ = rand.Read(b[:]) // never fails on Linux or macOS (crypto/rand docs)
 	return "fpt" + hex.EncodeToString(b[:])
 }
 

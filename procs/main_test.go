@@ -341,7 +341,7 @@ func blockForever() {
 // makeRaw puts the terminal on fd in raw mode (cfmakeraw), if it is one, so
 // that output bytes pass unchanged (no \n → \r\n) and input is not echoed.
 func makeRaw(fd int) {
-	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	t, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if err != nil {
 		return
 	}
@@ -351,7 +351,7 @@ func makeRaw(fd int) {
 	t.Cflag &^= unix.CSIZE | unix.PARENB
 	t.Cflag |= unix.CS8
 	t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, t); err != nil {
+	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, t); err != nil {
 		panic(err)
 	}
 }

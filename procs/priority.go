@@ -42,7 +42,7 @@ func lowerPriority(pid, nice int, session bool) (*os.File, error) {
 	if !session {
 		return nil, nil
 	}
-	f, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/autogroup", os.O_WRONLY, 0)
+	f, err := openAutogroup(strconv.Itoa(pid))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil // not Linux, or a kernel without autogroup
 	}
@@ -126,7 +126,7 @@ func SetOwnSessionNice(nice int) (again bool, err error) {
 	if !leadsOwnSession() {
 		return false, ErrNotSessionLeader
 	}
-	f, err := os.OpenFile("/proc/self/autogroup", os.O_WRONLY, 0)
+	f, err := openAutogroup("self")
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

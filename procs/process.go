@@ -468,7 +468,7 @@ func (p *Process) Resize(sz Size) error {
 
 // Terminate stops the child and every descendant: SIGTERM (and SIGCONT) to
 // all of them and their process groups, up to the grace period for them to
-// exit, then SIGKILL, then it checks (polling /proc until a deadline) that
+// exit, then SIGKILL, then it checks (polling the process table until a deadline) that
 // nothing is left. Descendants are found before the first signal and again
 // after each round, by parent links and by TreeEnv, so those that started
 // their own session or were reparented are included. A done ctx cuts the grace

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/familiar-dev/familiar/clock"
 )
 
@@ -346,9 +348,12 @@ func TestLogWriteError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer full.Close()
-	if err := syscall.Dup3(int(full.Fd()), fdOf(t, log), syscall.O_CLOEXEC); err != nil {
+	// dup2 and then close-on-exec, as darwin has no dup3.
+	logFD := fdOf(t, log)
+	if err := unix.Dup2(int(full.Fd()), logFD); err != nil {
 		t.Fatal(err)
 	}
+	unix.CloseOnExec(logFD)
 	if _, err := p.Write([]byte("one\n")); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/familiar-dev/familiar/procs/procfs"
+	"github.com/familiar-dev/familiar/procs/proctable"
 )
 
 // Children that procs waits for itself. Start registers a child's pid
@@ -148,30 +148,5 @@ func (r *Reaper) sweep() {
 	}
 }
 
-// reapOrphan waits for the zombie s through a pidfd that is known to be s.
-func reapOrphan(s procStat) bool {
-	fd := pidfdOpen(s)
-	if fd < 0 {
-		return false
-	}
-	defer pidfdClose(fd)
-	var info unix.Siginfo
-	err := unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOHANG, nil)
-	return err == nil
-}
-
-// childPIDs lists this process's children (zombies included); where the
-// kernel keeps no children lists, from the parent pid of every process.
-func childPIDs() []int {
-	if pids, ok := procfs.Children(); ok {
-		return pids
-	}
-	all, _ := readAllStats()
-	var pids []int
-	for _, s := range all {
-		if s.ppid == os.Getpid() {
-			pids = append(pids, s.pid)
-		}
-	}
-	return pids
-}
+// childPIDs lists this process's children, zombies included.
+func childPIDs() []int { return proctable.Children() }

@@ -19,9 +19,9 @@ const (
 	// killTimeout bounds the wait for the tree to vanish after SIGKILL; only
 	// a process stuck in the kernel (state D) takes long.
 	killTimeout = 5 * time.Second
-	// pollInterval is how often /proc is looked at while waiting for the
-	// tree to exit. Non-children cannot be waited for, so this is polling;
-	// the deadlines are the clock's.
+	// pollInterval is how often the process table is looked at while
+	// waiting for the tree to exit. Non-children cannot be waited for, so
+	// this is polling; the deadlines are the clock's.
 	pollInterval = 10 * time.Millisecond
 )
 
@@ -67,7 +67,7 @@ type member struct {
 type terminator struct {
 	root Identity
 	// exited is closed once the root has been reaped by its waiter (a
-	// Process). nil when the root is not our child: then it is watched in /proc.
+	// Process). nil when the root is not our child: then it is watched in the process table.
 	exited <-chan struct{}
 	grace  time.Duration
 	clk    clock.Clock
@@ -136,7 +136,7 @@ func (t *terminator) until(stop <-chan struct{}, deadline <-chan time.Time, sig 
 	}
 }
 
-// scan walks /proc and adds to members the root, every process whose
+// scan walks the process table and adds to members the root, every process whose
 // environment carries the tree token, and all descendants (by parent link) of
 // those and of known live members. It returns how many live processes it added.
 func (t *terminator) scan() (int, error) {
@@ -296,7 +296,7 @@ func (t *terminator) release() {
 // reapable reports whether m is, or is about to be, a zombie for us to reap:
 // it has exited, and its parent is us or another member of the tree (which
 // hands its children to us as it finishes exiting). The zombie of a
-// multi-threaded program shows in /proc before its last thread is gone, and
+// multi-threaded program shows in the process table before its last thread is gone, and
 // only then can it be reaped and its children reparented.
 func (t *terminator) reapable(m *member) bool {
 	s, err := readStat(m.pid)
@@ -308,6 +308,15 @@ func (t *terminator) reapable(m *member) bool {
 	}
 	_, ok := t.members[s.ppid]
 	return ok
+}
+
+// signalByPID sends sig to m by pid, after checking that the pid is still m
+// (same start time).
+func signalByPID(m *member, sig unix.Signal) error {
+	if now, err := readStat(m.pid); err != nil || now.start != m.start {
+		return unix.ESRCH
+	}
+	return unix.Kill(m.pid, sig)
 }
 
 func pids(ms []*member) []int {

@@ -197,22 +197,6 @@ func TestKillNineDuringHeavyEventWritesKeepsEverySeenEvent(t *testing.T) {
 	}
 }
 
-// mountTmpfs mounts a tmpfs of size bytes on dir until the test ends. It
-// needs root (CI runs as root); elsewhere the test is skipped.
-func mountTmpfs(t *testing.T, dir string, size int) {
-	t.Helper()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV,
-		"mode=0700,size="+strconv.Itoa(size)); err != nil {
-		testenv.Missing(t, "simulating a full disk needs permission to mount a tmpfs (root): "+err.Error())
-	}
-	t.Cleanup(func() {
-		// Lazy: a process of the test may still hold a file open in it.
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-}
-
 // The disk holding a task's output log fills up while the agent writes: the
 // task is blocked with reason agent_failed and the write error in its
 // detail, and familiar keeps serving.

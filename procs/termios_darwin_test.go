@@ -1,0 +1,6 @@
+package procs
+
+import "golang.org/x/sys/unix"
+
+// The ioctls that read and set a terminal's termios.
+const ioctlGetTermios, ioctlSetTermios = unix.TIOCGETA, unix.TIOCSETA
