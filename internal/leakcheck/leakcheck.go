@@ -23,6 +23,8 @@
 package leakcheck
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"runtime"
@@ -33,7 +35,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/familiar-dev/familiar/procs/procfs"
+	"github.com/familiar-dev/familiar/procs/proctable"
 )
 
 // Deadlines of the checks: long enough for a loaded CI machine, short
@@ -52,6 +54,7 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 // stderr; leftover children are killed so they outlive no test run).
 func Run(m *testing.M) int {
 	before := ids(snapshot())
+	marker := markRun()
 	code := m.Run()
 	if code != 0 {
 		return code
@@ -64,7 +67,29 @@ func Run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "leakcheck:", err)
 		code = 1
 	}
+	if err := waitMarked(marker, ChildTimeout); err != nil {
+		fmt.Fprintln(os.Stderr, "leakcheck:", err)
+		code = 1
+	}
 	return code
+}
+
+// RunEnv marks every process a test binary starts: Run puts it in the test
+// process's own environment, so children that inherit it (and their
+// descendants, even those that start a session of their own or are
+// reparented to init) carry it, and the check finds them in the process
+// table once the tests are done. Without a child subreaper (macOS, and the
+// portableprocs build) an escaped process is nobody's child, and only this
+// finds it.
+const RunEnv = "FAMILIAR_LEAKCHECK_RUN"
+
+// markRun sets RunEnv to a value unique to this run and returns the entry.
+func markRun() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	v := hex.EncodeToString(b[:])
+	_ = os.Setenv(RunEnv, v)
+	return RunEnv + "=" + v
 }
 
 // Check fails t if a goroutine started while t ran is still running once t
@@ -162,11 +187,51 @@ func waitGoroutines(before map[int]bool, timeout time.Duration) error {
 	}
 }
 
-// Children returns the pids of this process's live child processes
-// (zombies not yet reaped included); nil where /proc does not list children.
-func Children() []int {
-	pids, _ := procfs.Children()
-	return pids
+// Children returns the pids of this process's child processes (zombies not
+// yet reaped included).
+func Children() []int { return proctable.Children() }
+
+// Marked returns the live processes other than this one whose environment
+// holds entry.
+func Marked(entry string) []int {
+	all, _ := proctable.All()
+	var out []int
+	for _, p := range all {
+		if p.PID != os.Getpid() && !p.Dead() && proctable.EnvironHas(p.PID, entry) {
+			out = append(out, p.PID)
+		}
+	}
+	return out
+}
+
+// waitMarked waits for the processes carrying this run's marker to end;
+// those left at the deadline are killed and named.
+func waitMarked(entry string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		left := Marked(entry)
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			desc := describe(left)
+			return fmt.Errorf("%d process(es) started by the tests outlived them (killed now): %s", len(left), desc)
+		}
+		<-tick.C
+	}
+}
+
+// describe names each process by its command line and kills it.
+func describe(pids []int) string {
+	var desc []string
+	for _, pid := range pids {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		desc = append(desc, fmt.Sprintf("%d %q", pid, strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " ")))
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return strings.Join(desc, "; ")
 }
 
 func waitChildren(timeout time.Duration) error {
@@ -179,13 +244,7 @@ func waitChildren(timeout time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			var desc []string
-			for _, pid := range left {
-				cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-				desc = append(desc, fmt.Sprintf("%d %q", pid, strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " ")))
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			return fmt.Errorf("%d child process(es) outlived the tests (killed now): %s", len(left), strings.Join(desc, "; "))
+			return fmt.Errorf("%d child process(es) outlived the tests (killed now): %s", len(left), describe(left))
 		}
 		<-tick.C
 	}

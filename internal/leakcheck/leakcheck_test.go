@@ -26,6 +26,12 @@ func TestLeaky(t *testing.T) {
 		if err := exec.Command("sleep", "60").Start(); err != nil {
 			t.Fatal(err)
 		}
+	case "escaped":
+		// The sleep is reparented to init once sh has exited: nobody's
+		// child, found only by the marker in its environment.
+		if err := exec.Command("sh", "-c", "(sleep 60 >/dev/null 2>&1 &)").Run(); err != nil {
+			t.Fatal(err)
+		}
 	case "none":
 		done := make(chan struct{})
 		go func() { close(done) }()
@@ -47,6 +53,7 @@ func TestRunFailsOnLeaks(t *testing.T) {
 		{"none", "", 0},
 		{"goroutine", "1 goroutine(s) outlived the tests", 1},
 		{"child", "child process(es) outlived the tests (killed now): ", 1},
+		{"escaped", "1 process(es) started by the tests outlived them (killed now): ", 1},
 	} {
 		cmd := exec.Command(self, "-test.run=^TestLeaky$")
 		cmd.Env = append(os.Environ(), leakEnv+"="+tt.leak)
