@@ -56,3 +56,32 @@ func BenchmarkPTY(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTerminateSetsidTree measures Terminate of a tree whose members all
+// exit on SIGTERM — one in the child's group, one that called setsid, one
+// that called setsid and was orphaned — from the call to the last process
+// gone: Terminate returns once the process table has none of them. Run it
+// with -tags portableprocs for the way macOS does it (no subreaper, no
+// pidfds: the orphan is found by its TreeEnv token in the table).
+func BenchmarkTerminateSetsidTree(b *testing.B) {
+	b.StopTimer()
+	for range b.N { // not b.Loop: the timer runs only around Terminate
+		p, err := Start(helperConfig(Config{}, "setsid-tree"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		waitOutput(b, p.Output(), "tree ready")
+		sleepers(b, p.Output(), 3)
+		b.StartTimer()
+		if err := p.Terminate(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if left := helperProcs(); len(left) > 0 {
+			b.Fatalf("left after Terminate: %v", left)
+		}
+		if err := p.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

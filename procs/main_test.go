@@ -143,7 +143,7 @@ func eventually(timeout time.Duration, cond func() bool) bool {
 }
 
 // waitOutput waits until the tail of p's output contains s.
-func waitOutput(t *testing.T, o *Output, s string) {
+func waitOutput(t testing.TB, o *Output, s string) {
 	t.Helper()
 	if !eventually(10*time.Second, func() bool { return strings.Contains(string(o.Tail().Data), s) }) {
 		t.Fatalf("output never contained %q; tail: %q", s, o.Tail().Data)
@@ -283,6 +283,25 @@ func runHelper(args []string) {
 				panic(err)
 			}
 			fmt.Printf("sleeper setsid-sleep %d ready\n", c.Process.Pid)
+		}
+		fmt.Println("tree ready")
+		blockForever()
+	case "setsid-tree": // the tree of BenchmarkTerminateSetsidTree: all exit on SIGTERM
+		self, _ := os.Executable()
+		for _, setsid := range []bool{false, true} {
+			c := exec.Command(self, "-test.run=^$")
+			c.Env = append(os.Environ(), helperEnv+"=sleeper setsid-"+strconv.FormatBool(setsid))
+			c.Stdout, c.Stderr = os.Stdout, os.Stderr
+			c.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
+			if err := c.Start(); err != nil {
+				panic(err)
+			}
+		}
+		c := exec.Command(self, "-test.run=^$")
+		c.Env = append(os.Environ(), helperEnv+"=orphaner")
+		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		if err := c.Run(); err != nil {
+			panic(err)
 		}
 		fmt.Println("tree ready")
 		blockForever()

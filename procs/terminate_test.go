@@ -84,7 +84,7 @@ func TestTerminateCooperative(t *testing.T) {
 var sleeperLine = regexp.MustCompile(`sleeper (\S+) (\d+) ready`)
 
 // sleepers waits for n sleeper lines in o and returns their identities by name.
-func sleepers(t *testing.T, o *Output, n int) map[string]Identity {
+func sleepers(t testing.TB, o *Output, n int) map[string]Identity {
 	t.Helper()
 	if !eventually(10*time.Second, func() bool { return len(sleeperLine.FindAllSubmatch(o.Tail().Data, -1)) >= n }) {
 		t.Fatalf("want %d sleepers, output: %q", n, o.Tail().Data)
