@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/internal/dirs"
 	"github.com/familiar-dev/familiar/mcp"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/store"
@@ -137,12 +138,7 @@ func checkCredentials() Check {
 func checkDataDir(dir string) Check {
 	c := Check{Name: "data dir", Blocking: true}
 	if dir == "" {
-		base := os.Getenv("XDG_STATE_HOME")
-		if base == "" {
-			home, _ := os.UserHomeDir()
-			base = filepath.Join(home, ".local", "state")
-		}
-		dir = filepath.Join(base, "familiar")
+		dir = dirs.State()
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		c.Detail = fmt.Sprintf("%s: %v", dir, err)
@@ -164,12 +160,7 @@ func checkDataDir(dir string) Check {
 
 func checkWorktreesDir() Check {
 	c := Check{Name: "worktrees", Blocking: true}
-	base := os.Getenv("XDG_DATA_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".local", "share")
-	}
-	dir := filepath.Join(base, "familiar", "worktrees")
+	dir := filepath.Join(dirs.Data(), "worktrees")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		c.Detail = fmt.Sprintf("%s: %v", dir, err)
 		c.Hint = "make it writable, or set XDG_DATA_HOME"

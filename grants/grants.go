@@ -28,6 +28,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/familiar-dev/familiar/internal/dirs"
 	"github.com/familiar-dev/familiar/policy"
 )
 
@@ -107,18 +108,16 @@ func RepositoryFile(repoRoot string) *File {
 	return &File{path: filepath.Join(repoRoot, ".familiar", "policy.yaml"), scope: ScopeRepository, repo: repoRoot}
 }
 
-// UserFile is the user's grants: $XDG_CONFIG_HOME/familiar/policy.yaml, else
-// ~/.config/familiar/policy.yaml.
+// UserFile is the user's grants: policy.yaml in familiar's configuration
+// directory (dirs.Config: $XDG_CONFIG_HOME/familiar, else
+// ~/.config/familiar on Linux, ~/Library/Application Support/familiar on
+// macOS).
 func UserFile() (*File, error) {
-	dir := os.Getenv("XDG_CONFIG_HOME")
-	if dir == "" || !filepath.IsAbs(dir) {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil, fmt.Errorf("user grants: %w", err)
-		}
-		dir = filepath.Join(home, ".config")
+	d, err := dirs.Get()
+	if d.Config == "" {
+		return nil, fmt.Errorf("user grants: %w", err)
 	}
-	return &File{path: filepath.Join(dir, "familiar", "policy.yaml"), scope: ScopeUser}, nil
+	return &File{path: filepath.Join(d.Config, "policy.yaml"), scope: ScopeUser}, nil
 }
 
 // Path is where the file is.

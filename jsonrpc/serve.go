@@ -87,6 +87,9 @@ func (s *Server) Listen(ctx context.Context, addr string) (*Listener, error) {
 	if !ok || path == "" {
 		return nil, fmt.Errorf("listen address %q is not of the form unix:PATH", addr)
 	}
+	if err := privateDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
 	if err := checkExisting(path); err != nil {
 		return nil, err
 	}

@@ -10,11 +10,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/internal/dirs"
 	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
@@ -55,19 +58,43 @@ type WorkspaceOptions struct {
 	Headless bool
 }
 
-// DefaultDataDir is $XDG_STATE_HOME/familiar/<repo-name>-<short-hash>.
+// DefaultDataDir is <repo-name>-<short-hash> in familiar's state directory
+// (dirs.State: $XDG_STATE_HOME/familiar, else ~/.local/state/familiar on
+// Linux and ~/Library/Application Support/familiar/state on macOS).
 func DefaultDataDir(root string) string {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".local", "state")
-	}
 	sum := sha256.Sum256([]byte(root))
-	return filepath.Join(base, "familiar", filepath.Base(root)+"-"+hex.EncodeToString(sum[:])[:8])
+	return filepath.Join(dirs.State(), filepath.Base(root)+"-"+hex.EncodeToString(sum[:])[:8])
 }
 
-// SocketPath is where a workspace's familiar listens for more clients.
-func SocketPath(dataDir string) string { return filepath.Join(dataDir, "familiar.sock") }
+// SocketPath is where a workspace's familiar listens for more clients:
+// familiar.sock in its data dir, unless that path is too long for a Unix
+// socket's address (sun_path holds 104 bytes on macOS, 108 on Linux, the
+// final NUL included). Under ~/Library/Application Support/familiar/state on
+// macOS, a repository name of some 25 characters is enough. Then it is
+// familiar-<uid>/<16 hex digits of the data dir's SHA-256>.sock under
+// os.TempDir() ($TMPDIR: per user on macOS, /tmp on Linux): the same for
+// every familiar of that data dir, and jsonrpc's Listen makes the directory
+// private to the user and refuses one that is not.
+func SocketPath(dataDir string) string { return socketPath(dataDir, runtime.GOOS, os.TempDir()) }
+
+// sunPathMax is the longest socket path the platform takes (without the NUL).
+func sunPathMax(goos string) int {
+	switch goos {
+	case "darwin", "freebsd", "netbsd", "openbsd", "dragonfly":
+		return 103
+	default:
+		return 107
+	}
+}
+
+func socketPath(dataDir, goos, tmp string) string {
+	p := filepath.Join(dataDir, "familiar.sock")
+	if len(p) <= sunPathMax(goos) {
+		return p
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	return filepath.Join(tmp, "familiar-"+strconv.Itoa(os.Getuid()), hex.EncodeToString(sum[:8])+".sock")
+}
 
 // OpenWorkspace opens the repository containing root and everything familiar
 // keeps for it. A second familiar on the same data dir fails with

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"text/template"
 	"text/template/parse"
+
+	"github.com/familiar-dev/familiar/internal/dirs"
 )
 
 // Source says where a profile or skill comes from. A workspace one overrides
@@ -54,18 +56,10 @@ func DirsFor(repoRoot string) Dirs {
 	return d
 }
 
-// GlobalDir is familiar's per-user configuration directory:
-// $XDG_CONFIG_HOME/familiar, else ~/.config/familiar; "" if there is no home.
-func GlobalDir() string {
-	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
-		return filepath.Join(x, "familiar")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
-		return ""
-	}
-	return filepath.Join(home, ".config", "familiar")
-}
+// GlobalDir is familiar's per-user configuration directory (dirs.Config:
+// $XDG_CONFIG_HOME/familiar, else ~/.config/familiar on Linux and
+// ~/Library/Application Support/familiar on macOS); "" if there is no home.
+func GlobalDir() string { return dirs.Config() }
 
 // Profile is a prompt template with the tool rules and default mode for a
 // kind of work.

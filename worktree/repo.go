@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/familiar-dev/familiar/internal/dirs"
 )
 
 // DefaultBranchPrefix starts the names of the branches familiar makes.
@@ -146,18 +147,15 @@ func (r *Repo) WorktreesDir() string { return r.dir }
 // BranchPrefix returns the prefix of the branches familiar makes.
 func (r *Repo) BranchPrefix() string { return r.prefix }
 
-// defaultRoot is $XDG_DATA_HOME/familiar/worktrees. The XDG spec says a
-// relative XDG_DATA_HOME is invalid and must be ignored.
+// defaultRoot is worktrees in familiar's data directory (dirs.Data:
+// $XDG_DATA_HOME/familiar, else ~/.local/share/familiar on Linux and
+// ~/Library/Application Support/familiar on macOS).
 func defaultRoot() (string, error) {
-	data := os.Getenv("XDG_DATA_HOME")
-	if !filepath.IsAbs(data) {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("%w: no worktree root: set XDG_DATA_HOME or HOME: %w", ErrFailedPrecondition, err)
-		}
-		data = filepath.Join(home, ".local", "share")
+	d, err := dirs.Get()
+	if d.Data == "" {
+		return "", fmt.Errorf("%w: no worktree root: set XDG_DATA_HOME or HOME: %w", ErrFailedPrecondition, err)
 	}
-	return filepath.Join(data, "familiar", "worktrees"), nil
+	return filepath.Join(d.Data, "worktrees"), nil
 }
 
 // dirName is the per-repository directory under the root: readable, and
