@@ -2,12 +2,15 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -148,13 +151,55 @@ func keychainHasLogin(uc UserConfig) bool {
 	if runtime.GOOS != "darwin" {
 		return false
 	}
-	service := "Claude Code-credentials"
-	if uc.Custom {
-		// The CLI suffixes the item with a hash of a custom config dir;
-		// asking for the plain one would miss it. Unknown is not "none".
-		return true
+	service, ok := keychainService(uc.Custom, uc.Dir)
+	if !ok {
+		return true // the name cannot be told here; unknown is not "none"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return exec.CommandContext(ctx, "/usr/bin/security", "find-generic-password", "-s", service).Run() == nil
+}
+
+// keychainService is the name of the Keychain item in which claude keeps a
+// claude.ai login on macOS, derived the way CLI 2.1.330 does
+// (docs/CLAUDE-CLI.md §8.1): "Claude Code-credentials", plus "-" and the
+// first 8 hex digits of the SHA-256 of the credential store's directory
+// when that is not the default. custom says it is not; dir is then the
+// directory as the CLI sees it (CLAUDE_SECURESTORAGE_CONFIG_DIR, else
+// CLAUDE_CONFIG_DIR). The CLI hashes the directory in Unicode NFC; ok is
+// false for a name with characters beyond ASCII, which familiar does not
+// normalize.
+func keychainService(custom bool, dir string) (service string, ok bool) {
+	const base = "Claude Code-credentials"
+	if !custom {
+		return base, true
+	}
+	for _, r := range dir {
+		if r >= 0x80 {
+			return "", false
+		}
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return base + "-" + hex.EncodeToString(sum[:])[:8], true
+}
+
+// cliKeychainService is keychainService as a claude started with env
+// decides it: CLAUDE_SECURESTORAGE_CONFIG_DIR when set ("" meaning the
+// default), else CLAUDE_CONFIG_DIR when set, else the default.
+func cliKeychainService(env []string) (string, bool) {
+	if d, set := lookupEnvSet(env, "CLAUDE_SECURESTORAGE_CONFIG_DIR"); set {
+		return keychainService(d != "", d)
+	}
+	d := LookupEnv(env, "CLAUDE_CONFIG_DIR")
+	return keychainService(d != "", d)
+}
+
+// lookupEnvSet is LookupEnv that also says whether key is set at all.
+func lookupEnvSet(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
