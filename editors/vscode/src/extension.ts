@@ -5,15 +5,15 @@
 import * as vscode from 'vscode';
 import * as fs from 'fs';
 import * as path from 'path';
-import { execFile } from 'child_process';
+import { ChildProcess, execFile, spawn } from 'child_process';
 import { FamiliarClient } from './client';
 import { OutputPump } from './pump';
 import { applyPatch, filePatch } from './patch';
 import {
   clock, counts, describe, duration, groups, GroupId, isMultiSelect, permissionDetail, secondsLeft,
-  tasksIn, truncate, undoable, blockedLabel, activityText, roughly, noLinks,
+  tasksIn, truncate, undoable, blockedLabel, activityText, roughly, noLinks, EndAnnouncer, endNotice, groupOfTask, plural, TaskEnd,
 } from './model';
-import type { DiffResult, MergeStrategy, Mode, Policy, Question, SettingsUpdate, Task, TaskCreateParams, TaskType } from './protocol';
+import type { DiffResult, MergeStrategy, Mode, Policy, Question, SettingsUpdate, Task, TaskCompleted, TaskCreateParams, TaskResult, TaskType } from './protocol';
 import { Code } from './protocol';
 
 let ext: Familiar | undefined;
@@ -67,7 +67,7 @@ class Familiar implements vscode.Disposable {
   root?: string;
   familiarPath?: string;
   private readonly log: vscode.LogOutputChannel;
-  private readonly doctor: vscode.OutputChannel;
+  private doctorTerminal?: vscode.Terminal;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly tree = new TaskTree(this);
   private view!: vscode.TreeView<Node>;
@@ -75,6 +75,7 @@ class Familiar implements vscode.Disposable {
   private readonly terminals = new Map<string, { term: vscode.Terminal; pump: OutputPump }>();
   private readonly prompts = new Map<string, Prompt>(); // key task/question
   private readonly resolved = new Map<string, string>(); // key → decidedBy
+  private readonly ends = new EndAnnouncer();
   private readonly details = new DetailsProvider(this);
   private readonly diffs = new DiffProvider(this);
   private ticker?: NodeJS.Timeout;
@@ -86,11 +87,10 @@ class Familiar implements vscode.Disposable {
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Familiar', { log: true });
-    this.doctor = vscode.window.createOutputChannel('Familiar Doctor');
     this.status = vscode.window.createStatusBarItem('familiar.status', vscode.StatusBarAlignment.Left, 50);
     this.status.name = 'Familiar';
     this.status.command = 'workbench.view.extension.familiar';
-    this.disposables.push(this.log, this.doctor, this.status);
+    this.disposables.push(this.log, this.status);
   }
 
   api() {
@@ -233,7 +233,11 @@ class Familiar implements vscode.Disposable {
       for (const v of this.terminals.values()) v.pump.wake();
       this.tree.refresh();
       this.updateStatus();
-      for (const t of client.tasks.values()) if (t.pendingQuestion) this.prompt(t, t.pendingQuestion);
+      for (const t of client.tasks.values()) {
+        if (t.pendingQuestion) this.prompt(t, t.pendingQuestion);
+        // Ends from before this connection are not news (replayed ones were announced).
+        this.ends.known(t);
+      }
       // Prompts of questions that were answered while we were away.
       for (const [key, p] of this.prompts) {
         const t = client.tasks.get(p.taskId);
@@ -245,6 +249,9 @@ class Familiar implements vscode.Disposable {
       this.tree.taskChanged(t.id);
       this.details.changed(t.id);
       this.statusSoon();
+      // An older familiar announces a block only with task/updated.
+      const end = this.ends.updated(t);
+      if (end) void this.announce(end, t);
     });
     client.onOutput((o) => this.terminals.get(o.id)?.pump.wake());
     client.onQuestion(([q]) => {
@@ -254,7 +261,7 @@ class Familiar implements vscode.Disposable {
       else void client.request<Task>('task/get', { id: q.id }).then((t) => this.prompt(t, q.question));
     });
     client.onQuestionResolved(([r]) => this.closePrompt(`${r.id}/${r.questionId}`, r.decidedBy));
-    client.onCompleted(([c]) => void this.completed(c.id));
+    client.onCompleted(([c]) => void this.completed(c));
     client.onServerMessage(([m, meta]) => {
       const text = `Familiar: ${m.text}`;
       this.log.info(`server: ${m.level}: ${m.text}`);
@@ -285,19 +292,34 @@ class Familiar implements vscode.Disposable {
     });
   }
 
+  /**
+   * Runs `familiar doctor` in a terminal of its own: its checks print as they
+   * run, and its fixes are commands the person runs next to them. A
+   * pseudoterminal rather than a shell running familiar, because doctor exits
+   * non-zero when it finds a problem and VS Code alerts on that exit.
+   */
   async runDoctor() {
-    if (!this.familiarPath) throw new Error('familiar was not found; set "familiar.path".');
-    this.doctor.clear();
-    this.doctor.show(true);
-    this.doctor.appendLine(`$ ${this.familiarPath} doctor`);
-    await new Promise<void>((resolve) => {
-      execFile(this.familiarPath!, ['doctor'], { cwd: this.root ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath }, (err, stdout, stderr) => {
-        this.doctor.append(stdout);
-        if (stderr) this.doctor.append(stderr);
-        this.doctor.appendLine(err ? `\ndoctor found problems (exit ${(err as any).code ?? '?'})` : '\nall checks passed');
-        resolve();
-      });
-    });
+    const familiar = this.familiarPath;
+    if (!familiar) throw new Error('familiar was not found; set "familiar.path".');
+    const cwd = this.root ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const write = new vscode.EventEmitter<string>();
+    let child: ChildProcess | undefined;
+    const lines = (d: string) => write.fire(d.replace(/\r?\n/g, '\r\n'));
+    const pty: vscode.Pseudoterminal = {
+      onDidWrite: write.event,
+      open: () => {
+        write.fire('$ familiar doctor\r\n');
+        child = spawn(familiar, ['doctor'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+        child.stdout!.setEncoding('utf8').on('data', lines);
+        child.stderr!.setEncoding('utf8').on('data', lines);
+        child.on('error', (err) => lines(`cannot run familiar: ${err.message}\n`));
+        child.on('close', (code) => lines(code === 0 ? '\nall checks passed\n' : `\ndoctor found problems (exit ${code ?? '?'})\n`));
+      },
+      close: () => child?.kill(),
+    };
+    this.doctorTerminal?.dispose();
+    this.doctorTerminal = vscode.window.createTerminal({ name: 'Familiar: Doctor', pty, iconPath: new vscode.ThemeIcon('hubot') });
+    this.doctorTerminal.show();
   }
 
   private async reconnect() {
@@ -378,11 +400,13 @@ class Familiar implements vscode.Disposable {
     }
     if (n.queued) parts.push(`$(clock) ${n.queued} queued`);
     if (n.ready) parts.push(`$(git-pull-request) ${n.ready} to merge`);
+    // A blocked task waits on the person too (Continue, Retry): it stays counted until they act.
+    if (n.blocked) parts.push(`$(error) ${n.blocked} blocked`);
     s.text = parts.join('  ');
     s.backgroundColor = n.waiting ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
-    s.tooltip = `Familiar: ${n.running} running, ${n.waiting} waiting on you, ${n.queued} queued, ${n.ready} ready to merge`;
+    s.tooltip = `Familiar: ${n.running} running, ${n.waiting} waiting on you, ${n.queued} queued, ${n.ready} ready to merge, ${n.blocked} blocked`;
     s.show();
-    this.view.badge = n.waiting ? { value: n.waiting, tooltip: `${n.waiting} task(s) waiting on you` } : undefined;
+    this.view.badge = n.waiting ? { value: n.waiting, tooltip: `${plural(n.waiting, 'task')} waiting on you` } : undefined;
   }
 
   private statusTimer?: NodeJS.Timeout;
@@ -783,25 +807,36 @@ class Familiar implements vscode.Disposable {
 
   // ---- completion, diff, merge, undo ----
 
-  private async completed(id: string) {
-    let t = this.task(id);
-    if (!t) t = await this.connected().request<Task>('task/get', { id });
-    if (!vscode.workspace.getConfiguration('familiar').get('notifyOnCompletion', true)) return;
-    const r = t.result;
-    if (t.status === 'merging' && r) {
-      const files = r.changedFiles.length;
-      const pick = await info(
-        `Familiar · "${t.title}" is ready to merge (${files} file${files === 1 ? '' : 's'} changed${r.costUsd !== undefined ? `, $${r.costUsd.toFixed(2)}` : ''}). ${truncate(r.summary, 300)}`,
-        'Show Changes', 'Merge…');
-      if (pick === 'Show Changes') await this.showChanges(id, true);
-      if (pick === 'Merge…') await this.merge(id);
-    } else if (t.status === 'blocked') {
-      const pick = await warn(
-        `Familiar · "${t.title}" is blocked: ${t.blocked ? blockedLabel(t.blocked.reason) + (t.blocked.detail ? ' — ' + truncate(t.blocked.detail, 200) : '') : truncate(r?.summary ?? '', 200)}`,
-        'Open Terminal', 'Retry', 'Continue…');
-      if (pick === 'Open Terminal') this.openTerminal(id);
-      if (pick === 'Retry') await this.act('task/retry', id, 'Retrying');
-      if (pick === 'Continue…') await this.continueTask(id);
+  /** A task/completed: every end of a task, announced once (see EndAnnouncer). */
+  private async completed(c: TaskCompleted) {
+    let t = this.task(c.id);
+    if (!t) t = await this.connected().request<Task>('task/get', { id: c.id }).catch(() => undefined);
+    const end = this.ends.completed(c, t);
+    if (end) await this.announce(end, t, c.result);
+  }
+
+  /**
+   * Shows one end of a task: ready to merge (or done with no changes) as
+   * information, a block or a cancel the person did not ask for as a warning
+   * naming the reason in words, each with the actions that fit it.
+   */
+  private async announce(end: TaskEnd, t?: Task, r: TaskResult | undefined = t?.result) {
+    if (end.success && !vscode.workspace.getConfiguration('familiar').get('notifyOnCompletion', true)) return;
+    const n = endNotice(t?.title ?? end.id, end, r && { changedFiles: r.changedFiles?.length ?? 0, costUsd: r.costUsd, summary: r.summary });
+    trace({ ev: 'end', task: end.id, status: end.status, reason: end.reason, text: n.text, actions: n.actions });
+    this.log.info(`task ${end.id} ended: ${end.status}${end.reason ? ` (${end.reason})` : ''}`);
+    try {
+      const pick = await (n.level === 'warning' ? warn : info)(n.text, ...n.actions);
+      switch (pick) {
+        case 'Show Changes': return await this.showChanges(end.id, true);
+        case 'Merge…': return await this.merge(end.id);
+        case 'Continue…': return await this.continueTask(end.id);
+        case 'Retry': return await this.act('task/retry', end.id, 'Retrying');
+        case 'Open Terminal': return this.openTerminal(end.id);
+        case 'Run Doctor': return await this.runDoctor();
+      }
+    } catch (err: any) {
+      this.fail(err);
     }
   }
 
@@ -829,7 +864,7 @@ class Familiar implements vscode.Disposable {
       for (const [, base, head] of resources) await vscode.commands.executeCommand('vscode.diff', base ?? empty, head ?? empty, title, { preview: false });
     }
     if (offerMerge && t.status === 'merging') {
-      const pick = await info(`Familiar · "${t.title}": ${diff.files.length} file(s) changed.`, 'Merge…');
+      const pick = await info(`Familiar · "${t.title}": ${plural(diff.files.length, 'file')} changed.`, 'Merge…');
       if (pick) await this.merge(id);
     }
   }
@@ -903,6 +938,7 @@ class Familiar implements vscode.Disposable {
       await this.connected().request('task/remove', { ...params, force: true });
     }
     this.client?.tasks.delete(id);
+    this.ends.forget(id);
     this.tree.refresh();
     this.updateStatus();
   }
@@ -1009,7 +1045,7 @@ class TaskTree implements vscode.TreeDataProvider<Node> {
     if (!n) {
       const all = [...tasks];
       for (const id of [...this.drawn.keys()]) if (!this.f.task(id)) { this.drawn.delete(id); this.shown.delete(id); this.nodes.delete(`task:${id}`); }
-      return groups.filter((g) => all.some((t) => g.statuses.includes(t.status))).map((g) => this.node('group', g.id));
+      return groups.filter((g) => all.some((t) => groupOfTask(t) === g.id)).map((g) => this.node('group', g.id));
     }
     if (n.kind === 'group') return tasksIn(n.id, tasks).map((t) => this.node('task', t.id));
     return [];
@@ -1033,9 +1069,11 @@ class TaskTree implements vscode.TreeDataProvider<Node> {
     item.id = `task:${t.id}`;
     item.description = describe(t, now, true);
     item.iconPath = icon(t);
-    const flags = ['task', t.status];
-    if (t.worktree && ['merging', 'merged', 'blocked', 'cancelled', 'running', 'waiting', 'paused'].includes(t.status)) flags.push('changes');
-    if (undoable(t, now)) flags.push('undoable');
+    // A task that changed nothing offers neither Merge nor its changes, whatever its status.
+    const none = !!t.result?.noChanges && (t.status === 'merging' || t.status === 'merged');
+    const flags = ['task', none ? 'nochanges' : t.status];
+    if (!none && t.worktree && ['merging', 'merged', 'blocked', 'cancelled', 'running', 'waiting', 'paused'].includes(t.status)) flags.push('changes');
+    if (!none && undoable(t, now)) flags.push('undoable');
     item.contextValue = flags.join(' ');
     item.command = { command: 'familiar.showTask', title: 'Show Details', arguments: [t.id] };
     const md = new vscode.MarkdownString(undefined, true);
@@ -1051,7 +1089,7 @@ class TaskTree implements vscode.TreeDataProvider<Node> {
   getParent(n: Node): Node | undefined {
     if (n.kind === 'group') return undefined;
     const t = this.f.task(n.id);
-    return t ? this.node('group', groups.find((g) => g.statuses.includes(t.status))?.id ?? 'done') : undefined;
+    return t ? this.node('group', groupOfTask(t)) : undefined;
   }
 }
 
@@ -1062,7 +1100,7 @@ function rowKey(t: Task, now: number): string {
 }
 
 function place(t: Task): string {
-  return `${groups.find((g) => g.statuses.includes(t.status))?.id}/${t.status === 'queued' ? t.queuePosition ?? '' : ''}`;
+  return `${groupOfTask(t)}/${t.status === 'queued' ? t.queuePosition ?? '' : ''}`;
 }
 
 function icon(t: Task): vscode.ThemeIcon {
@@ -1077,7 +1115,7 @@ function icon(t: Task): vscode.ThemeIcon {
       return new vscode.ThemeIcon(t.activity === 'running_command' ? 'terminal' : t.activity === 'writing' ? 'edit' : 'pulse', c('charts.blue'));
     case 'paused': return new vscode.ThemeIcon('debug-pause');
     case 'queued': return new vscode.ThemeIcon('clock');
-    case 'merging': return new vscode.ThemeIcon('git-pull-request', c('charts.green'));
+    case 'merging': return t.result?.noChanges ? new vscode.ThemeIcon('check') : new vscode.ThemeIcon('git-pull-request', c('charts.green'));
     case 'merged': return new vscode.ThemeIcon('check', c('charts.green'));
     case 'blocked': return new vscode.ThemeIcon('error', c('errorForeground'));
     case 'cancelled': return new vscode.ThemeIcon('circle-slash');
@@ -1119,6 +1157,7 @@ class DetailsProvider implements vscode.TextDocumentContentProvider {
     if (t.acceptanceCriteria.length) lines.push('', '## Acceptance criteria', '', ...t.acceptanceCriteria.map((c) => `- ${c}`));
     if (t.pendingQuestion) lines.push('', '## Waiting on you', '', t.pendingQuestion.text, ...t.pendingQuestion.options.map((o) => `- ${o.label}`));
     if (t.blocked) lines.push('', '## Blocked', '', `${blockedLabel(t.blocked.reason)}: ${t.blocked.detail}`);
+    if (t.result?.noChanges) lines.push('', 'Done, no changes: there is nothing to merge.');
     if (t.result) {
       lines.push('', '## Result', '', t.result.summary);
       if (t.result.costUsd !== undefined) lines.push('', `Cost: $${t.result.costUsd.toFixed(4)}`);

@@ -1,7 +1,7 @@
 // Pure helpers the view, status bar and prompts share: grouping, labels,
 // times. No VS Code dependency, so the fast tests cover them.
 
-import type { Question, Status, Task } from './protocol';
+import type { Question, Status, Task, TaskCompleted } from './protocol';
 
 export type GroupId = 'waiting' | 'running' | 'queued' | 'ready' | 'blocked' | 'done';
 
@@ -18,26 +18,42 @@ export function groupOf(s: Status): GroupId {
   return groups.find((g) => g.statuses.includes(s))?.id ?? 'done';
 }
 
+/**
+ * The group a task is shown in: by its status, except that a task that
+ * finished having changed nothing is done, not ready to merge (there is
+ * nothing to merge), whatever its status.
+ */
+export function groupOfTask(t: Task): GroupId {
+  if (t.result?.noChanges && (t.status === 'merging' || t.status === 'merged')) return 'done';
+  return groupOf(t.status);
+}
+
 /** Tasks of a group in display order: queue order for queued, newest first otherwise. */
 export function tasksIn(group: GroupId, tasks: Iterable<Task>): Task[] {
-  const out = [...tasks].filter((t) => groupOf(t.status) === group);
+  const out = [...tasks].filter((t) => groupOfTask(t) === group);
   if (group === 'queued') out.sort((a, b) => (a.queuePosition ?? 1e9) - (b.queuePosition ?? 1e9));
   else out.sort((a, b) => compareTime(b.createdAt, a.createdAt));
   return out;
 }
 
-export interface Counts { running: number; waiting: number; queued: number; ready: number }
+export interface Counts { running: number; waiting: number; queued: number; ready: number; blocked: number }
 
 export function counts(tasks: Iterable<Task>): Counts {
-  const c: Counts = { running: 0, waiting: 0, queued: 0, ready: 0 };
+  const c: Counts = { running: 0, waiting: 0, queued: 0, ready: 0, blocked: 0 };
   for (const t of tasks) {
-    const g = groupOf(t.status);
+    const g = groupOfTask(t);
     if (g === 'running') c.running++;
     else if (g === 'waiting') c.waiting++;
     else if (g === 'queued') c.queued++;
     else if (g === 'ready') c.ready++;
+    else if (g === 'blocked') c.blocked++;
   }
   return c;
+}
+
+/** "1 task", "2 tasks": no "(s)" in what a person reads. */
+export function plural(n: number, one: string, many = one + 's'): string {
+  return `${n} ${n === 1 ? one : many}`;
 }
 
 const activityLabel: Record<string, string> = {
@@ -81,7 +97,10 @@ export function describe(t: Task, now: number, coarse = false): string {
       parts.push(t.blocked ? blockedLabel(t.blocked.reason) : 'blocked');
       break;
     case 'merging':
-      parts.push(`${t.result?.changedFiles.length ?? 0} file(s) changed`);
+      parts.push(t.result?.noChanges ? 'done, no changes' : `${plural(t.result?.changedFiles.length ?? 0, 'file')} changed`);
+      break;
+    case 'merged':
+      parts.push(t.result?.noChanges ? 'done, no changes' : 'merged');
       break;
     default:
       parts.push(t.status);
@@ -104,7 +123,168 @@ export function blockedLabel(reason: string): string {
     start_failed: 'could not start',
     interrupted: 'interrupted',
     cancelled_by_user: 'cancelled',
+    auth: 'login refused',
+    api_error: 'API error',
+    usage_limit: 'usage limit',
+    budget: 'budget spent',
+    cancelled: 'cancelled',
   } as Record<string, string>)[reason] ?? reason;
+}
+
+/** One end of a task (task/completed, or an older familiar's task/updated to blocked), as the extension announces it. */
+export interface TaskEnd {
+  id: string;
+  status: Status;
+  success: boolean;
+  /** Why a failed end happened: a blocked reason, or "cancelled". */
+  reason?: string;
+  detail?: string;
+  /** The API's HTTP status of an api_error (from the task). */
+  httpStatus?: number;
+  resetsAt?: string;
+  noChanges?: boolean;
+}
+
+/** The end a task/completed notification announces, filled in from the task where an older familiar left fields out. */
+export function endOf(c: TaskCompleted, t?: Task): TaskEnd {
+  const status = c.status ?? t?.status ?? (c.result?.success ? 'merging' : 'blocked');
+  const success = c.result?.success ?? (status === 'merging' || status === 'merged');
+  const b = status === 'blocked' ? t?.blocked : undefined;
+  return {
+    id: c.id, status, success,
+    reason: c.reason || b?.reason || (status === 'cancelled' && !success ? 'cancelled' : undefined),
+    detail: c.detail || b?.detail || undefined,
+    httpStatus: b?.status,
+    resetsAt: c.resetsAt || b?.resetsAt || undefined,
+    noChanges: c.result?.noChanges ?? t?.result?.noChanges,
+  };
+}
+
+/** The end an older familiar's task/updated to blocked stands for (it sent no task/completed for it). */
+export function endOfTask(t: Task): TaskEnd {
+  return {
+    id: t.id, status: t.status, success: false, reason: t.blocked?.reason, detail: t.blocked?.detail || undefined,
+    httpStatus: t.blocked?.status, resetsAt: t.blocked?.resetsAt, noChanges: t.result?.noChanges,
+  };
+}
+
+const liveStatuses: Status[] = ['queued', 'starting', 'running', 'waiting', 'paused'];
+
+/**
+ * Announces every end of a task once. familiar sends task/completed for
+ * every end; an older familiar sent it only on success, so a task that
+ * became blocked is announced from its task/updated. When both arrive (in
+ * either order, live or replayed after a reconnect) they are one end: the
+ * first announces it, the second says nothing. A task that runs again
+ * (continued, resumed) can end again, so going live forgets its last end.
+ */
+export class EndAnnouncer {
+  /** Task id → the kind of end announced ("ok" or "failed") since it last ran. */
+  private readonly ended = new Map<string, string>();
+
+  /** A task/completed: the end to announce, or undefined when it was announced already. */
+  completed(c: TaskCompleted, t?: Task): TaskEnd | undefined {
+    const end = endOf(c, t);
+    return this.once(end) ? end : undefined;
+  }
+
+  /** A task/updated: the end to announce when it is an older familiar's silent block. */
+  updated(t: Task): TaskEnd | undefined {
+    if (liveStatuses.includes(t.status)) {
+      this.ended.delete(t.id);
+      return undefined;
+    }
+    if (t.status !== 'blocked') return undefined;
+    const end = endOfTask(t);
+    return this.once(end) ? end : undefined;
+  }
+
+  /**
+   * A task as (re)loaded at connect: an end it already had is not news. (Ends
+   * replayed from task/events before it were announced.)
+   */
+  known(t: Task) {
+    if (liveStatuses.includes(t.status) || this.ended.has(t.id)) return;
+    if (t.status === 'blocked') this.ended.set(t.id, 'failed');
+    else if (t.status === 'merging' || t.status === 'merged') this.ended.set(t.id, 'ok');
+  }
+
+  /** A task removed: nothing of it is kept. */
+  forget(id: string) {
+    this.ended.delete(id);
+  }
+
+  private once(end: TaskEnd): boolean {
+    const kind = end.success ? 'ok' : 'failed';
+    if (this.ended.get(end.id) === kind) return false;
+    this.ended.set(end.id, kind);
+    // Bounded: a window open for weeks sees thousands of tasks end.
+    if (this.ended.size > 2000) this.ended.delete(this.ended.keys().next().value!);
+    return true;
+  }
+}
+
+export type EndAction = 'Show Changes' | 'Merge…' | 'Continue…' | 'Retry' | 'Open Terminal' | 'Run Doctor';
+
+/** What a notification of a task's end says, and the actions it offers. */
+export interface EndNotice { level: 'info' | 'warning'; text: string; actions: EndAction[] }
+
+/** The reason of a failed end in words a person can act on (not the code). */
+export function reasonText(e: Pick<TaskEnd, 'reason' | 'httpStatus' | 'resetsAt'>): string {
+  switch (e.reason) {
+    case 'auth': return 'the API refused its credentials';
+    case 'api_error': return e.httpStatus ? `the API kept failing (HTTP ${e.httpStatus})` : 'the API could not be reached';
+    case 'usage_limit': return e.resetsAt ? `the usage limit is reached until ${localClock(e.resetsAt)}` : 'the usage limit is reached';
+    case 'budget': return 'it spent its budget';
+    case 'timeout': return 'it made no progress for too long';
+    case 'agent_failed': return 'the agent failed';
+    case 'agent_exited': return 'the agent exited before it finished';
+    case 'start_failed': return 'the agent could not start';
+    case 'interrupted': return 'familiar stopped while it ran';
+    case 'cancelled': case 'cancelled_by_user': return 'it was cancelled';
+    default: return e.reason ? e.reason.replace(/_/g, ' ') : 'it could not finish';
+  }
+}
+
+/**
+ * The actions that fit a failed end: Continue… where the same session can
+ * go on (the API or time failed, not the work), Run Doctor where the setup
+ * is wrong, Retry (a new attempt) and the terminal otherwise. At most
+ * three: a toast cuts more buttons to "Al…".
+ */
+export function endActions(e: Pick<TaskEnd, 'status' | 'reason'>): EndAction[] {
+  if (e.status === 'cancelled') return ['Retry', 'Open Terminal'];
+  switch (e.reason) {
+    case 'auth': return ['Run Doctor', 'Retry', 'Open Terminal'];
+    case 'start_failed': return ['Run Doctor', 'Retry'];
+    case 'api_error': case 'timeout': case 'interrupted': case 'usage_limit': case 'budget':
+      return ['Continue…', 'Retry', 'Open Terminal'];
+    default: return ['Retry', 'Open Terminal'];
+  }
+}
+
+/** The notification of one end of the task titled title. */
+export function endNotice(title: string, e: TaskEnd, r?: { changedFiles?: number; costUsd?: number; summary?: string }): EndNotice {
+  const name = `Familiar · "${title}"`;
+  const summary = r?.summary ? ' ' + truncate(r.summary, 300) : '';
+  if (e.success && e.noChanges) return { level: 'info', text: `${name} is done, no changes.${summary}`, actions: ['Continue…'] };
+  if (e.success && e.status === 'merged') return { level: 'info', text: `${name} is merged (${plural(r?.changedFiles ?? 0, 'file')} changed).${summary}`, actions: ['Show Changes'] };
+  if (e.success) {
+    const cost = r?.costUsd !== undefined ? `, $${r.costUsd.toFixed(2)}` : '';
+    return { level: 'info', text: `${name} is ready to merge (${plural(r?.changedFiles ?? 0, 'file')} changed${cost}).${summary}`, actions: ['Show Changes', 'Merge…'] };
+  }
+  const detail = e.detail ? ` — ${sentence(truncate(e.detail, 240))}` : '';
+  const what = e.status === 'cancelled' ? 'was cancelled' : `is blocked: ${reasonText(e)}`;
+  return { level: 'warning', text: `${name} ${what}${detail}`, actions: endActions(e) };
+}
+
+function sentence(s: string): string {
+  return /[.!?…]$/.test(s) ? s : s + '.';
+}
+
+function localClock(iso: string): string {
+  const d = new Date(iso);
+  return isNaN(d.getTime()) ? iso : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 }
 
 export function questionSummary(q?: Question): string {

@@ -31,7 +31,18 @@ export interface TaskResult {
   changedFiles: ChangedFile[];
   commits: { sha: string; subject: string }[];
   costUsd?: number;
+  /** familiar's addition: the task finished having changed nothing (nothing to merge, whatever its status). */
+  noChanges?: boolean;
+  truncated?: boolean;
+  originalSize?: number;
+  summaryRef?: string;
 }
+
+export type BlockedReason = 'timeout' | 'agent_failed' | 'agent_exited' | 'start_failed' | 'interrupted' | 'cancelled_by_user'
+  | 'auth' | 'api_error' | 'usage_limit' | 'budget';
+
+/** Why a task could not finish; status (an api_error's HTTP status) and resetsAt (a usage limit's) are familiar's additions. */
+export interface Blocked { reason: BlockedReason | string; detail: string; status?: number; resetsAt?: string }
 
 export interface Task {
   id: string;
@@ -51,7 +62,7 @@ export interface Task {
   agent?: { pid: number; sessionId: string; claudeVersion: string };
   pendingQuestion?: Question;
   result?: TaskResult;
-  blocked?: { reason: string; detail: string };
+  blocked?: Blocked;
   attempt: number;
   previousAttemptId?: string;
   createdAt: string;
@@ -98,7 +109,25 @@ export interface TaskUpdated { seq: number; task: Task }
 export interface TaskOutput { seq: number; id: string; data: string }
 export interface TaskQuestion { seq: number; id: string; question: Question }
 export interface TaskQuestionResolved { seq: number; id: string; questionId: string; decidedBy: string; optionId?: string }
-export interface TaskCompleted { seq: number; id: string; result: TaskResult }
+/**
+ * Every end of a task: success (status merging or merged), or, from familiar's
+ * issue-22 servers on, a failure (result.success false; status blocked, or
+ * cancelled by anything but the person). status, reason, detail and resetsAt
+ * are familiar's additions; an older familiar sends only seq, id and result,
+ * and only on success.
+ */
+export interface TaskCompleted {
+  seq: number;
+  id: string;
+  result: TaskResult;
+  status?: Status;
+  /** The blocked reason, or "cancelled"; empty on success. */
+  reason?: BlockedReason | 'cancelled' | string;
+  /** A sentence a person can act on. */
+  detail?: string;
+  /** When a usage limit resets (RFC 3339). */
+  resetsAt?: string;
+}
 export interface ServerMessage { seq: number; level: 'info' | 'warning' | 'error'; text: string }
 
 export const Code = {

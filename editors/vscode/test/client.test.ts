@@ -7,6 +7,7 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { FamiliarClient } from '../src/client';
+import { EndAnnouncer, endNotice, TaskEnd } from '../src/model';
 import { OutputPump } from '../src/pump';
 import { applyPatch, filePatch } from '../src/patch';
 import type { DiffResult, Task, TaskCompleted, TaskQuestion } from '../src/protocol';
@@ -237,6 +238,48 @@ test('reconnects after familiar dies and replays missed events after a reload', 
   } finally {
     await a.stop();
     await b?.stop();
+    sb.cleanup();
+  }
+});
+
+test('a task blocked by the API is announced once, as a warning with the actions of its reason', { skip: skipWithoutClaude }, async () => {
+  const sb = sandbox();
+  const c = client(sb);
+  try {
+    await c.start();
+    // What the extension does with both notifications (extension.ts): an
+    // older familiar announces a block with task/updated only, a newer one
+    // with task/completed too; either way one warning.
+    const ends = new EndAnnouncer();
+    const announced: TaskEnd[] = [];
+    const completed: TaskCompleted[] = [];
+    c.onTask((t) => { const e = ends.updated(t); if (e) announced.push(e); });
+    c.onCompleted(([d]) => { completed.push(d); const e = ends.completed(d, c.tasks.get(d.id)); if (e) announced.push(e); });
+
+    const t = await c.request<Task>('task/create', { title: 'Refused', description: '@@ERROR 401 invalid x-api-key' });
+    const end = await waitFor('the block to be announced', () => announced.find((e) => e.id === t.id), 90000);
+    assert.equal(c.tasks.get(t.id)?.status, 'blocked');
+    assert.equal(end.status, 'blocked');
+    assert.equal(end.success, false);
+    assert.equal(end.reason, 'auth');
+    const n = endNotice('Refused', end);
+    assert.equal(n.level, 'warning');
+    assert.match(n.text, /^Familiar · "Refused" is blocked: the API refused its credentials — Invalid API key.*claude login/);
+    assert.deepEqual(n.actions, ['Run Doctor', 'Retry', 'Open Terminal']);
+
+    // A newer familiar's task/completed of the same end (sent here by hand
+    // when this one has none): no second warning.
+    if (!completed.some((d) => d.id === t.id)) {
+      const fake: TaskCompleted = { seq: c.lastSeq + 1, id: t.id, result: { success: false, summary: '', changedFiles: [], commits: [] }, status: 'blocked', reason: 'auth', detail: end.detail };
+      assert.equal(ends.completed(fake, c.tasks.get(t.id)), undefined);
+    }
+    // Retry: a new attempt (a new task) that ends the same way is announced again.
+    const retry = await c.request<Task>('task/retry', { id: t.id });
+    await waitFor('the retry\'s block to be announced', () => announced.find((e) => e.id === retry.id), 90000);
+    assert.equal(announced.filter((e) => e.id === t.id).length, 1, 'the first block, once');
+    assert.equal(announced.length, 2);
+  } finally {
+    await c.stop();
     sb.cleanup();
   }
 });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { activityText, compareTime, counts, describe, duration, groupOf, isMultiSelect, noLinks, roughly, tasksIn } from '../src/model';
-import type { Task } from '../src/protocol';
+import { activityText, compareTime, counts, describe, duration, EndAnnouncer, endNotice, groupOf, isMultiSelect, noLinks, roughly, tasksIn } from '../src/model';
+import type { Task, TaskCompleted } from '../src/protocol';
 
 const base: Task = {
   id: 't1', title: 'x', description: '', acceptanceCriteria: [], type: 'implement', profile: 'default', mode: 'executor',
@@ -20,7 +20,7 @@ test('groups by state', () => {
     { ...base, id: 'c', status: 'waiting' },
   ] as Task[];
   assert.deepEqual(tasksIn('queued', tasks).map((t) => t.id), ['b', 'a']);
-  assert.deepEqual(counts(tasks), { running: 0, waiting: 1, queued: 2, ready: 0 });
+  assert.deepEqual(counts(tasks), { running: 0, waiting: 1, queued: 2, ready: 0, blocked: 0 });
 });
 
 test('describes activity, elapsed, queue position, ETA, cost and countdown', () => {
@@ -30,7 +30,7 @@ test('describes activity, elapsed, queue position, ETA, cost and countdown', () 
   assert.equal(describe({
     ...base, status: 'merging', startedAt: '2026-01-01T00:00:00Z', finishedAt: '2026-01-01T00:00:30Z',
     result: { success: true, summary: '', changedFiles: [{ path: 'a', status: 'added' }], commits: [], costUsd: 0.123 },
-  }, now), '1 file(s) changed · 30s · $0.12');
+  }, now), '1 file changed · 30s · $0.12');
   assert.equal(describe({
     ...base, status: 'waiting',
     pendingQuestion: { id: 'q', kind: 'permission', text: '', tool: 'Bash', input: { command: 'ls' }, options: [], allowText: false, expiresAt: '2026-01-01T00:02:00Z' },
@@ -80,4 +80,80 @@ test('text from agents never becomes a link in a notification', () => {
   assert.doesNotMatch(shown, /\]\(/);
   assert.equal(shown.replace(/\u200b/g, ''), cmd);
   assert.equal(noLinks('no links here (none)'), 'no links here (none)');
+});
+
+const fail = (id: string, over: Partial<TaskCompleted> = {}): TaskCompleted => ({
+  seq: 10, id, result: { success: false, summary: '', changedFiles: [], commits: [] }, status: 'blocked', ...over,
+});
+
+test('a failed end is a warning naming the task, the reason in words and the actions that fit it', () => {
+  const cases: [Partial<TaskCompleted>, RegExp, string[]][] = [
+    [{ reason: 'auth', detail: 'Invalid API key; run `claude login`, or set ANTHROPIC_API_KEY' },
+      /^Familiar · "Fix it" is blocked: the API refused its credentials — Invalid API key; run `claude login`, or set ANTHROPIC_API_KEY\.$/, ['Run Doctor', 'Retry', 'Open Terminal']],
+    [{ reason: 'start_failed', detail: 'claude was not found' }, /is blocked: the agent could not start — claude was not found\.$/, ['Run Doctor', 'Retry']],
+    [{ reason: 'api_error', detail: 'Overloaded.' }, /is blocked: the API could not be reached — Overloaded\.$/, ['Continue…', 'Retry', 'Open Terminal']],
+    [{ reason: 'timeout' }, /is blocked: it made no progress for too long$/, ['Continue…', 'Retry', 'Open Terminal']],
+    [{ reason: 'interrupted' }, /is blocked: familiar stopped while it ran$/, ['Continue…', 'Retry', 'Open Terminal']],
+    [{ reason: 'usage_limit', resetsAt: '2026-01-01T15:00:00Z' }, /is blocked: the usage limit is reached until \S+/, ['Continue…', 'Retry', 'Open Terminal']],
+    [{ reason: 'budget', detail: 'the task spent $2.01 of its $2.00 budget' }, /is blocked: it spent its budget — the task spent \$2\.01 of its \$2\.00 budget\.$/, ['Continue…', 'Retry', 'Open Terminal']],
+    [{ reason: 'agent_failed' }, /is blocked: the agent failed$/, ['Retry', 'Open Terminal']],
+    [{ reason: 'agent_exited' }, /is blocked: the agent exited before it finished$/, ['Retry', 'Open Terminal']],
+    [{ status: 'cancelled', reason: 'cancelled', detail: 'familiar was stopped for good' }, /^Familiar · "Fix it" was cancelled — familiar was stopped for good\.$/, ['Retry', 'Open Terminal']],
+  ];
+  for (const [over, text, actions] of cases) {
+    const end = new EndAnnouncer().completed(fail('t1', over))!;
+    const n = endNotice('Fix it', end);
+    assert.equal(n.level, 'warning', over.reason);
+    assert.match(n.text, text);
+    if (over.reason?.includes('_')) assert.ok(!n.text.includes(over.reason), 'a reason in words, not its code');
+    assert.deepEqual(n.actions, actions, over.reason);
+  }
+  // An api_error's HTTP status comes from the task.
+  const t: Task = { ...base, status: 'blocked', blocked: { reason: 'api_error', detail: 'Internal server error', status: 500 } };
+  assert.match(endNotice('x', new EndAnnouncer().updated(t)!).text, /is blocked: the API kept failing \(HTTP 500\) — Internal server error\.$/);
+});
+
+test('success: ready to merge, or done with no changes and no Merge', () => {
+  const ok = (over: Partial<TaskCompleted['result']>, status: Task['status'] = 'merging'): TaskCompleted =>
+    ({ seq: 3, id: 't', status, result: { success: true, summary: 'Did it.', changedFiles: [{ path: 'a', status: 'added' }], commits: [], ...over } });
+  const ready = endNotice('T', new EndAnnouncer().completed(ok({}))!, { changedFiles: 1, summary: 'Did it.' });
+  assert.deepEqual(ready, { level: 'info', text: 'Familiar · "T" is ready to merge (1 file changed). Did it.', actions: ['Show Changes', 'Merge…'] });
+  for (const status of ['merging', 'merged'] as const) {
+    const none = endNotice('T', new EndAnnouncer().completed(ok({ noChanges: true, changedFiles: [] }, status))!);
+    assert.equal(none.text, 'Familiar · "T" is done, no changes.');
+    assert.deepEqual(none.actions, ['Continue…']);
+  }
+  // In the view: done, not ready to merge, and not counted as to merge.
+  const t: Task = { ...base, status: 'merging', result: { success: true, summary: '', changedFiles: [], commits: [], noChanges: true } };
+  assert.equal(describe(t, Date.now()), 'done, no changes');
+  assert.deepEqual(tasksIn('ready', [t]), []);
+  assert.deepEqual(tasksIn('done', [t]).map((x) => x.id), ['t1']);
+  assert.equal(counts([t]).ready, 0);
+});
+
+test('an end is announced once, whichever of task/updated and task/completed comes first', () => {
+  const blocked: Task = { ...base, status: 'blocked', blocked: { reason: 'auth', detail: 'no login' } };
+  // An older familiar: only the task/updated.
+  let a = new EndAnnouncer();
+  assert.equal(a.updated(blocked)?.reason, 'auth');
+  assert.equal(a.updated({ ...blocked, updatedAt: '2026-01-01T00:00:09Z' }), undefined, 'a later update of the same block');
+  // Both, in either order.
+  a = new EndAnnouncer();
+  assert.ok(a.updated(blocked));
+  assert.equal(a.completed(fail('t1', { reason: 'auth' }), blocked), undefined);
+  a = new EndAnnouncer();
+  assert.ok(a.completed(fail('t1', { reason: 'auth' })));
+  assert.equal(a.updated(blocked), undefined);
+  // Continued, it runs again and can end again.
+  assert.equal(a.updated({ ...blocked, status: 'running', blocked: undefined }), undefined);
+  assert.ok(a.updated(blocked), 'blocked again after running');
+  // A cancel by the person sends no task/completed and is not announced.
+  assert.equal(new EndAnnouncer().updated({ ...base, status: 'cancelled' }), undefined);
+  // Blocked before this window connected: not news.
+  a = new EndAnnouncer();
+  a.known(blocked);
+  assert.equal(a.updated(blocked), undefined);
+  assert.equal(a.completed(fail('t1')), undefined);
+  // Counted in the status bar.
+  assert.equal(counts([blocked, { ...base, id: 't2', status: 'blocked' }]).blocked, 2);
 });

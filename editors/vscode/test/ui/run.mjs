@@ -62,7 +62,7 @@ const scenarios = {
       await s.page.locator('.tabs-container .tab', { hasText: `Familiar: ${title}` }).first().waitFor({ timeout: 30000 });
       await s.page.locator('.monaco-editor .view-lines', { hasText: 'hello from the agent' }).first().waitFor({ timeout: 30000 });
       await s.shot('show-changes');
-      await s.clickToastButton('file(s) changed', 'Merge…');
+      await s.clickToastButton(`"${title}": 1 file changed`, 'Merge…');
       await s.pick('Squash');
       const file = path.join(s.repo, 'hello.txt');
       await waitFor('hello.txt in the main checkout', () => fs.existsSync(file) && fs.readFileSync(file, 'utf8') === 'hello from the agent\n', 30000);
@@ -109,9 +109,13 @@ const scenarios = {
     });
   },
 
-  /** Pause and resume from the tree's context menu: the task stops, then goes on in its session and finishes. */
+  /**
+   * Pause and resume from the tree's context menu: the task stops, then goes
+   * on in its session and finishes. A task the API refuses is announced.
+   */
   async control(model) {
-    await withSession('control', { env: model.env }, async (s) => {
+    // The DOM renderer: the terminal's text is in the page (Run Doctor's output).
+    await withSession('control', { env: model.env, settings: { 'terminal.integrated.gpuAcceleration': 'off' } }, async (s) => {
       await s.ready();
       const title = 'Hold on';
       await s.newTask(title, bashTask('held.txt', 'written after a pause'));
@@ -144,6 +148,7 @@ const scenarios = {
       }, 120000, 250);
       if (model.requests().length <= asked) throw new Error('the resumed session never reached the model');
       await s.shot('finished-after-resume');
+      await blocked(s);
     });
   },
 
@@ -152,6 +157,7 @@ const scenarios = {
     await withSession('noclaude', {
       gitRepo: false,
       env: { FAMILIAR_CLAUDE: '/nonexistent/claude', PATH: pathWithout('claude') },
+      settings: { 'terminal.integrated.gpuAcceleration': 'off' },
     }, async (s) => {
       await s.ready(/Familiar/);
       const notGit = 'is not a git repository';
@@ -163,8 +169,8 @@ const scenarios = {
       await s.toast(warn).waitFor({ timeout: 60000 });
       await s.shot('claude-missing');
       await s.clickToastButton(warn, 'Run Doctor');
-      await s.page.locator('.monaco-editor .view-lines', { hasText: 'doctor' }).first().waitFor({ timeout: 30000 });
-      await s.page.locator('.monaco-editor .view-lines', { hasText: /claude/i }).first().waitFor({ timeout: 30000 });
+      await doctorTerminal(s);
+      await s.page.locator('.xterm-rows', { hasText: /claude/i }).first().waitFor({ timeout: 30000 });
       await s.shot('doctor-output');
     });
   },
@@ -185,6 +191,36 @@ const scenarios = {
     }
   },
 };
+
+/** Run Doctor's terminal, with familiar doctor's report in it. */
+async function doctorTerminal(s) {
+  await s.page.locator('.xterm-rows', { hasText: '$ familiar doctor' }).first().waitFor({ timeout: 30000 });
+  await s.page.locator('.xterm-rows', { hasText: /all checks passed|doctor found problems/ }).first().waitFor({ timeout: 60000 });
+}
+
+/**
+ * A task the API refuses (401): a warning names it and the reason in words,
+ * with the actions that fit a refused login (Run Doctor, Retry, Open
+ * Terminal; no Continue…, which cannot help), and the status bar counts it.
+ */
+async function blocked(s) {
+  const title = 'Refused';
+  await s.newTask(title, '@@ERROR 401 invalid x-api-key');
+  const warning = `"${title}" is blocked: the API refused its credentials`;
+  const toast = s.toast(warning);
+  await toast.waitFor({ timeout: 120000 });
+  for (const name of ['Run Doctor', 'Retry', 'Open Terminal']) await toast.getByRole('button', { name, exact: true }).waitFor({ timeout: 15000 });
+  if (await toast.getByRole('button', { name: 'Continue…' }).count()) throw new Error('Continue… offered for a refused login');
+  await s.page.locator('.statusbar-item', { hasText: '1 blocked' }).first().waitFor({ timeout: 15000 });
+  await s.waitTaskStatus(title, 'blocked');
+  // One warning for one end, though a newer familiar sends both task/updated and task/completed.
+  const shown = await s.page.locator('.notifications-toasts .notification-toast', { hasText: warning }).count();
+  if (shown !== 1) throw new Error(`${shown} warnings for one blocked task`);
+  await s.shot('blocked-warning');
+  await s.clickToastButton(warning, 'Run Doctor');
+  await doctorTerminal(s);
+  await s.shot('blocked-run-doctor');
+}
 
 function pathWithout(bin) {
   return (process.env.PATH ?? '').split(':').filter((d) => d && !fs.existsSync(path.join(d, bin))).join(':');
