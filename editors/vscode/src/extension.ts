@@ -451,7 +451,7 @@ class Familiar implements vscode.Disposable {
   // ---- new task ----
 
   private async newTask(fromEditor: boolean, uri?: vscode.Uri) {
-    const client = this.connected();
+    const client = await this.whenConnected();
     const hints = this.editorHints(fromEditor, uri);
     const steps = 5;
     const where = hints?.files?.length ? ` — with ${hints.files.join(', ')}${hints.notes ? ' (selection)' : ''}` : '';
@@ -947,6 +947,27 @@ class Familiar implements vscode.Disposable {
     const c = this.client;
     if (!c || c.state !== 'connected') throw new Error('familiar is not connected yet.');
     return c;
+  }
+
+  /**
+   * The client once connected: New Task run while familiar is still starting
+   * (the first seconds of a window, or a reconnect) waits for it rather than
+   * fail.
+   */
+  private async whenConnected(timeoutMs = 60000): Promise<FamiliarClient> {
+    const c = this.client;
+    if (!c || c.state === 'stopped') return this.connected();
+    if (c.state === 'connected') return c;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => { sub.dispose(); reject(new Error('familiar is not connected yet.')); }, timeoutMs);
+      const sub = c.onState((st) => {
+        if (st !== 'connected') return;
+        clearTimeout(timer);
+        sub.dispose();
+        resolve();
+      });
+    });
+    return this.connected();
   }
 
   private fail(err: any) {

@@ -192,8 +192,12 @@ export class Session {
     fs.mkdirSync(artifacts, { recursive: true });
   }
 
-  /** Waits for the workbench and the extension's status bar item. */
-  async ready(statusText = /running|Familiar/) {
+  /**
+   * Waits for the workbench and the extension's status bar item: by default
+   * its counts, which it shows once connected (it reads "Familiar" while
+   * familiar starts).
+   */
+  async ready(statusText = /running/) {
     const t0 = Date.now();
     await this.page.locator('.monaco-workbench').waitFor({ timeout: 90000 });
     log(`${this.name}: workbench after ${Date.now() - t0} ms`);
@@ -222,13 +226,19 @@ export class Session {
     await input.press('Enter');
   }
 
-  /** Types into the open quick input (InputBox or QuickPick filter) and accepts. */
-  async answerInput(text, { expectTitle } = {}) {
+  /**
+   * Types into the open quick input (InputBox or QuickPick filter) and accepts.
+   * In a QuickPick (pick: true) Enter accepts the highlighted row, so it waits
+   * for one, as a person would: an Enter on a list without one is dropped by
+   * VS Code without a trace and the step never ends.
+   */
+  async answerInput(text, { expectTitle, pick = false } = {}) {
     const p = this.page;
     if (expectTitle) await p.locator('.quick-input-widget .quick-input-title', { hasText: expectTitle }).waitFor({ state: 'visible' });
     const input = p.locator('.quick-input-widget .quick-input-box input');
     await input.waitFor({ state: 'visible' });
     await input.fill(text);
+    if (pick) await p.locator('.quick-input-widget .monaco-list-row.focused').first().waitFor({ state: 'visible', timeout: 30000 });
     await input.press('Enter');
   }
 
@@ -247,8 +257,8 @@ export class Session {
     await this.command('Familiar: New Task');
     await this.answerInput(title, { expectTitle: 'New Task (1/5)' });
     await this.answerInput(description, { expectTitle: 'New Task (2/5)' });
-    await this.answerInput(type, { expectTitle: 'New Task (3/5)' });
-    await this.answerInput(mode, { expectTitle: 'New Task (4/5)' });
+    await this.answerInput(type, { expectTitle: 'New Task (3/5)', pick: true });
+    await this.answerInput(mode, { expectTitle: 'New Task (4/5)', pick: true });
     await this.answerInput(criteria, { expectTitle: 'New Task (5/5)' });
     await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
   }
