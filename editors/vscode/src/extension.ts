@@ -455,14 +455,20 @@ class Familiar implements vscode.Disposable {
     const hints = this.editorHints(fromEditor, uri);
     const steps = 5;
     const where = hints?.files?.length ? ` — with ${hints.files.join(', ')}${hints.notes ? ' (selection)' : ''}` : '';
+    // Each step's outcome, for the UI tests' trace: a step that never
+    // returns, or returns dismissed, says where a stuck New Task stopped.
+    const answered = <T>(step: number, v: T): T => {
+      trace({ ev: 'newTask', step, answered: v !== undefined });
+      return v;
+    };
     const title = await vscode.window.showInputBox({
       title: `Familiar: New Task (1/${steps})${where}`, prompt: 'A short title for the task', ignoreFocusOut: true,
       validateInput: (v) => (v.trim() ? undefined : 'The task needs a title.'),
-    });
+    }).then((v) => answered(1, v));
     if (title === undefined) return;
     const description = await vscode.window.showInputBox({
       title: `Familiar: New Task (2/${steps})`, prompt: 'What should the agent do? (Enter to use the title)', ignoreFocusOut: true,
-    });
+    }).then((v) => answered(2, v));
     if (description === undefined) return;
     const types: { label: TaskType; description: string }[] = [
       { label: 'implement', description: 'build something new' },
@@ -471,7 +477,7 @@ class Familiar implements vscode.Disposable {
       { label: 'test', description: 'write or repair tests' },
       { label: 'custom', description: 'the default profile' },
     ];
-    const type = await vscode.window.showQuickPick(types, { title: `Familiar: New Task (3/${steps}) — type`, ignoreFocusOut: true });
+    const type = await vscode.window.showQuickPick(types, { title: `Familiar: New Task (3/${steps}) — type`, ignoreFocusOut: true }).then((v) => answered(3, v));
     if (!type) return;
     const defMode = vscode.workspace.getConfiguration('familiar').get<Mode>('defaultMode', 'executor');
     const modes: { label: Mode; description: string }[] = [
@@ -480,11 +486,11 @@ class Familiar implements vscode.Disposable {
       { label: 'auditor', description: 'reviews and runs tests, changes nothing' },
     ];
     modes.sort((a, b) => (a.label === defMode ? -1 : b.label === defMode ? 1 : 0));
-    const mode = await vscode.window.showQuickPick(modes, { title: `Familiar: New Task (4/${steps}) — mode`, ignoreFocusOut: true });
+    const mode = await vscode.window.showQuickPick(modes, { title: `Familiar: New Task (4/${steps}) — mode`, ignoreFocusOut: true }).then((v) => answered(4, v));
     if (!mode) return;
     const criteria = await vscode.window.showInputBox({
       title: `Familiar: New Task (5/${steps})`, prompt: 'Acceptance criteria, separated by ";" (optional)', ignoreFocusOut: true,
-    });
+    }).then((v) => answered(5, v));
     if (criteria === undefined) return;
     const params: TaskCreateParams = {
       title: title.trim(),

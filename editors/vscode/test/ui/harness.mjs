@@ -215,8 +215,10 @@ export class Session {
   /** Runs a command from the command palette by its title. */
   async command(title) {
     const p = this.page;
-    // Close a leftover quick input (Escape in an editor would drop its selection).
-    if (await p.locator('.quick-input-widget').isVisible()) await p.keyboard.press('Escape');
+    // Close a leftover quick input (Escape in an editor would drop its
+    // selection). Not one that is fading out: it is still visible for a moment
+    // after it closed, with the focus already back in the editor.
+    if (await p.locator('.quick-input-widget:not(.quick-input-widget-closing)').isVisible()) await p.keyboard.press('Escape');
     await p.keyboard.press('F1');
     const input = p.locator('.quick-input-widget .quick-input-box input');
     await input.waitFor({ state: 'visible' });
@@ -234,12 +236,29 @@ export class Session {
    */
   async answerInput(text, { expectTitle, pick = false } = {}) {
     const p = this.page;
-    if (expectTitle) await p.locator('.quick-input-widget .quick-input-title', { hasText: expectTitle }).waitFor({ state: 'visible' });
+    if (expectTitle) {
+      await p.locator('.quick-input-widget .quick-input-title', { hasText: expectTitle }).waitFor({ state: 'visible' }).catch(async (err) => {
+        throw new Error(`${err.message}\n${await this.quickInputState()}`);
+      });
+    }
     const input = p.locator('.quick-input-widget .quick-input-box input');
     await input.waitFor({ state: 'visible' });
     await input.fill(text);
     if (pick) await p.locator('.quick-input-widget .monaco-list-row.focused').first().waitFor({ state: 'visible', timeout: 30000 });
     await input.press('Enter');
+  }
+
+  /** What the quick input and the focus are, for a failure message. */
+  async quickInputState() {
+    return this.page.evaluate(() => {
+      const w = document.querySelector('.quick-input-widget');
+      const a = document.activeElement;
+      const describe = (e) => e ? `${e.tagName.toLowerCase()}${e.className && typeof e.className === 'string' ? '.' + e.className.trim().split(/\s+/).slice(0, 4).join('.') : ''}${e.getAttribute('aria-label') ? ` "${e.getAttribute('aria-label').slice(0, 60)}"` : ''}` : 'none';
+      if (!w) return `no quick input; focus on ${describe(a)}`;
+      const title = w.querySelector('.quick-input-title')?.textContent ?? '';
+      const rows = [...w.querySelectorAll('.monaco-list-row')].map((r) => (r.classList.contains('focused') ? '>' : '') + (r.textContent ?? '').slice(0, 30));
+      return `quick input "${title}" (${w.className}; display ${getComputedStyle(w).display}; inert ${w.inert}), rows [${rows.join(' | ')}], value "${w.querySelector('input')?.value ?? ''}"; focus on ${describe(a)}${w.contains(a) ? ' (inside it)' : ''}`;
+    }).catch((err) => `(state unknown: ${err.message})`);
   }
 
   /** Filters the open QuickPick, waits for a row with rowText, and accepts it. */
