@@ -34,6 +34,9 @@ type Options struct {
 	Cwd     string
 	Version string
 	Logger  *slog.Logger
+	// Logout logs claude out (`claude auth logout`): familiar's agents use
+	// claude's own login. nil: logout is not offered.
+	Logout func(ctx context.Context) error
 }
 
 // Agent serves one ACP client.
@@ -47,6 +50,7 @@ type Agent struct {
 	familiars   map[string]*familiar // guarded by mu; by repository root
 	sessions    map[string]*session  // guarded by mu
 	elicitation bool                 // guarded by mu; the client takes elicitation requests
+	termAuth    bool                 // guarded by mu; the client can run `familiar acp login` in a terminal
 }
 
 // Serve speaks ACP on in/out until in ends or ctx is done, then closes its
@@ -74,11 +78,31 @@ func (a *Agent) handle(ctx context.Context, method string, raw json.RawMessage) 
 	case "initialize":
 		return a.initialize(raw)
 	case "authenticate":
-		return map[string]any{}, nil
+		return a.authenticate(ctx, raw)
+	case "logout":
+		return a.logout(ctx)
 	case "session/new":
 		return a.newSession(ctx, raw)
 	case "session/load":
-		return a.loadSession(ctx, raw)
+		return a.loadSession(ctx, raw, true)
+	case "session/resume":
+		return a.loadSession(ctx, raw, false)
+	case "session/close":
+		var p sessionIDParams
+		s, err := a.sessionOf(raw, &p, &p.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		return a.closeSession(ctx, s)
+	case "session/delete":
+		return a.deleteSession(ctx, raw)
+	case "session/set_config_option":
+		var p setConfigParams
+		s, err := a.sessionOf(raw, &p, &p.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		return s.setConfig(ctx, p)
 	case "session/list":
 		return a.listSessions(ctx, raw)
 	case "session/prompt":
@@ -132,20 +156,101 @@ func (a *Agent) initialize(raw json.RawMessage) (any, error) {
 	a.mu.Lock()
 	e := p.ClientCapabilities.Elicitation
 	a.elicitation = e != nil && len(e.Form) > 0 && string(e.Form) != "null"
+	a.termAuth = p.ClientCapabilities.Auth.Terminal
 	a.mu.Unlock()
+	caps := map[string]any{
+		"loadSession":        true,
+		"promptCapabilities": map[string]any{"image": false, "audio": false, "embeddedContext": true},
+		"mcpCapabilities":    map[string]any{"http": true, "sse": true},
+		"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{},
+			"close": map[string]any{}, "delete": map[string]any{}},
+	}
+	if a.opts.Logout != nil {
+		caps["auth"] = map[string]any{"logout": map[string]any{}}
+	}
 	// A client asking for a newer version gets the one familiar speaks,
 	// as ACP's version negotiation says.
 	return map[string]any{
-		"protocolVersion": ProtocolVersion,
-		"agentCapabilities": map[string]any{
-			"loadSession":         true,
-			"promptCapabilities":  map[string]any{"image": false, "audio": false, "embeddedContext": true},
-			"mcpCapabilities":     map[string]any{"http": true, "sse": true},
-			"sessionCapabilities": map[string]any{"list": map[string]any{}},
-		},
-		"agentInfo":   map[string]any{"name": "familiar", "title": "familiar", "version": a.opts.Version},
-		"authMethods": []any{},
+		"protocolVersion":   ProtocolVersion,
+		"agentCapabilities": caps,
+		"agentInfo":         map[string]any{"name": "familiar", "title": "familiar", "version": a.opts.Version},
+		"authMethods":       authMethods(p.ClientCapabilities.Auth.Terminal),
 	}, nil
+}
+
+// The ways to log in a client can show the person (the ACP Registry lists
+// only agents that declare some). familiar holds no login of its own: its
+// agents run claude, which uses the person's claude login or an API key
+// from the environment.
+const (
+	authClaudeLogin = "claude-login"
+	authAPIKey      = "anthropic-api-key"
+	authTerminal    = "claude-login-terminal"
+)
+
+func authMethods(terminal bool) []any {
+	m := []any{
+		map[string]any{"id": authClaudeLogin, "name": "Log in with your Claude account",
+			"description": "Run `claude auth login` in a terminal (or `claude setup-token` for a long-lived token); familiar's agents use claude's login."},
+		map[string]any{"id": authAPIKey, "name": "Anthropic API key",
+			"description": "Set ANTHROPIC_API_KEY in the environment the editor starts `familiar acp` in; familiar's agents pass it to claude."},
+	}
+	if terminal {
+		// The client runs `familiar acp login` in a terminal of its own.
+		m = append(m, map[string]any{"type": "terminal", "id": authTerminal, "name": "Log in with your Claude account (terminal)",
+			"description": "Runs `claude auth login` in a terminal.", "args": []string{"login"}})
+	}
+	return m
+}
+
+// authenticate checks the method id, then asks the familiar of the current
+// directory's repository how its tasks would log in: a login that would
+// block them is refused with familiar's fix.
+func (a *Agent) authenticate(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		MethodID string `json:"methodId"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, invalidParams("params", "authenticate takes {methodId}: "+err.Error())
+	}
+	switch p.MethodID {
+	case authClaudeLogin, authAPIKey:
+	case "":
+		return nil, invalidParams("methodId", "authenticate needs methodId.")
+	default:
+		return nil, invalidParams("methodId", fmt.Sprintf("Unknown auth method %q: %s or %s.", p.MethodID, authClaudeLogin, authAPIKey))
+	}
+	if a.opts.RepoRoot == nil || a.opts.RepoRoot(a.opts.Cwd) == "" {
+		return map[string]any{}, nil // nothing to check against until a session names a repository
+	}
+	f, err := a.familiarFor(ctx, "cwd", a.opts.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	if au := f.claudeAuth; au != nil && (au.Method == "none" || au.Problem != "") {
+		msg := au.Problem
+		if msg == "" {
+			msg = "claude has no login."
+		}
+		if p.MethodID == authAPIKey {
+			msg += " Set ANTHROPIC_API_KEY where the editor starts familiar acp."
+		} else {
+			msg += " Run `claude auth login` in a terminal."
+		}
+		return nil, &rpcError{Code: codeAuthRequired, Message: msg}
+	}
+	return map[string]any{}, nil
+}
+
+// logout logs claude out: familiar's agents have no login but claude's.
+func (a *Agent) logout(ctx context.Context) (any, error) {
+	if a.opts.Logout == nil {
+		return nil, &rpcError{Code: codeMethodNotFound, Message: "familiar acp cannot log claude out here; run `claude auth logout` in a terminal."}
+	}
+	if err := a.opts.Logout(ctx); err != nil {
+		return nil, &rpcError{Code: codeInternal, Message: "claude auth logout: " + err.Error()}
+	}
+	return map[string]any{}, nil
 }
 
 // sessionOf decodes params and finds the session they name.
@@ -236,8 +341,8 @@ func (a *Agent) newSession(ctx context.Context, raw json.RawMessage) (any, error
 		return nil, err
 	}
 	s := a.addSession(newID(), f, *p.Cwd, mcp)
-	s.announce()
-	return map[string]any{"sessionId": s.id, "modes": modes(s.mode)}, nil
+	return replied{result: map[string]any{"sessionId": s.id, "modes": modes(s.mode), "configOptions": s.configOptions()},
+		then: s.announce}, nil
 }
 
 // sessionPlace reads the cwd and MCP servers of session/new or session/load:
@@ -259,7 +364,7 @@ func (a *Agent) sessionPlace(ctx context.Context, method string, cwd *string, se
 
 func (a *Agent) addSession(id string, f *familiar, cwd string, mcp map[string]protocol.McpServer) *session {
 	s := &session{id: id, a: a, f: f, cwd: cwd, mcp: mcp, mode: string(protocol.ModeExecutor),
-		announced: map[string]bool{}}
+		model: modelDefault, announced: map[string]bool{}}
 	a.mu.Lock()
 	if old := a.sessions[id]; old != nil {
 		old.stopFollowing()
@@ -269,17 +374,27 @@ func (a *Agent) addSession(id string, f *familiar, cwd string, mcp map[string]pr
 	return s
 }
 
-func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage) (any, error) {
+// loadSession is session/load (replay: the transcript is sent first) and
+// session/resume (no replay).
+func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay bool) (any, error) {
+	method := "session/load"
+	if !replay {
+		method = "session/resume"
+	}
 	var p loadSessionParams
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, invalidParams("params", "session/load takes {sessionId, cwd, mcpServers}: "+err.Error())
+		return nil, invalidParams("params", method+" takes {sessionId, cwd, mcpServers}: "+err.Error())
 	}
 	if p.SessionID == "" {
 		return nil, invalidParams("sessionId", "sessionId is required.")
 	}
-	f, mcp, err := a.sessionPlace(ctx, "session/load", p.Cwd, p.McpServers)
+	f, mcp, err := a.sessionPlace(ctx, method, p.Cwd, p.McpServers)
 	if err != nil {
 		return nil, err
+	}
+	if a.deleted(f.root, a.taskOf(f.root, p.SessionID)) {
+		return nil, &rpcError{Code: codeNotFound, Message: fmt.Sprintf("Session %q was deleted.", p.SessionID),
+			Data: map[string]string{"field": "sessionId"}}
 	}
 	taskID := a.taskOf(f.root, p.SessionID)
 	var t protocol.Task
@@ -289,11 +404,131 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage) (any, erro
 	}
 	s := a.addSession(p.SessionID, f, *p.Cwd, mcp)
 	s.mode = string(t.Mode)
-	if err := s.replay(ctx, t.ID); err != nil {
-		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+	if t.Model != "" {
+		s.model = t.Model
 	}
-	s.announce()
-	return map[string]any{"modes": modes(s.mode)}, nil
+	s.sawTask(t)
+	if replay {
+		if err := s.replay(ctx, &t); err != nil {
+			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+		}
+	} else {
+		s.follow(t.ID)
+	}
+	return replied{result: map[string]any{"modes": modes(s.mode), "configOptions": s.configOptions()}, then: s.announce}, nil
+}
+
+// closeSession is session/close: the turn in flight is cancelled, the
+// task's agent stopped (paused: the task stays, and loading the session
+// later goes on with it), and the session forgotten here.
+func (a *Agent) closeSession(ctx context.Context, s *session) (any, error) {
+	s.cancel(ctx)
+	if taskID := s.task(); taskID != "" {
+		var t protocol.Task
+		if err := s.f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); err != nil {
+			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+		}
+		if active(t.Status) {
+			if err := s.f.call(ctx, protocol.MethodTaskPause, map[string]string{"id": taskID}, &t); err != nil {
+				return nil, &rpcError{Code: codeInternal, Message: "stop the session's agent: " + err.Error()}
+			}
+		}
+	}
+	a.forget(s)
+	return map[string]any{}, nil
+}
+
+// forget drops a session from this connection.
+func (a *Agent) forget(s *session) {
+	s.stopFollowing()
+	s.mu.Lock()
+	for _, c := range s.permissions {
+		c()
+	}
+	s.mu.Unlock()
+	a.mu.Lock()
+	if a.sessions[s.id] == s {
+		delete(a.sessions, s.id)
+	}
+	a.mu.Unlock()
+}
+
+// deleteSession is session/delete: the session's task leaves session/list
+// and its worktree is removed, only if it holds no unmerged work.
+func (a *Agent) deleteSession(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p sessionIDParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, invalidParams("params", "session/delete takes {sessionId}: "+err.Error())
+	}
+	if p.SessionID == "" {
+		return nil, invalidParams("sessionId", "sessionId is required.")
+	}
+	a.mu.Lock()
+	s := a.sessions[p.SessionID]
+	a.mu.Unlock()
+	var f *familiar
+	if s != nil {
+		f = s.f
+	} else {
+		var err error
+		if f, err = a.familiarFor(ctx, "sessionId", a.opts.Cwd); err != nil {
+			return nil, err
+		}
+	}
+	taskID := a.taskOf(f.root, p.SessionID)
+	if s != nil {
+		taskID = s.task()
+	}
+	if taskID != "" {
+		var t protocol.Task
+		if err := f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); err != nil {
+			return nil, &rpcError{Code: codeNotFound, Message: fmt.Sprintf("No session %q in %s: %v", p.SessionID, f.root, err),
+				Data: map[string]string{"field": "sessionId"}}
+		}
+		if why := a.unmergedWork(ctx, f, &t); why != "" {
+			return nil, &rpcError{Code: codeInvalidRequest, Message: "Not deleted: " + why, Data: map[string]string{"field": "sessionId"}}
+		}
+		if t.Worktree != nil {
+			if err := f.call(ctx, protocol.MethodTaskRemove, map[string]any{"id": taskID, "deleteBranch": true}, nil); err != nil {
+				return nil, &rpcError{Code: codeInvalidRequest, Message: "Not deleted: " + err.Error(), Data: map[string]string{"field": "sessionId"}}
+			}
+		}
+		if err := a.markDeleted(f.root, taskID); err != nil {
+			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+		}
+	}
+	if s != nil {
+		a.forget(s)
+	}
+	_ = os.Remove(filepath.Join(a.mapDir(f.root), p.SessionID))
+	return map[string]any{}, nil
+}
+
+// unmergedWork says why a task's worktree must stay ("" if it may go): an
+// agent still at work, or changes not merged.
+func (a *Agent) unmergedWork(ctx context.Context, f *familiar, t *protocol.Task) string {
+	if active(t.Status) {
+		return fmt.Sprintf("its task is %s; cancel the turn and close the session first.", statusWords(t.Status))
+	}
+	if t.Status == protocol.StatusMerged || t.Worktree == nil {
+		return ""
+	}
+	var d protocol.TaskDiffResult
+	if err := f.call(ctx, protocol.MethodTaskDiff, map[string]any{"id": t.ID}, &d); err != nil {
+		return "familiar could not tell what the task changed: " + err.Error()
+	}
+	if len(d.Files) == 0 {
+		return ""
+	}
+	var names []string
+	for i, fl := range d.Files {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(d.Files)-5))
+			break
+		}
+		names = append(names, fl.Path)
+	}
+	return fmt.Sprintf("its worktree holds changes that are not merged (%s). Merge them with /merge, or discard them, first.", strings.Join(names, ", "))
 }
 
 func (a *Agent) listSessions(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -318,6 +553,9 @@ func (a *Agent) listSessions(ctx context.Context, raw json.RawMessage) (any, err
 	byTask := a.sessionIDs(f.root)
 	sessions := []map[string]any{}
 	for _, t := range res.Tasks {
+		if a.deleted(f.root, t.ID) {
+			continue
+		}
 		id := byTask[t.ID]
 		if id == "" {
 			id = t.ID // a task made by another editor: its id is the session id
@@ -349,6 +587,25 @@ func (a *Agent) rememberTask(root, sessionID, taskID string) error {
 	return os.Rename(tmp, filepath.Join(dir, sessionID))
 }
 
+// A deleted session's task stays in familiar's store (other editors list
+// it); ACP stops listing it: acp/deleted/<task id> marks it.
+
+func (a *Agent) markDeleted(root, taskID string) error {
+	dir := filepath.Join(a.mapDir(root), "deleted")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("mark session deleted: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, filepath.Base(taskID)), nil, 0o600); err != nil {
+		return fmt.Errorf("mark session deleted: %w", err)
+	}
+	return nil
+}
+
+func (a *Agent) deleted(root, taskID string) bool {
+	_, err := os.Stat(filepath.Join(a.mapDir(root), "deleted", filepath.Base(taskID)))
+	return err == nil
+}
+
 // taskOf is the task of an ACP session id; a task id stands for itself.
 func (a *Agent) taskOf(root, sessionID string) string {
 	if strings.ContainsAny(sessionID, "/\\") || strings.HasPrefix(sessionID, ".") {
@@ -370,7 +627,7 @@ func (a *Agent) sessionIDs(root string) map[string]string {
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") {
+		if strings.HasPrefix(e.Name(), ".") || e.IsDir() {
 			continue
 		}
 		if b, err := os.ReadFile(filepath.Join(a.mapDir(root), e.Name())); err == nil {

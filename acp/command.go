@@ -37,9 +37,26 @@ func (s *session) command(ctx context.Context, cmd, arg string) (any, error) {
 	case *diffResult:
 		s.showDiff(&r.TaskDiffResult, r.worktree)
 	case *protocol.Task:
-		s.message(fmt.Sprintf("/%s: task %s is %s.", cmd, r.ID, r.Status))
+		s.message(commandDone(cmd, r))
 	}
 	return map[string]any{"stopReason": stopEndTurn}, nil
+}
+
+// commandDone says in words what a slash command did.
+func commandDone(cmd string, t *protocol.Task) string {
+	base := "the base branch"
+	if t.Worktree != nil && t.Worktree.BaseRef != "" {
+		base = t.Worktree.BaseRef
+	}
+	switch {
+	case cmd == "merge" && t.Status == protocol.StatusMerged:
+		return fmt.Sprintf("Merged into %s. Your next prompt starts a new task from there.", base)
+	case cmd == "undo":
+		return fmt.Sprintf("The merge into %s is undone; the task is %s.", base, statusWords(t.Status))
+	case cmd == "retry":
+		return fmt.Sprintf("Started attempt %d; the task is %s.", t.Attempt, statusWords(t.Status))
+	}
+	return fmt.Sprintf("/%s done; the task is %s.", cmd, statusWords(t.Status))
 }
 
 // diffResult is _familiar/diff's answer: task/diff's (with each file's

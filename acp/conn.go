@@ -20,6 +20,7 @@ const (
 	codeInvalidParams  = -32602
 	codeInternal       = -32603
 	codeNotFound       = -32002 // ACP's resource_not_found
+	codeAuthRequired   = -32000 // ACP's auth_required
 )
 
 // rpcError is a JSON-RPC error object.
@@ -145,6 +146,10 @@ func (c *conn) request(ctx context.Context, m message) {
 			cancel()
 		}()
 		res, err := c.handle(ctx, m.Method, m.Params)
+		var then func()
+		if r, ok := res.(replied); ok {
+			res, then = r.result, r.then
+		}
 		reply := message{ID: m.ID}
 		if err != nil {
 			var re *rpcError
@@ -161,7 +166,18 @@ func (c *conn) request(ctx context.Context, m message) {
 			}
 		}
 		c.send(reply)
+		if then != nil && reply.Error == nil {
+			then()
+		}
 	}()
+}
+
+// replied is a handler's result with something to do once the response is
+// written: an update naming a new session must not reach the client before
+// the response that gives it the session id.
+type replied struct {
+	result any
+	then   func()
 }
 
 // cancelIncoming cancels a request of the client's ($/cancel_request).

@@ -23,6 +23,9 @@ type Dialer func(ctx context.Context, root string) (io.ReadWriteCloser, error)
 type familiar struct {
 	root string
 	rpc  *jsonrpc2.Conn
+	// claudeAuth is how its tasks log in, from initialize (nil: an older
+	// familiar that does not say).
+	claudeAuth *protocol.AuthStatus
 
 	mu   sync.Mutex
 	subs map[string][]func(method string, params json.RawMessage) // guarded by mu; by task id
@@ -54,6 +57,7 @@ func dialFamiliar(ctx context.Context, dial Dialer, root, version string) (*fami
 		f.rpc.Close()
 		return nil, nil, fmt.Errorf("initialize familiar for %s: %w", root, err)
 	}
+	f.claudeAuth = init.Claude.Auth
 	return f, &init, nil
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/familiar-dev/familiar/protocol"
 )
@@ -20,7 +23,9 @@ type session struct {
 
 	mu        sync.Mutex
 	mode      string          // guarded by mu
+	model     string          // guarded by mu; a model alias, or modelDefault
 	taskID    string          // guarded by mu
+	worktree  string          // guarded by mu; the task's worktree, once it has one
 	unfollow  func()          // guarded by mu
 	turn      *turn           // guarded by mu; the prompt in flight
 	announced map[string]bool // guarded by mu; tool call ids the client has seen
@@ -58,6 +63,24 @@ func (s *session) announce() {
 		map[string]any{"name": "undo", "description": "Undo the task's merge (within the undo window)."},
 		map[string]any{"name": "retry", "description": "Start the task again as a new attempt, told why the last one stopped."},
 	}})
+}
+
+// note tells the person something familiar says (not the agent): it does
+// not count as the turn's text, so the agent's own words still follow.
+func (s *session) note(text string) {
+	s.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textContent(text)})
+}
+
+// sawTask keeps what the session needs of its task as familiar reports it.
+func (s *session) sawTask(t protocol.Task) {
+	if t.Worktree == nil || t.Worktree.Path == "" {
+		return
+	}
+	s.mu.Lock()
+	if t.ID == s.taskID || s.taskID == "" {
+		s.worktree = t.Worktree.Path
+	}
+	s.mu.Unlock()
 }
 
 func (s *session) task() string {
@@ -147,34 +170,21 @@ func (s *session) prompt(ctx context.Context, blocks []contentBlock) (any, error
 // the turn ended with, or a follow-up message.
 func (s *session) start(ctx context.Context, taskID string, asked *protocol.Question, text string) error {
 	if taskID == "" {
-		title := text
-		if i := strings.IndexByte(title, '\n'); i >= 0 {
-			title = title[:i]
-		}
-		if len([]rune(title)) > 80 {
-			title = string([]rune(title)[:80]) + "…"
-		}
-		s.mu.Lock()
-		mode := s.mode
-		s.mu.Unlock()
-		p := map[string]any{"title": title, "description": text, "mode": mode, "mcpServers": s.mcp}
-		if d := s.a.opts.Driver; d != "" {
-			p["driver"] = d
-		}
-		var t protocol.Task
-		if err := s.f.call(ctx, protocol.MethodTaskCreate, p, &t); err != nil {
-			return &rpcError{Code: codeInternal, Message: err.Error()}
-		}
-		s.follow(t.ID)
-		if err := s.a.rememberTask(s.f.root, s.id, t.ID); err != nil {
-			s.a.opts.Logger.Warn("session map", "err", err)
-		}
-		s.observe(t)
-		return nil
+		return s.create(ctx, text)
 	}
 	var t protocol.Task
 	if err := s.f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); err != nil {
 		return &rpcError{Code: codeInternal, Message: err.Error()}
+	}
+	if t.Status == protocol.StatusMerged {
+		// A merged task takes no more messages: the session goes on with a
+		// new task, started from the base its work was merged into.
+		base := "its base branch"
+		if t.Worktree != nil && t.Worktree.BaseRef != "" {
+			base = t.Worktree.BaseRef
+		}
+		s.note(fmt.Sprintf("The last task was merged into %s, so this starts a new task from there, in this session.\n\n", base))
+		return s.create(ctx, text)
 	}
 	if q := t.PendingQuestion; q != nil && (q.Kind == protocol.QuestionQuestion || (asked != nil && asked.ID == q.ID)) {
 		p := map[string]any{"id": taskID, "questionId": q.ID}
@@ -196,6 +206,40 @@ func (s *session) start(ctx context.Context, taskID string, asked *protocol.Ques
 	if err := s.f.call(ctx, protocol.MethodTaskSend, map[string]any{"id": taskID, "text": text}, &t); err != nil {
 		return &rpcError{Code: codeInternal, Message: err.Error()}
 	}
+	return nil
+}
+
+// create starts the session's task with the prompt.
+func (s *session) create(ctx context.Context, text string) error {
+	title := text
+	if i := strings.IndexByte(title, '\n'); i >= 0 {
+		title = title[:i]
+	}
+	if len([]rune(title)) > 80 {
+		title = string([]rune(title)[:80]) + "…"
+	}
+	s.mu.Lock()
+	mode, model := s.mode, s.model
+	s.mu.Unlock()
+	p := map[string]any{"title": title, "description": text, "mode": mode, "mcpServers": s.mcp}
+	if model != modelDefault {
+		p["model"] = model
+	}
+	if d := s.a.opts.Driver; d != "" {
+		p["driver"] = d
+	}
+	var t protocol.Task
+	if err := s.f.call(ctx, protocol.MethodTaskCreate, p, &t); err != nil {
+		return &rpcError{Code: codeInternal, Message: err.Error()}
+	}
+	s.mu.Lock()
+	s.worktree = ""
+	s.mu.Unlock()
+	s.follow(t.ID)
+	if err := s.a.rememberTask(s.f.root, s.id, t.ID); err != nil {
+		s.a.opts.Logger.Warn("session map", "err", err)
+	}
+	s.observe(t)
 	return nil
 }
 
@@ -242,6 +286,16 @@ func (s *session) cancel(ctx context.Context) {
 }
 
 func (s *session) setMode(ctx context.Context, mode string) (any, error) {
+	if err := s.setModeTo(ctx, mode, "modeId"); err != nil {
+		return nil, err
+	}
+	return map[string]any{}, nil
+}
+
+// setModeTo switches the session (and its task) to mode; field names the
+// param in errors. Both the mode and the config options are updated, for
+// clients that show either.
+func (s *session) setModeTo(ctx context.Context, mode, field string) error {
 	ok := false
 	for _, m := range protocol.Modes {
 		if string(m) == mode {
@@ -249,19 +303,20 @@ func (s *session) setMode(ctx context.Context, mode string) (any, error) {
 		}
 	}
 	if !ok {
-		return nil, invalidParams("modeId", fmt.Sprintf("Unknown mode %q: executor, architect or auditor.", mode))
+		return invalidParams(field, fmt.Sprintf("Unknown mode %q: executor, architect or auditor.", mode))
 	}
 	if taskID := s.task(); taskID != "" {
 		var t protocol.Task
 		if err := s.f.call(ctx, protocol.MethodTaskSetMode, map[string]any{"id": taskID, "mode": mode}, &t); err != nil {
-			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+			return &rpcError{Code: codeInternal, Message: err.Error()}
 		}
 	}
 	s.mu.Lock()
 	s.mode = mode
 	s.mu.Unlock()
 	s.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
-	return map[string]any{}, nil
+	s.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": s.configOptions()})
+	return nil
 }
 
 // onNotification handles familiar's notifications about the session's task,
@@ -302,6 +357,7 @@ func (s *session) onNotification(method string, raw json.RawMessage) {
 
 // observe ends the turn when the task stopped working.
 func (s *session) observe(t protocol.Task) {
+	s.sawTask(t)
 	s.mu.Lock()
 	tu := s.turn
 	if tu == nil {
@@ -353,7 +409,7 @@ func (s *session) observe(t protocol.Task) {
 			return
 		}
 		if t.Blocked != nil {
-			s.message(fmt.Sprintf("familiar stopped this task (%s): %s", t.Blocked.Reason, t.Blocked.Detail))
+			s.note(fmt.Sprintf("familiar stopped this task (%s): %s", t.Blocked.Reason, t.Blocked.Detail))
 		}
 		tu.end(stopEndTurn)
 	case protocol.StatusMerged:
@@ -448,8 +504,11 @@ func (s *session) toolCall(tc *protocol.ToolCall) {
 	}
 	u := map[string]any{"toolCallId": tc.ID, "status": toolStatus(tc.Status)}
 	if !seen {
+		s.mu.Lock()
+		wt := s.worktree
+		s.mu.Unlock()
 		u["sessionUpdate"] = "tool_call"
-		u["title"] = tc.Title
+		u["title"] = relTitle(tc.Title, wt)
 		u["kind"] = kind
 	} else {
 		u["sessionUpdate"] = "tool_call_update"
@@ -481,10 +540,13 @@ func (s *session) question(q protocol.Question) {
 	}
 	s.mu.Lock()
 	seen := s.announced[id]
+	wt := s.worktree
 	s.mu.Unlock()
+	title := relTitle(titleOf(q), wt)
+	diffs := editDiffs(q, wt)
 	if !seen {
 		// The session file can lag the hook: announce the call from the question.
-		s.toolCall(&protocol.ToolCall{ID: id, Name: q.Tool, Kind: kindOf(q.Tool), Title: titleOf(q), Input: q.Input, Status: "pending"})
+		s.toolCall(&protocol.ToolCall{ID: id, Name: q.Tool, Kind: kindOf(q.Tool), Title: title, Input: q.Input, Status: "pending"})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
@@ -503,9 +565,12 @@ func (s *session) question(q protocol.Question) {
 			s.mu.Unlock()
 			cancel()
 		}()
-		tc := map[string]any{"toolCallId": id, "title": titleOf(q), "kind": kindOf(q.Tool), "status": "pending"}
+		tc := map[string]any{"toolCallId": id, "title": title, "kind": kindOf(q.Tool), "status": "pending"}
 		if len(q.Input) > 0 {
 			tc["rawInput"] = q.Input
+		}
+		if len(diffs) > 0 {
+			tc["content"] = diffs
 		}
 		var res struct {
 			Outcome struct {
@@ -514,37 +579,157 @@ func (s *session) question(q protocol.Question) {
 			} `json:"outcome"`
 		}
 		err := s.a.c.call(ctx, "session/request_permission", map[string]any{
-			"sessionId": s.id, "toolCall": tc,
-			"options": []any{
-				map[string]any{"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
-				map[string]any{"optionId": "allow_always", "name": "Allow always (this task)", "kind": "allow_always"},
-				map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
-				map[string]any{"optionId": "reject_always", "name": "Reject, and stop this turn", "kind": "reject_always"},
-			},
+			"sessionId": s.id, "toolCall": tc, "options": permissionOptions(q),
 		}, &res)
 		if err != nil {
 			return // settled elsewhere, cancelled, or the client is gone
 		}
-		answer := map[string]any{"id": taskID, "questionId": q.ID}
-		switch res.Outcome.OptionID {
-		case "allow_once":
-			answer["optionId"] = "allow"
-		case "allow_always":
-			answer["optionId"] = "allow_always"
-		case "reject_always":
-			answer["optionId"] = "deny"
-			answer["text"] = "The person rejected this tool call and wants you to stop and wait for instructions."
-		default: // reject_once, or the prompt was cancelled
-			answer["optionId"] = "deny"
+		answer := map[string]any{"id": taskID, "questionId": q.ID, "optionId": protocol.OptionDeny}
+		stop := false
+		switch opt := res.Outcome.OptionID; {
+		case res.Outcome.Outcome == "cancelled":
+		case opt == optionRejectAndStop:
+			stop = true
+		case opt == optionAllowOnce:
+			answer["optionId"] = protocol.OptionAllow
+		case hasOption(q, opt) && opt != protocol.OptionDeny:
+			answer["optionId"] = opt // an allow-always option, as familiar named it
 		}
-		if res.Outcome.Outcome == "cancelled" {
-			answer["optionId"] = "deny"
+		if stop {
+			// The turn ends first, so the model never reads the refusal and
+			// goes on; the question then settles with the turn, or by the
+			// refusal below if it is still open.
+			s.note("You rejected " + title + ": the turn is stopped.\n")
+			s.cancel(context.Background())
 		}
 		var t protocol.Task
-		if err := s.f.call(context.Background(), protocol.MethodTaskRespond, answer, &t); err != nil {
-			s.a.opts.Logger.Info("permission answer not taken", "err", err)
+		if err := s.f.call(context.Background(), protocol.MethodTaskRespond, answer, &t); err != nil && !stop {
+			s.a.opts.Logger.Warn("permission answer not taken", "task", taskID, "err", err)
 		}
 	}()
+}
+
+// ACP permission option ids of familiar's own (the others are familiar's
+// option ids as they are).
+const (
+	optionAllowOnce     = "allow_once"
+	optionRejectOnce    = "reject_once"
+	optionRejectAndStop = "reject_always"
+	// optionAllowAlwaysExact is familiar's narrower allow-always option
+	// (PROTOCOL.md, "rule").
+	optionAllowAlwaysExact = "allow_always_exact"
+)
+
+// permissionOptions are the ACP options for a permission question: allow
+// once, each allow-always option familiar offers named by the rule it
+// grants, reject, and reject that ends the turn.
+func permissionOptions(q protocol.Question) []any {
+	out := []any{map[string]any{"optionId": optionAllowOnce, "name": "Allow once", "kind": "allow_once"}}
+	for _, o := range q.Options {
+		if o.ID != protocol.OptionAllowAlways && o.ID != optionAllowAlwaysExact {
+			continue
+		}
+		name := o.Label
+		if o.Rule != "" {
+			name = "Allow always in this task: " + o.Rule
+		}
+		out = append(out, map[string]any{"optionId": o.ID, "name": name, "kind": "allow_always"})
+	}
+	return append(out,
+		map[string]any{"optionId": optionRejectOnce, "name": "Reject", "kind": "reject_once"},
+		map[string]any{"optionId": optionRejectAndStop, "name": "Reject, and stop this turn", "kind": "reject_always"})
+}
+
+func hasOption(q protocol.Question, id string) bool {
+	for _, o := range q.Options {
+		if o.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// relTitle shows paths in the task's worktree relative to it.
+func relTitle(title, worktree string) string {
+	if worktree == "" {
+		return title
+	}
+	return strings.ReplaceAll(title, strings.TrimSuffix(worktree, "/")+"/", "")
+}
+
+// editDiffs is a file edit's change as ACP diff content: the whole file
+// before and after when it can be read from the worktree, else the edited
+// strings. Other tools have none.
+func editDiffs(q protocol.Question, worktree string) []any {
+	var in struct {
+		FilePath   string  `json:"file_path"`
+		Content    *string `json:"content"`
+		OldString  string  `json:"old_string"`
+		NewString  string  `json:"new_string"`
+		ReplaceAll bool    `json:"replace_all"`
+		Edits      []struct {
+			OldString  string `json:"old_string"`
+			NewString  string `json:"new_string"`
+			ReplaceAll bool   `json:"replace_all"`
+		} `json:"edits"`
+	}
+	if q.Truncated || json.Unmarshal(q.Input, &in) != nil || in.FilePath == "" {
+		return nil
+	}
+	path := in.FilePath
+	if !filepath.IsAbs(path) {
+		if worktree == "" {
+			return nil
+		}
+		path = filepath.Join(worktree, path)
+	}
+	var old *string
+	if b, err := os.ReadFile(path); err == nil && utf8.Valid(b) {
+		o := string(b)
+		old = &o
+	}
+	d := map[string]any{"type": "diff", "path": path}
+	switch q.Tool {
+	case "Write":
+		if in.Content == nil {
+			return nil
+		}
+		d["newText"] = *in.Content
+		if old != nil {
+			d["oldText"] = *old
+		}
+	case "Edit", "MultiEdit":
+		edits := in.Edits
+		if q.Tool == "Edit" {
+			edits = append(edits[:0], struct {
+				OldString  string `json:"old_string"`
+				NewString  string `json:"new_string"`
+				ReplaceAll bool   `json:"replace_all"`
+			}{in.OldString, in.NewString, in.ReplaceAll})
+		}
+		if old == nil {
+			if len(edits) != 1 {
+				return nil
+			}
+			d["oldText"], d["newText"] = edits[0].OldString, edits[0].NewString
+			break
+		}
+		text := *old
+		for _, e := range edits {
+			if e.OldString == "" || !strings.Contains(text, e.OldString) {
+				return nil // claude will refuse this edit itself
+			}
+			n := 1
+			if e.ReplaceAll {
+				n = -1
+			}
+			text = strings.Replace(text, e.OldString, e.NewString, n)
+		}
+		d["oldText"], d["newText"] = *old, text
+	default:
+		return nil
+	}
+	return []any{d}
 }
 
 func kindOf(tool string) string {
@@ -582,8 +767,10 @@ func titleOf(q protocol.Question) string {
 
 // replay sends a task's transcript from the store (session/load), then
 // follows the task.
-func (s *session) replay(ctx context.Context, taskID string) error {
+func (s *session) replay(ctx context.Context, t *protocol.Task) error {
+	taskID := t.ID
 	var since int64
+	first := true
 	for {
 		var res protocol.TaskEventsResult
 		if err := s.f.call(ctx, protocol.MethodTaskEvents, map[string]any{"id": taskID, "sinceSeq": since, "limit": 1000}, &res); err != nil {
@@ -594,9 +781,18 @@ func (s *session) replay(ctx context.Context, taskID string) error {
 				continue
 			}
 			var n protocol.TaskTranscriptNotification
-			if json.Unmarshal(ev.Params, &n) == nil {
-				s.transcript(n.Entry, true)
+			if json.Unmarshal(ev.Params, &n) != nil {
+				continue
 			}
+			if n.Entry.Kind == "prompt" && first {
+				// The first prompt claude got is familiar's task template
+				// around the person's words: they see their own words.
+				first = false
+				if t.Description != "" {
+					n.Entry.Text = t.Description
+				}
+			}
+			s.transcript(n.Entry, true)
 		}
 		if len(res.Events) == 0 || res.LastSeq <= since {
 			break

@@ -15,6 +15,9 @@ type initializeParams struct {
 		Elicitation *struct {
 			Form json.RawMessage `json:"form"`
 		} `json:"elicitation"`
+		Auth struct {
+			Terminal bool `json:"terminal"`
+		} `json:"auth"`
 	} `json:"clientCapabilities"`
 }
 
@@ -72,6 +75,14 @@ type sessionIDParams struct {
 type setModeParams struct {
 	SessionID string `json:"sessionId"`
 	ModeID    string `json:"modeId"`
+}
+
+// setConfigParams is session/set_config_option's: a select's value id (a
+// string) or a boolean's value.
+type setConfigParams struct {
+	SessionID string          `json:"sessionId"`
+	ConfigID  string          `json:"configId"`
+	Value     json.RawMessage `json:"value"`
 }
 
 type sessionMode struct {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/familiar-dev/familiar/mcp"
 	"github.com/familiar-dev/familiar/procs"
@@ -57,6 +58,9 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 			return nil, protocol.InvalidParams("baseRef", err.Error())
 		}
 	}
+	if m := p.Model; m != "" && (len(m) > 100 || strings.HasPrefix(m, "-") || strings.ContainsFunc(m, unicode.IsSpace)) {
+		return nil, protocol.InvalidParams("model", fmt.Sprintf("%q is not a model: an alias such as opus or sonnet, or a model's full name", m))
+	}
 	if err := validPolicy("permissionPolicy", p.PermissionPolicy); err != nil {
 		return nil, err
 	}
@@ -74,7 +78,7 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 	t := &persisted{}
 	t.T = protocol.Task{
 		ID: newTaskID(), Title: p.Title, Description: p.Description, AcceptanceCriteria: p.AcceptanceCriteria,
-		Type: p.Type, Profile: p.Profile, Mode: p.Mode, Priority: p.Priority, Driver: p.Driver,
+		Type: p.Type, Profile: p.Profile, Mode: p.Mode, Priority: p.Priority, Driver: p.Driver, Model: p.Model,
 		Status: protocol.StatusQueued, Activity: protocol.ActivityIdle, Attempt: 1,
 		CreatedAt: now, UpdatedAt: now,
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -267,7 +268,7 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 		PermissionMode:     spec.Flags.PermissionMode,
 		AllowedTools:       spec.Flags.AllowedTools,
 		DisallowedTools:    spec.Flags.DisallowedTools,
-		ExtraArgs:          spec.Flags.ExtraArgs,
+		ExtraArgs:          withModel(spec.Flags.ExtraArgs, p.T.Model),
 		MCPConfigPath:      mcpPath,
 		Hooks:              o.cfg.Hooks,
 		// The CLI fails open when a hook times out: keep it well above the
@@ -336,4 +337,12 @@ type outputPublisher struct {
 func (p outputPublisher) Write(b []byte) (int, error) {
 	p.o.pub.publish(p.id, protocol.TaskOutputNotification{ID: p.id, Data: string(b)})
 	return len(b), nil
+}
+
+// withModel adds the task's --model to the profile's flags.
+func withModel(args []string, model string) []string {
+	if model == "" {
+		return args
+	}
+	return append(slices.Clone(args), "--model", model)
 }

@@ -230,6 +230,10 @@ type TaskCreateParams struct {
 	// task (familiar's additions).
 	CommandTimeoutSec *int     `json:"commandTimeoutSec,omitempty"`
 	MaxBudgetUsd      *float64 `json:"maxBudgetUsd,omitempty"`
+	// Model is passed to claude as --model (an alias such as "opus" or a
+	// model's full name); "" leaves claude's own choice (familiar's
+	// addition, for ACP's model config option).
+	Model string `json:"model,omitempty"`
 }
 
 // Hints point the agent at files and facts the person already knows about.

@@ -20,7 +20,9 @@ type Task struct {
 	Mode               Mode     `json:"mode"`
 	Priority           int      `json:"priority"`
 	Driver             Driver   `json:"driver"`
-	Status             Status   `json:"status"`
+	// Model is task/create's model ("" = claude's own choice).
+	Model  string `json:"model,omitempty"`
+	Status Status `json:"status"`
 	// Activity is meaningful while Status is running.
 	Activity Activity `json:"activity"`
 	// ActivityDetail says in words what the agent is doing: the command it

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/familiar-dev/familiar/acp"
@@ -26,6 +30,10 @@ func runACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	withHelp(fs, acpHelp, stdout)
 	if code, done := parseFlags(fs, args); done {
 		return code
+	}
+	if fs.Arg(0) == "login" {
+		// An ACP client's terminal auth method runs `familiar acp login`.
+		return claudeAuth(ctx, "login", stdin, stdout, stderr)
 	}
 	switch *driver {
 	case "stream", "pty":
@@ -49,6 +57,13 @@ func runACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Cwd:     cwd,
 		Version: version,
 		Logger:  logger,
+		Logout: func(ctx context.Context) error {
+			var out bytes.Buffer
+			if code := claudeAuth(ctx, "logout", nil, &out, &out); code != 0 {
+				return fmt.Errorf("exit status %d: %s", code, strings.TrimSpace(out.String()))
+			}
+			return nil
+		},
 	})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "familiar acp: %v\n", err)
@@ -69,7 +84,10 @@ func dialServe(stderr io.Writer, logger *slog.Logger) acp.Dialer {
 		}
 		cmd := exec.Command(exe, "serve", "--stdio", "--workspace", root)
 		cmd.Dir = root
-		cmd.Stderr = stderr
+		// serve logs what it does at INFO; ACP clients show every stderr
+		// line as an error, so only warnings and errors reach them (the
+		// background familiar keeps its whole log in familiar.log).
+		cmd.Stderr = &warningsOnly{w: stderr}
 		in, err := cmd.StdinPipe()
 		if err != nil {
 			return nil, err
@@ -113,4 +131,69 @@ func (c *childConn) Close() error {
 	case <-time.After(childGrace):
 		return nil // still serving other windows
 	}
+}
+
+// claudeAuth runs `claude auth <verb>` (login or logout): familiar's agents
+// use claude's own login.
+func claudeAuth(ctx context.Context, verb string, stdin io.Reader, stdout, stderr io.Writer) int {
+	claude := os.Getenv("FAMILIAR_CLAUDE")
+	if claude == "" {
+		claude = "claude"
+	}
+	cmd := exec.CommandContext(ctx, claude, "auth", verb)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		fmt.Fprintf(stderr, "familiar acp: claude auth %s: %v\n", verb, err)
+		return 1
+	}
+	return 0
+}
+
+// warningsOnly passes on the lines of a JSON log at WARN and above, and
+// every line that is not a log record (a panic, a message of its own).
+type warningsOnly struct {
+	w    io.Writer
+	mu   sync.Mutex
+	part []byte // an unfinished line
+}
+
+func (f *warningsOnly) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.part = append(f.part, p...)
+	for {
+		i := bytes.IndexByte(f.part, '\n')
+		if i < 0 {
+			break
+		}
+		line := f.part[:i+1]
+		if !quietLogLine(line) {
+			if _, err := f.w.Write(line); err != nil {
+				return len(p), err
+			}
+		}
+		f.part = f.part[i+1:]
+	}
+	if len(f.part) > 64<<10 {
+		// Not a log line: pass it on rather than hold it.
+		_, _ = f.w.Write(f.part)
+		f.part = nil
+	}
+	return len(p), nil
+}
+
+// quietLogLine: a JSON log record below WARN.
+func quietLogLine(line []byte) bool {
+	var rec struct {
+		Level string `json:"level"`
+	}
+	if json.Unmarshal(line, &rec) != nil {
+		return false
+	}
+	// slog writes levels between the named ones as "INFO+2" and the like.
+	return strings.HasPrefix(rec.Level, "DEBUG") || strings.HasPrefix(rec.Level, "INFO")
 }

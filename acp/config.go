@@ -1,0 +1,134 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// A session's config options (ACP's session/set_config_option): the mode
+// and the model. ACP 1.21 removed session/set_model; the model is a select
+// of category "model".
+
+// modelDefault passes no --model: claude's own choice (its settings or
+// ANTHROPIC_MODEL).
+const modelDefault = "default"
+
+// modelChoices are the model aliases claude takes with --model: its
+// --help names fable, opus and sonnet, and the alias list in 2.1.330's
+// binary adds haiku (and variants such as opus[1m] left out here).
+var modelChoices = []struct{ id, name, desc string }{
+	{modelDefault, "Default", "claude's own choice: its settings, or ANTHROPIC_MODEL."},
+	{"fable", "Fable", "The latest Fable model."},
+	{"opus", "Opus", "The latest Opus model."},
+	{"sonnet", "Sonnet", "The latest Sonnet model."},
+	{"haiku", "Haiku", "The latest Haiku model: fastest."},
+}
+
+func (s *session) configOptions() []any {
+	s.mu.Lock()
+	mode, model := s.mode, s.model
+	s.mu.Unlock()
+	var modeOpts, modelOpts []any
+	for _, m := range modes(mode).AvailableModes {
+		modeOpts = append(modeOpts, map[string]any{"value": m.ID, "name": m.Name, "description": m.Description})
+	}
+	for _, m := range modelChoices {
+		modelOpts = append(modelOpts, map[string]any{"value": m.id, "name": m.name, "description": m.desc})
+	}
+	return []any{
+		map[string]any{"id": "mode", "name": "Mode", "category": "mode", "type": "select",
+			"description": "What the task's agent may do.", "currentValue": mode, "options": modeOpts},
+		map[string]any{"id": "model", "name": "Model", "category": "model", "type": "select",
+			"description": "The model claude runs the session's task on; chosen before its first prompt.", "currentValue": model, "options": modelOpts},
+	}
+}
+
+// setConfig is session/set_config_option; it answers every option as it
+// is now.
+func (s *session) setConfig(ctx context.Context, p setConfigParams) (any, error) {
+	var v string
+	if err := json.Unmarshal(p.Value, &v); err != nil {
+		return nil, invalidParams("value", fmt.Sprintf("Option %q takes a value id (a string).", p.ConfigID))
+	}
+	switch p.ConfigID {
+	case "mode":
+		if err := s.setModeTo(ctx, v, "value"); err != nil {
+			return nil, err
+		}
+	case "model":
+		if err := s.setModel(v); err != nil {
+			return nil, err
+		}
+	case "":
+		return nil, invalidParams("configId", "configId is required.")
+	default:
+		return nil, invalidParams("configId", fmt.Sprintf("Unknown config option %q: mode or model.", p.ConfigID))
+	}
+	return map[string]any{"configOptions": s.configOptions()}, nil
+}
+
+// setModel chooses the model of the session's next task. claude keeps its
+// model for a whole session, so a task already started keeps its own.
+func (s *session) setModel(model string) error {
+	var ids []string
+	ok := false
+	for _, m := range modelChoices {
+		ids = append(ids, m.id)
+		ok = ok || m.id == model
+	}
+	if !ok {
+		return invalidParams("value", fmt.Sprintf("Unknown model %q: %s.", model, strings.Join(ids, ", ")))
+	}
+	s.mu.Lock()
+	cur, started := s.model, s.taskID != ""
+	s.mu.Unlock()
+	if started && model != cur {
+		return &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf(
+			"This session's task already runs on %s, and claude keeps its model for a whole session. Start a new session for %s.", cur, model),
+			Data: map[string]string{"field": "value"}}
+	}
+	s.mu.Lock()
+	s.model = model
+	s.mu.Unlock()
+	return nil
+}
+
+// statusWords says a task status the way a person reads it: familiar's
+// status names ("merging" is a finished task whose work waits to be
+// merged) are not for the person.
+func statusWords(st protocol.Status) string {
+	switch st {
+	case protocol.StatusQueued:
+		return "queued"
+	case protocol.StatusStarting:
+		return "starting"
+	case protocol.StatusRunning:
+		return "working"
+	case protocol.StatusWaiting:
+		return "waiting for you"
+	case protocol.StatusPaused:
+		return "paused"
+	case protocol.StatusMerging:
+		return "finished, its work ready to merge"
+	case protocol.StatusMerged:
+		return "merged"
+	case protocol.StatusBlocked:
+		return "stopped"
+	case protocol.StatusCancelled:
+		return "cancelled"
+	}
+	return "in an unknown state"
+}
+
+// active: the task's agent is, or is about to be, at work.
+func active(st protocol.Status) bool {
+	switch st {
+	case protocol.StatusQueued, protocol.StatusStarting, protocol.StatusRunning, protocol.StatusWaiting:
+		return true
+	}
+	return false
+}
