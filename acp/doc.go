@@ -17,8 +17,26 @@
 //	request_permission     a permission question that policy left to a person
 //	session/cancel         task/interrupt: ends the turn, keeps the task
 //	session/set_mode       task/setMode: executor, architect, auditor
-//	session/load, /list    replayed from the store (task/events, task/list)
-//	/diff /merge /undo /retry and _familiar/diff|merge|undo|retry (/diff: ACP diff content)
+//	session/set_config_option  the mode (as set_mode) and the model (task/create's model;
+//	                       chosen before the first prompt: claude keeps its model for a session)
+//	session/load, /list    replayed from the store (task/events, task/list); the first user
+//	                       message is the person's own text (the task's description)
+//	session/resume         as load, without the replay
+//	session/close          cancels the turn, pauses the task's agent; the task stays
+//	session/delete         task/remove (with its branch) only if the worktree holds no unmerged
+//	                       change, else refused naming the files; the task leaves session/list
+//	authenticate, logout   auth methods that say how to log claude in (claude auth login, or
+//	                       ANTHROPIC_API_KEY; `familiar acp login` for clients with terminal
+//	                       auth); authenticate checks familiar's claude.auth; logout runs
+//	                       claude auth logout
+//	/diff /merge /undo /retry and _familiar/diff|merge|undo|retry (/diff: ACP diff content);
+//	                       a prompt after /merge starts a new task from the merged base
+//
+// A permission for a file edit carries its diff (the whole file before and
+// after) and is titled by the path in the worktree; "Allow always" options
+// name the rule they grant; "Reject, and stop this turn" interrupts the turn
+// before the model reads the refusal. Updates about a new session follow the
+// response that gives its id.
 //
 // Its tasks run claude under the stream driver by default (Options.Driver):
 // an ACP editor shows no terminal, and stream-json gives the text and
@@ -29,5 +47,7 @@
 // workspace's data dir (acp/<session id>), so session/load finds it after a
 // restart.
 //
-// Nothing but ACP frames goes to stdout; logs go to the logger.
+// Nothing but ACP frames goes to stdout; logs go to the logger, and only
+// warnings and errors reach stderr (ACP clients show every stderr line as an
+// error).
 package acp

@@ -377,3 +377,31 @@ func (w *world) stateDir() string {
 	w.t.Fatal("no state dir")
 	return ""
 }
+
+// ACP v1 beyond the core, each validated against schema.json: auth methods
+// (a terminal one for a client that runs it), authenticate refusing an
+// unknown method id, the mode and the model as config options (the model
+// reaching claude as --model), usage updates with cost, logout.
+func TestACPV1Methods(t *testing.T) {
+	w := newWorld(t)
+	w.run("v1")
+	reqs := w.api.MainRequests()
+	if len(reqs) == 0 {
+		t.Fatal("no request reached the model")
+	}
+	// claude resolves the alias to a model id of the family.
+	if m := reqs[0].Model; !strings.Contains(m, "haiku") {
+		t.Errorf("the session's model haiku reached the API as %q", m)
+	}
+}
+
+// session/close stops the session's agent and keeps the task (resume goes
+// on with it); session/delete refuses while the worktree holds unmerged
+// work, naming it, and deletes once it holds none; /merge and /undo say
+// what they did in words; a prompt after /merge starts a new task.
+func TestACPSessionLifecycle(t *testing.T) { newWorld(t).run("lifecycle") }
+
+// An edit's permission carries its diff and the path in the worktree as
+// its title; "Reject, and stop this turn" ends the turn before the model
+// goes on.
+func TestACPEditPermissionAndRejectStop(t *testing.T) { newWorld(t).run("editperm") }

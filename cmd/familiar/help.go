@@ -39,7 +39,10 @@ Speaks the Agent Client Protocol (v1) on stdin/stdout, for editors that use
 ACP agents: each ACP session is a familiar task of the repository it names,
 run by that repository's background familiar (started if none runs), so
 the task is also visible to every other client. Nothing but protocol
-messages is written to stdout; logs go to stderr.
+messages is written to stdout; warnings and errors go to stderr.
+
+familiar acp login runs claude auth login (an ACP client's terminal auth
+method runs it): familiar's agents use claude's own login.
 
 Its tasks run claude with the stream driver unless --driver says
 otherwise: an ACP editor shows no terminal, and stream-json gives the

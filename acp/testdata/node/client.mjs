@@ -55,16 +55,42 @@ function check(validate, line, dir) {
   seen[dir]++;
 }
 
+// wire is the order lines came from the agent: the responses that gave
+// session ids and the updates naming them (the SDK's handlers run on their
+// own schedule, so only the raw lines tell).
+const wire = [];
 function lines(dir, validate) {
   let buf = "";
   return (chunk) => {
     buf += chunk.toString("utf8");
     let i;
     while ((i = buf.indexOf("\n")) >= 0) {
-      check(validate, buf.slice(0, i), dir);
+      const line = buf.slice(0, i);
+      check(validate, line, dir);
+      if (dir === "agent" && line.trim()) {
+        const m = JSON.parse(line);
+        if (m.result && m.result.sessionId) wire.push("response:" + m.result.sessionId);
+        if (m.method === "session/update") wire.push("update:" + m.params.sessionId);
+      }
       buf = buf.slice(i + 1);
     }
   };
+}
+
+// The agent's stderr is passed on; an ACP client shows each line of it as
+// an error, so familiar writes only warnings and errors there.
+const stderrLines = [];
+function watchStderr(stream) {
+  let buf = "";
+  stream.on("data", (chunk) => {
+    process.stderr.write(chunk);
+    buf += chunk.toString("utf8");
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      stderrLines.push(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+    }
+  });
 }
 
 function startAgent() {
@@ -72,8 +98,9 @@ function startAgent() {
   // ACP_AGENT_ARGS (a JSON array) adds flags to familiar acp.
   const argv = process.env.ACP_AGENT_CMD ? JSON.parse(process.env.ACP_AGENT_CMD)
     : [process.env.FAMILIAR_BIN, "acp", ...JSON.parse(process.env.ACP_AGENT_ARGS ?? "[]")];
-  const child = spawn(argv[0], argv.slice(1), { cwd, stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(argv[0], argv.slice(1), { cwd, stdio: ["pipe", "pipe", "pipe"] });
   current_child = child;
+  watchStderr(child.stderr);
   const fromAgent = lines("agent", asAgent);
   const toAgent = lines("client", asClient);
   child.stdout.on("data", fromAgent);
@@ -107,6 +134,8 @@ function makeClient() {
       (seen.permissionTitles ??= []).push(p.toolCall.title + " " + p.toolCall.toolCallId);
       seen.kinds.push("request_permission@" + (Date.now() - t0));
       const s = current.sessions[p.sessionId] ?? current.sessions["*"];
+      s.lastPermission = p;
+      (s.permissions ??= []).push(p);
       const choice = await s.onPermission(p, s);
       if (choice === "cancelled") return { outcome: { outcome: "cancelled" } };
       // The choice is an option kind; each agent names its options its own way.
@@ -138,6 +167,7 @@ async function withAgent(op, clientCapabilities = {}) {
   const result = await makeClient().connectWith(stream, async (ctx) => {
     const init = await ctx.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities });
     if (init.protocolVersion !== 1) fail("protocolVersion " + init.protocolVersion);
+    current.init = init;
     return op(ctx);
   });
   // familiar acp must exit once its client leaves; the reference agent
@@ -150,6 +180,10 @@ async function withAgent(op, clientCapabilities = {}) {
     if (!process.env.ACP_AGENT_CMD) fail(`familiar acp did not exit within ${grace} ms of stdin closing`);
     child.kill("SIGTERM");
     await exited;
+  }
+  if (!process.env.ACP_AGENT_CMD && !process.env.FAMILIAR_LOG) {
+    const quiet = stderrLines.filter((l) => /"level":"(INFO|DEBUG)|level=(INFO|DEBUG)/.test(l));
+    if (quiet.length) fail("familiar acp wrote log lines below WARN to stderr:\n" + quiet.slice(0, 5).join("\n"));
   }
   return result;
 }
@@ -195,7 +229,134 @@ function expect(cond, msg, s) {
   if (!cond) fail(msg + (s ? "\nupdates: " + JSON.stringify(s.updates) : ""));
 }
 
+// rpcError runs a request that must fail and returns its error.
+async function rpcError(p, what) {
+  try {
+    await p;
+  } catch (e) {
+    return e;
+  }
+  fail(what + " did not fail");
+}
+
+function configValue(options, id) {
+  return options.find((o) => o.id === id)?.currentValue;
+}
+
 const scenarios = {
+  // ACP v1's methods beyond the core: auth methods, authenticate, config
+  // options (mode and model), logout.
+  async v1() {
+    await withAgent(async (ctx) => {
+      const init = current.init;
+      const ids = init.authMethods.map((m) => m.id);
+      expect(ids.includes("claude-login") && ids.includes("anthropic-api-key") && init.authMethods.every((m) => m.description), "authMethods " + JSON.stringify(init.authMethods));
+      expect(init.authMethods.some((m) => m.type === "terminal" && m.args[0] === "login"), "no terminal auth method for a client with auth.terminal: " + JSON.stringify(init.authMethods));
+      const sc = init.agentCapabilities.sessionCapabilities;
+      expect(sc.list && sc.resume && sc.close && sc.delete && init.agentCapabilities.auth.logout, "capabilities " + JSON.stringify(init.agentCapabilities));
+      const bad = await rpcError(ctx.request(acp.methods.agent.authenticate, { methodId: "password" }), "authenticate with an unknown method");
+      expect(bad.code === -32602 && bad.data?.field === "methodId", "unknown method: " + JSON.stringify(bad));
+      await ctx.request(acp.methods.agent.authenticate, { methodId: "anthropic-api-key" });
+
+      const res = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+      const s = { id: res.sessionId, updates: [], onPermission: async () => "allow_once" };
+      current.sessions[s.id] = s;
+      expect(configValue(res.configOptions, "mode") === "executor" && configValue(res.configOptions, "model") === "default", "configOptions " + JSON.stringify(res.configOptions));
+      const models = res.configOptions.find((o) => o.id === "model");
+      expect(models.category === "model" && models.options.some((o) => o.value === "opus"), "model choices " + JSON.stringify(models));
+      const set = await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "model", value: "haiku" });
+      expect(configValue(set.configOptions, "model") === "haiku", "after setting the model: " + JSON.stringify(set));
+      const m = await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "mode", value: "auditor" });
+      expect(configValue(m.configOptions, "mode") === "auditor", "after setting the mode: " + JSON.stringify(m));
+      await until(() => s.updates.some((u) => u.sessionUpdate === "current_mode_update" && u.currentModeId === "auditor"), "current_mode_update", s);
+      await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "mode", value: "executor" });
+      const unknown = await rpcError(ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "effort", value: "high" }), "an unknown config option");
+      expect(unknown.code === -32602 && unknown.data?.field === "configId", "unknown option: " + JSON.stringify(unknown));
+      const badModel = await rpcError(ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "model", value: "gpt" }), "an unknown model");
+      expect(badModel.code === -32602 && badModel.data?.field === "value", "unknown model: " + JSON.stringify(badModel));
+
+      const stop = await prompt(ctx, s, "hello\n@@TEXT Hi.");
+      expect(stop === "end_turn" && text(s).includes("Hi."), "stopReason " + stop, s);
+      const usage = s.updates.filter((u) => u.sessionUpdate === "usage_update");
+      expect(usage.length > 0 && usage.every((u) => u.cost?.currency === "USD" && u.used > 0), "usage updates " + JSON.stringify(usage), s);
+      const late = await rpcError(ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "model", value: "opus" }), "a model change once the task runs");
+      expect(/keeps its model/.test(late.message), "model change refused: " + JSON.stringify(late));
+      await ctx.request(acp.methods.agent.logout, {});
+      process.stdout.write(JSON.stringify({ sessionId: s.id }) + "\n");
+    }, { auth: { terminal: true } });
+  },
+  // session/close, session/resume and session/delete, and the slash
+  // commands' words: /merge, /undo, and a prompt after the merge.
+  async lifecycle() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      let stop = await prompt(ctx, s, tool("echo one > acp-life.txt"));
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      const kept = await rpcError(ctx.request(acp.methods.agent.session.delete, { sessionId: s.id }), "deleting a session with unmerged work");
+      expect(/not merged/.test(kept.message) && /acp-life\.txt/.test(kept.message), "delete refused: " + JSON.stringify(kept));
+
+      await ctx.request(acp.methods.agent.session.close, { sessionId: s.id });
+      const gone = await rpcError(prompt(ctx, s, "hello"), "a prompt to a closed session");
+      expect(gone.code === -32002, "closed session: " + JSON.stringify(gone));
+      const before = s.updates.length;
+      const res = await ctx.request(acp.methods.agent.session.resume, { sessionId: s.id, cwd, mcpServers: [] });
+      expect(configValue(res.configOptions, "mode") === "executor", "resume configOptions " + JSON.stringify(res));
+      await until(() => s.updates.slice(before).some((u) => u.sessionUpdate === "available_commands_update"), "commands after resume", s);
+      expect(!s.updates.slice(before).some((u) => u.sessionUpdate === "user_message_chunk" || u.sessionUpdate === "tool_call"), "session/resume replayed the transcript", s);
+      stop = await prompt(ctx, s, "go on\n@@TEXT Going on.");
+      expect(stop === "end_turn" && text(s).includes("Going on."), "after resume: " + stop, s);
+
+      const words = (from) => s.updates.slice(from).filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+      let at = s.updates.length;
+      stop = await prompt(ctx, s, "/merge");
+      expect(stop === "end_turn" && /^Merged into /.test(words(at)), "/merge said " + JSON.stringify(words(at)), s);
+      at = s.updates.length;
+      await prompt(ctx, s, "/undo");
+      expect(/undone/.test(words(at)) && !/merging/.test(words(at)), "/undo said " + JSON.stringify(words(at)), s);
+      at = s.updates.length;
+      await prompt(ctx, s, "/merge");
+      expect(/^Merged into /.test(words(at)), "/merge again said " + JSON.stringify(words(at)), s);
+      at = s.updates.length;
+      stop = await prompt(ctx, s, "more\n@@TEXT A new task.");
+      expect(stop === "end_turn" && /starts a new task/.test(words(at)) && words(at).includes("A new task."), "a prompt after /merge: " + JSON.stringify(words(at)), s);
+
+      // The new task changed nothing: it may go.
+      await ctx.request(acp.methods.agent.session.delete, { sessionId: s.id });
+      const list = await ctx.request(acp.methods.agent.session.list, { cwd });
+      expect(!list.sessions.some((x) => x.sessionId === s.id), "session/list still has the deleted session");
+    });
+  },
+  // A file edit's permission carries its diff, titled by the path in the
+  // worktree; "Reject, and stop this turn" ends the turn before the model
+  // goes on.
+  async editperm() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      let stop = await prompt(ctx, s, tool("echo one > acp-edit.txt"));
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      const diff = await ctx.request("_familiar/diff", { sessionId: s.id });
+      const wt = diff.content.find((c) => c.type === "diff").path.replace(/\/acp-edit\.txt$/, "");
+      const readme = wt + "/README.md";
+      stop = await prompt(ctx, s, `edit\n@@TOOL Read {"file_path":"${readme}"}\n@@TOOL Edit {"file_path":"${readme}","old_string":"hello","new_string":"hello edited"}\n@@TEXT Edited.`);
+      expect(stop === "end_turn" && text(s).includes("Edited."), "stopReason " + stop, s);
+      const edit = s.permissions.find((p) => p.toolCall.kind === "edit");
+      expect(edit, "no permission for the edit: " + JSON.stringify(s.permissions.map((p) => p.toolCall.title)), s);
+      expect(edit.toolCall.title === "Edit README.md", "title " + edit.toolCall.title);
+      const d = edit.toolCall.content?.[0];
+      expect(d && d.type === "diff" && d.path === readme && d.oldText === "hello\n" && d.newText === "hello edited\n", "the edit's diff " + JSON.stringify(edit.toolCall.content));
+
+      s.onPermission = async () => "reject_always";
+      const at = s.updates.length;
+      stop = await prompt(ctx, s, tool("touch acp-stopped.txt"));
+      const said = s.updates.slice(at).filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+      expect(stop === "cancelled" && !said.includes("Finished."), "reject and stop: " + stop + " " + JSON.stringify(said), s);
+      const after = await ctx.request("_familiar/diff", { sessionId: s.id });
+      expect(!after.files.some((f) => f.path === "acp-stopped.txt"), "the rejected command ran");
+      s.onPermission = async () => "allow_once";
+      stop = await prompt(ctx, s, "go on\n@@TEXT Going on.");
+      expect(stop === "end_turn" && text(s).includes("Going on."), "after the stop: " + stop, s);
+    });
+  },
   async allow() {
     await withAgent(async (ctx) => {
       const s = await newSession(ctx);
@@ -205,7 +366,13 @@ const scenarios = {
       expect(st.length === 1 && st[0].at(-1) === "completed", "tool call statuses " + JSON.stringify(st), s);
       expect(seen.permissions === 1, "permissions asked: " + seen.permissions, s);
       expect(text(s).includes("Finished."), "text " + JSON.stringify(text(s)), s);
-      if (statePath) writeFileSync(statePath, JSON.stringify({ sessionId: s.id }));
+      // Allow-always names the rule it grants.
+      const always = s.lastPermission.options.filter((o) => o.kind === "allow_always");
+      expect(process.env.ACP_AGENT_CMD || always.length >= 1 && always.every((o) => /^Allow always in this task: Bash\(touch/.test(o.name)), "allow-always options " + JSON.stringify(s.lastPermission.options));
+      // The session id came before any update naming it.
+      const firstUpdate = wire.indexOf("update:" + s.id), response = wire.indexOf("response:" + s.id);
+      expect(response >= 0 && (firstUpdate < 0 || firstUpdate > response), "an update named the session before session/new answered: " + wire.slice(0, 5).join(","));
+      if (statePath) writeFileSync(statePath, JSON.stringify({ sessionId: s.id, prompt: tool("touch acp-allowed.txt") }));
     });
   },
   async reject() {
@@ -244,13 +411,16 @@ const scenarios = {
     });
   },
   async load() {
-    const { sessionId } = JSON.parse(readFileSync(statePath, "utf8"));
+    const { sessionId, prompt: typed } = JSON.parse(readFileSync(statePath, "utf8"));
     await withAgent(async (ctx) => {
       const s = { id: sessionId, updates: [], onPermission: async () => "allow_once" };
       current.sessions[s.id] = s;
       await ctx.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] });
       const kinds = s.updates.map((u) => u.sessionUpdate);
       expect(kinds.includes("user_message_chunk") && kinds.includes("tool_call") && text(s).includes("Finished."), "replay: " + kinds.join(","), s);
+      // The person's own words come back, not familiar's task template.
+      const mine = s.updates.find((u) => u.sessionUpdate === "user_message_chunk");
+      expect(mine.content.text === typed, "the first user message replayed: " + JSON.stringify(mine.content.text.slice(0, 300)), s);
       const list = await ctx.request(acp.methods.agent.session.list, { cwd });
       expect(list.sessions.some((x) => x.sessionId === sessionId), "session/list lacks " + sessionId);
     });
