@@ -343,6 +343,9 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		{protocol.TaskCreateParams{Title: "x", Description: "d", BaseRef: "--upload-pack=touch x"}, "baseRef"},
 		{protocol.TaskCreateParams{Title: "x", Description: "d", BaseRef: "no-such-branch"}, "baseRef"},
 		{protocol.TaskCreateParams{Title: "x", Description: "d", Hints: &protocol.Hints{Files: []string{"../../etc/passwd"}}}, "hints.files[0]"},
+		// Passed to claude as --model: never an option of its own.
+		{protocol.TaskCreateParams{Title: "x", Description: "d", Model: "--dangerously-skip-permissions"}, "model"},
+		{protocol.TaskCreateParams{Title: "x", Description: "d", Model: "opus --x"}, "model"},
 	} {
 		_, err := e.o.TaskCreate(context.Background(), &tc.p)
 		pe, ok := err.(*protocol.Error)
