@@ -470,9 +470,20 @@ func (a *Agent) deleteSession(ctx context.Context, raw json.RawMessage) (any, er
 	if s != nil {
 		f = s.f
 	} else {
-		var err error
-		if f, err = a.familiarFor(ctx, "sessionId", a.opts.Cwd); err != nil {
-			return nil, err
+		// session/delete names no cwd: the session is one this connection
+		// knows the repository of, or one of the current directory's.
+		a.mu.Lock()
+		for _, cand := range a.familiars {
+			if _, err := os.Stat(filepath.Join(a.mapDir(cand.root), p.SessionID)); err == nil && plainName(p.SessionID) {
+				f = cand
+			}
+		}
+		a.mu.Unlock()
+		if f == nil {
+			var err error
+			if f, err = a.familiarFor(ctx, "sessionId", a.opts.Cwd); err != nil {
+				return nil, err
+			}
 		}
 	}
 	taskID := a.taskOf(f.root, p.SessionID)
@@ -500,7 +511,9 @@ func (a *Agent) deleteSession(ctx context.Context, raw json.RawMessage) (any, er
 	if s != nil {
 		a.forget(s)
 	}
-	_ = os.Remove(filepath.Join(a.mapDir(f.root), p.SessionID))
+	if plainName(p.SessionID) {
+		_ = os.Remove(filepath.Join(a.mapDir(f.root), p.SessionID))
+	}
 	return map[string]any{}, nil
 }
 
@@ -608,7 +621,7 @@ func (a *Agent) deleted(root, taskID string) bool {
 
 // taskOf is the task of an ACP session id; a task id stands for itself.
 func (a *Agent) taskOf(root, sessionID string) string {
-	if strings.ContainsAny(sessionID, "/\\") || strings.HasPrefix(sessionID, ".") {
+	if !plainName(sessionID) {
 		return sessionID
 	}
 	b, err := os.ReadFile(filepath.Join(a.mapDir(root), sessionID))
@@ -616,6 +629,11 @@ func (a *Agent) taskOf(root, sessionID string) string {
 		return sessionID
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// plainName: an id that names a file of the map dir and nothing else.
+func plainName(id string) bool {
+	return id != "" && !strings.ContainsAny(id, "/\\") && !strings.HasPrefix(id, ".")
 }
 
 // sessionIDs maps task ids to the ACP session ids that made them.

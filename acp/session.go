@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/familiar-dev/familiar/protocol"
 )
@@ -257,6 +255,13 @@ func matchOption(q *protocol.Question, text string) string {
 
 // cancel ends the turn in flight: the agent is interrupted, the task stays.
 func (s *session) cancel(ctx context.Context) {
+	s.stopTurn(ctx, false)
+}
+
+// stopTurn cancels the turn in flight, if any; with always, the agent is
+// interrupted even when no prompt waits (a permission answered after a
+// session/load, while the task goes on).
+func (s *session) stopTurn(ctx context.Context, always bool) {
 	s.mu.Lock()
 	t, taskID := s.turn, s.taskID
 	if t != nil {
@@ -266,7 +271,7 @@ func (s *session) cancel(ctx context.Context) {
 		c()
 	}
 	s.mu.Unlock()
-	if t == nil || taskID == "" {
+	if (t == nil && !always) || taskID == "" {
 		if t != nil {
 			t.end(stopCancelled)
 		}
@@ -281,7 +286,9 @@ func (s *session) cancel(ctx context.Context) {
 	}
 	if err != nil {
 		s.a.opts.Logger.Warn("cancel", "task", taskID, "err", err)
-		t.end(stopCancelled)
+		if t != nil {
+			t.end(stopCancelled)
+		}
 	}
 }
 
@@ -600,7 +607,7 @@ func (s *session) question(q protocol.Question) {
 			// goes on; the question then settles with the turn, or by the
 			// refusal below if it is still open.
 			s.note("You rejected " + title + ": the turn is stopped.\n")
-			s.cancel(context.Background())
+			s.stopTurn(context.Background(), true)
 		}
 		var t protocol.Task
 		if err := s.f.call(context.Background(), protocol.MethodTaskRespond, answer, &t); err != nil && !stop {
@@ -657,21 +664,21 @@ func relTitle(title, worktree string) string {
 	return strings.ReplaceAll(title, strings.TrimSuffix(worktree, "/")+"/", "")
 }
 
-// editDiffs is a file edit's change as ACP diff content: the whole file
-// before and after when it can be read from the worktree, else the edited
-// strings. Other tools have none.
+// editDiffs is a file edit's change as ACP diff content, from the
+// question's input as familiar sent it (masked): Write's new text, Edit's
+// and MultiEdit's replaced and replacing strings. The file itself is not
+// read here: familiar masks what it sends, and this package holds no masker.
+// Other tools have none.
 func editDiffs(q protocol.Question, worktree string) []any {
+	type edit struct {
+		OldString string `json:"old_string"`
+		NewString string `json:"new_string"`
+	}
 	var in struct {
-		FilePath   string  `json:"file_path"`
-		Content    *string `json:"content"`
-		OldString  string  `json:"old_string"`
-		NewString  string  `json:"new_string"`
-		ReplaceAll bool    `json:"replace_all"`
-		Edits      []struct {
-			OldString  string `json:"old_string"`
-			NewString  string `json:"new_string"`
-			ReplaceAll bool   `json:"replace_all"`
-		} `json:"edits"`
+		FilePath string  `json:"file_path"`
+		Content  *string `json:"content"`
+		edit
+		Edits []edit `json:"edits"`
 	}
 	if q.Truncated || json.Unmarshal(q.Input, &in) != nil || in.FilePath == "" {
 		return nil
@@ -683,53 +690,20 @@ func editDiffs(q protocol.Question, worktree string) []any {
 		}
 		path = filepath.Join(worktree, path)
 	}
-	var old *string
-	if b, err := os.ReadFile(path); err == nil && utf8.Valid(b) {
-		o := string(b)
-		old = &o
-	}
-	d := map[string]any{"type": "diff", "path": path}
+	var out []any
 	switch q.Tool {
 	case "Write":
-		if in.Content == nil {
-			return nil
+		if in.Content != nil {
+			out = append(out, map[string]any{"type": "diff", "path": path, "newText": *in.Content})
 		}
-		d["newText"] = *in.Content
-		if old != nil {
-			d["oldText"] = *old
+	case "Edit":
+		out = append(out, map[string]any{"type": "diff", "path": path, "oldText": in.OldString, "newText": in.NewString})
+	case "MultiEdit":
+		for _, e := range in.Edits {
+			out = append(out, map[string]any{"type": "diff", "path": path, "oldText": e.OldString, "newText": e.NewString})
 		}
-	case "Edit", "MultiEdit":
-		edits := in.Edits
-		if q.Tool == "Edit" {
-			edits = append(edits[:0], struct {
-				OldString  string `json:"old_string"`
-				NewString  string `json:"new_string"`
-				ReplaceAll bool   `json:"replace_all"`
-			}{in.OldString, in.NewString, in.ReplaceAll})
-		}
-		if old == nil {
-			if len(edits) != 1 {
-				return nil
-			}
-			d["oldText"], d["newText"] = edits[0].OldString, edits[0].NewString
-			break
-		}
-		text := *old
-		for _, e := range edits {
-			if e.OldString == "" || !strings.Contains(text, e.OldString) {
-				return nil // claude will refuse this edit itself
-			}
-			n := 1
-			if e.ReplaceAll {
-				n = -1
-			}
-			text = strings.Replace(text, e.OldString, e.NewString, n)
-		}
-		d["oldText"], d["newText"] = *old, text
-	default:
-		return nil
 	}
-	return []any{d}
+	return out
 }
 
 func kindOf(tool string) string {

@@ -343,7 +343,7 @@ const scenarios = {
       expect(edit, "no permission for the edit: " + JSON.stringify(s.permissions.map((p) => p.toolCall.title)), s);
       expect(edit.toolCall.title === "Edit README.md", "title " + edit.toolCall.title);
       const d = edit.toolCall.content?.[0];
-      expect(d && d.type === "diff" && d.path === readme && d.oldText === "hello\n" && d.newText === "hello edited\n", "the edit's diff " + JSON.stringify(edit.toolCall.content));
+      expect(d && d.type === "diff" && d.path === readme && d.oldText === "hello" && d.newText === "hello edited", "the edit's diff " + JSON.stringify(edit.toolCall.content));
 
       s.onPermission = async () => "reject_always";
       const at = s.updates.length;
