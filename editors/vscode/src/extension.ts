@@ -11,7 +11,7 @@ import { OutputPump } from './pump';
 import { applyPatch, filePatch } from './patch';
 import {
   clock, counts, describe, duration, groups, GroupId, isMultiSelect, permissionDetail, secondsLeft,
-  tasksIn, truncate, undoable, blockedLabel, activityText, roughly, noLinks, EndAnnouncer, endNotice, groupOfTask, plural, TaskEnd,
+  tasksIn, truncate, undoable, blockedLabel, activityText, roughly, noLinks, EndAnnouncer, endNotice, groupOfTask, plural, TaskEnd, stillEnded,
 } from './model';
 import type { DiffResult, MergeStrategy, Mode, Policy, Question, SettingsUpdate, Task, TaskCompleted, TaskCreateParams, TaskResult, TaskType } from './protocol';
 import { Code } from './protocol';
@@ -233,9 +233,15 @@ class Familiar implements vscode.Disposable {
       for (const v of this.terminals.values()) v.pump.wake();
       this.tree.refresh();
       this.updateStatus();
+      // Ends replayed from what was missed, announced if the task is still so
+      // (not a block it has been continued past meanwhile).
+      for (const d of this.replayedEnds.splice(0)) {
+        const t = client.tasks.get(d.end.id);
+        if (t && stillEnded(t, d.end)) void this.announce(d.end, t, d.result ?? t.result);
+      }
       for (const t of client.tasks.values()) {
         if (t.pendingQuestion) this.prompt(t, t.pendingQuestion);
-        // Ends from before this connection are not news (replayed ones were announced).
+        // Ends from before this connection are not news.
         this.ends.known(t);
       }
       // Prompts of questions that were answered while we were away.
@@ -251,7 +257,7 @@ class Familiar implements vscode.Disposable {
       this.statusSoon();
       // An older familiar announces a block only with task/updated.
       const end = this.ends.updated(t);
-      if (end) void this.announce(end, t);
+      if (end) this.announceSoon(end, t);
     });
     client.onOutput((o) => this.terminals.get(o.id)?.pump.wake());
     client.onQuestion(([q]) => {
@@ -816,9 +822,21 @@ class Familiar implements vscode.Disposable {
   /** A task/completed: every end of a task, announced once (see EndAnnouncer). */
   private async completed(c: TaskCompleted) {
     let t = this.task(c.id);
-    if (!t) t = await this.connected().request<Task>('task/get', { id: c.id }).catch(() => undefined);
+    if (!t && this.client?.state === 'connected') t = await this.client.request<Task>('task/get', { id: c.id }).catch(() => undefined);
     const end = this.ends.completed(c, t);
-    if (end) await this.announce(end, t, c.result);
+    if (end) this.announceSoon(end, t, c.result);
+  }
+
+  /** Ends that arrived while catching up after a (re)connect: see onTasks. */
+  private readonly replayedEnds: { end: TaskEnd; result?: TaskResult }[] = [];
+
+  /**
+   * Announces an end now, or, while the client replays what it missed, once
+   * the task list is loaded: a replayed block may have been continued since.
+   */
+  private announceSoon(end: TaskEnd, t?: Task, result?: TaskResult) {
+    if (this.client?.state === 'connected') void this.announce(end, t, result);
+    else this.replayedEnds.push({ end, result });
   }
 
   /**

@@ -224,6 +224,12 @@ export class EndAnnouncer {
   }
 }
 
+/** Whether a task is still as an end left it (a replayed block may have been continued since, a success merged). */
+export function stillEnded(t: Task, e: TaskEnd): boolean {
+  if (e.success) return t.status === 'merging' || t.status === 'merged';
+  return t.status === e.status;
+}
+
 export type EndAction = 'Show Changes' | 'Merge…' | 'Continue…' | 'Retry' | 'Open Terminal' | 'Run Doctor';
 
 /** What a notification of a task's end says, and the actions it offers. */

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { activityText, compareTime, counts, describe, duration, EndAnnouncer, endNotice, groupOf, isMultiSelect, noLinks, roughly, tasksIn } from '../src/model';
+import { activityText, compareTime, counts, describe, duration, EndAnnouncer, endNotice, groupOf, stillEnded, isMultiSelect, noLinks, roughly, tasksIn } from '../src/model';
 import type { Task, TaskCompleted } from '../src/protocol';
 
 const base: Task = {
@@ -154,6 +154,10 @@ test('an end is announced once, whichever of task/updated and task/completed com
   a.known(blocked);
   assert.equal(a.updated(blocked), undefined);
   assert.equal(a.completed(fail('t1')), undefined);
+  // Replayed after a reconnect: announced only while the task is still so.
+  const end = new EndAnnouncer().updated(blocked)!;
+  assert.equal(stillEnded(blocked, end), true);
+  assert.equal(stillEnded({ ...blocked, status: 'merging' }, end), false, 'continued and finished since');
   // Counted in the status bar.
   assert.equal(counts([blocked, { ...base, id: 't2', status: 'blocked' }]).blocked, 2);
 });
