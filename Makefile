@@ -1,7 +1,7 @@
 # The two commands of the README. Both work on a fresh machine with Go, git
 # and npm: the pinned claude CLI is installed into ./.tools first.
 
-.PHONY: demo test tools vscode-test vsix
+.PHONY: demo test tools vscode-test vsix dist
 
 tools:
 	bash .ci/run-tools
@@ -20,3 +20,8 @@ vscode-test:
 # The extension's .vsix (editors/vscode/familiar-<version>.vsix).
 vsix:
 	bash editors/vscode/scripts/package.sh
+
+# Release artifacts in dist/: familiar for linux and macOS (amd64, arm64),
+# version stamped, and one VS Code extension per platform with its binary.
+dist:
+	bash .ci/dist

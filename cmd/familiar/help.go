@@ -158,12 +158,16 @@ Exit codes:
   2  bad usage
 `
 
-const versionHelp = `Usage: familiar version
+const versionHelp = `Usage: familiar version [--json]
 
-Prints familiar's version.
+Prints familiar's version and the protocol version it speaks (PROTOCOL.md):
+"familiar 0.2.0 (protocol 1)". With --json, one line
+{"version":"0.2.0","protocolVersion":1}, which the VS Code extension reads
+before it runs a binary.
 
 Exit codes:
-  0  always
+  0  printed
+  2  an unknown argument
 `
 
 // wantsHelp reports whether args ask for help (before any "--").

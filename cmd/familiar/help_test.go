@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/protocol"
 )
 
 // familiar runs the real binary (this test binary as familiar's main).
@@ -78,5 +81,27 @@ func TestTopLevelHelpListsEverySubcommand(t *testing.T) {
 func TestDoctorHelpNamesTheOldestSupportedClaude(t *testing.T) {
 	if !strings.Contains(doctorHelp, "version at least "+agent.MinVersion+")") {
 		t.Errorf("doctor --help does not name %s:\n%s", agent.MinVersion, doctorHelp)
+	}
+}
+
+// The VS Code extension reads version --json to refuse a binary of another
+// protocol before it runs it.
+func TestVersionNamesTheProtocol(t *testing.T) {
+	out, _, code := familiar(t, "version", "--json")
+	var v struct {
+		Version         string `json:"version"`
+		ProtocolVersion int    `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 {
+		t.Fatalf("version --json: %q, exit %d: %v", out, code, err)
+	}
+	if v.Version != version || v.ProtocolVersion != protocol.ProtocolVersion {
+		t.Errorf("version --json = %+v, want %s and protocol %d", v, version, protocol.ProtocolVersion)
+	}
+	if out, _, _ := familiar(t, "version"); out != fmt.Sprintf("familiar %s (protocol %d)\n", version, protocol.ProtocolVersion) {
+		t.Errorf("version = %q", out)
+	}
+	if _, stderr, code := familiar(t, "version", "--yaml"); code != 2 || !strings.Contains(stderr, `"--yaml"`) {
+		t.Errorf("version --yaml: exit %d, %q", code, stderr)
 	}
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -112,7 +113,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if wantsHelp(args[1:]) {
 			return printHelp(stdout, versionHelp)
 		}
-		fmt.Fprintf(stdout, "familiar %s\n", version)
+		switch {
+		case len(args) == 2 && args[1] == "--json":
+			// For the VS Code extension, which checks the protocol of the
+			// binary it is about to run before it starts it.
+			b, _ := json.Marshal(map[string]any{"version": version, "protocolVersion": protocolVersion})
+			fmt.Fprintf(stdout, "%s\n", b)
+		case len(args) > 1:
+			fmt.Fprintf(stderr, "familiar version: unknown argument %q\n\n%s", args[1], versionHelp)
+			return 2
+		default:
+			fmt.Fprintf(stdout, "familiar %s (protocol %d)\n", version, protocolVersion)
+		}
 		return 0
 	case "help", "-h", "--help":
 		if len(args) > 1 && args[1] != "help" && !strings.HasPrefix(args[1], "-") {

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	
+
 	"github.com/familiar-dev/familiar/internal/testenv"
 )
 

@@ -5,6 +5,7 @@
 // dependency: the fast tests drive it in plain Node against the real binary.
 
 import { ChildProcess, spawn } from 'child_process';
+import { PROTOCOL_VERSION } from './binary';
 import * as rpc from 'vscode-jsonrpc/node';
 import { Emitter } from 'vscode-jsonrpc';
 import type {
@@ -140,7 +141,7 @@ export class FamiliarClient {
       const init = await Promise.race([
         conn.sendRequest<InitializeResult>('initialize', {
           workspaceRoot: this.opts.workspaceRoot,
-          protocolVersion: 1,
+          protocolVersion: PROTOCOL_VERSION,
           clientInfo: this.opts.clientInfo ?? { name: 'familiar-vscode', version: '0' },
           settings: this.opts.settings?.(),
           // Terminals read the log by offset (OutputPump): task/output only

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ChildProcess, execFile, spawn } from 'child_process';
+import { BinaryError, describeSource, resolveFamiliar } from './binary';
 import { FamiliarClient } from './client';
 import { OutputPump } from './pump';
 import { applyPatch, filePatch } from './patch';
@@ -159,19 +160,17 @@ class Familiar implements vscode.Disposable {
     this.updateStatus();
     this.ticker = setInterval(() => this.tick(), 1000);
 
+    if (process.platform === 'win32') {
+      void this.offerWSL();
+      return;
+    }
     const folder = vscode.workspace.workspaceFolders?.[0];
     if (!folder || folder.uri.scheme !== 'file') {
       this.status.text = '$(hubot) Familiar: open a folder';
       this.status.show();
       return;
     }
-    this.familiarPath = findFamiliar();
-    if (!this.familiarPath) {
-      const pick = await error(
-        'Familiar: the familiar program was not found. Set "familiar.path" or put familiar on PATH.', 'Open Settings');
-      if (pick) void vscode.commands.executeCommand('workbench.action.openSettings', 'familiar.path');
-      return;
-    }
+    if (!(await this.findBinary())) return;
     const top = await gitTop(folder.uri.fsPath);
     if (!top) {
       void this.offerGitInit(folder.uri.fsPath);
@@ -179,6 +178,46 @@ class Familiar implements vscode.Disposable {
     }
     this.root = top;
     await this.connect();
+  }
+
+  /**
+   * Finds the familiar to run (binary.ts: familiar.path, else the binary
+   * this VSIX carries, else PATH) and says in the log which one it is; or
+   * says why there is none, a binary of another protocol included.
+   */
+  private async findBinary(): Promise<boolean> {
+    try {
+      const b = await resolveFamiliar({
+        configured: vscode.workspace.getConfiguration('familiar').get<string>('path', ''),
+        extensionPath: this.context.extensionPath,
+      });
+      this.familiarPath = b.path;
+      this.log.info(`running ${b.path} (${describeSource(b.source)}): familiar ${b.version}, protocol ${b.protocolVersion}`);
+      return true;
+    } catch (err: any) {
+      this.familiarPath = undefined;
+      const msg = err instanceof BinaryError ? err.message : String(err?.message ?? err);
+      this.log.error(msg);
+      this.status.text = '$(hubot) Familiar: no familiar to run';
+      this.status.show();
+      const pick = await error(`Familiar: ${msg}`, 'Open Settings');
+      if (pick) void vscode.commands.executeCommand('workbench.action.openSettings', 'familiar.path');
+      return false;
+    }
+  }
+
+  /**
+   * familiar runs on Linux and macOS; on a Windows host it runs inside WSL,
+   * where this extension (extensionKind workspace) runs next to the code.
+   */
+  private async offerWSL() {
+    this.status.text = '$(hubot) Familiar: open the folder in WSL';
+    this.status.show();
+    const canReopen = (await vscode.commands.getCommands(true)).includes('remote-wsl.reopenInWSL');
+    const action = canReopen ? 'Reopen Folder in WSL' : 'Install the WSL Extension';
+    const pick = await info('Familiar runs inside WSL on Windows: reopen this folder in WSL, and Familiar runs its agents there, next to the code.', action);
+    if (pick === 'Reopen Folder in WSL') void vscode.commands.executeCommand('remote-wsl.reopenInWSL');
+    else if (pick) void vscode.commands.executeCommand('workbench.extensions.installExtension', 'ms-vscode-remote.remote-wsl');
   }
 
   private async offerGitInit(dir: string) {
@@ -365,8 +404,7 @@ class Familiar implements vscode.Disposable {
   private async configChanged(e: vscode.ConfigurationChangeEvent) {
     if (!e.affectsConfiguration('familiar')) return;
     if (e.affectsConfiguration('familiar.path')) {
-      this.familiarPath = findFamiliar();
-      if (this.client && this.familiarPath) {
+      if ((await this.findBinary()) && this.client) {
         // Leave without shutdown: agents of a shared familiar keep running.
         await this.client.detach();
         this.client = undefined;
@@ -1250,29 +1288,6 @@ class DiffProvider implements vscode.TextDocumentContentProvider {
     if (applied !== undefined) return applied;
     // The patch did not apply (binary, or cut): read the task branch instead.
     return gitShow(this.f.root!, `${t.worktree!.branch}:${file}`).catch(() => '');
-  }
-}
-
-function findFamiliar(): string | undefined {
-  const configured = vscode.workspace.getConfiguration('familiar').get<string>('path', '').trim();
-  if (configured) {
-    const p = configured.startsWith('~') ? path.join(process.env.HOME ?? '', configured.slice(1)) : configured;
-    return isExecutable(p) ? p : undefined;
-  }
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (!dir) continue;
-    const p = path.join(dir, 'familiar');
-    if (isExecutable(p)) return p;
-  }
-  return undefined;
-}
-
-function isExecutable(p: string): boolean {
-  try {
-    fs.accessSync(p, fs.constants.X_OK);
-    return fs.statSync(p).isFile();
-  } catch {
-    return false;
   }
 }
 
