@@ -434,6 +434,14 @@ func (a *Agent) closeSession(ctx context.Context, s *session) (any, error) {
 			}
 		}
 	}
+	// The session stops following its task here, so the prompt in flight
+	// (if any) hears of no end of its turn: it ends now.
+	s.mu.Lock()
+	tu := s.turn
+	s.mu.Unlock()
+	if tu != nil {
+		tu.end(stopCancelled)
+	}
 	a.forget(s)
 	return map[string]any{}, nil
 }
@@ -573,8 +581,11 @@ func (a *Agent) listSessions(ctx context.Context, raw json.RawMessage) (any, err
 		if id == "" {
 			id = t.ID // a task made by another editor: its id is the session id
 		}
+		// _meta says what the task is doing, in familiar's words and the
+		// person's, for clients that show more than a title.
 		sessions = append(sessions, map[string]any{"sessionId": id, "cwd": f.root, "title": t.Title,
-			"updatedAt": t.UpdatedAt.UTC().Format("2006-01-02T15:04:05Z")})
+			"updatedAt": t.UpdatedAt.UTC().Format("2006-01-02T15:04:05Z"),
+			"_meta": map[string]any{"familiar": map[string]any{"taskId": t.ID, "status": t.Status, "state": statusWords(t.Status)}}})
 	}
 	out := map[string]any{"sessions": sessions}
 	if res.NextCursor != "" {

@@ -20,7 +20,8 @@
 //	session/set_config_option  the mode (as set_mode) and the model (task/create's model;
 //	                       chosen before the first prompt: claude keeps its model for a session)
 //	session/load, /list    replayed from the store (task/events, task/list); the first user
-//	                       message is the person's own text (the task's description)
+//	                       message is the person's own text (the task's description); list
+//	                       entries carry _meta.familiar {taskId, status, state (in words)}
 //	session/resume         as load, without the replay
 //	session/close          cancels the turn, pauses the task's agent; the task stays
 //	session/delete         task/remove (with its branch) only if the worktree holds no unmerged

@@ -196,11 +196,8 @@ func (s *session) start(ctx context.Context, taskID string, asked *protocol.Ques
 		}
 		return nil
 	}
-	if t.Status == protocol.StatusPaused {
-		if err := s.f.call(ctx, protocol.MethodTaskResume, map[string]string{"id": taskID}, &t); err != nil {
-			return &rpcError{Code: codeInternal, Message: err.Error()}
-		}
-	}
+	// A paused task (session/close, or session/cancel on an older
+	// familiar) goes on with the message: task/send continues it.
 	if err := s.f.call(ctx, protocol.MethodTaskSend, map[string]any{"id": taskID, "text": text}, &t); err != nil {
 		return &rpcError{Code: codeInternal, Message: err.Error()}
 	}

@@ -295,7 +295,20 @@ const scenarios = {
       const kept = await rpcError(ctx.request(acp.methods.agent.session.delete, { sessionId: s.id }), "deleting a session with unmerged work");
       expect(/not merged/.test(kept.message) && /acp-life\.txt/.test(kept.message), "delete refused: " + JSON.stringify(kept));
 
-      await ctx.request(acp.methods.agent.session.close, { sessionId: s.id });
+      // Closed while its agent works (a permission pending): the turn ends,
+      // the agent stops, the task stays, paused.
+      let closed = false;
+      s.onPermission = async () => {
+        await ctx.request(acp.methods.agent.session.close, { sessionId: s.id });
+        closed = true;
+        return "cancelled";
+      };
+      stop = await prompt(ctx, s, tool("touch acp-closed.txt"));
+      await until(() => closed, "session/close's answer", s);
+      expect(stop === "cancelled", "a turn ended by session/close: " + stop, s);
+      s.onPermission = async () => "allow_once";
+      const listed = (await ctx.request(acp.methods.agent.session.list, { cwd })).sessions.find((x) => x.sessionId === s.id);
+      expect(listed?._meta?.familiar?.status === "paused", "the closed session's task: " + JSON.stringify(listed));
       const gone = await rpcError(prompt(ctx, s, "hello"), "a prompt to a closed session");
       expect(gone.code === -32002, "closed session: " + JSON.stringify(gone));
       const before = s.updates.length;
