@@ -63,9 +63,27 @@ func TestACPRegistryManifest(t *testing.T) {
 	if len(m.Distribution.Binary) == 0 {
 		t.Error("no binary distribution")
 	}
+	// The archives are the raw binaries `make dist` (.ci/dist) names
+	// familiar-<goos>-<goarch>, released under the tag v<version>, the
+	// extension's version that make dist stamps by default.
+	var ext struct {
+		Version string `json:"version"`
+	}
+	pj, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "editors", "vscode", "package.json"))
+	if err != nil || json.Unmarshal(pj, &ext) != nil {
+		t.Fatalf("editors/vscode/package.json: %v", err)
+	}
+	if m.Version != ext.Version {
+		t.Errorf("version %s; make dist releases %s", m.Version, ext.Version)
+	}
+	goNames := map[string]string{"darwin-aarch64": "darwin-arm64", "darwin-x86_64": "darwin-amd64", "linux-aarch64": "linux-arm64",
+		"linux-x86_64": "linux-amd64", "windows-aarch64": "windows-arm64", "windows-x86_64": "windows-amd64"}
 	for p, tg := range m.Distribution.Binary {
 		if !platforms[p] {
 			t.Errorf("platform %q is not one the registry knows", p)
+		}
+		if want := "/v" + m.Version + "/familiar-" + goNames[p]; !strings.HasSuffix(tg.Archive, want) || tg.Cmd != "./familiar-"+goNames[p] {
+			t.Errorf("%s: archive %q, cmd %q; make dist names it familiar-%s", p, tg.Archive, tg.Cmd, goNames[p])
 		}
 		if !strings.HasPrefix(tg.Archive, "https://") || !strings.Contains(tg.Archive, m.Version) || tg.Cmd == "" {
 			t.Errorf("%s: archive %q (https, of version %s) and cmd %q", p, tg.Archive, m.Version, tg.Cmd)
