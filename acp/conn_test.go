@@ -85,6 +85,15 @@ func TestBadInput(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"prompt":[]}}`, codeInvalidParams, "sessionId"},
 		{`{"jsonrpc":"2.0","id":10,"method":"session/set_mode","params":{"sessionId":7}}`, codeInvalidParams, "params"},
 		{`{"jsonrpc":"2.0","id":11,"method":"session/new","params":{"cwd":"/repo","mcpServers":[]}}`, codeInternal, ""},
+		{`{"jsonrpc":"2.0","id":12,"method":"authenticate","params":{"methodId":"password"}}`, codeInvalidParams, "methodId"},
+		{`{"jsonrpc":"2.0","id":13,"method":"authenticate","params":{}}`, codeInvalidParams, "methodId"},
+		{`{"jsonrpc":"2.0","id":14,"method":"authenticate","params":[]}`, codeInvalidParams, "params"},
+		{`{"jsonrpc":"2.0","id":15,"method":"session/delete","params":{}}`, codeInvalidParams, "sessionId"},
+		{`{"jsonrpc":"2.0","id":16,"method":"session/resume","params":{"cwd":"/repo"}}`, codeInvalidParams, "sessionId"},
+		{`{"jsonrpc":"2.0","id":17,"method":"session/resume","params":{"sessionId":"s"}}`, codeInvalidParams, "cwd"},
+		{`{"jsonrpc":"2.0","id":18,"method":"session/close","params":{"sessionId":"missing"}}`, codeNotFound, "sessionId"},
+		{`{"jsonrpc":"2.0","id":19,"method":"session/set_config_option","params":{"sessionId":"missing","configId":"model","value":"opus"}}`, codeNotFound, "sessionId"},
+		{`{"jsonrpc":"2.0","id":20,"method":"logout","params":{}}`, codeMethodNotFound, ""},
 	}
 	for _, tc := range cases {
 		m := c.roundTrip(tc.line)
@@ -106,6 +115,10 @@ func TestBadInput(t *testing.T) {
 	m := c.roundTrip(`{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
 	if r, _ := m["result"].(map[string]any); r == nil || r["protocolVersion"] != float64(1) {
 		t.Fatalf("initialize after bad input = %v", m)
+	}
+	// A known method id with no repository to check against is taken.
+	if m := c.roundTrip(`{"jsonrpc":"2.0","id":100,"method":"authenticate","params":{"methodId":"claude-login"}}`); m["error"] != nil {
+		t.Errorf("authenticate claude-login = %v", m)
 	}
 }
 

@@ -1,0 +1,90 @@
+package acp
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// No status reaches the person by its internal name ("merging" is a
+// finished task whose work waits to be merged).
+func TestStatusWords(t *testing.T) {
+	for _, st := range protocol.Statuses {
+		w := statusWords(st)
+		if w == "" || strings.Contains(w, "merging") || w == "in an unknown state" {
+			t.Errorf("%s → %q", st, w)
+		}
+	}
+	undo := commandDone("undo", &protocol.Task{Status: protocol.StatusMerging, Worktree: &protocol.Worktree{BaseRef: "main"}})
+	if undo != "The merge into main is undone; the task is finished, its work ready to merge." {
+		t.Errorf("/undo says %q", undo)
+	}
+	if m := commandDone("merge", &protocol.Task{Status: protocol.StatusMerged, Worktree: &protocol.Worktree{BaseRef: "main"}}); !strings.HasPrefix(m, "Merged into main.") {
+		t.Errorf("/merge says %q", m)
+	}
+}
+
+// Each allow-always option familiar offers becomes one of ACP's, named by
+// the rule it grants; "deny" is Reject; reject-and-stop is familiar's own.
+func TestPermissionOptions(t *testing.T) {
+	q := protocol.Question{Options: []protocol.Option{
+		{ID: "allow", Label: "Allow"},
+		{ID: "allow_always", Label: "Allow always: Bash(npm test:*)", Rule: "Bash(npm test:*)"},
+		{ID: "allow_always_exact", Label: "Allow always: Bash(npm test -- -u)", Rule: "Bash(npm test -- -u)"},
+		{ID: "deny", Label: "Deny"},
+		{ID: "mode_accept_edits", Label: "Accept edits"},
+	}}
+	b, _ := json.Marshal(permissionOptions(q))
+	want := `[{"kind":"allow_once","name":"Allow once","optionId":"allow_once"},` +
+		`{"kind":"allow_always","name":"Allow always in this task: Bash(npm test:*)","optionId":"allow_always"},` +
+		`{"kind":"allow_always","name":"Allow always in this task: Bash(npm test -- -u)","optionId":"allow_always_exact"},` +
+		`{"kind":"reject_once","name":"Reject","optionId":"reject_once"},` +
+		`{"kind":"reject_always","name":"Reject, and stop this turn","optionId":"reject_always"}]`
+	if string(b) != want {
+		t.Errorf("options\n%s\nwant\n%s", b, want)
+	}
+	// No rule covers the call: familiar's label says so.
+	q.Options = []protocol.Option{{ID: "allow_always", Label: "Allow (no rule can cover this call, so nothing is remembered)"}}
+	opts := permissionOptions(q)
+	if n := opts[1].(map[string]any)["name"]; n != q.Options[0].Label {
+		t.Errorf("allow-always without a rule is named %q", n)
+	}
+}
+
+// An edit's diff comes from its input, its path absolute in the worktree;
+// the title shows the path relative to it.
+func TestEditDiffs(t *testing.T) {
+	wt := "/w/t"
+	for _, tc := range []struct {
+		tool, input, want string
+	}{
+		{"Edit", `{"file_path":"/w/t/a.go","old_string":"x","new_string":"y"}`, `[{"newText":"y","oldText":"x","path":"/w/t/a.go","type":"diff"}]`},
+		{"Write", `{"file_path":"b.txt","content":"hi\n"}`, `[{"newText":"hi\n","path":"/w/t/b.txt","type":"diff"}]`},
+		{"MultiEdit", `{"file_path":"/w/t/c","edits":[{"old_string":"1","new_string":"2"},{"old_string":"3","new_string":"4"}]}`,
+			`[{"newText":"2","oldText":"1","path":"/w/t/c","type":"diff"},{"newText":"4","oldText":"3","path":"/w/t/c","type":"diff"}]`},
+		{"Bash", `{"command":"ls"}`, `null`},
+		{"Edit", `{"old_string":"x"}`, `null`},
+		{"Edit", `not json`, `null`},
+	} {
+		b, _ := json.Marshal(editDiffs(protocol.Question{Tool: tc.tool, Input: json.RawMessage(tc.input)}, wt))
+		if string(b) != tc.want {
+			t.Errorf("%s %s → %s, want %s", tc.tool, tc.input, b, tc.want)
+		}
+	}
+	if got := relTitle("Edit /w/t/src/a.go", wt+"/"); got != "Edit src/a.go" {
+		t.Errorf("title %q", got)
+	}
+	if got := relTitle("Edit /elsewhere/a.go", wt); got != "Edit /elsewhere/a.go" {
+		t.Errorf("title outside the worktree %q", got)
+	}
+}
+
+func TestPlainName(t *testing.T) {
+	for id, want := range map[string]bool{"acp-1f": true, "": false, "../x": false, ".hidden": false, `a\b`: false, "a/b": false} {
+		if plainName(id) != want {
+			t.Errorf("plainName(%q) = %v", id, !want)
+		}
+	}
+}
