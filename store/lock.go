@@ -30,8 +30,9 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 // pidRecord is the content of the pid file.
 type pidRecord struct {
 	PID int `json:"pid"`
-	// Start is the process's start time in clock ticks since boot (Linux
-	// /proc/<pid>/stat field 22), 0 where unknown. With it a reader can tell
+	// Start is the process's start time as the process table gives it
+	// (proctable.Proc.Start: clock ticks since boot on Linux, microseconds
+	// since the epoch on macOS), 0 where unknown. With it a reader can tell
 	// the holder from an unrelated process that reused its pid.
 	Start uint64 `json:"start,omitempty"`
 }
