@@ -227,19 +227,25 @@ func (a *Agent) authenticate(ctx context.Context, raw json.RawMessage) (any, err
 	if err != nil {
 		return nil, err
 	}
-	if au := f.claudeAuth; au != nil && (au.Method == "none" || au.Problem != "") {
-		msg := au.Problem
-		if msg == "" {
-			msg = "claude has no login."
-		}
-		if p.MethodID == authAPIKey {
-			msg += " Set ANTHROPIC_API_KEY where the editor starts familiar acp."
-		} else {
-			msg += " Run `claude auth login` in a terminal."
-		}
-		return nil, &rpcError{Code: codeAuthRequired, Message: msg}
+	if err := authRequired(f); err != nil {
+		return nil, err
 	}
 	return map[string]any{}, nil
+}
+
+// authRequired is ACP's auth_required when familiar says its tasks could
+// not log in: a client then shows the person the auth methods, instead of
+// a session whose first prompt ends blocked.
+func authRequired(f *familiar) *rpcError {
+	au := f.claudeAuth
+	if au == nil || (au.Method != "none" && au.Problem == "") {
+		return nil
+	}
+	msg := au.Problem
+	if msg == "" {
+		msg = "claude is not logged in"
+	}
+	return &rpcError{Code: codeAuthRequired, Message: msg + ". Log in with `claude auth login` in a terminal, or set ANTHROPIC_API_KEY where the editor starts familiar acp; then try again."}
 }
 
 // logout logs claude out: familiar's agents have no login but claude's.
@@ -338,6 +344,9 @@ func (a *Agent) newSession(ctx context.Context, raw json.RawMessage) (any, error
 	}
 	f, mcp, err := a.sessionPlace(ctx, "session/new", p.Cwd, p.McpServers)
 	if err != nil {
+		return nil, err
+	}
+	if err := authRequired(f); err != nil {
 		return nil, err
 	}
 	s := a.addSession(newID(), f, *p.Cwd, mcp)

@@ -28,7 +28,8 @@
 //	                       change, else refused naming the files; the task leaves session/list
 //	authenticate, logout   auth methods that say how to log claude in (claude auth login, or
 //	                       ANTHROPIC_API_KEY; `familiar acp login` for clients with terminal
-//	                       auth); authenticate checks familiar's claude.auth; logout runs
+//	                       auth); session/new and authenticate answer auth_required when
+//	                       familiar's claude.auth says tasks could not log in; logout runs
 //	                       claude auth logout
 //	/diff /merge /undo /retry and _familiar/diff|merge|undo|retry (/diff: ACP diff content);
 //	                       a prompt after /merge starts a new task from the merged base

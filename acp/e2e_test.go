@@ -395,6 +395,13 @@ func TestACPV1Methods(t *testing.T) {
 	}
 }
 
+// With no login for claude (no key in the environment, none in the fake
+// HOME), session/new answers auth_required, which makes a client show the
+// auth methods.
+func TestACPAuthRequired(t *testing.T) {
+	newWorld(t).runWith("noauth", []string{"ANTHROPIC_API_KEY=", "ANTHROPIC_AUTH_TOKEN=", "CLAUDE_CODE_OAUTH_TOKEN="})
+}
+
 // session/close stops the session's agent and keeps the task (resume goes
 // on with it); session/delete refuses while the worktree holds unmerged
 // work, naming it, and deletes once it holds none; /merge and /undo say

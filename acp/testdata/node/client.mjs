@@ -285,6 +285,16 @@ const scenarios = {
       process.stdout.write(JSON.stringify({ sessionId: s.id }) + "\n");
     }, { auth: { terminal: true } });
   },
+  // With no way for claude to log in, session/new is ACP's auth_required
+  // (a client then shows the auth methods), and authenticate says why.
+  async noauth() {
+    await withAgent(async (ctx) => {
+      const e = await rpcError(ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }), "session/new without a login");
+      expect(e.code === -32000 && /not logged in/.test(e.message) && /claude auth login/.test(e.message), "session/new: " + JSON.stringify(e));
+      const a = await rpcError(ctx.request(acp.methods.agent.authenticate, { methodId: "claude-login" }), "authenticate without a login");
+      expect(a.code === -32000, "authenticate: " + JSON.stringify(a));
+    });
+  },
   // session/close, session/resume and session/delete, and the slash
   // commands' words: /merge, /undo, and a prompt after the merge.
   async lifecycle() {
