@@ -594,7 +594,7 @@ func (a *Agent) listSessions(ctx context.Context, raw json.RawMessage) (any, err
 		// person's, for clients that show more than a title.
 		sessions = append(sessions, map[string]any{"sessionId": id, "cwd": f.root, "title": t.Title,
 			"updatedAt": t.UpdatedAt.UTC().Format("2006-01-02T15:04:05Z"),
-			"_meta": map[string]any{"familiar": map[string]any{"taskId": t.ID, "status": t.Status, "state": statusWords(t.Status)}}})
+			"_meta":     map[string]any{"familiar": map[string]any{"taskId": t.ID, "status": t.Status, "state": statusWords(t.Status)}}})
 	}
 	out := map[string]any{"sessions": sessions}
 	if res.NextCursor != "" {
