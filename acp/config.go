@@ -36,8 +36,15 @@ func (s *session) configOptions() []any {
 	for _, m := range modes(mode).AvailableModes {
 		modeOpts = append(modeOpts, map[string]any{"value": m.ID, "name": m.Name, "description": m.Description})
 	}
+	known := false
 	for _, m := range modelChoices {
 		modelOpts = append(modelOpts, map[string]any{"value": m.id, "name": m.name, "description": m.desc})
+		known = known || m.id == model
+	}
+	if !known {
+		// A task another client created with a model's full name: the
+		// current value must be one of the options.
+		modelOpts = append(modelOpts, map[string]any{"value": model, "name": model, "description": "The model this session's task runs on."})
 	}
 	return []any{
 		map[string]any{"id": "mode", "name": "Mode", "category": "mode", "type": "select",
@@ -87,8 +94,12 @@ func (s *session) setModel(model string) error {
 	cur, started := s.model, s.taskID != ""
 	s.mu.Unlock()
 	if started && model != cur {
+		name := cur
+		if cur == modelDefault {
+			name = "claude's default model"
+		}
 		return &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf(
-			"This session's task already runs on %s, and claude keeps its model for a whole session. Start a new session for %s.", cur, model),
+			"This session's task already runs on %s, and claude keeps its model for a whole session. Start a new session for %s.", name, model),
 			Data: map[string]string{"field": "value"}}
 	}
 	s.mu.Lock()

@@ -312,7 +312,11 @@ func (s *session) setModeTo(ctx context.Context, mode, field string) error {
 	if taskID := s.task(); taskID != "" {
 		var t protocol.Task
 		if err := s.f.call(ctx, protocol.MethodTaskSetMode, map[string]any{"id": taskID, "mode": mode}, &t); err != nil {
-			return &rpcError{Code: codeInternal, Message: err.Error()}
+			// A merged task takes no mode: the session's next task (after
+			// /merge) starts in it.
+			if gerr := s.f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); gerr != nil || t.Status != protocol.StatusMerged {
+				return &rpcError{Code: codeInternal, Message: err.Error()}
+			}
 		}
 	}
 	s.mu.Lock()

@@ -88,3 +88,34 @@ func TestPlainName(t *testing.T) {
 		}
 	}
 }
+
+// The model's current value is always one of its options, also for a task
+// another client created with a model's full name.
+func TestModelOptionHoldsTheCurrentValue(t *testing.T) {
+	for _, model := range []string{modelDefault, "opus", "claude-opus-5-5"} {
+		s := &session{mode: "executor", model: model}
+		var found bool
+		for _, o := range s.configOptions() {
+			opt := o.(map[string]any)
+			if opt["id"] != "model" {
+				continue
+			}
+			if opt["currentValue"] != model {
+				t.Errorf("currentValue %v, want %s", opt["currentValue"], model)
+			}
+			for _, v := range opt["options"].([]any) {
+				found = found || v.(map[string]any)["value"] == model
+			}
+		}
+		if !found {
+			t.Errorf("model %s is not among the options", model)
+		}
+	}
+	s := &session{mode: "executor", model: modelDefault, taskID: "t1"}
+	if err := s.setModel("opus"); err == nil || !strings.Contains(err.Error(), "claude's default model") {
+		t.Errorf("a model change once the task runs: %v", err)
+	}
+	if err := s.setModel(modelDefault); err != nil {
+		t.Errorf("setting the model it has: %v", err)
+	}
+}
