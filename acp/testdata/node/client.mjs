@@ -339,6 +339,8 @@ const scenarios = {
       at = s.updates.length;
       await prompt(ctx, s, "/merge");
       expect(/^Merged into /.test(words(at)), "/merge again said " + JSON.stringify(words(at)), s);
+      // The mode chosen now is the next task's.
+      await ctx.request(acp.methods.agent.session.setMode, { sessionId: s.id, modeId: "auditor" });
       at = s.updates.length;
       stop = await prompt(ctx, s, "more\n@@TEXT A new task.");
       expect(stop === "end_turn" && /starts a new task/.test(words(at)) && words(at).includes("A new task."), "a prompt after /merge: " + JSON.stringify(words(at)), s);
