@@ -837,7 +837,8 @@ class Familiar implements vscode.Disposable {
     p.close();
     if (decidedBy === 'timeout') {
       const t = this.task(p.taskId);
-      void warn(`Familiar: "${t?.title ?? p.taskId}" — no answer in time; the request was denied.`);
+      // Short: a notification without buttons shows one line.
+      void warn(`Familiar: "${t?.title ?? p.taskId}" got no answer in time: denied.`);
     }
   }
 
@@ -963,7 +964,9 @@ class Familiar implements vscode.Disposable {
     const t = await this.connected().request<Task>('task/undo', { id });
     this.client?.tasks.set(id, t);
     this.tree.refresh();
-    void info(`Familiar: undid "${t.title}". The undone work stays under refs/familiar/undo/${id}.`);
+    // Short: a notification without buttons shows one line; where the work is kept goes to the log.
+    this.log.info(`undid "${t.title}"; the undone work stays under refs/familiar/undo/${id}`);
+    void info(`Familiar: undid "${t.title}"; its work is kept.`);
   }
 
   private async act(method: string, id: string, done: string) {

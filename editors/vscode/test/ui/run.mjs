@@ -322,7 +322,7 @@ async function choice(s, model) {
     const title6 = 'Nobody answers';
     try {
       await s.newTask(title6, bashTask('unanswered.txt', 'never written'));
-      await s.toast(`"${title6}" — no answer in time; the request was denied`).waitFor({ timeout: 60000 });
+      await s.toast(`"${title6}" got no answer in time: denied`).waitFor({ timeout: 60000 });
     } finally {
       await other.request('settings/update', { settings: { approvalTimeoutSec: 300 } });
     }
