@@ -239,7 +239,8 @@ func TestACPTextStreams(t *testing.T) {
 func TestACPDiff(t *testing.T) { newWorld(t).run("diff") }
 
 // acpx is a second, independent client: one full turn, with its permission
-// policy approving the Bash call.
+// policy approving the Bash call, and its --model set as the session's model
+// config option.
 func TestACPXOneTurn(t *testing.T) {
 	w := newWorld(t)
 	dir := os.Getenv("FAMILIAR_ACPX_DIR")
@@ -254,7 +255,7 @@ func TestACPXOneTurn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, cli, "--agent", familiarBin(t)+" acp", "--cwd", w.repo,
-		"--no-terminal", "--no-fs", "--format", "json", "--approve-all", "--ttl", "1", "--timeout", "150",
+		"--no-terminal", "--no-fs", "--format", "json", "--approve-all", "--ttl", "1", "--timeout", "150", "--model", "haiku",
 		"exec", "run it\n@@TOOL Bash {\"command\":\"touch acpx.txt\",\"description\":\"run\"}\n@@TEXT Finished by acpx.")
 	cmd.Dir = w.repo
 	cmd.Env = w.env
@@ -270,6 +271,10 @@ func TestACPXOneTurn(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("acpx output lacks %q", want)
 		}
+	}
+	// acpx sets --model through the session's model config option.
+	if reqs := w.api.MainRequests(); len(reqs) == 0 || !strings.Contains(reqs[0].Model, "haiku") {
+		t.Errorf("acpx's --model haiku did not reach the API: %d requests", len(reqs))
 	}
 }
 
