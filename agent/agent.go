@@ -47,10 +47,18 @@ type Session struct {
 	tr     *transcriptFeed
 
 	mu        sync.Mutex
-	activity  Activity      // guarded by mu
-	inTurn    bool          // guarded by mu; a prompt was submitted and the turn has not ended
-	turnEpoch int           // guarded by mu; counts UserPromptSubmit, to confirm typing
-	changed   chan struct{} // guarded by mu; closed and replaced on every state change
+	activity  Activity // guarded by mu
+	inTurn    bool     // guarded by mu; a prompt was submitted and the turn has not ended
+	turnEpoch int      // guarded by mu; counts UserPromptSubmit, to confirm typing
+	// stopped: claude was last seen stopped by a signal (watchStopped);
+	// beforeStop is the activity it will be back to when continued, and
+	// takes what is reported meanwhile.
+	stopped    bool     // guarded by mu
+	beforeStop Activity // guarded by mu
+	// retry is the last API retry reported in this turn: the transcript
+	// and the screen both tell of the same retries.
+	retry   APIRetry      // guarded by mu
+	changed chan struct{} // guarded by mu; closed and replaced on every state change
 }
 
 // SessionID is the claude session id (for --resume).
@@ -122,6 +130,11 @@ func (s *Session) epoch() int {
 
 func (s *Session) setActivity(a Activity) {
 	s.mu.Lock()
+	if s.stopped && a.State != ActivityStopped {
+		s.beforeStop = a
+		s.mu.Unlock()
+		return
+	}
 	if s.activity == a {
 		s.mu.Unlock()
 		return
@@ -137,6 +150,15 @@ func (s *Session) setActivity(a Activity) {
 func (s *Session) endTurn(t *TurnEnded) {
 	s.mu.Lock()
 	s.inTurn = false
+	if t.Failed && t.Failure == nil && s.retry.Attempt > 0 {
+		// No structured failure, but claude was retrying the API.
+		f := failureOf(s.retry, t.Error)
+		t.Failure = &f
+	}
+	if f := t.Failure; t.Failed && f != nil && f.Retries == 0 {
+		f.Retries = s.retry.Attempt
+	}
+	s.retry = APIRetry{}
 	s.notifyLocked()
 	s.mu.Unlock()
 	s.setActivity(Activity{State: ActivityIdle})
@@ -208,6 +230,18 @@ func (s *Session) resolveElsewhere(match func(*pendingQuestion) bool, by string)
 // says so ("API unreachable, retry 3 of 10") and an EventAPIRetry carries
 // the details. A retry is progress: claude is not stuck, the API is.
 func (s *Session) apiRetry(r APIRetry) {
+	s.mu.Lock()
+	last := s.retry
+	// The screen shows each retry for a while, and a redraw may read it
+	// again: a retry counts once, unless the reading knows more (its
+	// status).
+	if r.Attempt < last.Attempt || r.Attempt == last.Attempt && (last.Status != 0 || r.Status == 0) {
+		s.mu.Unlock()
+		return
+	}
+	s.retry = r
+	s.notifyLocked()
+	s.mu.Unlock()
 	s.watchdog.Kick()
 	s.setActivity(Activity{State: ActivityThinking, Detail: r.Summary()})
 	s.emit(Event{Kind: EventAPIRetry, Retry: &r})
@@ -222,7 +256,7 @@ func (s *Session) Answer(questionID string, a Answer) error {
 		return fmt.Errorf("%w: %s", ErrNoQuestion, questionID)
 	}
 	if s.proc != nil && procs.Stopped(s.proc.PID()) {
-		return fmt.Errorf("%w: claude (pid %d) is stopped by a signal; continue it (SIGCONT) first", ErrNotReady, s.proc.PID())
+		return stoppedError{pid: s.proc.PID()}
 	}
 	if err := validate(p.q, a); err != nil {
 		return err
@@ -328,6 +362,9 @@ func (s *Session) watchExit(cleanup func()) {
 		cleanup()
 	}
 	x := s.proc.exitStatus()
+	s.mu.Lock()
+	s.stopped = false // a stopped claude that was killed is not stopped any more
+	s.mu.Unlock()
 	s.setActivity(Activity{State: ActivityIdle})
 	s.emit(Event{Kind: EventExited, Exit: &x})
 	s.ev.close()

@@ -41,24 +41,45 @@ type commandWatch struct {
 
 // progressGate pauses the turn's watchdog while anything it should not
 // count is going on: a question waits on a person, or a command runs.
+// A claude stopped by a signal is excused by neither.
 type progressGate struct {
 	mu        sync.Mutex
 	questions int
 	command   bool
+	stopped   bool
+}
+
+func (g *progressGate) pausedLocked() bool {
+	return (g.questions > 0 || g.command) && !g.stopped
+}
+
+// setStopped records whether claude is stopped and pauses or resumes w to
+// match.
+func (g *progressGate) setStopped(w *procs.Watchdog, stopped bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	wasPaused := g.pausedLocked()
+	g.stopped = stopped
+	switch paused := g.pausedLocked(); {
+	case paused && !wasPaused:
+		w.Pause()
+	case !paused && wasPaused:
+		w.Resume()
+	}
 }
 
 // set records one reason and pauses or resumes w to match.
 func (g *progressGate) set(w *procs.Watchdog, questions *int, command *bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	wasPaused := g.questions > 0 || g.command
+	wasPaused := g.pausedLocked()
 	if questions != nil {
 		g.questions = *questions
 	}
 	if command != nil {
 		g.command = *command
 	}
-	switch paused := g.questions > 0 || g.command; {
+	switch paused := g.pausedLocked(); {
 	case paused && !wasPaused:
 		w.Pause()
 	case !paused && wasPaused:
@@ -94,7 +115,7 @@ func (s *Session) commandStarted(id, tool string, input json.RawMessage) {
 	s.cmdMu.Lock()
 	s.cmd = w
 	s.gate.mu.Lock()
-	if s.gate.questions > 0 {
+	if s.gate.questions > 0 || s.gate.stopped {
 		w.dog.Pause() // a permission for this very command may be pending
 	}
 	s.gate.mu.Unlock()
@@ -118,7 +139,10 @@ func (s *Session) questionsChanged(n int) {
 	if s.cmd == nil {
 		return
 	}
-	if n > 0 {
+	s.gate.mu.Lock()
+	stopped := s.gate.stopped
+	s.gate.mu.Unlock()
+	if n > 0 || stopped {
 		s.cmd.dog.Pause()
 	} else {
 		s.cmd.dog.Resume()

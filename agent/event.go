@@ -30,6 +30,9 @@ const (
 	ActivityRunningCommand = "running_command"
 	ActivityIdle           = "idle"
 	ActivityUnknown        = "unknown"
+	// ActivityStopped: claude is stopped by a signal (SIGSTOP) and does
+	// nothing until continued.
+	ActivityStopped = "stopped"
 )
 
 // Question kinds, as in PROTOCOL.md.

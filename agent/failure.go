@@ -33,6 +33,9 @@ type Failure struct {
 	Status   int       `json:"status,omitempty"` // the API's HTTP status, 0 for a connection failure or unknown
 	Message  string    `json:"message"`          // what claude said, as it said it
 	ResetsAt time.Time `json:"resetsAt,omitzero"`
+	// Retries is how many times claude itself retried the failed call
+	// before it gave up (0: it did not retry, or nobody could tell).
+	Retries int `json:"retries,omitempty"`
 }
 
 // AuthFix is what the person does about a FailureAuth.
@@ -47,21 +50,53 @@ type APIRetry struct {
 	Message     string `json:"message"`
 }
 
-// Summary is the one line a person reads: "API unreachable, retry 3 of 10:
-// Connection refused".
+// Summary is the one line a person reads: "model error 500, retrying (3 of
+// 10): boom", "model API unreachable, retrying (1 of 10): Connection
+// refused".
 func (r APIRetry) Summary() string {
-	what := "API unreachable"
-	if r.Status != 0 {
-		what = fmt.Sprintf("API error %d", r.Status)
+	msg := strings.TrimSpace(r.Message)
+	var what string
+	switch {
+	case r.Status != 0:
+		what = fmt.Sprintf("model error %d", r.Status)
+		// The transcript's message starts with the status ("500 boom").
+		msg = strings.TrimSpace(strings.TrimPrefix(msg, strconv.Itoa(r.Status)))
+	case msg == "" || unreachableText.MatchString(msg):
+		what = "model API unreachable"
+	default:
+		what = "model error"
 	}
-	s := fmt.Sprintf("%s, retry %d", what, r.Attempt)
+	if msg == "API error" {
+		msg = "" // the screen's line before it knows the status says no more
+	}
+	s := fmt.Sprintf("%s, retrying (%d", what, r.Attempt)
 	if r.MaxAttempts > 0 {
 		s += fmt.Sprintf(" of %d", r.MaxAttempts)
 	}
-	if r.Message != "" {
-		s += ": " + r.Message
+	s += ")"
+	if msg != "" {
+		s += ": " + msg
 	}
 	return s
+}
+
+// failureOf is the failure of a turn that ended while claude retried r.
+func failureOf(r APIRetry, msg string) Failure {
+	if msg == "" {
+		msg = r.Summary()
+	}
+	return Failure{Kind: classifyFailure(r.Status, "", r.Message, msg), Status: r.Status, Message: msg, Retries: r.Attempt}
+}
+
+// unreachableText matches what claude says of a call that got no HTTP
+// answer at all.
+var unreachableText = regexp.MustCompile(`(?i)connect|ECONN|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|unreachable|timed out|timeout|socket|fetch failed|network`)
+
+// Auth reports whether the API refused the credentials: retrying the same
+// ones is no use, and claude retries a 401 like a 5xx (CLI 2.1.330: ten
+// times over about three minutes).
+func (r APIRetry) Auth() bool {
+	return classifyFailure(r.Status, "", r.Message, r.Message) == FailureAuth
 }
 
 // classifyFailure names the kind of a failed turn from what the CLI
@@ -72,7 +107,7 @@ func classifyFailure(status int, apiError, errField, msg string) string {
 	switch {
 	case apiError == "usage_limit_reached":
 		return FailureUsageLimit
-	case status == 401 || errField == "authentication_failed" || errField == "oauth_org_not_allowed" || loginMessage(msg):
+	case status == 401 || status == 403 || errField == "authentication_failed" || errField == "oauth_org_not_allowed" || loginMessage(msg):
 		return FailureAuth
 	case usageLimitText.MatchString(msg):
 		return FailureUsageLimit

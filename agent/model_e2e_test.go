@@ -261,7 +261,7 @@ func TestAPIGivesUpIsAPIError(t *testing.T) {
 				o.ExtraEnv["CLAUDE_CODE_MAX_RETRIES"] = "2"
 			})
 			ev, next := h.rec.wait(t, 0, "api retry", isKind(agent.EventAPIRetry))
-			if !strings.Contains(ev.Retry.Summary(), "API unreachable, retry 1") {
+			if !strings.Contains(ev.Retry.Summary(), "model API unreachable, retrying (1 of 2)") {
 				t.Errorf("retry summary = %q", ev.Retry.Summary())
 			}
 			ev, _ = h.rec.wait(t, next, "failed turn", failedTurn)

@@ -54,14 +54,23 @@ func TestParseRetryLine(t *testing.T) {
 		sum  string
 	}{
 		{"API error · retrying in 1s · attempt 1/10", APIRetry{Attempt: 1, MaxAttempts: 10, Message: "API error"},
-			"API unreachable, retry 1 of 10: API error"},
+			"model error, retrying (1 of 10)"},
 		{"Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED) · retrying in 4s · attempt 4/10",
 			APIRetry{Attempt: 4, MaxAttempts: 10, Message: "Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"},
-			"API unreachable, retry 4 of 10: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"},
+			"model API unreachable, retrying (4 of 10): Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"},
 		{"529 Overloaded · retrying in 12s · attempt 6/10", APIRetry{Attempt: 6, MaxAttempts: 10, Status: 529, Message: "529 Overloaded"},
-			"API error 529, retry 6 of 10: 529 Overloaded"},
+			"model error 529, retrying (6 of 10): Overloaded"},
+		// What stream-json says of a refused connection: error "unknown",
+		// no status (the driver drops the "unknown").
+		{"", APIRetry{Attempt: 1, MaxAttempts: 2}, "model API unreachable, retrying (1 of 2)"},
+		// The screen: the status and the count from the line.
+		{"500 boom · retrying in 21s · attempt 10/10", APIRetry{Attempt: 10, MaxAttempts: 10, Status: 500, Message: "500 boom"},
+			"model error 500, retrying (10 of 10): boom"},
 	} {
 		got, ok := parseRetryLine(tc.line)
+		if tc.line == "" {
+			got, ok = tc.want, true
+		}
 		if !ok || got != tc.want {
 			t.Errorf("%q: %+v %v, want %+v", tc.line, got, ok, tc.want)
 		}
@@ -86,6 +95,7 @@ func TestClassifyFailure(t *testing.T) {
 		{401, "", "", "Invalid API key · Fix external API key", FailureAuth},
 		{0, "", "", "Not logged in · Please run /login", FailureAuth},
 		{0, "", "authentication_failed", "x", FailureAuth},
+		{403, "", "", "API Error: 403 forbidden", FailureAuth},
 		{529, "", "", "API Error: 529 overloaded", FailureAPI},
 		{429, "", "rate_limit", "API Error: 429 rate limited", FailureAPI},
 		{0, "", "", "API Error: Connection refused", FailureAPI},

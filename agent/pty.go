@@ -212,6 +212,10 @@ func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
 	}
 	if c.Pattern == "api-retry" {
 		if r, ok := parseRetryLine(c.Text); ok {
+			// The screen is the only word of a retry the TUI gives: it
+			// writes none into the session file (CLI 2.1.330), and its
+			// first retry's line has no status ("API error · retrying in
+			// 1s · attempt 1/10"); the next has it ("500 boom · …").
 			s.apiRetry(r)
 		}
 	}
@@ -470,6 +474,7 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	switch event {
 	case "UserPromptSubmit":
 		s.mu.Lock()
+		s.retry = APIRetry{} // a new turn's retries count from 1
 		s.inTurn = true
 		s.turnEpoch++
 		s.notifyLocked()

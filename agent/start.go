@@ -130,7 +130,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		// repaints while a turn hangs. Hooks, stream lines and changes of the
 		// classified screen kick it; questions pause it.
 		s.watchdog = procs.NewWatchdog(opts.Clock, opts.NoProgress, func() {
-			s.emit(Event{Kind: EventProblem, Problem: ProblemNoProgress})
+			s.emit(Event{Kind: EventProblem, Problem: s.noProgress()})
 		})
 		s.qs.onCount = s.questionsChanged
 	}
@@ -146,6 +146,8 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		s.tr.follow(transcript.FilePath(opts.ConfigDir, opts.Dir, opts.SessionID))
 	}
 	s.setActivity(Activity{State: ActivityThinking, Detail: "starting"})
+	s.wg.Add(1)
+	go s.watchStopped()
 
 	sub := p.Output().Subscribe(procs.SubscribeOptions{MaxQueued: 64 << 20})
 	var readerDone = make(chan struct{})

@@ -143,6 +143,9 @@ func (d *streamDriver) handleLine(line []byte) {
 	case "system":
 		switch m.Subtype {
 		case "init":
+			s.mu.Lock()
+			s.retry = APIRetry{} // init starts every turn; its retries count from 1
+			s.mu.Unlock()
 			s.setActivity(Activity{State: ActivityThinking})
 			// init comes at every turn; report each failed server once.
 			for _, m := range m.MCPServers {
@@ -155,7 +158,11 @@ func (d *streamDriver) handleLine(line []byte) {
 				}
 			}
 		case "api_retry":
-			s.apiRetry(APIRetry{Attempt: m.Attempt, MaxAttempts: m.MaxRetries, Status: m.ErrorStatus, Message: m.Error})
+			msg := m.Error
+			if m.ErrorStatus == 0 && msg == "unknown" {
+				msg = "" // what 2.1.330 says of a refused connection: nothing
+			}
+			s.apiRetry(APIRetry{Attempt: m.Attempt, MaxAttempts: m.MaxRetries, Status: m.ErrorStatus, Message: msg})
 		}
 	case "rate_limit_event":
 		if m.RateLimitInfo.Status == "rejected" && m.RateLimitInfo.ResetsAt > 0 {

@@ -246,7 +246,7 @@ func (a *actor) run(eff effect) {
 			o.wg.Add(1)
 			go func() {
 				defer o.wg.Done()
-				if err := sess.Answer(eff.questionID, eff.answer); err != nil {
+				if err := sess.AnswerDecided(eff.questionID, eff.answer); err != nil {
 					o.logger.Debug("answer", "task", id, "err", err)
 				}
 			}()
@@ -477,11 +477,17 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		o.logger.Warn("agent problem", "task", a.id, "problem", ev.Problem)
 		if ev.Problem == agent.ProblemNoProgress {
 			in = inNoProgress{}
+		} else if strings.HasPrefix(ev.Problem, agent.ProblemStopped) {
+			in = inNoProgress{detail: ev.Problem}
 		} else if strings.HasPrefix(ev.Problem, agent.ProblemCommandTimeout) {
 			in = inCommandTimeout{detail: o.maskString(ev.Problem)}
 		} else {
 			in = inAgentProblem{detail: o.maskString(ev.Problem), fatal: strings.HasPrefix(ev.Problem, agent.ProblemOutputLog)}
 		}
+	case agent.EventAPIRetry:
+		r := *ev.Retry
+		r.Message = o.maskString(r.Message)
+		in = inAPIRetry{retry: r}
 	case agent.EventExited:
 		in = inExited{code: ev.Exit.Code, signal: ev.Exit.Signal}
 	default:
@@ -501,6 +507,7 @@ var activities = map[string]protocol.Activity{
 	agent.ActivityWriting:        protocol.ActivityWriting,
 	agent.ActivityRunningCommand: protocol.ActivityRunningCommand,
 	agent.ActivityUnknown:        protocol.ActivityUnknown,
+	agent.ActivityStopped:        protocol.ActivityStopped,
 }
 
 // questionKinds ties the agent's question kinds to the protocol's.

@@ -41,6 +41,9 @@ type Session interface {
 	Identity() procs.Identity
 	Done() <-chan struct{}
 	Answer(questionID string, a agent.Answer) error
+	// AnswerDecided gives an answer familiar decided (timeout, policy),
+	// waiting for a claude stopped by a signal to be continued.
+	AnswerDecided(questionID string, a agent.Answer) error
 	SendPrompt(text string) error
 	Interrupt() error
 	Input(raw []byte) error

@@ -126,6 +126,9 @@ type state struct {
 	resumeAfterOp bool
 }
 
+// authRetries is the retry of a refused login at which the task is blocked.
+const authRetries = 2
+
 // maxSteps bounds the steps a task keeps in memory; the oldest go first.
 const maxSteps = 1000
 
@@ -185,7 +188,8 @@ type (
 		blocked string
 		errs    string
 	}
-	inNoProgress     struct{}
+	inNoProgress     struct{ detail string } // "" = no progress; else why (claude is stopped)
+	inAPIRetry       struct{ retry agent.APIRetry }
 	inCommandTimeout struct{ detail string }
 	inAgentProblem   struct {
 		detail string
@@ -250,6 +254,7 @@ func (inTranscript) inputName() string    { return "transcript" }
 func (cmdInterrupt) inputName() string    { return "interrupt" }
 func (inCompleted) inputName() string     { return "completed" }
 func (inNoProgress) inputName() string    { return "no progress" }
+func (inAPIRetry) inputName() string      { return "api retry" }
 func (inCommandTimeout) inputName() string {
 	return "command timeout"
 }
@@ -693,7 +698,20 @@ func (st *stepper) apply(in input) error {
 
 	case inNoProgress:
 		if live(status) && s.agent == agentUp {
-			st.stopAgent(stopIntent{kind: stopBlock, reason: protocol.BlockedTimeout, detail: "no progress for the no-progress timeout"}, false)
+			detail := in.detail
+			if detail == "" {
+				detail = "no progress for the no-progress timeout"
+			}
+			st.stopAgent(stopIntent{kind: stopBlock, reason: protocol.BlockedTimeout, detail: detail}, false)
+		}
+
+	case inAPIRetry:
+		// claude retries a refused login like an overloaded API (ten times
+		// over about three minutes): the same credentials will not do, so
+		// the task is blocked at the second refusal. The first may be a
+		// login claude refreshes before it retries.
+		if r := in.retry; r.Auth() && r.Attempt >= authRetries && live(status) && s.agent == agentUp {
+			st.block(protocol.BlockedAuth, fmt.Sprintf("the model API refused the credentials (%s); %s", r.Summary(), agent.AuthFix))
 		}
 
 	case inCommandTimeout:
@@ -1166,12 +1184,15 @@ func (st *stepper) turnEnded(turn agent.TurnEnded) {
 		}
 		st.blockWith(b)
 		st.emit(effUsageLimit{resetsAt: f.ResetsAt})
-	case turn.Failed && (transientAPIFailure(f) || f == nil && s.Turns == 1 && transientFailure(turn.Error)) &&
+	case turn.Failed && (transientAPIFailure(f) && f.Retries == 0 || f == nil && s.Turns == 1 && transientFailure(turn.Error)) &&
 		s.StartFailures+1 < st.e.maxStartFailures:
-		// Claude gave up on an overloaded or unreachable API: start again
-		// after a backoff rather than failing the task. The restart
-		// repeats the turn: the resumed session gets the resume prompt (or
-		// what the person sent), a session never saved its first prompt.
+		// The API was overloaded or unreachable and claude did not retry
+		// (it was told not to): start again after a backoff rather than
+		// failing the task. An error claude itself retried (ten times over
+		// minutes, by default) is not retried again: the task is blocked
+		// with it. The restart repeats the turn: the resumed session gets
+		// the resume prompt (or what the person sent), a session never
+		// saved its first prompt.
 		s.LastError = turn.Error
 		if s.FollowUp == "" {
 			s.FollowUp = resumePrompt
@@ -1180,7 +1201,10 @@ func (st *stepper) turnEnded(turn agent.TurnEnded) {
 		st.emit(effPersist{})
 	case f != nil && f.Kind == agent.FailureAPI:
 		detail := f.Message
-		if transientAPIFailure(f) {
+		switch {
+		case f.Retries > 0:
+			detail = fmt.Sprintf("%s (claude gave up after %d retries)", f.Message, f.Retries)
+		case transientAPIFailure(f):
 			detail = fmt.Sprintf("%s (claude gave up retrying, %d times over)", f.Message, s.StartFailures+1)
 		}
 		st.blockWith(protocol.Blocked{Reason: protocol.BlockedAPIError, Detail: detail, Status: f.Status})

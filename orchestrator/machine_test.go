@@ -235,6 +235,46 @@ func TestTransitions(t *testing.T) {
 					t.Errorf("blocked %+v", b)
 				}
 			}},
+		// Issue 22: failures in seconds. An error claude retried itself is
+		// not retried again by familiar.
+		{name: "an API error claude retried blocks at once with the status", from: mk(running, agentUp),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 500, Message: "API Error: 500 boom", Retries: 2}}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				b := s.T.Blocked
+				if b.Reason != protocol.BlockedAPIError || b.Status != 500 || !strings.Contains(b.Detail, "500 boom") || !strings.Contains(b.Detail, "2 retries") {
+					t.Errorf("blocked %+v", b)
+				}
+				if s.stop.kind == stopRetry {
+					t.Error("familiar restarts claude on an error claude already retried")
+				}
+			}},
+		{name: "a refused login at claude's first retry: nothing yet (it may refresh)", from: mk(running, agentUp),
+			in:     inAPIRetry{retry: agent.APIRetry{Attempt: 1, MaxAttempts: 10, Status: 401, Message: "401 invalid x-api-key"}},
+			status: running, phase: agentUp, effects: []string{}},
+		{name: "a refused login at claude's second retry blocks{auth} with the fix", from: mk(running, agentUp),
+			in:     inAPIRetry{retry: agent.APIRetry{Attempt: 2, MaxAttempts: 10, Status: 401, Message: "401 invalid x-api-key"}},
+			status: protocol.StatusBlocked, phase: agentStopping,
+			check: func(t *testing.T, s state) {
+				b := s.T.Blocked
+				if b.Reason != protocol.BlockedAuth || !strings.Contains(b.Detail, agent.AuthFix) || !strings.Contains(b.Detail, "401") {
+					t.Errorf("blocked %+v", b)
+				}
+			}},
+		{name: "a 403 retried is refused credentials too", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
+			in:     inAPIRetry{retry: agent.APIRetry{Attempt: 3, Status: 403, Message: "403 forbidden"}},
+			status: protocol.StatusBlocked, phase: agentStopping},
+		{name: "a server error retried changes nothing (the activity says it)", from: mk(running, agentUp),
+			in:     inAPIRetry{retry: agent.APIRetry{Attempt: 5, MaxAttempts: 10, Status: 500, Message: "500 boom"}},
+			status: running, phase: agentUp, effects: []string{}},
+		{name: "a stopped claude past the no-progress timeout blocks saying so", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
+			in:     inNoProgress{detail: agent.ProblemStopped + " (pid 42) and made no progress for the no-progress timeout (30s)"},
+			status: protocol.StatusWaiting, phase: agentStopping, effects: []string{"stop agent"},
+			check: func(t *testing.T, s state) {
+				if s.stop.kind != stopBlock || s.stop.reason != protocol.BlockedTimeout || !strings.Contains(s.stop.detail, "stopped by a signal") {
+					t.Errorf("stop %+v", s.stop)
+				}
+			}},
 		{name: "a refused request is not retried: blocked{api_error}", from: mk(running, agentUp),
 			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 400, Message: "API Error: 400 bad"}}},
 			status: protocol.StatusBlocked, phase: agentStopping,
@@ -296,9 +336,9 @@ func TestTransitions(t *testing.T) {
 				}
 			}},
 		{name: "activity detail is announced", from: mk(running, agentUp, withActivity(protocol.ActivityThinking)),
-			in: inActivity{activity: protocol.ActivityThinking, detail: "API unreachable, retry 3 of 10"}, status: running, effects: []string{"updated"},
+			in: inActivity{activity: protocol.ActivityThinking, detail: "model error 529, retrying (3 of 10)"}, status: running, effects: []string{"updated"},
 			check: func(t *testing.T, s state) {
-				if s.T.ActivityDetail != "API unreachable, retry 3 of 10" {
+				if s.T.ActivityDetail != "model error 529, retrying (3 of 10)" {
 					t.Errorf("detail %q", s.T.ActivityDetail)
 				}
 			}},

@@ -92,12 +92,13 @@ func (s *fakeSession) Answer(id string, a agent.Answer) error {
 	s.opts.OnEvent(agent.Event{Kind: agent.EventQuestionResolved, Resolved: &agent.Resolution{QuestionID: id, By: "user", OptionID: a.OptionID}})
 	return nil
 }
-func (s *fakeSession) SendPrompt(string) error    { return nil }
-func (s *fakeSession) Interrupt() error           { return nil }
-func (s *fakeSession) Input([]byte) error         { return nil }
-func (s *fakeSession) Resize(int, int) error      { return nil }
-func (s *fakeSession) Screen() screen.Snapshot    { return screen.Snapshot{} }
-func (s *fakeSession) Stop(context.Context) error { s.exit(143, ""); return nil }
+func (s *fakeSession) AnswerDecided(id string, a agent.Answer) error { return s.Answer(id, a) }
+func (s *fakeSession) SendPrompt(string) error                       { return nil }
+func (s *fakeSession) Interrupt() error                              { return nil }
+func (s *fakeSession) Input([]byte) error                            { return nil }
+func (s *fakeSession) Resize(int, int) error                         { return nil }
+func (s *fakeSession) Screen() screen.Snapshot                       { return screen.Snapshot{} }
+func (s *fakeSession) Stop(context.Context) error                    { s.exit(143, ""); return nil }
 func (s *fakeSession) exit(code int, sig string) {
 	s.once.Do(func() {
 		s.opts.OnEvent(agent.Event{Kind: agent.EventExited, Exit: &agent.Exited{Code: code, Signal: sig}})

@@ -36,10 +36,13 @@ const (
 	ActivityRunningCommand Activity = "running_command"
 	ActivityIdle           Activity = "idle"
 	ActivityUnknown        Activity = "unknown"
+	// ActivityStopped (added): the agent's claude is stopped by a signal
+	// (SIGSTOP) and does nothing until continued (SIGCONT).
+	ActivityStopped Activity = "stopped"
 )
 
 var Activities = []Activity{ActivityThinking, ActivityWriting, ActivityRunningCommand,
-	ActivityIdle, ActivityUnknown}
+	ActivityIdle, ActivityUnknown, ActivityStopped}
 
 func (a Activity) Valid() bool { return slices.Contains(Activities, a) }
 
