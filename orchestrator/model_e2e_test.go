@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
@@ -264,28 +265,48 @@ func activityIs(id string, a protocol.Activity, detail string) func(note) bool {
 	}
 }
 
+// advanceUntil moves the fake clock on by step until a notification
+// matches: the agent reads claude's process state on the clock's ticks.
+func (e *env) advanceUntil(t *testing.T, clk *clock.Fake, step time.Duration, what string, match func(note) bool) note {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		for _, n := range e.notes.all() {
+			if match(n) {
+				return n
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; notifications:\n%s", what, e.notes.dump())
+		}
+		clk.Advance(step)
+		time.Sleep(20 * time.Millisecond) // a tick's work is on other goroutines: poll with a deadline
+	}
+}
+
 // Issue 22: a claude stopped during a command showed "running a command"
 // for the command timeout (an hour by default): the no-progress watchdog
 // is paused while a command runs, and the command's own one is fed by the
 // command's processes. Stopped, it says so, and the no-progress timeout
-// blocks it.
+// blocks it. The timeouts run on a fake clock, so a slow start of claude on
+// a loaded machine does not count.
 func TestStoppedDuringCommandIsReportedAndBlocked(t *testing.T) {
-	e := open(t, nil, &protocol.SettingsUpdate{PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAllow}})
-	// Long enough for claude to start on a loaded machine (9–20 s seen at
-	// load 12 on 2 cores): the watchdog runs from the start.
-	const noProgress = 10
+	clk := clock.NewFake(time.Now())
+	e := open(t, clk, &protocol.SettingsUpdate{PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAllow}})
+	const noProgress = 30
 	task := e.createOn(t, protocol.DriverPTY, "stopped in a command",
 		"wait\n@@TOOL Bash {\"command\":\"python3 -c 'import time; time.sleep(120)'\",\"description\":\"wait\"}\n@@TEXT waited", noProgress)
 	e.notes.wait(t, "running the command", activityIs(task.ID, protocol.ActivityRunningCommand, "time.sleep(120)"))
 	pid := e.get(t, task.ID).Agent.PID
-	stopped := time.Now()
 	stop(t, pid)
-	n := e.notes.wait(t, "reported as stopped", activityIs(task.ID, protocol.ActivityStopped, "SIGSTOP"))
-	t.Logf("reported as stopped %s after SIGSTOP", n.at.Sub(stopped).Round(time.Millisecond))
-	n = e.notes.wait(t, "blocked{timeout}", blockedIs(task.ID, protocol.BlockedTimeout))
-	t.Logf("blocked %s after SIGSTOP (no-progress timeout %ds)", n.at.Sub(stopped).Round(time.Millisecond), noProgress)
-	if d := n.at.Sub(stopped); d < noProgress*time.Second {
-		t.Errorf("blocked %s after SIGSTOP, before the no-progress timeout", d)
+	stoppedAt := clk.Now()
+	e.advanceUntil(t, clk, time.Second, "reported as stopped", activityIs(task.ID, protocol.ActivityStopped, "SIGSTOP"))
+	seen := clk.Now()
+	n := e.advanceUntil(t, clk, time.Second, "blocked{timeout}", blockedIs(task.ID, protocol.BlockedTimeout))
+	u, _ := updated(n)
+	t.Logf("reported as stopped %s and blocked %s (on the clock) after SIGSTOP", seen.Sub(stoppedAt), u.FinishedAt.Sub(stoppedAt).Round(time.Second))
+	if d := u.FinishedAt.Sub(seen); d < noProgress*time.Second {
+		t.Errorf("blocked %s after it was seen stopped, before the no-progress timeout", d)
 	}
 	got := e.get(t, task.ID)
 	if !strings.Contains(got.Blocked.Detail, "stopped by a signal") {
@@ -300,19 +321,16 @@ func TestStoppedDuringCommandIsReportedAndBlocked(t *testing.T) {
 // task went back to "running" for good. Now the deny waits for SIGCONT,
 // the task says claude is stopped, and the no-progress timeout blocks it.
 func TestStoppedDuringQuestionIsReportedAndBlocked(t *testing.T) {
-	e := open(t, nil, &protocol.SettingsUpdate{ApprovalTimeoutSec: intp(2)})
-	// Long enough for claude to start on a loaded machine (9–20 s seen at
-	// load 12 on 2 cores): the watchdog runs from the start.
-	const noProgress = 10
+	clk := clock.NewFake(time.Now())
+	e := open(t, clk, &protocol.SettingsUpdate{ApprovalTimeoutSec: intp(20)})
+	const noProgress = 30
 	task := e.createOn(t, protocol.DriverPTY, "stopped in a question", askBash("stopped.txt"), noProgress)
 	e.notes.wait(t, "question", is(protocol.NotifyTaskQuestion))
 	pid := e.get(t, task.ID).Agent.PID
-	stopped := time.Now()
 	stop(t, pid)
-	e.notes.wait(t, "reported as stopped", activityIs(task.ID, protocol.ActivityStopped, "SIGSTOP"))
-	e.notes.wait(t, "denied at the approval timeout", is(protocol.NotifyTaskQuestionResolved, `"decidedBy":"timeout"`))
-	n := e.notes.wait(t, "blocked{timeout}", blockedIs(task.ID, protocol.BlockedTimeout))
-	t.Logf("blocked %s after SIGSTOP (approval timeout 2s, no-progress timeout %ds)", n.at.Sub(stopped).Round(time.Millisecond), noProgress)
+	e.advanceUntil(t, clk, time.Second, "reported as stopped", activityIs(task.ID, protocol.ActivityStopped, "SIGSTOP"))
+	e.advanceUntil(t, clk, time.Second, "denied at the approval timeout", is(protocol.NotifyTaskQuestionResolved, `"decidedBy":"timeout"`))
+	e.advanceUntil(t, clk, time.Second, "blocked{timeout}", blockedIs(task.ID, protocol.BlockedTimeout))
 	got := e.get(t, task.ID)
 	if !strings.Contains(got.Blocked.Detail, "stopped by a signal") {
 		t.Errorf("detail = %q", got.Blocked.Detail)
