@@ -78,6 +78,29 @@ func TestParseRetryLine(t *testing.T) {
 			t.Errorf("summary %q, want %q", got.Summary(), tc.sum)
 		}
 	}
+	// The lines as the TUI draws them (screens recorded from CLI 2.1.330):
+	// the status from the third retry on; a refused login among them.
+	for _, tc := range []struct {
+		file   string
+		status int
+		auth   bool
+	}{{"api-retry-status", 500, false}, {"api-retry-401", 401, true}, {"api-retry", 0, false}} {
+		b, err := os.ReadFile(filepath.Join("screen", "testdata", "2.1.330", tc.file+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r APIRetry
+		var ok bool
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "retrying in") {
+				_, text, _ := strings.Cut(strings.TrimSpace(l), " ") // the spinner's glyph
+				r, ok = parseRetryLine(text)
+			}
+		}
+		if !ok || r.Status != tc.status || r.Auth() != tc.auth || r.Attempt == 0 {
+			t.Errorf("%s: %+v %v (auth %v)", tc.file, r, ok, r.Auth())
+		}
+	}
 	if _, ok := parseRetryLine("✻ Ruminating…"); ok {
 		t.Error("a spinner read as a retry")
 	}

@@ -214,8 +214,9 @@ func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
 		if r, ok := parseRetryLine(c.Text); ok {
 			// The screen is the only word of a retry the TUI gives: it
 			// writes none into the session file (CLI 2.1.330), and its
-			// first retry's line has no status ("API error · retrying in
-			// 1s · attempt 1/10"); the next has it ("500 boom · …").
+			// line names the status only from the third retry on ("API
+			// error · retrying in 1s · attempt 1/10", then "500 boom ·
+			// retrying in 2s · attempt 3/10"; testdata api-retry-status).
 			s.apiRetry(r)
 		}
 	}

@@ -178,8 +178,8 @@ func TestAPIGivesUpBlocksAPIError(t *testing.T) {
 			u, _ := updated(running)
 			startedAt := u.StartedAt
 			// The first retry is named at once; its status comes with it
-			// under the stream driver, and with the second retry's line
-			// under the PTY driver (the TUI's first one has none).
+			// under the stream driver, and with the third retry's line
+			// under the PTY driver (the TUI's first two say "API error").
 			retrying := e.notes.wait(t, "the first retry named on the task", func(n note) bool {
 				u, ok := updated(n)
 				return ok && u.ID == task.ID && strings.Contains(u.ActivityDetail, "model error") && strings.Contains(u.ActivityDetail, "retrying (1 of 2)")

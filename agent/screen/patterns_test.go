@@ -145,6 +145,11 @@ var recordedScreens = []struct {
 	{"api-retry-refused", screen.Classification{State: screen.Working, Pattern: "api-retry",
 		Text:   "Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED) · retrying in Ns · attempt N/2",
 		Detail: "⏸ manual mode on · esc to interrupt · ← for agents"}},
+	// Issue 22: the retry line names the status from the third retry on.
+	{"api-retry-status", screen.Classification{State: screen.Working, Pattern: "api-retry",
+		Text: "500 fake boom · retrying in Ns · attempt N/3", Detail: "⏸ manual mode on · esc to interrupt · ← for agents"}},
+	{"api-retry-401", screen.Classification{State: screen.Working, Pattern: "api-retry",
+		Text: "401 fake invalid x-api-key · retrying in Ns · attempt N/3", Detail: "⏸ manual mode on · esc to interrupt · ← for agents"}},
 	{"api-gave-up-refused", screen.Classification{State: screen.Failed, Pattern: "api-error",
 		Text: "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"}},
 	{"api-gave-up", screen.Classification{State: screen.Failed, Pattern: "api-error",

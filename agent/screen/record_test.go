@@ -216,6 +216,28 @@ var scenarios = []scenario{
 		s.capture("api-retry-refused", hasAll("ECONNREFUSED", "attempt 1/2", "esc to interrupt"))
 		s.capture("api-gave-up-refused", hasAll("? for shortcuts"), lacks("esc to interrupt"))
 	}},
+	// Issue 22: the line names the status only from the third retry on
+	// ("API error" before); a refused login is retried like a 5xx.
+	{name: "api-retry-status", env: map[string]string{"CLAUDE_CODE_MAX_RETRIES": "3"}, script: func(r fakeapi.Request) fakeapi.Reply {
+		if r.IsSideRequest() {
+			return fakeapi.SideReply(r)
+		}
+		return fakeapi.Reply{Status: 500, Error: "fake boom", Retryable: true}
+	}, run: func(s *session) {
+		s.waitIdle()
+		s.submit("go")
+		s.capture("api-retry-status", hasAll("500 fake boom", "attempt 3/3", "esc to interrupt"))
+	}},
+	{name: "api-retry-401", env: map[string]string{"CLAUDE_CODE_MAX_RETRIES": "3"}, script: func(r fakeapi.Request) fakeapi.Reply {
+		if r.IsSideRequest() {
+			return fakeapi.SideReply(r)
+		}
+		return fakeapi.Reply{Status: 401, Error: "fake invalid x-api-key", Retryable: true}
+	}, run: func(s *session) {
+		s.waitIdle()
+		s.submit("go")
+		s.capture("api-retry-401", hasAll("401 fake invalid", "attempt 3/3", "esc to interrupt"))
+	}},
 	{name: "api-gave-up", env: map[string]string{"CLAUDE_CODE_MAX_RETRIES": "1"}, script: fakeapi.Sequence(
 		fakeapi.Reply{Status: 529, Error: "fake overloaded", Retryable: true},
 		fakeapi.Reply{Status: 529, Error: "fake overloaded", Retryable: true},
