@@ -26,7 +26,8 @@ type Task struct {
 	// Activity is meaningful while Status is running.
 	Activity Activity `json:"activity"`
 	// ActivityDetail says in words what the agent is doing: the command it
-	// runs, the file it writes, "API unreachable, retry 3 of 10: …"
+	// runs, the file it writes, "model error 500, retrying (3 of 10): …",
+	// that claude is stopped by a signal
 	// (familiar's addition to PROTOCOL.md).
 	ActivityDetail string `json:"activityDetail,omitempty"`
 
