@@ -241,11 +241,12 @@ func authRequired(f *familiar) *rpcError {
 	if au == nil || (au.Method != "none" && au.Problem == "") {
 		return nil
 	}
+	// familiar's problem names the fix already.
 	msg := au.Problem
 	if msg == "" {
-		msg = "claude is not logged in"
+		msg = "claude is not logged in; run `claude auth login` in a terminal, or set ANTHROPIC_API_KEY"
 	}
-	return &rpcError{Code: codeAuthRequired, Message: msg + ". Log in with `claude auth login` in a terminal, or set ANTHROPIC_API_KEY where the editor starts familiar acp; then try again."}
+	return &rpcError{Code: codeAuthRequired, Message: msg + " (where the editor starts familiar acp), then try again."}
 }
 
 // logout logs claude out: familiar's agents have no login but claude's.

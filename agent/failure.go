@@ -38,8 +38,10 @@ type Failure struct {
 	Retries int `json:"retries,omitempty"`
 }
 
-// AuthFix is what the person does about a FailureAuth.
-const AuthFix = "run `claude login`, or set ANTHROPIC_API_KEY"
+// AuthFix is what the person does about a FailureAuth. CLI 2.1.330 has no
+// `claude login` (it starts a session with "login" as its prompt): the
+// command is `claude auth login`, or /login inside claude.
+const AuthFix = "run `claude auth login` (or /login inside claude), or set ANTHROPIC_API_KEY"
 
 // APIRetry reports that claude is retrying a failed API call: the task is
 // not stuck, the API is.

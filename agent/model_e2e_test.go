@@ -110,7 +110,7 @@ func TestNoCredentialsIsAuthFailure(t *testing.T) {
 	drivers(t, func(t *testing.T, driver string) {
 		home := t.TempDir()
 		auth := agent.DetectAuth(append(authFreeEnv(), "HOME="+home), time.Now())
-		if auth.Method != agent.AuthNone || !strings.Contains(auth.Problem, "claude login") {
+		if auth.Method != agent.AuthNone || !strings.Contains(auth.Problem, "claude auth login") {
 			t.Errorf("DetectAuth = %+v", auth)
 		}
 		startAt := time.Now()

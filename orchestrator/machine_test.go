@@ -287,7 +287,7 @@ func TestTransitions(t *testing.T) {
 			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAuth, Status: 401, Message: "Not logged in · Please run /login"}}},
 			status: protocol.StatusBlocked, phase: agentStopping,
 			check: func(t *testing.T, s state) {
-				if s.T.Blocked.Reason != protocol.BlockedAuth || !strings.Contains(s.T.Blocked.Detail, "claude login") {
+				if s.T.Blocked.Reason != protocol.BlockedAuth || !strings.Contains(s.T.Blocked.Detail, "claude auth login") {
 					t.Errorf("blocked %+v", s.T.Blocked)
 				}
 			}},
@@ -573,7 +573,7 @@ func TestEndsAreAnnounced(t *testing.T) {
 			status: protocol.StatusBlocked, reason: protocol.BlockedAPIError, detail: []string{"HTTP 400", "prompt too long"}},
 		{name: "no login: the fix", from: mk(protocol.StatusStarting, agentStarting),
 			in:     inStartFailed{detail: "claude is not logged in (no ANTHROPIC_API_KEY)", auth: true},
-			status: protocol.StatusBlocked, reason: protocol.BlockedAuth, detail: []string{"claude login", "ANTHROPIC_API_KEY"}},
+			status: protocol.StatusBlocked, reason: protocol.BlockedAuth, detail: []string{"claude auth login", "ANTHROPIC_API_KEY"}},
 		{name: "usage limit: the reset in words and as resetsAt", from: mk(protocol.StatusRunning, agentUp),
 			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureUsageLimit, Status: 429, Message: "You've hit your limit", ResetsAt: resets}}},
 			env:    func(e *env) { e.resumeAfterUsageLimit = true },

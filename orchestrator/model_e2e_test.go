@@ -80,7 +80,7 @@ func TestNoLoginBlocksAuthAtOnce(t *testing.T) {
 		t.Errorf("blocked{auth} after %s", d)
 	}
 	got := e.get(t, task.ID)
-	if !strings.Contains(got.Blocked.Detail, "claude login") || !strings.Contains(got.Blocked.Detail, "ANTHROPIC_API_KEY") {
+	if !strings.Contains(got.Blocked.Detail, "claude auth login") || !strings.Contains(got.Blocked.Detail, "ANTHROPIC_API_KEY") {
 		t.Errorf("detail = %q, want the fix", got.Blocked.Detail)
 	}
 	if n := len(e.api.Requests()); n != 0 {
