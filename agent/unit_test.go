@@ -10,6 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/procs"
 )
 
 func fakeCLI(t *testing.T, version string) string {
@@ -253,5 +257,40 @@ func TestAllowAlwaysGrantsTheNamedRuleOnly(t *testing.T) {
 		if o.Rule != "" && !strings.HasSuffix(o.Label, o.Rule) {
 			t.Errorf("option %+v does not name its rule", o)
 		}
+	}
+}
+
+// A question or a command pauses the no-progress watchdog; a claude stopped
+// by a signal is excused by neither (issue 22), and once continued the
+// pause holds again.
+func TestStoppedClaudeIsNotExcused(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	fired := make(chan struct{}, 1)
+	w := procs.NewWatchdog(clk, 10*time.Second, func() { fired <- struct{}{} })
+	defer w.Stop()
+	var g progressGate
+	one, zero, running := 1, 0, true
+	g.set(w, &one, nil) // a question waits on a person
+	if clk.Pending() != 0 {
+		t.Fatal("a question did not pause the watchdog")
+	}
+	g.setStopped(w, true)
+	if clk.Pending() != 1 {
+		t.Fatal("a stopped claude is excused by the question")
+	}
+	clk.Advance(10 * time.Second)
+	select {
+	case <-fired:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watchdog did not fire for a stopped claude")
+	}
+	g.setStopped(w, false)
+	if clk.Pending() != 0 {
+		t.Fatal("continued, the question no longer pauses the watchdog")
+	}
+	g.set(w, &zero, &running) // the question answered, a command runs
+	g.setStopped(w, true)
+	if clk.Pending() != 1 {
+		t.Fatal("a stopped claude is excused by the command")
 	}
 }

@@ -291,10 +291,16 @@ func (e *env) advanceUntil(t *testing.T, clk *clock.Fake, step time.Duration, wh
 // blocks it. The timeouts run on a fake clock, so a slow start of claude on
 // a loaded machine does not count.
 func TestStoppedDuringCommandIsReportedAndBlocked(t *testing.T) {
+	for _, driver := range bothDrivers {
+		t.Run(string(driver), func(t *testing.T) { stoppedDuringCommand(t, driver) })
+	}
+}
+
+func stoppedDuringCommand(t *testing.T, driver protocol.Driver) {
 	clk := clock.NewFake(time.Now())
 	e := open(t, clk, &protocol.SettingsUpdate{PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAllow}})
 	const noProgress = 30
-	task := e.createOn(t, protocol.DriverPTY, "stopped in a command",
+	task := e.createOn(t, driver, "stopped in a command",
 		"wait\n@@TOOL Bash {\"command\":\"python3 -c 'import time; time.sleep(120)'\",\"description\":\"wait\"}\n@@TEXT waited", noProgress)
 	e.notes.wait(t, "running the command", activityIs(task.ID, protocol.ActivityRunningCommand, "time.sleep(120)"))
 	pid := e.get(t, task.ID).Agent.PID
@@ -321,10 +327,16 @@ func TestStoppedDuringCommandIsReportedAndBlocked(t *testing.T) {
 // task went back to "running" for good. Now the deny waits for SIGCONT,
 // the task says claude is stopped, and the no-progress timeout blocks it.
 func TestStoppedDuringQuestionIsReportedAndBlocked(t *testing.T) {
+	for _, driver := range bothDrivers {
+		t.Run(string(driver), func(t *testing.T) { stoppedDuringQuestion(t, driver) })
+	}
+}
+
+func stoppedDuringQuestion(t *testing.T, driver protocol.Driver) {
 	clk := clock.NewFake(time.Now())
 	e := open(t, clk, &protocol.SettingsUpdate{ApprovalTimeoutSec: intp(20)})
 	const noProgress = 30
-	task := e.createOn(t, protocol.DriverPTY, "stopped in a question", askBash("stopped.txt"), noProgress)
+	task := e.createOn(t, driver, "stopped in a question", askBash("stopped.txt"), noProgress)
 	e.notes.wait(t, "question", is(protocol.NotifyTaskQuestion))
 	pid := e.get(t, task.ID).Agent.PID
 	stop(t, pid)
