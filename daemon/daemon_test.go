@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"github.com/familiar-dev/familiar/internal/fakeserver"
 	"os"
 	"strings"
 	"sync"
@@ -126,7 +127,7 @@ func TestWaitIdleZeroTimeoutExitsAtOnce(t *testing.T) {
 }
 
 type fakeInner struct {
-	protocol.Unimplemented
+	fakeserver.Unimplemented
 	shutdowns int
 }
 

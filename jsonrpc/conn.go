@@ -20,10 +20,12 @@ import (
 // socket clients), all calling one protocol.Server and all receiving the
 // notifications published on one Hub.
 type Server struct {
-	impl   protocol.Server
-	hub    *Hub
-	log    *slog.Logger
-	lastID atomic.Uint64 // connection ids, for logs
+	impl protocol.Server
+	// refusal, when set, answers every request instead of impl (NewRefusal).
+	refusal error
+	hub     *Hub
+	log     *slog.Logger
+	lastID  atomic.Uint64 // connection ids, for logs
 }
 
 // NewServer returns a Server calling impl. Notifications published on hub
@@ -31,6 +33,14 @@ type Server struct {
 // transport's logs; nothing is ever written to stdout but frames.
 func NewServer(impl protocol.Server, hub *Hub, log *slog.Logger) *Server {
 	return &Server{impl: impl, hub: hub, log: log}
+}
+
+// NewRefusal returns a Server that answers every request with err (a
+// *protocol.Error says its code): how a forwarder that can reach no familiar
+// tells the editor why, as the answer to its initialize, instead of exiting
+// with the reason only on its stderr, which editors do not show.
+func NewRefusal(err error, log *slog.Logger) *Server {
+	return &Server{refusal: err, hub: NewHub(log, 0), log: log}
 }
 
 // ServeConn serves one connection until the client closes it, sends exit,
@@ -217,6 +227,9 @@ func (c *connection) serve(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonrpc
 }
 
 func (c *connection) run(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.Request, cl *call) (any, error) {
+	if c.srv.refusal != nil {
+		return nil, c.srv.refusal
+	}
 	if cl.early != nil {
 		return nil, cl.early
 	}

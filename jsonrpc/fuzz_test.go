@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/familiar-dev/familiar/internal/fakeserver"
 	"io"
 	"log/slog"
 	"runtime"
@@ -247,7 +248,7 @@ func idKey(raw json.RawMessage) string {
 // fuzzServer answers initialize and shutdown; every other method is
 // Unimplemented (-32601), reached only after its params were decoded and
 // validated. Nothing blocks, so a connection always finishes its requests.
-type fuzzServer struct{ protocol.Unimplemented }
+type fuzzServer struct{ fakeserver.Unimplemented }
 
 func (fuzzServer) Initialize(_ context.Context, p *protocol.InitializeParams) (*protocol.InitializeResult, error) {
 	return &protocol.InitializeResult{ServerInfo: protocol.ServerInfo{Name: protocol.ServerName},

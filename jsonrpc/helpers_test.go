@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/familiar-dev/familiar/internal/fakeserver"
 	"io"
 	"log/slog"
 	"net"
@@ -28,7 +29,7 @@ const waitTimeout = 20 * time.Second
 // transport: task/get with id "block" waits for its context, "boom" fails
 // with an error that must not reach the client.
 type fakeServer struct {
-	protocol.Unimplemented
+	fakeserver.Unimplemented
 	entered chan string // task/get ids that started blocking
 }
 

@@ -14,7 +14,8 @@ import (
 // methodFunc decodes and validates params, then calls the protocol.Server.
 type methodFunc func(ctx context.Context, impl protocol.Server, params json.RawMessage) (any, error)
 
-// methods is the method table: every request of PROTOCOL.md, one entry each.
+// methods is the method table: every request of PROTOCOL.md, one entry each,
+// for every method of protocol.Server (TestTableDispatchesEveryMethod).
 // initialize, shutdown and the notifications ($/cancelRequest, exit) also
 // have connection-level rules in conn.go.
 var methods = map[string]methodFunc{
@@ -56,23 +57,10 @@ var methods = map[string]methodFunc{
 	protocol.MethodServerStats:  typed(protocol.Server.ServerStats),
 	protocol.MethodServerStop:   typed(protocol.Server.ServerStop),
 
-	protocol.MethodTaskMarkDone: additional(protocol.AnswersServer.TaskMarkDone),
-	protocol.MethodTaskText:     additional(protocol.AnswersServer.TaskText),
-	protocol.MethodPolicyList:   additional(protocol.AnswersServer.PolicyList),
-	protocol.MethodPolicyRevoke: additional(protocol.AnswersServer.PolicyRevoke),
-}
-
-// additional adapts a method of protocol.AnswersServer (familiar's additions of
-// issue 17): a server without them answers -32601.
-func additional[P any, PP params[P], R any](call func(protocol.AnswersServer, context.Context, PP) (R, error)) methodFunc {
-	return typed(func(impl protocol.Server, ctx context.Context, p PP) (R, error) {
-		s, ok := impl.(protocol.AnswersServer)
-		if !ok {
-			var zero R
-			return zero, &protocol.Error{Code: protocol.CodeMethodNotFound, Message: "This familiar does not implement this method."}
-		}
-		return call(s, ctx, p)
-	})
+	protocol.MethodTaskMarkDone: typed(protocol.Server.TaskMarkDone),
+	protocol.MethodTaskText:     typed(protocol.Server.TaskText),
+	protocol.MethodPolicyList:   typed(protocol.Server.PolicyList),
+	protocol.MethodPolicyRevoke: typed(protocol.Server.PolicyRevoke),
 }
 
 // params is what every params struct of package protocol is.

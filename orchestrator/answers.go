@@ -16,8 +16,6 @@ import (
 // Issue 17's methods: a prose question marked done, whole texts behind
 // clipped ones, and allow-always grants that outlive the session.
 
-var _ protocol.AnswersServer = (*Orchestrator)(nil)
-
 // texts is the store of a task's whole texts: clipped ones under its
 // directory, and the tool outputs claude persisted in its config dir.
 func (o *Orchestrator) texts(id string) *texts.Store {

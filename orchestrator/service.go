@@ -12,6 +12,8 @@ import (
 	"github.com/familiar-dev/familiar/protocol"
 )
 
+var _ protocol.Server = (*Service)(nil)
+
 // Opener opens the workspace (repository) a Service serves.
 type Opener func(ctx context.Context, root string) (*Workspace, error)
 
@@ -20,7 +22,6 @@ type Opener func(ctx context.Context, root string) (*Workspace, error)
 // client of one familiar (stdio and socket), so all of them see the same
 // tasks.
 type Service struct {
-	protocol.Unimplemented
 	open    Opener
 	version string
 	// OnOpen, when set, is called once the workspace is opened by an
@@ -360,4 +361,11 @@ func (s *Service) TaskInterrupt(ctx context.Context, p *protocol.TaskInterruptPa
 		return nil, err
 	}
 	return o.TaskInterrupt(ctx, p)
+}
+
+// ServerStop is the background familiar's (daemon.Service overrides it): a
+// familiar serving in its editor's process (serve --no-daemon, --listen)
+// stops when its last client leaves, so there is nothing to stop on purpose.
+func (s *Service) ServerStop(ctx context.Context, p *protocol.ServerStopParams) (*protocol.ServerStopResult, error) {
+	return nil, protocol.FailedPrecondition("This familiar serves in its editor's process (serve --no-daemon or --listen), not in the background; it stops when its last client leaves.", "")
 }

@@ -1,13 +1,10 @@
 package protocol
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Familiar's additions to PROTOCOL.md for issue 17: a prose question marked
 // done, whole texts behind clipped ones, and allow-always grants. Kept in one
-// file so they read together.
+// file so they read together; their methods are part of Server.
 
 const (
 	MethodTaskMarkDone = "task/markDone"
@@ -15,21 +12,6 @@ const (
 	MethodPolicyList   = "policy/list"
 	MethodPolicyRevoke = "policy/revoke"
 )
-
-// AnswersServer is implemented by a Server that supports the methods of this
-// file; the method table dispatches to it when it does.
-type AnswersServer interface {
-	// TaskMarkDone settles a task waiting on a prose question (kind
-	// "question") as finished: the person read the agent's last message and
-	// judged it a report. The task goes to merging like any finished turn.
-	TaskMarkDone(ctx context.Context, p *TaskMarkDoneParams) (*Task, error)
-	// TaskText pages through the whole of a text familiar showed clipped
-	// (Question.textRef, Question.inputRef, TaskResult.summaryRef) or a tool
-	// output claude persisted ("tool-results/<file>").
-	TaskText(ctx context.Context, p *TaskTextParams) (*TaskTextResult, error)
-	PolicyList(ctx context.Context, p *PolicyListParams) (*PolicyListResult, error)
-	PolicyRevoke(ctx context.Context, p *PolicyRevokeParams) (*PolicyRevokeResult, error)
-}
 
 // TaskMarkDoneParams: {id, questionId?}. questionId, when given, must be the
 // pending question's.

@@ -71,7 +71,12 @@ const (
 // reaches the client as -32603 with a generic message and is logged.
 //
 // Methods whose result is {} in PROTOCOL.md return only an error.
-// Embed Unimplemented to implement a subset.
+//
+// Every method of PROTOCOL.md is here, familiar's additions too: there is no
+// optional interface and no stub to embed, so an implementation that lacks a
+// method does not compile, and a wrapper that embeds a Server (the daemon's)
+// forwards every method it does not override. jsonrpc's table has one entry
+// per method (its tests check both ways).
 type Server interface {
 	// Initialize is called once per connection before any other method.
 	Initialize(ctx context.Context, p *InitializeParams) (*InitializeResult, error)
@@ -113,6 +118,17 @@ type Server interface {
 	// familiar serving the workspace; with IfIdle only when no other client
 	// is connected and nothing is queued, running or waiting.
 	ServerStop(ctx context.Context, p *ServerStopParams) (*ServerStopResult, error)
+
+	// TaskMarkDone settles a task waiting on a prose question (kind
+	// "question") as finished: the person read the agent's last message and
+	// judged it a report. The task goes to merging like any finished turn.
+	TaskMarkDone(ctx context.Context, p *TaskMarkDoneParams) (*Task, error)
+	// TaskText pages through the whole of a text familiar showed clipped
+	// (Question.textRef, Question.inputRef, TaskResult.summaryRef) or a tool
+	// output claude persisted ("tool-results/<file>").
+	TaskText(ctx context.Context, p *TaskTextParams) (*TaskTextResult, error)
+	PolicyList(ctx context.Context, p *PolicyListParams) (*PolicyListResult, error)
+	PolicyRevoke(ctx context.Context, p *PolicyRevokeParams) (*PolicyRevokeResult, error)
 }
 
 // ---- lifecycle ----

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -249,16 +248,6 @@ func TestErrors(t *testing.T) {
 	var pe *Error
 	if !errors.As(errors.Join(errors.New("ctx"), NotFound("task", "x")), &pe) || pe.Code != CodeNotFound {
 		t.Error("errors.As does not find a wrapped *Error")
-	}
-}
-
-func TestUnimplemented(t *testing.T) {
-	type partial struct{ Unimplemented }
-	var s Server = partial{}
-	_, err := s.TaskDiff(context.Background(), &TaskDiffParams{ID: "t"})
-	var pe *Error
-	if !errors.As(err, &pe) || pe.Code != CodeMethodNotFound || !strings.Contains(pe.Message, MethodTaskDiff) {
-		t.Errorf("Unimplemented.TaskDiff = %v", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/familiar-dev/familiar/internal/fakeserver"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -73,7 +74,7 @@ func TestAuditExportWithoutFamiliarReadsTheStoreReadOnly(t *testing.T) {
 // auditServer is a running familiar as far as audit/list goes: 250 entries,
 // served in pages of 100, newest first.
 type auditServer struct {
-	protocol.Unimplemented
+	fakeserver.Unimplemented
 	mu     sync.Mutex
 	params []protocol.AuditListParams
 }

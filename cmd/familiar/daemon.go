@@ -158,8 +158,8 @@ func forwardToDaemon(ctx context.Context, root, dd string, extra []string, stdin
 	if errors.As(err, &mismatch) {
 		// The editor gets the reason as the answer to its initialize.
 		logger.Error("cannot join the running familiar", "err", err)
-		refuse := refusal{err: protocol.InvalidParams("protocolVersion", mismatch.Error())}
-		if err := jsonrpc.NewServer(refuse, jsonrpc.NewHub(logger, 0), logger).ServeStdio(ctx, stdin, stdout); err != nil {
+		refuse := jsonrpc.NewRefusal(protocol.InvalidParams("protocolVersion", mismatch.Error()), logger)
+		if err := refuse.ServeStdio(ctx, stdin, stdout); err != nil {
 			logger.Error("stdio", "err", err)
 		}
 		return 1
@@ -174,17 +174,6 @@ func forwardToDaemon(ctx context.Context, root, dd string, extra []string, stdin
 		return 1
 	}
 	return 0
-}
-
-// refusal answers initialize with err: what a client gets from a forwarder
-// that could not join the running familiar.
-type refusal struct {
-	protocol.Unimplemented
-	err error
-}
-
-func (r refusal) Initialize(context.Context, *protocol.InitializeParams) (*protocol.InitializeResult, error) {
-	return nil, r.err
 }
 
 // startDaemon starts `familiar serve --daemon` for root in its own session
