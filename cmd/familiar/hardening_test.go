@@ -74,7 +74,8 @@ func TestKillNineDuringHeavyEventWritesKeepsEverySeenEvent(t *testing.T) {
 	repo := gitRepo(t)
 	env := stateEnv(t)
 
-	first := startFamiliar(t, repo, api, env...)
+	// In-process (noDaemon): the test kills the familiar it holds.
+	first := startFamiliarIn(t, noDaemon, repo, api, env...)
 	c := first.client
 	c.Result("initialize", map[string]any{"workspaceRoot": repo}, nil)
 	c.Result("settings/update", map[string]any{"settings": map[string]any{
@@ -139,7 +140,7 @@ func TestKillNineDuringHeavyEventWritesKeepsEverySeenEvent(t *testing.T) {
 		}
 	})
 
-	second := startFamiliar(t, repo, api, env...)
+	second := startFamiliarIn(t, noDaemon, repo, api, env...)
 	c2 := second.client
 	c2.Result("initialize", map[string]any{"workspaceRoot": repo}, nil)
 	var list protocol.TaskListResult

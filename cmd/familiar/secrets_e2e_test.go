@@ -115,11 +115,7 @@ func TestSecretsThroughTheTerminalNeverLeave(t *testing.T) {
 	if p := shows(output.String(), secrets...); p != "" {
 		t.Errorf("task/output pages show %q", p)
 	}
-	c.Result("shutdown", nil, nil)
-	c.Notify("exit", nil)
-	<-c.Done()
-	f.stdin.Close()
-	f.cmd.Wait()
+	f.stop(t)
 
 	var outputNotes strings.Builder
 	for _, n := range c.Notifications() {
@@ -163,7 +159,7 @@ func TestSecretsThroughTheTerminalNeverLeave(t *testing.T) {
 	if p := shows(string(db), secrets...); p != "" {
 		t.Errorf("the store file shows %q", p)
 	}
-	if p := shows(f.stderr.String(), secrets...); p != "" {
+	if p := shows(f.logs(), secrets...); p != "" {
 		t.Errorf("familiar's log shows %q", p)
 	}
 	if !strings.Contains(output.String(), "[masked ") {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/familiar-dev/familiar/daemon"
 	"github.com/familiar-dev/familiar/internal/editor"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
 	"github.com/familiar-dev/familiar/internal/leakcheck"
@@ -38,21 +39,56 @@ func TestMain(m *testing.M) {
 }
 
 type familiarProc struct {
+	mode   serveMode
 	cmd    *exec.Cmd
 	client *editor.Client
 	stdin  io.WriteCloser
 	stderr *strings.Builder
+	// env and dir are what cmd runs with; dd is the data dir the background
+	// familiar of viaDaemon serves from (computed as familiar does).
+	env []string
+	dir string
+	dd  string
+}
+
+// serveMode is how familiar serves a test's editor.
+type serveMode string
+
+const (
+	// viaDaemon is `familiar serve --stdio` as editors run it: a forwarder
+	// to the repository's background familiar, which it starts.
+	viaDaemon serveMode = "daemon"
+	// noDaemon is `familiar serve --stdio --no-daemon`: familiar serves in
+	// the editor's child process.
+	noDaemon serveMode = "no-daemon"
+)
+
+// bothModes runs test through the background familiar and in-process, as
+// subtests: the cross-mode subset (the lifecycle, every method at least
+// once). The rest of the suite runs viaDaemon only, the path users take.
+func bothModes(t *testing.T, test func(t *testing.T, mode serveMode)) {
+	for _, mode := range []serveMode{viaDaemon, noDaemon} {
+		t.Run(string(mode), func(t *testing.T) { test(t, mode) })
+	}
 }
 
 func gitRepo(t *testing.T) string {
 	return testenv.GitRepo(t, map[string]string{"README.md": "hello\n"})
 }
 
-// startFamiliar runs `familiar serve --stdio --no-daemon` in repo with claude
-// pointed at api, and returns an editor client talking to it. In-process, so
-// these tests can kill familiar itself; daemon_test.go tests the default,
-// the background familiar.
+// startFamiliar runs `familiar serve --stdio` in repo, as an editor does,
+// with claude pointed at api, and returns an editor client talking to it
+// through the background familiar it starts.
 func startFamiliar(t *testing.T, repo string, api *fakeapi.Server, extraEnv ...string) *familiarProc {
+	t.Helper()
+	return startFamiliarIn(t, viaDaemon, repo, api, extraEnv...)
+}
+
+// startFamiliarIn is startFamiliar in the given mode. Tests that kill or
+// signal familiar itself run noDaemon, where cmd is the familiar serving.
+// viaDaemon's cleanup stops the background familiar (familiar stop) and
+// checks that it is gone and left no race report or panic.
+func startFamiliarIn(t *testing.T, mode serveMode, repo string, api *fakeapi.Server, extraEnv ...string) *familiarProc {
 	t.Helper()
 	claude := testenv.Claude(t)
 	exe, err := os.Executable()
@@ -60,7 +96,11 @@ func startFamiliar(t *testing.T, repo string, api *fakeapi.Server, extraEnv ...s
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	cmd := exec.Command(exe, "serve", "--stdio", "--no-daemon")
+	args := []string{"serve", "--stdio"}
+	if mode == noDaemon {
+		args = append(args, "--no-daemon")
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), mainEnv+"=1", "FAMILIAR_CLAUDE="+claude,
 		"XDG_STATE_HOME="+filepath.Join(state, "state"), "XDG_DATA_HOME="+filepath.Join(state, "data"))
@@ -70,7 +110,12 @@ func startFamiliar(t *testing.T, repo string, api *fakeapi.Server, extraEnv ...s
 	cmd.Env = append(cmd.Env, extraEnv...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	p := &familiarProc{cmd: cmd, stdin: stdin, stderr: &strings.Builder{}}
+	p := &familiarProc{mode: mode, cmd: cmd, stdin: stdin, stderr: &strings.Builder{}, env: cmd.Env, dir: repo}
+	if mode == viaDaemon {
+		p.dd = filepath.Join(lastEnv(cmd.Env, "XDG_STATE_HOME"), "familiar", filepath.Base(repo)+"-"+dataDirHash(repo))
+		// Registered first, so it runs after the forwarder has exited.
+		t.Cleanup(func() { p.stopDaemon(t) })
+	}
 	cmd.Stderr = &lockedWriter{b: p.stderr}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -88,10 +133,77 @@ func startFamiliar(t *testing.T, repo string, api *fakeapi.Server, extraEnv ...s
 			t.Errorf("familiar did not exit after stdin closed\n%s", p.stderr)
 		}
 		if t.Failed() {
-			t.Logf("familiar stderr:\n%s", p.stderr)
+			t.Logf("familiar serve --stdio (%s) stderr:\n%s", mode, p.stderr)
 		}
 	})
 	return p
+}
+
+// lastEnv is the value of key in env as a child sees it (the last one wins).
+func lastEnv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// stopDaemon stops the background familiar of a viaDaemon familiarProc,
+// waits until it has exited and checks what it left in its stderr file. It
+// may be called more than once (a test that restarts familiar, then the
+// cleanup).
+func (p *familiarProc) stopDaemon(t *testing.T) {
+	t.Helper()
+	if p.mode != viaDaemon {
+		return
+	}
+	info, _ := daemon.ReadInfo(p.dd)
+	exe, _ := os.Executable()
+	stop := exec.Command(exe, "stop", "--data-dir", p.dd)
+	stop.Dir, stop.Env = p.dir, p.env
+	if out, err := stop.CombinedOutput(); err != nil {
+		t.Errorf("familiar stop: %v\n%s", err, out)
+	}
+	if info.PID != 0 && daemon.Alive(info.PID) {
+		t.Errorf("the background familiar (pid %d) outlived familiar stop", info.PID)
+	}
+	// The daemon is nobody's child: a race report (go test -race) or a
+	// panic only shows in its stderr file.
+	if e, _ := os.ReadFile(filepath.Join(p.dd, daemon.ErrFile)); strings.Contains(string(e), "DATA RACE") || strings.Contains(string(e), "panic:") {
+		t.Errorf("the background familiar's stderr:\n%s", e)
+	}
+	if t.Failed() {
+		b, _ := os.ReadFile(filepath.Join(p.dd, "familiar.log"))
+		t.Logf("background familiar's log:\n%s", tail(string(b), 6000))
+	}
+}
+
+// stop ends the editor's session (shutdown, exit, stdin closed) and waits
+// for serve --stdio to exit; viaDaemon it then stops the background
+// familiar too, so its store is closed and a next familiar starts afresh.
+func (p *familiarProc) stop(t *testing.T) {
+	t.Helper()
+	p.client.Result("shutdown", nil, nil)
+	p.client.Notify("exit", nil)
+	<-p.client.Done()
+	p.stdin.Close()
+	p.cmd.Wait()
+	p.stopDaemon(t)
+}
+
+// logs is everything familiar logged: serve --stdio's stderr, and viaDaemon
+// the background familiar's log and stderr files.
+func (p *familiarProc) logs() string {
+	s := p.stderr.String()
+	if p.mode == viaDaemon {
+		for _, f := range []string{"familiar.log", daemon.ErrFile} {
+			b, _ := os.ReadFile(filepath.Join(p.dd, f))
+			s += "\n" + string(b)
+		}
+	}
+	return s
 }
 
 type lockedWriter struct {
@@ -100,11 +212,15 @@ type lockedWriter struct {
 
 func (w *lockedWriter) Write(p []byte) (int, error) { return w.b.Write(p) }
 
-func TestServeStdioTaskLifecycle(t *testing.T) {
+// One task's whole life, both ways (through the background familiar and
+// in-process).
+func TestServeStdioTaskLifecycle(t *testing.T) { bothModes(t, serveStdioTaskLifecycle) }
+
+func serveStdioTaskLifecycle(t *testing.T, mode serveMode) {
 	api := fakeapi.Start(fakeapi.PromptScript())
 	defer api.Close()
 	repo := gitRepo(t)
-	f := startFamiliar(t, repo, api)
+	f := startFamiliarIn(t, mode, repo, api)
 	c := f.client
 
 	// Requests before initialize are refused.
@@ -302,7 +418,8 @@ func TestMissingClaudeIsReportedNotFatal(t *testing.T) {
 
 // familiar is killed with SIGKILL while an agent waits on a permission; a
 // new familiar with --resume-interrupted continues the same conversation in
-// the same worktree.
+// the same worktree. In-process (noDaemon), so the test holds the familiar
+// it kills; TestInitializeAnsweredAfterKillNine kills the background one.
 func TestKillNineThenResume(t *testing.T) {
 	api := fakeapi.Start(fakeapi.PromptScript())
 	defer api.Close()
@@ -310,7 +427,7 @@ func TestKillNineThenResume(t *testing.T) {
 	state := t.TempDir()
 	env := []string{"XDG_STATE_HOME=" + filepath.Join(state, "state"), "XDG_DATA_HOME=" + filepath.Join(state, "data")}
 
-	first := startFamiliar(t, repo, api, env...)
+	first := startFamiliarIn(t, noDaemon, repo, api, env...)
 	first.client.Result("initialize", map[string]any{"workspaceRoot": repo}, nil)
 	var task protocol.Task
 	first.client.Result("task/create", map[string]any{"title": "survive a crash",
@@ -392,11 +509,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 	var task protocol.Task
 	c.Result("task/create", map[string]any{"title": "leak test", "description": "print the token"}, &task)
 	c.WaitNotification(0, "completed", editor.Method("task/completed", task.ID))
-	c.Result("shutdown", nil, nil)
-	c.Notify("exit", nil)
-	<-c.Done()
-	f.stdin.Close()
-	f.cmd.Wait()
+	f.stop(t)
 
 	for _, n := range c.Notifications() {
 		for _, s := range []string{secret, fakeapi.APIKey} {
@@ -405,7 +518,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 			}
 		}
 	}
-	if strings.Contains(f.stderr.String(), secret) || strings.Contains(f.stderr.String(), fakeapi.APIKey) {
+	if logs := f.logs(); strings.Contains(logs, secret) || strings.Contains(logs, fakeapi.APIKey) {
 		t.Error("familiar's log carries a secret")
 	}
 	db, err := os.ReadFile(filepath.Join(init.Workspace.DataDir, "familiar.db"))

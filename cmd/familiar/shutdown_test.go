@@ -24,7 +24,8 @@ func TestSIGTERMWhileSendWaitsExitsWithinGrace(t *testing.T) {
 	))
 	defer api.Close()
 	repo := gitRepo(t)
-	f := startFamiliar(t, repo, api, stateEnv(t)...)
+	// In-process (noDaemon): the test signals the familiar it holds.
+	f := startFamiliarIn(t, noDaemon, repo, api, stateEnv(t)...)
 	c := f.client
 	c.Result("initialize", map[string]any{"workspaceRoot": repo}, nil)
 	const grace = 3

@@ -19,11 +19,7 @@ import (
 // stopFamiliar shuts f down cleanly (the store backs itself up).
 func stopFamiliar(t *testing.T, f *familiarProc) {
 	t.Helper()
-	f.client.Result("shutdown", nil, nil)
-	f.client.Notify("exit", nil)
-	<-f.client.Done()
-	f.stdin.Close()
-	f.cmd.Wait()
+	f.stop(t)
 }
 
 func taskIDs(t *testing.T, c *editor.Client) map[string]bool {
