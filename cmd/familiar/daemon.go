@@ -7,11 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -146,8 +148,7 @@ func storedSettings(ws *orchestrator.Workspace, logger *slog.Logger) protocol.Se
 // leaves.
 func forwardToDaemon(ctx context.Context, root, dd string, extra []string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
 	if err := os.MkdirAll(dd, 0o700); err != nil {
-		fmt.Fprintf(stderr, "familiar serve: data dir: %v\n", err)
-		return 1
+		return refuse(ctx, startupRefusal(dd, err), stdin, stdout, stderr, logger)
 	}
 	conn, info, err := daemon.Join(ctx, daemon.JoinOptions{
 		DataDir: dd, Socket: orchestrator.SocketPath(dd),
@@ -156,17 +157,10 @@ func forwardToDaemon(ctx context.Context, root, dd string, extra []string, stdin
 	})
 	var mismatch *daemon.MismatchError
 	if errors.As(err, &mismatch) {
-		// The editor gets the reason as the answer to its initialize.
-		logger.Error("cannot join the running familiar", "err", err)
-		refuse := jsonrpc.NewRefusal(protocol.InvalidParams("protocolVersion", mismatch.Error()), logger)
-		if err := refuse.ServeStdio(ctx, stdin, stdout); err != nil {
-			logger.Error("stdio", "err", err)
-		}
-		return 1
+		return refuse(ctx, protocol.InvalidParams("protocolVersion", mismatch.Error()), stdin, stdout, stderr, logger)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "familiar serve: %v\n", err)
-		return 1
+		return refuse(ctx, startupRefusal(dd, err), stdin, stdout, stderr, logger)
 	}
 	logger.Info("forwarding to the background familiar", "pid", info.PID, "version", info.Version, "dataDir", dd)
 	if err := jsonrpc.ForwardConn(ctx, conn, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
@@ -174,6 +168,36 @@ func forwardToDaemon(ctx context.Context, root, dd string, extra []string, stdin
 		return 1
 	}
 	return 0
+}
+
+// refuse answers every request of the editor on stdio with why familiar
+// cannot serve it, until the editor leaves, and returns 1. Editors show an
+// error response to initialize; what a server they started wrote on its
+// stderr before exiting, they do not.
+func refuse(ctx context.Context, why *protocol.Error, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
+	logger.Error("cannot serve the editor; answering its requests with why", "err", why.Message)
+	fmt.Fprintf(stderr, "familiar serve: %s\n", why.Message)
+	if err := jsonrpc.NewRefusal(why, logger).ServeStdio(ctx, stdin, stdout); err != nil {
+		logger.Error("stdio", "err", err)
+	}
+	return 1
+}
+
+// startupRefusal says why familiar cannot serve a repository whose data dir
+// is dd: a data dir it cannot create or write is named with what to do;
+// otherwise the reason (a protocol error as it is, such as the store being
+// held by another familiar) and where the log is.
+func startupRefusal(dd string, err error) *protocol.Error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	var path *fs.PathError
+	if errors.As(err, &path) && (strings.HasPrefix(dd+"/", path.Path+"/") || strings.HasPrefix(path.Path, dd+"/")) {
+		return protocol.Unavailable(fmt.Sprintf("familiar cannot write its data dir %s (%s %s: %v); make it a directory familiar can write, or give familiar another one with --data-dir or XDG_STATE_HOME.",
+			dd, path.Op, path.Path, path.Err))
+	}
+	return protocol.Unavailable(fmt.Sprintf("familiar cannot serve this repository: %v. Its log is in %s.", err, dd))
 }
 
 // startDaemon starts `familiar serve --daemon` for root in its own session

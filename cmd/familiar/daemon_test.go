@@ -565,3 +565,62 @@ func TestAgentsAndDaemonYieldToTheEditor(t *testing.T) {
 		t.Errorf("the test's own session group was changed: %q, was %q", got, ownGroup)
 	}
 }
+
+// A data dir familiar cannot write gets the editor an answer to its
+// initialize that names the dir and what to do, both ways (the forwarder
+// used to exit 1 with the reason on its stderr, which editors do not show).
+//
+// Tests run as root in CI, where permission bits stop nothing, so the dirs
+// are unwritable for root too: a data dir whose parent is a regular file
+// (it cannot be made), and one on a read-only tmpfs (it exists, but its
+// lock file cannot be made: EROFS).
+func TestUnwritableDataDirAnswersInitialize(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	bothModes(t, func(t *testing.T, mode serveMode) {
+		t.Run("parent is a file", func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "state")
+			if err := os.WriteFile(file, []byte("not a directory\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			refusedInitialize(t, mode, api, file, "not a directory", func(string) {})
+		})
+		t.Run("read-only filesystem", func(t *testing.T) {
+			state := t.TempDir()
+			mountTmpfs(t, state, 1<<20)
+			refusedInitialize(t, mode, api, state, "read-only file system", func(dd string) {
+				if err := os.MkdirAll(dd, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := syscall.Mount("", state, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+					t.Fatalf("remount read-only: %v", err)
+				}
+			})
+		})
+	})
+}
+
+// refusedInitialize starts serve --stdio with XDG_STATE_HOME=state, after
+// prepare(data dir), and checks that initialize is answered -32005 naming
+// the data dir, the system's reason (want) and what to do, and that nothing
+// else is served.
+func refusedInitialize(t *testing.T, mode serveMode, api *fakeapi.Server, state, want string, prepare func(dd string)) {
+	t.Helper()
+	repo := gitRepo(t)
+	dd := filepath.Join(state, "familiar", filepath.Base(repo)+"-"+dataDirHash(repo))
+	prepare(dd)
+	f := startFamiliarIn(t, mode, repo, api, "XDG_STATE_HOME="+state)
+	m := f.client.Call("initialize", map[string]any{"workspaceRoot": repo})
+	if m.Error == nil || m.Error.Code != protocol.CodeUnavailable || !strings.Contains(m.Error.Message, dd) ||
+		!strings.Contains(m.Error.Message, want) || !strings.Contains(m.Error.Message, "--data-dir") {
+		t.Fatalf("initialize with data dir %s = %+v, want -32005 naming it, %q and what to do", dd, m.Error, want)
+	}
+	t.Logf("initialize: %s", m.Error.Message)
+	if m := f.client.Call("task/list", map[string]any{}); m.Error == nil {
+		t.Fatalf("task/list after the refusal = %s", m.Result)
+	}
+	f.stdin.Close()
+	if err := f.cmd.Wait(); err == nil {
+		t.Error("serve --stdio exited 0 after refusing its editor")
+	}
+}

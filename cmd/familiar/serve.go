@@ -137,6 +137,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 		var err error
 		ws, err = open(ctx, root)
+		if err != nil && *stdio && *listen == "" {
+			return refuse(ctx, startupRefusal(dd, err), stdin, stdout, stderr, logger)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "familiar serve: %v\n", err)
 			return 1

@@ -159,6 +159,9 @@ func (p *familiarProc) stopDaemon(t *testing.T) {
 	if p.mode != viaDaemon {
 		return
 	}
+	if _, err := os.Stat(filepath.Join(p.dd, daemon.InfoFile)); err != nil {
+		return // none started (or it removed its info as it stopped)
+	}
 	info, _ := daemon.ReadInfo(p.dd)
 	exe, _ := os.Executable()
 	stop := exec.Command(exe, "stop", "--data-dir", p.dd)
