@@ -276,16 +276,35 @@ func ForwardConn(ctx context.Context, conn *net.UnixConn, in io.Reader, out io.W
 // forwarder picks by that root, or this process). An error means the first
 // frame could not be read whole; frame still holds what was read.
 func PeekInitialize(r *bufio.Reader) (frame []byte, workspaceRoot string, err error) {
+	f, err := ReadFirstFrame(r)
+	return f.Bytes, f.WorkspaceRoot, err
+}
+
+// FirstFrame is the first message a client sent, read whole by a forwarder.
+type FirstFrame struct {
+	// Bytes are the frame as read, headers included, to be replayed.
+	Bytes []byte
+	// Method is the message's method, "" if it has none or is not JSON.
+	Method string
+	// Request is set when the message has an id: it will be answered.
+	Request bool
+	// WorkspaceRoot is an initialize request's params.workspaceRoot.
+	WorkspaceRoot string
+}
+
+// ReadFirstFrame reads one frame from r. An error means the frame could not
+// be read whole; Bytes still holds what was read.
+func ReadFirstFrame(r *bufio.Reader) (FirstFrame, error) {
 	var buf bytes.Buffer
 	length := -1
 	for {
 		line, err := r.ReadString('\n')
 		buf.WriteString(line)
 		if err != nil {
-			return buf.Bytes(), "", err
+			return FirstFrame{Bytes: buf.Bytes()}, err
 		}
 		if buf.Len() > maxHeaderBytes {
-			return buf.Bytes(), "", errors.New("frame headers too long")
+			return FirstFrame{Bytes: buf.Bytes()}, errors.New("frame headers too long")
 		}
 		line = strings.TrimRight(line, "\r\n")
 		if line == "" {
@@ -296,22 +315,59 @@ func PeekInitialize(r *bufio.Reader) (frame []byte, workspaceRoot string, err er
 		}
 	}
 	if length < 0 || length > MaxFrameSize {
-		return buf.Bytes(), "", fmt.Errorf("bad Content-Length %d", length)
+		return FirstFrame{Bytes: buf.Bytes()}, fmt.Errorf("bad Content-Length %d", length)
 	}
 	body := make([]byte, length)
 	n, err := io.ReadFull(r, body)
 	buf.Write(body[:n])
+	f := FirstFrame{Bytes: buf.Bytes()}
 	if err != nil {
-		return buf.Bytes(), "", err
+		return f, err
 	}
 	var req struct {
-		Method string `json:"method"`
-		Params struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return f, nil // not a request: whoever serves it answers -32700
+	}
+	f.Method = req.Method
+	f.Request = len(req.ID) > 0 && !bytes.Equal(req.ID, []byte("null"))
+	if req.Method == protocol.MethodInitialize {
+		var p struct {
 			WorkspaceRoot string `json:"workspaceRoot"`
-		} `json:"params"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil {
+			f.WorkspaceRoot = p.WorkspaceRoot
+		}
 	}
-	if json.Unmarshal(body, &req) == nil && req.Method == protocol.MethodInitialize {
-		workspaceRoot = req.Params.WorkspaceRoot
+	return f, nil
+}
+
+// ForwardFirst sends a client's first request (frame, read whole) on conn
+// and relays the first bytes of the answer to out. answered is false when
+// conn ended before any byte came back: the familiar went away before it
+// answered (killed, crashed, or stopping as it accepted), so the request
+// may be sent again to another one. Once answered, forward the rest with
+// ForwardConn. A familiar answers a request before it sends any
+// notification to the connection, so the first bytes back are the answer's.
+func ForwardFirst(ctx context.Context, conn net.Conn, frame []byte, out io.Writer) (answered bool, err error) {
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := conn.Write(frame); err != nil {
+		return false, err
 	}
-	return buf.Bytes(), workspaceRoot, nil
+	buf := make([]byte, 32<<10)
+	n, err := conn.Read(buf)
+	if n == 0 {
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		return false, err
+	}
+	if _, err := out.Write(buf[:n]); err != nil {
+		return true, err
+	}
+	return true, nil
 }

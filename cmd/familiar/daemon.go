@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,29 +148,73 @@ func storedSettings(ws *orchestrator.Workspace, logger *slog.Logger) protocol.Se
 // forwardToDaemon is `serve --stdio`: join (or start) the background familiar
 // of root and forward stdio to it. Only this forwarder ends when the editor
 // leaves.
+//
+// The editor's initialize is held until the familiar joined has begun to
+// answer it: a familiar killed (or stopping) as the forwarder joins it may
+// take the connection into its socket's backlog and then drop it, and the
+// initialize then goes to the next familiar, which Join starts.
 func forwardToDaemon(ctx context.Context, root, dd string, extra []string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) int {
+	br := bufio.NewReader(stdin)
+	first, err := jsonrpc.ReadFirstFrame(br)
+	// Every byte the editor sent, for whoever serves it.
+	all := io.MultiReader(bytes.NewReader(first.Bytes), br)
+	hold := err == nil && first.Request && first.Method == protocol.MethodInitialize
 	if err := os.MkdirAll(dd, 0o700); err != nil {
-		return refuse(ctx, startupRefusal(dd, err), stdin, stdout, stderr, logger)
+		return refuse(ctx, startupRefusal(dd, err), all, stdout, stderr, logger)
 	}
-	conn, info, err := daemon.Join(ctx, daemon.JoinOptions{
-		DataDir: dd, Socket: orchestrator.SocketPath(dd),
-		Version: version, ProtocolVersion: protocolVersion,
-		Start: startDaemon(root, dd, extra), Logger: logger,
-	})
-	var mismatch *daemon.MismatchError
-	if errors.As(err, &mismatch) {
-		return refuse(ctx, protocol.InvalidParams("protocolVersion", mismatch.Error()), stdin, stdout, stderr, logger)
+	for attempt := 1; ; attempt++ {
+		conn, info, err := daemon.Join(ctx, daemon.JoinOptions{
+			DataDir: dd, Socket: orchestrator.SocketPath(dd),
+			Version: version, ProtocolVersion: protocolVersion,
+			Start: startDaemon(root, dd, extra), Logger: logger,
+		})
+		var mismatch *daemon.MismatchError
+		if errors.As(err, &mismatch) {
+			return refuse(ctx, protocol.InvalidParams("protocolVersion", mismatch.Error()), all, stdout, stderr, logger)
+		}
+		if err != nil {
+			return refuse(ctx, startupRefusal(dd, err), all, stdout, stderr, logger)
+		}
+		in := all
+		if hold {
+			answered, err := jsonrpc.ForwardFirst(ctx, conn, first.Bytes, stdout)
+			if !answered {
+				conn.Close()
+				if ctx.Err() != nil {
+					return 0
+				}
+				if attempt >= maxJoins {
+					return refuse(ctx, startupRefusal(dd, fmt.Errorf("the background familiar closed the connection before answering initialize, %d times (last: %w)", attempt, err)),
+						all, stdout, stderr, logger)
+				}
+				logger.Warn("the background familiar closed the connection before answering initialize (killed, crashed or stopping); joining again",
+					"pid", info.PID, "attempt", attempt, "err", err)
+				// Its socket refuses connections once it is gone, so
+				// the next Join starts a new one.
+				if err := daemon.WaitGone(ctx, info.PID); err != nil {
+					return 0
+				}
+				continue
+			}
+			if err != nil {
+				logger.Error("forward", "err", err)
+				conn.Close()
+				return 1
+			}
+			in = br
+		}
+		logger.Info("forwarding to the background familiar", "pid", info.PID, "version", info.Version, "dataDir", dd)
+		if err := jsonrpc.ForwardConn(ctx, conn, in, stdout); err != nil && !errors.Is(err, context.Canceled) {
+			logger.Error("forward", "err", err)
+			return 1
+		}
+		return 0
 	}
-	if err != nil {
-		return refuse(ctx, startupRefusal(dd, err), stdin, stdout, stderr, logger)
-	}
-	logger.Info("forwarding to the background familiar", "pid", info.PID, "version", info.Version, "dataDir", dd)
-	if err := jsonrpc.ForwardConn(ctx, conn, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
-		logger.Error("forward", "err", err)
-		return 1
-	}
-	return 0
 }
+
+// maxJoins bounds how often a forwarder joins a familiar that closes the
+// connection before answering initialize; each was killed or was stopping.
+const maxJoins = 10
 
 // refuse answers every request of the editor on stdio with why familiar
 // cannot serve it, until the editor leaves, and returns 1. Editors show an

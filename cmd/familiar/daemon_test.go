@@ -624,3 +624,47 @@ func refusedInitialize(t *testing.T, mode serveMode, api *fakeapi.Server, state,
 		t.Error("serve --stdio exited 0 after refusing its editor")
 	}
 }
+
+// A window that connects while a killed background familiar is being
+// replaced always gets its initialize answered: 20 times in a row the
+// background familiar is killed with SIGKILL and, without waiting for it to
+// be gone, a new window initializes. (1 run in 21 once got no answer: the
+// killed familiar's listening socket still took connections while its
+// threads were exiting, and the forwarder joined it.)
+func TestInitializeAnsweredAfterKillNine(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	r := newDaemonRig(t, api)
+	w := r.window()
+	w.client.Result("initialize", map[string]any{"workspaceRoot": r.repo}, nil)
+	pid := r.info().PID
+	rejoined := 0
+	for round := range 20 {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("round %d: kill -9 %d: %v", round, pid, err)
+		}
+		next := r.window()
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("round %d: the window's serve --stdio:\n%s", round, next.stderr)
+			}
+		})
+		m := next.client.Call("initialize", map[string]any{"workspaceRoot": r.repo})
+		if m.Error != nil {
+			t.Fatalf("round %d: initialize after kill -9 of pid %d = %v", round, pid, m.Error)
+		}
+		var st protocol.ServerStats
+		next.client.Result("server/stats", map[string]any{}, &st)
+		info := r.info()
+		if info.PID == pid {
+			t.Fatalf("round %d: daemon.json still names the killed familiar (pid %d)", round, pid)
+		}
+		pid = info.PID
+		next.close(t)
+		if strings.Contains(next.stderr.String(), "joining again") {
+			rejoined++
+		}
+	}
+	w.close(t)
+	t.Logf("in %d of 20 rounds the window first joined the dying familiar and then the new one", rejoined)
+}
