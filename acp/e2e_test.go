@@ -204,6 +204,25 @@ func TestACPAllowThenLoadAfterRestart(t *testing.T) {
 	w.run("load")
 }
 
+// noDaemon is familiar acp serving its repository in its own child
+// (serve --stdio --no-daemon) rather than through the background familiar.
+const noDaemon = `ACP_AGENT_ARGS=["--no-daemon"]`
+
+// The same ACP scenarios in-process: a session's life (allow, then load in
+// a new familiar), a refusal and a cancel. The other tests run through the
+// background familiar only, the path editors take.
+func TestACPWithoutDaemon(t *testing.T) {
+	t.Run("allow then load", func(t *testing.T) {
+		w := newWorld(t)
+		w.runWith("allow", []string{noDaemon})
+		// familiar acp exited with its client, and its familiar with it.
+		w.waitProcessesGone()
+		w.runWith("load", []string{noDaemon})
+	})
+	t.Run("reject", func(t *testing.T) { newWorld(t).runWith("reject", []string{noDaemon}) })
+	t.Run("cancel", func(t *testing.T) { newWorld(t).runWith("cancel", []string{noDaemon}) })
+}
+
 func TestACPReject(t *testing.T)    { newWorld(t).run("reject") }
 func TestACPCancel(t *testing.T)    { newWorld(t).run("cancel") }
 func TestACPArchitect(t *testing.T) { newWorld(t).run("architect") }

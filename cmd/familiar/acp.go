@@ -27,6 +27,7 @@ func runACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.SetOutput(stderr)
 	// --help serves nothing, so stdout is free for it.
 	driver := fs.String("driver", "stream", "the driver of the tasks ACP sessions create: stream, pty, or default (the workspace's defaultDriver)")
+	noDaemon := fs.Bool("no-daemon", false, "serve each repository in a familiar serve --stdio --no-daemon child instead of the background familiar; its agents stop when the last client leaves")
 	withHelp(fs, acpHelp, stdout)
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -45,7 +46,7 @@ func runACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	cwd, _ := os.Getwd()
 	err := acp.Serve(ctx, stdin, stdout, acp.Options{
-		Dial: dialServe(stderr, logger),
+		Dial: dialServe(*noDaemon, stderr, logger),
 		RepoRoot: func(dir string) string {
 			if real, err := filepath.EvalSymlinks(dir); err == nil {
 				dir = real
@@ -74,15 +75,20 @@ func runACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 
 // dialServe connects to a repository's familiar the way an editor does: it
 // runs `familiar serve --stdio` for the repository, which joins the familiar
-// already serving it (or becomes it), and talks to its stdio. When serve
-// --stdio starts or joins a background daemon, this follows for free.
-func dialServe(stderr io.Writer, logger *slog.Logger) acp.Dialer {
+// already serving it (or starts the background one), and talks to its
+// stdio; with noDaemon, `serve --stdio --no-daemon`, which serves in the
+// child unless another familiar already serves the repository.
+func dialServe(noDaemon bool, stderr io.Writer, logger *slog.Logger) acp.Dialer {
 	return func(ctx context.Context, root string) (io.ReadWriteCloser, error) {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("find familiar: %w", err)
 		}
-		cmd := exec.Command(exe, "serve", "--stdio", "--workspace", root)
+		args := []string{"serve", "--stdio", "--workspace", root}
+		if noDaemon {
+			args = append(args, "--no-daemon")
+		}
+		cmd := exec.Command(exe, args...)
 		cmd.Dir = root
 		// serve logs what it does at INFO; ACP clients show every stderr
 		// line as an error, so only warnings and errors reach them (the

@@ -49,6 +49,10 @@ otherwise: an ACP editor shows no terminal, and stream-json gives the
 agent's text and thinking as they stream (the PTY driver reads them from
 the session file, a block at a time).
 
+With --no-daemon a repository is served in a child of familiar acp
+(familiar serve --stdio --no-daemon) instead of the background familiar;
+its agents stop when its last client leaves.
+
 Exit codes:
   0  the client closed the connection
   1  serving failed
