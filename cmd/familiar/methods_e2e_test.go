@@ -188,9 +188,10 @@ func everyMethod(t *testing.T, mode serveMode) *methodLog {
 	if _, ok := api.WaitFor(func(reqs []fakeapi.Request) bool { return len(mainOnly(reqs)) > requests }, 60*time.Second); !ok {
 		t.Fatalf("%s: claude sent no request for the follow-up", mode)
 	}
-	l.ok("task/interrupt", map[string]any{"id": b.ID}, nil)
-	// The agent is still up after an interrupt: typing reaches its prompt.
+	// Typing reaches the agent while it works (its turn's end would let the
+	// agent go, so not after the interrupt).
 	l.ok("task/input", map[string]any{"id": b.ID, "data": "x"}, nil)
+	l.ok("task/interrupt", map[string]any{"id": b.ID}, nil)
 	l.ok("task/cancel", map[string]any{"id": b.ID}, nil)
 	var retry protocol.Task
 	l.ok("task/retry", map[string]any{"id": b.ID}, &retry)
