@@ -592,9 +592,7 @@ func TestUnwritableDataDirAnswersInitialize(t *testing.T) {
 				if err := os.MkdirAll(dd, 0o700); err != nil {
 					t.Fatal(err)
 				}
-				if err := syscall.Mount("", state, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
-					t.Fatalf("remount read-only: %v", err)
-				}
+				remountReadOnly(t, state)
 			})
 		})
 	})

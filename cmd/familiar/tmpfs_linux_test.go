@@ -23,3 +23,12 @@ func mountTmpfs(t *testing.T, dir string, size int) {
 		}
 	})
 }
+
+// remountReadOnly makes the tmpfs mountTmpfs mounted on dir read-only:
+// nothing can be written in it, by root either (EROFS).
+func remountReadOnly(t *testing.T, dir string) {
+	t.Helper()
+	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount %s read-only: %v", dir, err)
+	}
+}
