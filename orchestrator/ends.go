@@ -78,7 +78,7 @@ func endDetail(b protocol.Blocked, e env) string {
 	}
 	switch b.Reason {
 	case protocol.BlockedAuth:
-		if !strings.Contains(d, "claude login") {
+		if !strings.Contains(d, agent.AuthFix) {
 			d += "; " + agent.AuthFix
 		}
 		return sentence(d) + " Then continue the task."

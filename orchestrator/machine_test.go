@@ -574,6 +574,14 @@ func TestEndsAreAnnounced(t *testing.T) {
 		{name: "no login: the fix", from: mk(protocol.StatusStarting, agentStarting),
 			in:     inStartFailed{detail: "claude is not logged in (no ANTHROPIC_API_KEY)", auth: true},
 			status: protocol.StatusBlocked, reason: protocol.BlockedAuth, detail: []string{"claude auth login", "ANTHROPIC_API_KEY"}},
+		{name: "a refused login: the fix once", from: mk(protocol.StatusRunning, agentUp),
+			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureAuth, Status: 401, Message: "Invalid API key"}}},
+			status: protocol.StatusBlocked, reason: protocol.BlockedAuth, detail: []string{"Invalid API key", agent.AuthFix},
+			check: func(t *testing.T, n protocol.TaskCompletedNotification) {
+				if strings.Count(n.Detail, agent.AuthFix) != 1 {
+					t.Errorf("detail %q", n.Detail)
+				}
+			}},
 		{name: "usage limit: the reset in words and as resetsAt", from: mk(protocol.StatusRunning, agentUp),
 			in:     inTurnEnded{turn: agent.TurnEnded{Failed: true, Failure: &agent.Failure{Kind: agent.FailureUsageLimit, Status: 429, Message: "You've hit your limit", ResetsAt: resets}}},
 			env:    func(e *env) { e.resumeAfterUsageLimit = true },
