@@ -123,6 +123,7 @@ type runnerEnv struct {
 	mu       sync.Mutex
 	sessions []*fakeSession
 	failNext bool
+	failedAt time.Time // when the failing start was refused
 }
 
 func newRunner(t *testing.T, settings protocol.Settings) *runnerEnv {
@@ -145,6 +146,7 @@ func newRunner(t *testing.T, settings protocol.Settings) *runnerEnv {
 			defer r.mu.Unlock()
 			if r.failNext {
 				r.failNext = false
+				r.failedAt = time.Now()
 				return nil, errors.New("start claude: exec: no such file")
 			}
 			// The fake "claude" saves its conversation where claude does,
@@ -347,6 +349,13 @@ func TestRunnerTransientStartFailureRetries(t *testing.T) {
 	got := r.status(t, task.ID, protocol.StatusRunning)
 	if got.Blocked != nil {
 		t.Errorf("blocked %+v", got.Blocked)
+	}
+	// familiar's own retry continues the task's time (issue 22).
+	r.mu.Lock()
+	failedAt := r.failedAt
+	r.mu.Unlock()
+	if got.StartedAt.IsZero() || got.StartedAt.After(failedAt) {
+		t.Errorf("startedAt %v is after the first start failed (%v): the retry reset the task's time", got.StartedAt, failedAt)
 	}
 }
 
