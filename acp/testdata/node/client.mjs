@@ -530,14 +530,17 @@ const scenarios = {
     }, {});
   },
   // The text and thinking as they stream: ACP_MIN_CHUNKS chunks at least
-  // (the fake API sends each in three deltas, 150 ms apart), adding up to
-  // the text, the chunks of one response sharing a messageId if any.
+  // (the fake API sends each in three deltas, 500 ms apart), adding up to
+  // the text, the chunks of one response sharing a messageId if any. Deltas
+  // that reach familiar together are one chunk (PROTOCOL.md), so the spacing
+  // must outlast a stall of claude or familiar: at 150 ms, a machine at load
+  // 18 delivered all three as one chunk in 2 of 2 runs.
   async stream() {
     const thinking = "Weighing the options here.", answer = "The answer is forty-two, plainly.";
     const min = Number(process.env.ACP_MIN_CHUNKS ?? 2);
     await withAgent(async (ctx) => {
       const s = await newSession(ctx);
-      const stop = await prompt(ctx, s, `think\n@@PACE 150ms\n@@THINK ${thinking}\n@@TEXT ${answer}`);
+      const stop = await prompt(ctx, s, `think\n@@PACE 500ms\n@@THINK ${thinking}\n@@TEXT ${answer}`);
       expect(stop === "end_turn", "stopReason " + stop, s);
       const of = (kind) => s.updates.filter((u) => u.sessionUpdate === kind);
       const texts = of("agent_message_chunk"), thoughts = of("agent_thought_chunk");
