@@ -36,6 +36,9 @@ func (s *session) command(ctx context.Context, cmd, arg string) (any, error) {
 	switch r := res.(type) {
 	case *diffResult:
 		s.showDiff(&r.TaskDiffResult, r.worktree)
+		if words := forecastWords(r.conflicts, r.overlaps); words != "" {
+			s.message(words)
+		}
 	case *protocol.Task:
 		s.message(commandDone(cmd, r))
 	}
@@ -65,6 +68,9 @@ type diffResult struct {
 	protocol.TaskDiffResult
 	Content  []any `json:"content"`
 	worktree string
+	// conflicts and overlaps are the task's conflict forecast, said after
+	// the diff and sent in _familiar/diff's answer.
+	conflicts, overlaps []protocol.TaskConflict
 }
 
 func (r diffResult) MarshalJSON() ([]byte, error) {
@@ -77,7 +83,37 @@ func (r diffResult) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	m["content"] = r.Content
+	if len(r.conflicts) > 0 {
+		m["conflicts"] = r.conflicts
+	}
+	if len(r.overlaps) > 0 {
+		m["overlaps"] = r.overlaps
+	}
 	return json.Marshal(m)
+}
+
+// forecastWords says a task's conflict forecast in a sentence or two; ""
+// when there is nothing to say.
+func forecastWords(conflicts, overlaps []protocol.TaskConflict) string {
+	list := func(l []protocol.TaskConflict) string {
+		var parts []string
+		for _, c := range l {
+			with := "the base branch"
+			if c.With != "base" {
+				with = "task " + c.With
+			}
+			parts = append(parts, fmt.Sprintf("with %s in %s", with, strings.Join(c.Files, ", ")))
+		}
+		return strings.Join(parts, "; ")
+	}
+	var out []string
+	if len(conflicts) > 0 {
+		out = append(out, "This task's changes would conflict "+list(conflicts)+".")
+	}
+	if len(overlaps) > 0 {
+		out = append(out, "They overlap (and still merge cleanly) "+list(overlaps)+".")
+	}
+	return strings.Join(out, " ")
 }
 
 // extension runs _familiar/<cmd> and returns familiar's result as is.
@@ -108,7 +144,7 @@ func (s *session) run(ctx context.Context, cmd, arg string) (any, error) {
 		if t.Worktree != nil {
 			wt = t.Worktree.Path
 		}
-		return &diffResult{TaskDiffResult: r, Content: diffContent(&r, wt), worktree: wt}, nil
+		return &diffResult{TaskDiffResult: r, Content: diffContent(&r, wt), worktree: wt, conflicts: t.Conflicts, overlaps: t.Overlaps}, nil
 	case "merge":
 		p := map[string]any{"id": taskID}
 		if arg != "" {

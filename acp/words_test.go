@@ -119,3 +119,17 @@ func TestModelOptionHoldsTheCurrentValue(t *testing.T) {
 		t.Errorf("setting the model it has: %v", err)
 	}
 }
+
+// /diff says the task's conflict forecast: the base and other tasks by name,
+// conflicts before overlaps; nothing when there is none.
+func TestForecastWords(t *testing.T) {
+	if w := forecastWords(nil, nil); w != "" {
+		t.Errorf("no forecast says %q", w)
+	}
+	w := forecastWords([]protocol.TaskConflict{{With: "base", Files: []string{"a.go"}}, {With: "t1", Files: []string{"b.go", "c.go"}}},
+		[]protocol.TaskConflict{{With: "t2", Files: []string{"d.go"}}})
+	want := "This task's changes would conflict with the base branch in a.go; with task t1 in b.go, c.go. They overlap (and still merge cleanly) with task t2 in d.go."
+	if w != want {
+		t.Errorf("forecastWords = %q\nwant %q", w, want)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +65,9 @@ type TaskReport struct {
 	Blocked     *protocol.Blocked `json:"blocked,omitempty"`
 	Branch      string            `json:"branch,omitempty"`
 	Worktree    string            `json:"worktree,omitempty"`
+	// Conflicts and Overlaps are the task's conflict forecast at the end.
+	Conflicts []protocol.TaskConflict `json:"conflicts,omitempty"`
+	Overlaps  []protocol.TaskConflict `json:"overlaps,omitempty"`
 }
 
 // Run runs every task of the file and returns the report and the exit code.
@@ -159,7 +163,8 @@ func Run(ctx context.Context, o Options) (Report, int) {
 			continue
 		}
 		tr := TaskReport{ID: t.ID, Title: t.Title, Line: lines[id], Status: t.Status, Blocked: t.Blocked,
-			ChangedFiles: []protocol.ChangedFile{}, Commits: []protocol.Commit{}, Usage: t.Usage}
+			ChangedFiles: []protocol.ChangedFile{}, Commits: []protocol.Commit{}, Usage: t.Usage,
+			Conflicts: t.Conflicts, Overlaps: t.Overlaps}
 		if t.Result != nil {
 			tr.Summary, tr.CostUSD = t.Result.Summary, t.Result.CostUSD
 			tr.ChangedFiles = append(tr.ChangedFiles, t.Result.ChangedFiles...)
@@ -257,6 +262,12 @@ func printReport(w io.Writer, rep Report) {
 		}
 		if t.Branch != "" {
 			fmt.Fprintf(w, "  branch %s in %s\n", t.Branch, t.Worktree)
+		}
+		for _, c := range t.Conflicts {
+			fmt.Fprintf(w, "  conflicts with %s: %s\n", c.With, strings.Join(c.Files, ", "))
+		}
+		for _, c := range t.Overlaps {
+			fmt.Fprintf(w, "  overlaps with %s: %s\n", c.With, strings.Join(c.Files, ", "))
 		}
 		if t.CostUSD != nil {
 			fmt.Fprintf(w, "  cost $%.4f\n", *t.CostUSD)

@@ -275,6 +275,7 @@ func (a *actor) run(eff effect) {
 			if _, _, err := o.cfg.Repo.Checkpoint(o.ctx, wt, eff.message); err != nil {
 				o.logger.Warn("checkpoint", "task", id, "err", err)
 			}
+			o.fc.touch(id)
 		}()
 	case effComplete:
 		a.complete(eff.turn)
@@ -295,6 +296,8 @@ func (a *actor) run(eff effect) {
 		o.mu.Unlock()
 	case effUsageLimit:
 		o.usageLimited(eff.resetsAt)
+	case effForecast:
+		o.fc.touch(a.id)
 	default:
 		o.logger.Error("unknown effect", "effect", fmt.Sprintf("%T", eff))
 	}

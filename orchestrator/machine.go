@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
@@ -238,6 +239,8 @@ type (
 	inWorktree   struct{ worktree protocol.Worktree }
 	inProcess    struct{ identity procs.Identity } // the agent's process, for reaping after a crash
 	inLoaded     struct{}                          // read back from the store at start
+	// inForecast is the forecaster's latest conflict forecast of the task.
+	inForecast struct{ conflicts, overlaps []protocol.TaskConflict }
 )
 
 func (inStart) inputName() string         { return "start" }
@@ -276,6 +279,7 @@ func (inWorktree) inputName() string     { return "worktree" }
 func (inProcess) inputName() string      { return "process" }
 func (cmdMarkDone) inputName() string    { return "mark done" }
 func (cmdRevoke) inputName() string      { return "revoke" }
+func (inForecast) inputName() string     { return "forecast" }
 
 // Effects: what the actor does after a step, in order.
 type effect interface{ effectName() string }
@@ -313,6 +317,9 @@ type (
 	// (zero: unknown). The queue holds back and blocked tasks resume then.
 	effUsageLimit struct{ resetsAt time.Time }
 	effSaveGrant  struct{ grant protocol.Grant } // a repository or user grant to its file
+	// effForecast: the task's files may have changed (an edit, the end of
+	// a turn); the forecaster recomputes its conflicts, coalesced.
+	effForecast struct{}
 )
 
 func (effPersist) effectName() string        { return "persist" }
@@ -333,6 +340,7 @@ func (effQueueChanged) effectName() string   { return "queue changed" }
 func (effResponded) effectName() string      { return "responded" }
 func (effUsageLimit) effectName() string     { return "usage limit" }
 func (effSaveGrant) effectName() string      { return "save grant" }
+func (effForecast) effectName() string       { return "forecast" }
 
 // stepper accumulates the next state and its effects.
 type stepper struct {
@@ -391,8 +399,26 @@ func (st *stepper) move(to protocol.Status) error {
 	if from == protocol.StatusQueued {
 		s.requeued = false
 	}
+	if !forecastable(to) {
+		// The forecast is of live or ready work only: a merged, blocked or
+		// cancelled task conflicts with nothing any more.
+		s.T.Conflicts, s.T.Overlaps = nil, nil
+	} else if to == protocol.StatusMerging {
+		st.emit(effForecast{})
+	}
 	return nil
 }
+
+// forecastable reports whether the conflict forecast covers a task in
+// status s: live or ready to merge.
+func forecastable(s protocol.Status) bool {
+	return live(s) || s == protocol.StatusMerging
+}
+
+// editTools are the tools whose completion may change the worktree's files
+// (the forecast is recomputed after one): the file tools, and commands,
+// through which agents also write (sed, generators, git itself).
+var editTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true, "Bash": true}
 
 // changed stamps the task and asks for it to be saved and announced.
 func (st *stepper) changed() {
@@ -654,6 +680,18 @@ func (st *stepper) apply(in input) error {
 
 	case inTranscript:
 		st.transcript(in.entry)
+
+	case inForecast:
+		// A forecast that arrives after the task left live or ready work
+		// (computed from what it was) is of nothing now.
+		if !forecastable(status) {
+			return nil
+		}
+		if conflictsEqual(s.T.Conflicts, in.conflicts) && conflictsEqual(s.T.Overlaps, in.overlaps) {
+			return nil
+		}
+		s.T.Conflicts, s.T.Overlaps = in.conflicts, in.overlaps
+		st.changed()
 
 	case cmdInterrupt:
 		if (status != protocol.StatusRunning && status != protocol.StatusWaiting) || s.agent != agentUp {
@@ -1263,6 +1301,9 @@ func (st *stepper) transcript(e protocol.TranscriptEntry) {
 	s := &st.s
 	st.emit(effPublish{protocol.TaskTranscriptNotification{ID: s.T.ID, Entry: e}})
 	if tc := e.ToolCall; tc != nil {
+		if tc.Status == "completed" && editTools[tc.Name] {
+			st.emit(effForecast{})
+		}
 		step := compactStep(*tc)
 		for i := len(s.steps) - 1; i >= 0; i-- {
 			if s.steps[i].ID == tc.ID {
@@ -1312,4 +1353,18 @@ func ownUsage(u *protocol.Usage) *protocol.Usage {
 	c := *u
 	c.Turns = append([]protocol.Usage(nil), u.Turns...)
 	return &c
+}
+
+// conflictsEqual compares two forecasts' lists (each sorted by with, files
+// sorted).
+func conflictsEqual(a, b []protocol.TaskConflict) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].With != b[i].With || !slices.Equal(a[i].Files, b[i].Files) {
+			return false
+		}
+	}
+	return true
 }

@@ -69,6 +69,7 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 		return nil, err
 	}
 	done = cmdEndOp{op: "settled"} // the deferred call is now a no-op
+	o.fc.touchAll()                // the base moved
 	if o.settingsNow().RemoveWorktreeAfterMerge {
 		if err := o.TaskRemove(ctx, &protocol.TaskRemoveParams{ID: p.ID, DeleteBranch: true}); err != nil {
 			o.logger.Warn("remove after merge", "task", p.ID, "err", err)
@@ -136,6 +137,7 @@ func (o *Orchestrator) TaskUndo(ctx context.Context, p *protocol.TaskIDParams) (
 		return nil, err
 	}
 	done = cmdEndOp{op: "settled"}
+	o.fc.touchAll()
 	o.pub.publish(p.ID, protocol.ServerMessageNotification{Level: protocol.LevelInfo,
 		Text: "Undone; the undone commit stays at " + o.lastUndoRef(ctx, p.ID) + " (every undo of the task is kept under " + worktree.UndoRef(p.ID) + "/). " + notUndoable})
 	return o.TaskGet(ctx, &protocol.TaskIDParams{ID: p.ID})

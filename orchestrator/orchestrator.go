@@ -82,6 +82,7 @@ type Orchestrator struct {
 	agents      agentCount     // agents starting or running
 
 	kick   chan struct{} // 1-buffered: the queue may be able to start something
+	fc     *forecaster   // the conflict forecast; nil when the repository has none
 	masker *mask.Masker
 	dirs   profiles.Dirs // where workspace and global profiles and skills live
 
@@ -161,6 +162,11 @@ func New(cfg Config) (*Orchestrator, error) {
 	o.wg.Add(2)
 	go o.schedule()
 	go o.retentionLoop()
+	if o.fc = newForecaster(o); o.fc != nil {
+		o.wg.Add(1)
+		go o.fc.loop()
+		o.fc.touchAll()
+	}
 	o.poke()
 	return o, nil
 }

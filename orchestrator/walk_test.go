@@ -98,13 +98,15 @@ type walkKey struct {
 	question                                               protocol.QuestionKind
 	blocked                                                protocol.BlockedReason
 	session, result, noChanges, overBudget                 bool
+	forecast                                               bool
 }
 
 func key(s state) walkKey {
 	k := walkKey{status: s.T.Status, agent: s.agent, stop: s.stop.kind, stopReason: s.stop.reason,
 		op: s.op, completing: s.completing, resumeOnLoad: s.resumeOnLoad, requeued: s.requeued, resumeLater: s.resumeAfterOp,
 		retry: s.StartFailures > 0, interrupting: s.interrupting, asked: s.askedID != "", followUp: s.FollowUp != "",
-		session: s.T.Agent != nil && s.T.Agent.SessionID != "", result: s.T.Result != nil}
+		session: s.T.Agent != nil && s.T.Agent.SessionID != "", result: s.T.Result != nil,
+		forecast: len(s.T.Conflicts)+len(s.T.Overlaps) > 0}
 	if q := s.T.PendingQuestion; q != nil {
 		k.question = q.Kind
 	}
@@ -170,6 +172,7 @@ func walkInputs() []input {
 		cmdEndOp{op: opRemove, ok: true, removed: true}, cmdEndOp{op: opRemove},
 		cmdRequeue{priority: 1, seq: 2}, inQueueMoved{}, inWorktree{worktree: protocol.Worktree{Path: "/wt", Branch: "b"}},
 		inProcess{}, inLoaded{},
+		inForecast{conflicts: []protocol.TaskConflict{{With: "base", Files: []string{"a"}}}}, inForecast{},
 	}
 }
 
@@ -199,6 +202,9 @@ func checkState(t *testing.T, s state, path []string) {
 	}
 	if status == protocol.StatusBlocked && s.T.Blocked == nil || status == protocol.StatusCancelled && s.T.Blocked == nil {
 		t.Errorf("%s without saying why: %s", status, where)
+	}
+	if len(s.T.Conflicts)+len(s.T.Overlaps) > 0 && !forecastable(status) {
+		t.Errorf("a conflict forecast on a task that is neither live nor ready: %s", where)
 	}
 	if s.resumeAfterOp && s.op == opNone {
 		t.Errorf("a resume kept for an operation that is not running: %s", where)

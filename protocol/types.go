@@ -42,6 +42,13 @@ type Task struct {
 	Result          *TaskResult `json:"result,omitempty"`
 	Blocked         *Blocked    `json:"blocked,omitempty"`
 
+	// Conflicts and Overlaps are the conflict forecast while the task is
+	// live or ready: the files that would not merge (or merge but were
+	// changed on both sides) with its base or another task (familiar's
+	// addition, issue 25).
+	Conflicts []TaskConflict `json:"conflicts,omitempty"`
+	Overlaps  []TaskConflict `json:"overlaps,omitempty"`
+
 	Attempt           int    `json:"attempt"`
 	PreviousAttemptID string `json:"previousAttemptId,omitempty"`
 
@@ -73,6 +80,13 @@ func (t Task) MarshalJSON() ([]byte, error) {
 	p.FinishedAt, p.UpdatedAt = utc(p.FinishedAt), utc(p.UpdatedAt)
 	p.UndoableUntil = utc(p.UndoableUntil)
 	return json.Marshal(p)
+}
+
+// TaskConflict names files a task shares with its base ("base") or with
+// another task (its id).
+type TaskConflict struct {
+	With  string   `json:"with"`
+	Files []string `json:"files"`
 }
 
 // Worktree is the git worktree a task works in.

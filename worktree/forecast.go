@@ -235,3 +235,12 @@ func (c *commitCache) put(key string, v []string) {
 	}
 	c.m[key] = v
 }
+
+// ResolveCommit returns the commit rev names (a branch, a ref, a hash).
+// Cheap: the forecaster polls the base branch with it.
+func (r *Repo) ResolveCommit(ctx context.Context, rev string) (string, error) {
+	if rev == "" || strings.HasPrefix(rev, "-") || strings.ContainsAny(rev, "\x00\n") {
+		return "", fmt.Errorf("%w: revision %q", ErrInvalid, rev)
+	}
+	return r.commitOf(ctx, rev)
+}
