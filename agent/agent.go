@@ -55,8 +55,8 @@ type Session struct {
 	// takes what is reported meanwhile.
 	stopped    bool     // guarded by mu
 	beforeStop Activity // guarded by mu
-	// retry is the last API retry reported in this turn: the transcript
-	// and the screen both tell of the same retries.
+	// retry is the last API retry reported in this turn: the screen shows
+	// one over many redraws, and a failed turn counts claude's retries.
 	retry   APIRetry      // guarded by mu
 	changed chan struct{} // guarded by mu; closed and replaced on every state change
 }
@@ -227,7 +227,7 @@ func (s *Session) resolveElsewhere(match func(*pendingQuestion) bool, by string)
 }
 
 // apiRetry reports that claude retries a failed API call: the activity
-// says so ("API unreachable, retry 3 of 10") and an EventAPIRetry carries
+// says so ("model error 500, retrying (3 of 10): boom") and an EventAPIRetry carries
 // the details. A retry is progress: claude is not stuck, the API is.
 func (s *Session) apiRetry(r APIRetry) {
 	s.mu.Lock()

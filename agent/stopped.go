@@ -78,7 +78,11 @@ func (s *Session) stoppedChanged(stopped bool, pid int) {
 		a = s.beforeStop
 	}
 	s.mu.Unlock()
-	s.logger.Info("claude stopped by a signal", "pid", pid, "stopped", stopped)
+	if stopped {
+		s.logger.Info("claude is stopped by a signal", "pid", pid)
+	} else {
+		s.logger.Info("claude was continued", "pid", pid)
+	}
 	s.setActivity(a)
 	s.gate.setStopped(s.watchdog, stopped)
 	s.cmdMu.Lock()
