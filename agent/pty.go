@@ -35,6 +35,10 @@ type ptyDriver struct {
 	// was asked (and maybe answered) before the screen was read is no
 	// reason for a screen question.
 	hookAsks int // guarded by mu
+	// hookAnswers counts the hook questions answered: a dialog still on
+	// screen after its hook's answer is going away (slowly, under load, or
+	// after claude was continued from SIGSTOP), not a question of its own.
+	hookAnswers int // guarded by mu
 	// dialogOwners are the hook questions pending when the dialog on
 	// screen appeared: the ones it settles when it leaves.
 	dialogOwners []string  // guarded by mu
@@ -284,7 +288,7 @@ func (d *ptyDriver) screenFallback(c screen.Classification) {
 			return false
 		}
 		d.mu.Lock()
-		asks := d.hookAsks
+		asks, answers := d.hookAsks, d.hookAnswers
 		recent := !d.lastHookAsk.IsZero() && s.opts.Clock.Now().Sub(d.lastHookAsk) < s.opts.ConfirmWithin
 		d.mu.Unlock()
 		// Settled: a hook asked (a question answered at once is pending
@@ -294,7 +298,7 @@ func (d *ptyDriver) screenFallback(c screen.Classification) {
 		settled := func() bool {
 			cur := d.current()
 			d.mu.Lock()
-			asked := d.hookAsks != asks
+			asked := d.hookAsks != asks || d.hookAnswers != answers
 			d.mu.Unlock()
 			return asked || hooked() || !isDialog(cur.State) || !sameReading(cur, c)
 		}
@@ -597,6 +601,12 @@ func (d *ptyDriver) permissionRequest(ctx context.Context, p hookPayload) any {
 	if decision == nil {
 		return nil
 	}
+	d.mu.Lock()
+	d.hookAnswers++
+	d.mu.Unlock()
+	s.mu.Lock()
+	s.notifyLocked() // a screen fallback waiting on this dialog stands down
+	s.mu.Unlock()
 	if decision["behavior"] == "deny" {
 		// No PostToolUse follows a denied call: its command never runs.
 		s.commandEnded(p.ToolUseID)
