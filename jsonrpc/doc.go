@@ -28,6 +28,13 @@
 //
 // errors.go holds rpcError, the one function that turns errors into codes.
 //
+// serve.go holds the listener, and the forwarder's side of a connection:
+// ForwardConn relays bytes unchanged between an editor's stdio and the
+// familiar serving it, ReadFirstFrame and ForwardFirst hold the editor's
+// initialize until that familiar has begun to answer (so one that went away
+// first can be replaced), and NewRefusal answers every request with why a
+// forwarder can reach no familiar.
+//
 // Notifications go through a Hub with a bounded queue per client; a client
 // that does not keep up is disconnected (and logged) rather than allowed to
 // block others or grow memory, and catches up with task/events after it
