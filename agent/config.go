@@ -135,15 +135,52 @@ var sessionVars = map[string]bool{
 	"AI_AGENT":                     true,
 }
 
+// jobVars are the variables of Claude Code's own background jobs (`claude
+// --bg`, its daemon; since 2.1.139). A session that inherits CLAUDE_JOB_DIR or
+// CLAUDE_CODE_SESSION_KIND=bg is a background job to the CLI, whose isolation
+// guard then refuses edits outside .claude/worktrees/ ("This background
+// session hasn't isolated its changes yet"): familiar's worktrees are not
+// those. The list is what 2.1.332 itself removes from its children's
+// environment (CLAUDE-CLI.md §8), plus CLAUDE_JOB_DIR and every CLAUDE_BG_*
+// (jobVar).
+var jobVars = map[string]bool{
+	"CLAUDE_JOB_DIR":                                 true,
+	"CLAUDE_CODE_SESSION_KIND":                       true,
+	"CLAUDE_CODE_SESSION_NAME":                       true,
+	"CLAUDE_CODE_RESUME_INTERRUPTED_TURN":            true,
+	"CLAUDE_CODE_RESUME_INTERRUPTED_TURN_MAX_AGE_MS": true,
+	"CLAUDE_CODE_RESUME_PROMPT":                      true,
+	"CLAUDE_CODE_RESUME_SHOWS_CUT_OFF_CALLS":         true,
+	"CLAUDE_CODE_RESUME_REASON":                      true,
+	"CLAUDE_CODE_RESUME_SOURCE_ALIVE":                true,
+	"CLAUDE_CODE_SESSION_BEGAN_AS_COPY":              true,
+	"CLAUDE_CODE_DISABLE_DEFERRED_TOOL_RESUME":       true,
+	"CLAUDE_CODE_RELAUNCH_HOME_TRUST":                true,
+	"CLAUDE_CODE_RELAUNCH_SANDBOX_HOLD":              true,
+	"CLAUDE_CODE_RELAUNCH_BYPASS_SWITCH":             true,
+	"CLAUDE_CODE_RELAUNCH_RESUME_HINT_FLAGS":         true,
+	"CLAUDE_CODE_RESUME_HINT_COMMAND":                true,
+	"CLAUDE_CODE_RELAUNCH_SEAT_LAUNCH":               true,
+	"CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS":            true,
+	"CLAUDE_PTY_HOST_EXEC":                           true,
+}
+
+// jobVar says whether k belongs to a background job of Claude Code: the
+// CLI's own CLAUDE_BG_* (isolation mode, backend, credentials, permission
+// rules of the job, ...) are many and grow with each release.
+func jobVar(k string) bool {
+	return jobVars[k] || strings.HasPrefix(k, "CLAUDE_BG_")
+}
+
 // SessionEnv returns the environment for one claude session: the caller's
 // environment (credentials, proxy settings, CLAUDE_CODE_* knobs the user set)
-// without the variables of a parent Claude session, plus CLAUDE_CONFIG_DIR when
+// without the variables of a parent Claude session or background job, plus CLAUDE_CONFIG_DIR when
 // configDir is set, plus extra (which wins).
 func SessionEnv(base []string, configDir string, extra map[string]string) []string {
 	out := make([]string, 0, len(base)+len(extra)+1)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if sessionVars[k] {
+		if sessionVars[k] || jobVar(k) {
 			continue
 		}
 		if _, overridden := extra[k]; overridden {

@@ -114,11 +114,15 @@ func TestSessionEnvScrubsParentSession(t *testing.T) {
 	env := SessionEnv([]string{
 		"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_SESSION_ID=x", "CLAUDE_CODE_ENTRYPOINT=cli",
 		"CLAUDE_CODE_MAX_RETRIES=2", "ANTHROPIC_API_KEY=k", "HTTPS_PROXY=http://p", "CLAUDE_CONFIG_DIR=/home/u/.claude",
+		// A background job of Claude Code's own (claude --bg).
+		"CLAUDE_JOB_DIR=/home/u/.claude/jobs/j1", "CLAUDE_CODE_SESSION_KIND=bg", "CLAUDE_BG_ISOLATION=worktree",
+		"CLAUDE_BG_SESSION_PERMISSION_RULES=[]", "CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS=s1",
 	}, "/cfg", map[string]string{"TERM": "xterm-256color"})
 	got := strings.Join(env, " ")
 	// The user's own config dir is not the session's (its credential store
 	// may still be: CLAUDE_SECURESTORAGE_CONFIG_DIR, see auth.go).
-	for _, gone := range []string{"CLAUDECODE=", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CONFIG_DIR=/home/u/.claude"} {
+	for _, gone := range []string{"CLAUDECODE=", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CONFIG_DIR=/home/u/.claude",
+		"CLAUDE_JOB_DIR", "CLAUDE_CODE_SESSION_KIND", "CLAUDE_BG_", "CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS"} {
 		if strings.Contains(got, gone) {
 			t.Errorf("%s not scrubbed: %s", gone, got)
 		}

@@ -145,3 +145,74 @@ func TestDoctorSaysClaudeIsMissing(t *testing.T) {
 }
 
 func gitPath(t *testing.T) string { return testenv.Git(t) }
+
+// TestRunUnderClaudeBackgroundJob: familiar started from inside one of Claude
+// Code's own background jobs (claude --bg sets these variables) passes none
+// of them on, so the CLI's isolation guard does not take familiar's
+// worktrees for an unisolated background session and refuse the edits
+// ("This background session hasn't isolated its changes yet", issue 27).
+func TestRunUnderClaudeBackgroundJob(t *testing.T) {
+	claude := testenv.Claude(t)
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	repo := gitRepo(t)
+	jobDir := filepath.Join(t.TempDir(), "jobs", "j1")
+	if err := os.MkdirAll(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	envOut := filepath.Join(t.TempDir(), "env.txt")
+	tasks := filepath.Join(t.TempDir(), "tasks.yaml")
+	os.WriteFile(tasks, []byte(`settings:
+  permissionPolicy:
+    default: allow
+tasks:
+  - title: Edit files
+    description: |
+      edit them
+      @@TOOL Write {"file_path":"notes.txt","content":"one\n"}
+      @@TOOL Edit {"file_path":"notes.txt","old_string":"one","new_string":"two"}
+      @@TOOL Bash {"command":"env > `+envOut+`"}
+      @@TEXT Edited notes.txt.
+`), 0o644)
+	env := append(apiEnv(api), "FAMILIAR_CLAUDE="+claude,
+		"CLAUDE_JOB_DIR="+jobDir, "CLAUDE_CODE_SESSION_KIND=bg", "CLAUDE_BG_ISOLATION=worktree",
+		"CLAUDE_BG_SOURCE=cli", "CLAUDE_BG_BACKEND=daemon", "CLAUDE_CODE_SESSION_NAME=job",
+		"CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS=00000000-0000-0000-0000-000000000001")
+	cmd := familiarCmd(t, repo, env, "run", "--json", tasks)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if code := exitCode(err); code != batch.ExitOK {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
+	}
+	var rep batch.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	}
+	if len(rep.Tasks) != 1 || rep.Tasks[0].Summary != "Edited notes.txt." || len(rep.Tasks[0].ChangedFiles) != 1 {
+		t.Fatalf("report = %+v", rep)
+	}
+	// What the agent's commands see: none of the job's variables.
+	seen, err := os.ReadFile(envOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(seen), "\n") {
+		if k, _, _ := strings.Cut(line, "="); k == "CLAUDE_JOB_DIR" || k == "CLAUDE_CODE_SESSION_KIND" || strings.HasPrefix(k, "CLAUDE_BG_") {
+			t.Errorf("the agent inherited %s", line)
+		}
+	}
+	// A claude that took itself for the job writes the job's state there.
+	if ents, _ := os.ReadDir(jobDir); len(ents) > 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("claude wrote into the background job's folder: %v", names)
+	}
+	for _, r := range api.Requests() {
+		if strings.Contains(string(r.Raw), "isolated its changes") {
+			t.Fatalf("claude refused an edit as an unisolated background session:\n%s", r.Raw)
+		}
+	}
+}
