@@ -1,6 +1,10 @@
 package proctable
 
 import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"unsafe"
@@ -140,12 +144,15 @@ func kinfoRecord(pid, ppid, pgid int32, stat int8, sec int64, usec int32, comm s
 	return slices.Clone(unsafe.Slice((*byte)(unsafe.Pointer(&k)), unsafe.Sizeof(k)))
 }
 
-func TestParseKinfoProcs(t *testing.T) {
-	if unsafe.Sizeof(uintptr(0)) != 8 {
-		t.Skip("the mirror has darwin's layout only on a 64-bit platform")
-	}
-	// launchd, a login shell, claude under familiar (its own session), a
-	// Bash tool command that called setsid, a stopped one, a zombie.
+var update = flag.Bool("update", false, "rewrite testdata/kinfo_proc_all.bin from the mirror")
+
+// recordedTable is what sysctl kern.proc.all returns for launchd, a login
+// shell, claude under familiar (its own session), a Bash tool command that
+// called setsid and was orphaned to launchd, a stopped process and a zombie:
+// testdata/kinfo_proc_all.bin, made from the mirror (go test -run
+// TestParseKinfoProcs -update) and checked against it on every run.
+func recordedTable(t *testing.T) []byte {
+	t.Helper()
 	var table []byte
 	for _, r := range [][]byte{
 		kinfoRecord(1, 0, 1, 2, 1764140000, 125000, "launchd"),
@@ -157,6 +164,27 @@ func TestParseKinfoProcs(t *testing.T) {
 	} {
 		table = append(table, r...)
 	}
+	file := filepath.Join("testdata", "kinfo_proc_all.bin")
+	if *update {
+		if err := os.WriteFile(file, table, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recorded, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(recorded, table) {
+		t.Fatalf("%s differs from the records the mirror makes (rerun with -update if the mirror changed on purpose)", file)
+	}
+	return recorded
+}
+
+func TestParseKinfoProcs(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the mirror has darwin's layout only on a 64-bit platform")
+	}
+	table := recordedTable(t)
 	got, err := ParseKinfoProcs(table)
 	if err != nil {
 		t.Fatal(err)
