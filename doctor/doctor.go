@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
-	"github.com/familiar-dev/familiar/internal/dirs"
+	"github.com/familiar-dev/familiar/dirs"
 	"github.com/familiar-dev/familiar/mcp"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/store"

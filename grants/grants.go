@@ -28,7 +28,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/familiar-dev/familiar/internal/dirs"
+	"github.com/familiar-dev/familiar/dirs"
 	"github.com/familiar-dev/familiar/policy"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/clock"
-	"github.com/familiar-dev/familiar/internal/dirs"
+	"github.com/familiar-dev/familiar/dirs"
 	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"

@@ -16,7 +16,7 @@ import (
 	"text/template"
 	"text/template/parse"
 
-	"github.com/familiar-dev/familiar/internal/dirs"
+	"github.com/familiar-dev/familiar/dirs"
 )
 
 // Source says where a profile or skill comes from. A workspace one overrides

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/familiar-dev/familiar/internal/dirs"
+	"github.com/familiar-dev/familiar/dirs"
 )
 
 // DefaultBranchPrefix starts the names of the branches familiar makes.

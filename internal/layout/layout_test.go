@@ -23,6 +23,7 @@ var domain = []string{
 	"jsonrpc", "mask", "mcp", "orchestrator", "policy", "procs", "profiles", "protocol",
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
+	"procs/proctable", "dirs",
 }
 
 // except returns every domain package but the ones given.
@@ -45,17 +46,20 @@ var mustNot = map[string][]string{
 	"policy":       except("policy"),
 	"demomodel":    except("demomodel"),
 	"agent/screen": except("agent/screen", "clock"),
-	"store":        except("store", "clock", "procs/procfs"),
-	"procs":        except("procs", "clock", "procs/procfs"),
+	"store":        except("store", "clock", "procs/proctable"),
+	"procs":        except("procs", "clock", "procs/proctable"),
 	"procs/procfs": except("procs/procfs"),
-	"mailbox":      except("mailbox"),
+	// The process table: /proc through procfs on Linux, sysctl on macOS.
+	"procs/proctable": except("procs/proctable", "procs/procfs"),
+	"dirs":            except("dirs"),
+	"mailbox":         except("mailbox"),
 	// acp speaks ACP on one side and familiar's protocol on the other: a
 	// client of the daemon like an editor, nothing of the engine.
 	"acp":              except("acp", "protocol"),
 	"agent/closing":    except("agent/closing"),
 	"agent/transcript": except("agent/transcript"),
-	"daemon":           except("daemon", "clock", "protocol", "jsonrpc", "procs/procfs"),
-	"grants":           except("grants", "policy"),
+	"daemon":           except("daemon", "clock", "protocol", "jsonrpc", "procs/proctable"),
+	"grants":           except("grants", "policy", "dirs"),
 	"texts":            except("texts"),
 	"runfile":          except("runfile", "protocol"),
 	"jsonrpc":          {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "batch", "bench", "demo", "doctor", "cmd/familiar"},
