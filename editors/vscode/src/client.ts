@@ -9,8 +9,8 @@ import { PROTOCOL_VERSION } from './binary';
 import * as rpc from 'vscode-jsonrpc/node';
 import { Emitter } from 'vscode-jsonrpc';
 import type {
-  Event, InitializeResult, OutputPage, ServerMessage, SettingsUpdate, Task, TaskCompleted,
-  TaskOutput, TaskQuestion, TaskQuestionResolved, TaskUpdated,
+  Event, InitializeResult, TaskOutputResult, ServerMessageNotification, SettingsUpdate, Task, TaskCompletedNotification,
+  TaskOutputNotification, TaskQuestionNotification, TaskQuestionResolvedNotification, TaskUpdatedNotification,
 } from './protocol';
 import { newerOrSame } from './model';
 
@@ -57,11 +57,11 @@ export class FamiliarClient {
   private readonly _onState = new Emitter<ConnectionState>();
   private readonly _onTasks = new Emitter<void>();
   private readonly _onTask = new Emitter<Task>();
-  private readonly _onOutput = new Emitter<TaskOutput>();
-  private readonly _onQuestion = new Emitter<[TaskQuestion, Meta]>();
-  private readonly _onResolved = new Emitter<[TaskQuestionResolved, Meta]>();
-  private readonly _onCompleted = new Emitter<[TaskCompleted, Meta]>();
-  private readonly _onMessage = new Emitter<[ServerMessage, Meta]>();
+  private readonly _onOutput = new Emitter<TaskOutputNotification>();
+  private readonly _onQuestion = new Emitter<[TaskQuestionNotification, Meta]>();
+  private readonly _onResolved = new Emitter<[TaskQuestionResolvedNotification, Meta]>();
+  private readonly _onCompleted = new Emitter<[TaskCompletedNotification, Meta]>();
+  private readonly _onMessage = new Emitter<[ServerMessageNotification, Meta]>();
   private readonly _onSeq = new Emitter<number>();
   private readonly _onExit = new Emitter<{ code: number | null; signal: string | null; stderrTail: string }>();
   /** Connection state changes. */
@@ -303,8 +303,8 @@ export class FamiliarClient {
   }
 
   /** Pages through a task's output log from offset, up to maxBytes. */
-  async output(id: string, offset: number, limit = 65536): Promise<OutputPage> {
-    return this.request<OutputPage>('task/output', { id, offset, limit });
+  async output(id: string, offset: number, limit = 65536): Promise<TaskOutputResult> {
+    return this.request<TaskOutputResult>('task/output', { id, offset, limit });
   }
 
   /** Ends the session: shutdown + exit, then the process is waited for (killed after a grace). */

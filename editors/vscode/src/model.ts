@@ -1,9 +1,9 @@
 // Pure helpers the view, status bar and prompts share: grouping, labels,
 // times. No VS Code dependency, so the fast tests cover them.
 
-import type { Question, Status, Task, TaskCompleted } from './protocol';
+import type { Question, Status, Task, TaskCompletedNotification } from './protocol';
 
-export type GroupId = 'waiting' | 'running' | 'queued' | 'ready' | 'blocked' | 'done';
+export type GroupId = 'waiting' | 'running' | 'queued' | 'ready' | 'blocked' | 'done' | 'cancelled';
 
 export const groups: { id: GroupId; label: string; statuses: Status[] }[] = [
   { id: 'waiting', label: 'Waiting on you', statuses: ['waiting'] },
@@ -11,7 +11,9 @@ export const groups: { id: GroupId; label: string; statuses: Status[] }[] = [
   { id: 'queued', label: 'Queued', statuses: ['queued'] },
   { id: 'ready', label: 'Ready to merge', statuses: ['merging'] },
   { id: 'blocked', label: 'Blocked', statuses: ['blocked'] },
-  { id: 'done', label: 'Done', statuses: ['merged', 'cancelled'] },
+  { id: 'done', label: 'Done', statuses: ['merged'] },
+  // A cancelled task did not get done: it is not among the done ones.
+  { id: 'cancelled', label: 'Cancelled', statuses: ['cancelled'] },
 ];
 
 export function groupOf(s: Status): GroupId {
@@ -36,13 +38,15 @@ export function tasksIn(group: GroupId, tasks: Iterable<Task>): Task[] {
   return out;
 }
 
-export interface Counts { running: number; waiting: number; queued: number; ready: number; blocked: number }
+/** How many tasks are where; running counts the ones at work (a paused task is not). */
+export interface Counts { running: number; waiting: number; queued: number; ready: number; blocked: number; paused?: number }
 
 export function counts(tasks: Iterable<Task>): Counts {
   const c: Counts = { running: 0, waiting: 0, queued: 0, ready: 0, blocked: 0 };
   for (const t of tasks) {
     const g = groupOfTask(t);
-    if (g === 'running') c.running++;
+    if (t.status === 'paused') c.paused = (c.paused ?? 0) + 1;
+    else if (g === 'running') c.running++;
     else if (g === 'waiting') c.waiting++;
     else if (g === 'queued') c.queued++;
     else if (g === 'ready') c.ready++;
@@ -62,7 +66,34 @@ const activityLabel: Record<string, string> = {
   running_command: 'running a command',
   idle: 'idle',
   unknown: '',
+  stopped: 'stopped (claude was suspended)',
 };
+
+/** A status in words: "merging" is familiar's name for a task ready to merge. */
+export function statusText(s: Status): string {
+  return ({ merging: 'ready to merge', running: 'running', starting: 'starting', queued: 'queued', waiting: 'waiting on you', paused: 'paused', merged: 'merged', blocked: 'blocked', cancelled: 'cancelled' } as Record<string, string>)[s] ?? s;
+}
+
+/** A task's title as the tree and tabs show it: a retry says which attempt it is. */
+export function taskLabel(t: Pick<Task, 'title' | 'attempt'>): string {
+  return t.attempt > 1 ? `${t.title} (attempt ${t.attempt})` : t.title;
+}
+
+/**
+ * A cost a person can read: cents, and under a cent not "$0.00" (a short
+ * task costs a fraction of one) but the tenths of a cent.
+ */
+export function money(usd: number): string {
+  if (usd <= 0) return '$0';
+  if (usd < 0.001) return '<$0.001';
+  if (usd < 0.01) return `$${usd.toFixed(3)}`;
+  return `$${usd.toFixed(2)}`;
+}
+
+/** What a task cost so far: its result's, or while it runs its usage's. */
+export function taskCost(t: Task): number | undefined {
+  return t.result?.costUsd ?? (t.usage?.costUsd ? t.usage.costUsd : undefined);
+}
 
 /** What a running task is doing, in words; "" while that is not known. */
 export function activityText(a: string): string {
@@ -78,7 +109,9 @@ export function describe(t: Task, now: number, coarse = false): string {
   const parts: string[] = [];
   switch (t.status) {
     case 'running':
-      parts.push(activityLabel[t.activity] || 'running');
+      // activityDetail says it in words ("model error 500, retrying (3 of
+      // 10)", the command it runs); the bare activity would say "thinking".
+      parts.push(t.activityDetail ? truncate(t.activityDetail, 60) : activityLabel[t.activity] || 'running');
       break;
     case 'starting':
       parts.push('starting');
@@ -87,14 +120,14 @@ export function describe(t: Task, now: number, coarse = false): string {
       parts.push('paused');
       break;
     case 'waiting':
-      parts.push(questionSummary(t.pendingQuestion));
+      parts.push(questionSummary(t.pendingQuestion, t.worktree?.path));
       break;
     case 'queued':
-      if (t.queuePosition !== undefined) parts.push(`#${t.queuePosition + 1} in queue`);
+      if (t.queuePosition !== undefined) parts.push(`#${t.queuePosition} in queue`); // the server counts from 1 (PROTOCOL.md)
       if (t.estimatedStartSec !== undefined) parts.push(`starts in ~${duration(t.estimatedStartSec)}`);
       break;
     case 'blocked':
-      parts.push(t.blocked ? blockedLabel(t.blocked.reason) : 'blocked');
+      parts.push(t.blocked ? reasonText({ reason: t.blocked.reason, httpStatus: t.blocked.status, resetsAt: t.blocked.resetsAt }) : 'blocked');
       break;
     case 'merging':
       parts.push(t.result?.noChanges ? 'done, no changes' : `${plural(t.result?.changedFiles.length ?? 0, 'file')} changed`);
@@ -103,11 +136,12 @@ export function describe(t: Task, now: number, coarse = false): string {
       parts.push(t.result?.noChanges ? 'done, no changes' : 'merged');
       break;
     default:
-      parts.push(t.status);
+      parts.push(statusText(t.status));
   }
   const el = elapsedSec(t, now);
   if (el !== undefined && t.status !== 'queued') parts.push(coarse && el >= 60 && el < 3600 ? `${Math.floor(el / 60)}m` : duration(el));
-  if (t.result?.costUsd !== undefined) parts.push(`$${t.result.costUsd.toFixed(2)}`);
+  const cost = taskCost(t);
+  if (cost !== undefined) parts.push(money(cost));
   if (t.status === 'waiting' && t.pendingQuestion?.expiresAt) {
     const left = secondsLeft(t.pendingQuestion.expiresAt, now);
     if (left !== undefined) parts.push(`${clock(left)} left`);
@@ -146,7 +180,7 @@ export interface TaskEnd {
 }
 
 /** The end a task/completed notification announces, filled in from the task where an older familiar left fields out. */
-export function endOf(c: TaskCompleted, t?: Task): TaskEnd {
+export function endOf(c: TaskCompletedNotification, t?: Task): TaskEnd {
   const status = c.status ?? t?.status ?? (c.result?.success ? 'merging' : 'blocked');
   const success = c.result?.success ?? (status === 'merging' || status === 'merged');
   const b = status === 'blocked' ? t?.blocked : undefined;
@@ -183,7 +217,7 @@ export class EndAnnouncer {
   private readonly ended = new Map<string, string>();
 
   /** A task/completed: the end to announce, or undefined when it was announced already. */
-  completed(c: TaskCompleted, t?: Task): TaskEnd | undefined {
+  completed(c: TaskCompletedNotification, t?: Task): TaskEnd | undefined {
     const end = endOf(c, t);
     return this.once(end) ? end : undefined;
   }
@@ -272,11 +306,12 @@ export function endActions(e: Pick<TaskEnd, 'status' | 'reason'>): EndAction[] {
 /** The notification of one end of the task titled title. */
 export function endNotice(title: string, e: TaskEnd, r?: { changedFiles?: number; costUsd?: number; summary?: string }): EndNotice {
   const name = `Familiar · "${title}"`;
-  const summary = r?.summary ? ' ' + truncate(r.summary, 300) : '';
+  // A summary that only says "done" adds nothing to "is done".
+  const summary = r?.summary && !/^\s*done[.!]?\s*$/i.test(r.summary) ? ' ' + truncate(r.summary, 300) : '';
   if (e.success && e.noChanges) return { level: 'info', text: `${name} is done, no changes.${summary}`, actions: ['Continue…'] };
   if (e.success && e.status === 'merged') return { level: 'info', text: `${name} is merged (${plural(r?.changedFiles ?? 0, 'file')} changed).${summary}`, actions: ['Show Changes'] };
   if (e.success) {
-    const cost = r?.costUsd !== undefined ? `, $${r.costUsd.toFixed(2)}` : '';
+    const cost = r?.costUsd !== undefined ? `, ${money(r.costUsd)}` : '';
     return { level: 'info', text: `${name} is ready to merge (${plural(r?.changedFiles ?? 0, 'file')} changed${cost}).${summary}`, actions: ['Show Changes', 'Merge…'] };
   }
   const detail = e.detail ? ` — ${sentence(truncate(e.detail, 240))}` : '';
@@ -293,18 +328,23 @@ function localClock(iso: string): string {
   return isNaN(d.getTime()) ? iso : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 }
 
-export function questionSummary(q?: Question): string {
+export function questionSummary(q?: Question, worktree?: string): string {
   if (!q) return 'waiting on you';
-  if (q.kind === 'permission') return `asks to use ${q.tool ?? 'a tool'}${permissionDetail(q) ? ': ' + truncate(permissionDetail(q), 40) : ''}`;
+  if (q.kind === 'permission') return `asks to use ${q.tool ?? 'a tool'}${permissionDetail(q, worktree) ? ': ' + truncate(permissionDetail(q, worktree), 40) : ''}`;
   return `asks: ${truncate(q.text, 50)}`;
 }
 
-/** What a permission request wants to do, e.g. the Bash command or the file path. */
-export function permissionDetail(q: Question): string {
+/**
+ * What a permission request wants to do, e.g. the Bash command or the file
+ * path, relative to the task's worktree when inside it (the absolute path
+ * is long enough to push the choices out of a notification).
+ */
+export function permissionDetail(q: Question, worktree?: string): string {
   const input = q.input ?? {};
   if (typeof input.command === 'string') return input.command;
-  if (typeof input.file_path === 'string') return input.file_path;
-  if (typeof input.path === 'string') return input.path;
+  if (typeof input.file_path === 'string') return relPath(input.file_path, worktree);
+  if (typeof input.notebook_path === 'string') return relPath(input.notebook_path, worktree);
+  if (typeof input.path === 'string') return relPath(input.path, worktree);
   if (typeof input.url === 'string') return input.url;
   if (typeof input.pattern === 'string') return input.pattern;
   return '';
@@ -393,9 +433,44 @@ function split(t: string): [number, string] {
   return [Date.parse(m[1] + (m[3] || 'Z')) || 0, (m[2] ?? '').padEnd(9, '0')];
 }
 
-/** Whether task/undo may still apply: merged within the undo window (familiar has the last word). */
+/**
+ * Whether task/undo may still apply: merged, before undoableUntil (an older
+ * familiar without it: within the default window of updatedAt). familiar has
+ * the last word.
+ */
 export function undoable(t: Task, now: number, undoWindowSec = 300): boolean {
   if (t.status !== 'merged') return false;
+  if (t.undoableUntil) return now < Date.parse(t.undoableUntil);
   const at = Date.parse(t.updatedAt);
   return !isNaN(at) && now - at < undoWindowSec * 1000;
+}
+
+/** p relative to dir when inside it ("notes.md" for <worktree>/notes.md), else p. */
+export function relPath(p: string, dir?: string): string {
+  if (!dir) return p;
+  const d = dir.replace(/\/+$/, '') + '/';
+  return p.startsWith(d) ? p.slice(d.length) || '.' : p;
+}
+
+/** Text known to be the start only: says so, with the whole size. */
+export function clippedNote(shown: string, originalSize?: number): string {
+  return `${shown}\n[clipped: ${originalSize ? `${originalSize} bytes` : 'more'} in all]`;
+}
+
+/**
+ * Whether terminal input is a person's typing rather than the terminal's own
+ * answer to a query in the replayed log (CSI … R, CSI ? … c, focus in/out).
+ */
+export function typed(data: string): boolean {
+  return !/^(\x1b\[[0-9;?>]*[Rcn]|\x1b\[[IO]|\x1b\][^\x07]*(\x07|\x1b\\))+$/.test(data);
+}
+
+/**
+ * The log without claude's exit hint "claude --resume <id>": familiar owns the
+ * session (Continue… resumes it), and the hint invites running a second
+ * claude on it by hand.
+ */
+export function withoutResumeHint(d: string): string {
+  if (!d.includes('--resume')) return d;
+  return d.replace(/[^\r\n]*claude --resume [0-9a-f-]{8,}[^\r\n]*(\r?\n)?/g, '');
 }

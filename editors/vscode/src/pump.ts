@@ -10,7 +10,7 @@
 // costs the extension host, code-server and the renderer (xterm.js) on the
 // same cores that must answer a click in the tree.
 
-import type { OutputPage } from './protocol';
+import type { TaskOutputResult } from './protocol';
 
 export interface PumpOptions {
   /** Minimum time between two writes to the terminal. */
@@ -46,7 +46,7 @@ export class OutputPump {
   private readonly o: Required<Omit<PumpOptions, 'onError'>> & Pick<PumpOptions, 'onError'>;
 
   constructor(
-    private readonly fetch: (offset: number, limit: number) => Promise<OutputPage>,
+    private readonly fetch: (offset: number, limit: number) => Promise<TaskOutputResult>,
     private readonly write: (data: string) => void,
     opts: PumpOptions = {},
   ) {
@@ -104,7 +104,7 @@ export class OutputPump {
           if (this.disposed) return;
         }
         this.wanted = false;
-        let page: OutputPage;
+        let page: TaskOutputResult;
         try {
           page = await this.fetch(this.offset, this.o.pageBytes);
         } catch (err: any) {

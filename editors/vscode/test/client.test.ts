@@ -10,7 +10,7 @@ import { FamiliarClient } from '../src/client';
 import { EndAnnouncer, endNotice, TaskEnd } from '../src/model';
 import { OutputPump } from '../src/pump';
 import { applyPatch, filePatch } from '../src/patch';
-import type { DiffResult, Task, TaskCompleted, TaskQuestion } from '../src/protocol';
+import type { TaskDiffResult, Task, TaskCompletedNotification, TaskQuestionNotification } from '../src/protocol';
 import { binaries, FakeModel, sandbox, Sandbox, skipWithoutClaude, waitFor } from './env';
 
 let bins: { familiar: string; fakemodel: string };
@@ -49,8 +49,8 @@ test('a task from create through permission, diff, merge and undo', { skip: skip
     assert.equal(init.claude.available, true);
     assert.equal(c.state, 'connected');
 
-    const questions: TaskQuestion[] = [];
-    const completed: TaskCompleted[] = [];
+    const questions: TaskQuestionNotification[] = [];
+    const completed: TaskCompletedNotification[] = [];
     c.onQuestion(([q]) => questions.push(q));
     c.onCompleted(([d]) => completed.push(d));
 
@@ -67,7 +67,7 @@ test('a task from create through permission, diff, merge and undo', { skip: skip
     assert.deepEqual(done.result!.changedFiles.map((f) => f.path), ['hello.txt']);
 
     // The diff view's "head" side is rebuilt from task/diff's patch.
-    const diff = await c.request<DiffResult>('task/diff', { id: t.id });
+    const diff = await c.request<TaskDiffResult>('task/diff', { id: t.id });
     assert.equal(diff.files[0].status, 'added');
     const head = applyPatch('', filePatch(diff.patch, 'hello.txt'));
     assert.equal(head, 'hello from the agent\n');
@@ -152,7 +152,7 @@ test('the pump skips ahead when flooded and never writes more often than asked',
   const fetch = async (offset: number, limit: number) => {
     log += 'x'.repeat(512 * 1024); // 512 KiB per request round
     const data = log.slice(offset, offset + limit);
-    return { data, offset, nextOffset: offset + data.length, size: log.length, truncated: offset + data.length < log.length };
+    return { data, offset, nextOffset: offset + data.length, size: log.length, truncated: offset + data.length < log.length, ended: false };
   };
   const times: number[] = [];
   let bytes = 0;
@@ -227,7 +227,7 @@ test('reconnects after familiar dies and replays missed events after a reload', 
     // A new window (as after a reload) that last saw seqAtCreate replays the
     // completion it missed, once.
     b = client(sb, seqAtCreate);
-    const completed: [TaskCompleted, { replayed: boolean }][] = [];
+    const completed: [TaskCompletedNotification, { replayed: boolean }][] = [];
     b.onCompleted((x) => completed.push(x));
     await b.start();
     const mine = completed.filter(([x]) => x.id === t.id);
@@ -252,7 +252,7 @@ test('a task blocked by the API is announced once, as a warning with the actions
     // with task/completed too; either way one warning.
     const ends = new EndAnnouncer();
     const announced: TaskEnd[] = [];
-    const completed: TaskCompleted[] = [];
+    const completed: TaskCompletedNotification[] = [];
     c.onTask((t) => { const e = ends.updated(t); if (e) announced.push(e); });
     c.onCompleted(([d]) => { completed.push(d); const e = ends.completed(d, c.tasks.get(d.id)); if (e) announced.push(e); });
 
@@ -264,13 +264,13 @@ test('a task blocked by the API is announced once, as a warning with the actions
     assert.equal(end.reason, 'auth');
     const n = endNotice('Refused', end);
     assert.equal(n.level, 'warning');
-    assert.match(n.text, /^Familiar · "Refused" is blocked: the API refused its credentials — Invalid API key.*claude login/);
+    assert.match(n.text, /^Familiar · "Refused" is blocked: the API refused its credentials — Invalid API key.*claude auth login/);
     assert.deepEqual(n.actions, ['Run Doctor', 'Retry', 'Open Terminal']);
 
     // A newer familiar's task/completed of the same end (sent here by hand
     // when this one has none): no second warning.
     if (!completed.some((d) => d.id === t.id)) {
-      const fake: TaskCompleted = { seq: c.lastSeq + 1, id: t.id, result: { success: false, summary: '', changedFiles: [], commits: [] }, status: 'blocked', reason: 'auth', detail: end.detail };
+      const fake: TaskCompletedNotification = { seq: c.lastSeq + 1, id: t.id, result: { success: false, summary: '', changedFiles: [], commits: [] }, status: 'blocked', reason: 'auth', detail: end.detail ?? '' };
       assert.equal(ends.completed(fake, c.tasks.get(t.id)), undefined);
     }
     // Retry: a new attempt (a new task) that ends the same way is announced again.

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { activityText, compareTime, counts, describe, duration, EndAnnouncer, endNotice, groupOf, stillEnded, isMultiSelect, noLinks, roughly, tasksIn } from '../src/model';
-import type { Task, TaskCompleted } from '../src/protocol';
+import { activityText, compareTime, counts, describe, duration, EndAnnouncer, endNotice, groupOf, stillEnded, isMultiSelect, noLinks, roughly, tasksIn, statusText, taskLabel, money, relPath, permissionDetail, typed, withoutResumeHint } from '../src/model';
+import type { Question, Task, TaskCompletedNotification } from '../src/protocol';
 
 const base: Task = {
   id: 't1', title: 'x', description: '', acceptanceCriteria: [], type: 'implement', profile: 'default', mode: 'executor',
@@ -15,8 +15,8 @@ test('groups by state', () => {
   assert.equal(groupOf('merging'), 'ready');
   assert.equal(groupOf('merged'), 'done');
   const tasks = [
-    { ...base, id: 'a', status: 'queued', queuePosition: 1 },
-    { ...base, id: 'b', status: 'queued', queuePosition: 0 },
+    { ...base, id: 'a', status: 'queued', queuePosition: 2 },
+    { ...base, id: 'b', status: 'queued', queuePosition: 1 },
     { ...base, id: 'c', status: 'waiting' },
   ] as Task[];
   assert.deepEqual(tasksIn('queued', tasks).map((t) => t.id), ['b', 'a']);
@@ -26,7 +26,7 @@ test('groups by state', () => {
 test('describes activity, elapsed, queue position, ETA, cost and countdown', () => {
   const now = Date.parse('2026-01-01T00:01:15Z');
   assert.equal(describe({ ...base, activity: 'running_command', startedAt: '2026-01-01T00:00:00Z' }, now), 'running a command · 1m 15s');
-  assert.equal(describe({ ...base, status: 'queued', queuePosition: 0, estimatedStartSec: 90 }, now), '#1 in queue · starts in ~1m 30s');
+  assert.equal(describe({ ...base, status: 'queued', queuePosition: 1, estimatedStartSec: 90 }, now), '#1 in queue · starts in ~1m 30s');
   assert.equal(describe({
     ...base, status: 'merging', startedAt: '2026-01-01T00:00:00Z', finishedAt: '2026-01-01T00:00:30Z',
     result: { success: true, summary: '', changedFiles: [{ path: 'a', status: 'added' }], commits: [], costUsd: 0.123 },
@@ -82,12 +82,12 @@ test('text from agents never becomes a link in a notification', () => {
   assert.equal(noLinks('no links here (none)'), 'no links here (none)');
 });
 
-const fail = (id: string, over: Partial<TaskCompleted> = {}): TaskCompleted => ({
+const fail = (id: string, over: Partial<TaskCompletedNotification> = {}): TaskCompletedNotification => ({
   seq: 10, id, result: { success: false, summary: '', changedFiles: [], commits: [] }, status: 'blocked', ...over,
-});
+}) as TaskCompletedNotification;
 
 test('a failed end is a warning naming the task, the reason in words and the actions that fit it', () => {
-  const cases: [Partial<TaskCompleted>, RegExp, string[]][] = [
+  const cases: [Partial<TaskCompletedNotification>, RegExp, string[]][] = [
     [{ reason: 'auth', detail: 'Invalid API key; run `claude login`, or set ANTHROPIC_API_KEY' },
       /^Familiar · "Fix it" is blocked: the API refused its credentials — Invalid API key; run `claude login`, or set ANTHROPIC_API_KEY\.$/, ['Run Doctor', 'Retry', 'Open Terminal']],
     [{ reason: 'start_failed', detail: 'claude was not found' }, /is blocked: the agent could not start — claude was not found\.$/, ['Run Doctor', 'Retry']],
@@ -114,8 +114,8 @@ test('a failed end is a warning naming the task, the reason in words and the act
 });
 
 test('success: ready to merge, or done with no changes and no Merge', () => {
-  const ok = (over: Partial<TaskCompleted['result']>, status: Task['status'] = 'merging'): TaskCompleted =>
-    ({ seq: 3, id: 't', status, result: { success: true, summary: 'Did it.', changedFiles: [{ path: 'a', status: 'added' }], commits: [], ...over } });
+  const ok = (over: Partial<TaskCompletedNotification['result']>, status: Task['status'] = 'merging'): TaskCompletedNotification =>
+    ({ seq: 3, id: 't', status, result: { success: true, summary: 'Did it.', changedFiles: [{ path: 'a', status: 'added' }], commits: [], ...over } }) as TaskCompletedNotification;
   const ready = endNotice('T', new EndAnnouncer().completed(ok({}))!, { changedFiles: 1, summary: 'Did it.' });
   assert.deepEqual(ready, { level: 'info', text: 'Familiar · "T" is ready to merge (1 file changed). Did it.', actions: ['Show Changes', 'Merge…'] });
   for (const status of ['merging', 'merged'] as const) {
@@ -160,4 +160,46 @@ test('an end is announced once, whichever of task/updated and task/completed com
   assert.equal(stillEnded({ ...blocked, status: 'merging' }, end), false, 'continued and finished since');
   // Counted in the status bar.
   assert.equal(counts([blocked, { ...base, id: 't2', status: 'blocked' }]).blocked, 2);
+});
+
+test('words, not codes: status, attempt, cost, activity detail, blocked reason, paths', () => {
+  const now = Date.parse('2026-01-01T00:01:15Z');
+  assert.equal(statusText('merging'), 'ready to merge');
+  assert.equal(taskLabel({ title: 'Fix it', attempt: 1 }), 'Fix it');
+  assert.equal(taskLabel({ title: 'Fix it', attempt: 3 }), 'Fix it (attempt 3)');
+  assert.equal(money(0.004), '$0.004');
+  assert.equal(money(0.0004), '<$0.001');
+  assert.equal(money(0.126), '$0.13');
+  assert.equal(describe({ ...base, activity: 'thinking', activityDetail: 'model error 500, retrying (3 of 10)', startedAt: '2026-01-01T00:00:00Z' }, now),
+    'model error 500, retrying (3 of 10) · 1m 15s');
+  assert.equal(describe({ ...base, status: 'blocked', blocked: { reason: 'auth', detail: 'Run claude auth login.' } }, now), 'the API refused its credentials');
+  assert.equal(describe({ ...base, status: 'running', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.003 } }, now), 'thinking · $0.003');
+  assert.equal(relPath('/w/t1/notes.md', '/w/t1'), 'notes.md');
+  assert.equal(relPath('/elsewhere/notes.md', '/w/t1'), '/elsewhere/notes.md');
+  const q = { id: 'q', kind: 'permission', text: '', tool: 'Write', input: { file_path: '/w/t1/docs/a.md' }, options: [], allowText: false } as Question;
+  assert.equal(permissionDetail(q, '/w/t1'), 'docs/a.md');
+});
+
+test('a paused task is not counted running; a cancelled one is not done', () => {
+  const tasks = [{ ...base, id: 'a', status: 'paused' }, { ...base, id: 'b', status: 'running' }, { ...base, id: 'c', status: 'cancelled' }] as Task[];
+  assert.equal(counts(tasks).running, 1);
+  assert.equal(counts(tasks).paused, 1);
+  assert.equal(groupOf('cancelled'), 'cancelled');
+  assert.deepEqual(tasksIn('done', tasks), []);
+});
+
+test('a finished task\'s terminal: no resume hint, and the terminal\'s own answers are not typing', () => {
+  assert.equal(withoutResumeHint('bye\r\nResume this session with:\r\nclaude --resume 0f6c2a7e-1234-4abc-9def-0123456789ab\r\n$ '), 'bye\r\nResume this session with:\r\n$ ');
+  assert.equal(withoutResumeHint('plain'), 'plain');
+  assert.equal(typed('\x1b[12;1R'), false);
+  assert.equal(typed('\x1b[?1;2c'), false);
+  assert.equal(typed('\x1b[I'), false);
+  assert.equal(typed('y'), true);
+  assert.equal(typed('\r'), true);
+});
+
+test('a no-changes end whose summary only says done does not repeat it', () => {
+  const e = { id: 't', status: 'merging', success: true, noChanges: true } as const;
+  assert.equal(endNotice('T', e, { summary: 'Done.' }).text, 'Familiar · "T" is done, no changes.');
+  assert.equal(endNotice('T', e, { summary: 'Nothing needed changing.' }).text, 'Familiar · "T" is done, no changes. Nothing needed changing.');
 });

@@ -1,0 +1,95 @@
+// The terminals of tasks: each a pseudoterminal fed by paging the task's output log.
+
+import * as vscode from 'vscode';
+import type { Familiar } from './extension';
+import { OutputPump } from './pump';
+import { Code } from './protocol';
+import { statusText, taskLabel, typed, withoutResumeHint } from './model';
+import type { Status } from './protocol';
+
+export class Terminals implements vscode.Disposable {
+  private readonly terminals = new Map<string, { term: vscode.Terminal; pump: OutputPump }>();
+  private readonly sub: vscode.Disposable;
+
+  constructor(private readonly f: Familiar) {
+    this.sub = vscode.window.onDidCloseTerminal((t) => {
+      for (const [id, v] of this.terminals) if (v.term === t) { v.pump.dispose(); this.terminals.delete(id); }
+    });
+  }
+
+  dispose() {
+    this.sub.dispose();
+    for (const t of this.terminals.values()) t.pump.dispose();
+  }
+
+  /** Output may have been missed (a reconnect): every terminal pages on. */
+  wakeAll() {
+    for (const v of this.terminals.values()) v.pump.wake();
+  }
+
+  wake(id: string) {
+    this.terminals.get(id)?.pump.wake();
+  }
+
+
+  openTerminal(id: string) {
+    const existing = this.terminals.get(id);
+    if (existing) {
+      existing.term.show();
+      return;
+    }
+    const client = this.f.connected();
+    const t = this.f.task(id);
+    const write = new vscode.EventEmitter<string>();
+    const close = new vscode.EventEmitter<number | void>();
+    const pump = new OutputPump((offset, limit) => client.output(id, offset, limit), (d) => write.fire(withoutResumeHint(d)), {
+      onError: (err) => this.f.log.warn(`terminal of ${id}: ${err.message}`),
+    });
+    let said = false;
+    const pty: vscode.Pseudoterminal = {
+      onDidWrite: write.event,
+      onDidClose: close.event,
+      open: (dims) => {
+        if (dims) void this.resize(id, dims);
+        pump.wake();
+      },
+      close: () => pump.dispose(),
+      handleInput: (data) => {
+        // The terminal answers the escape sequences a task's log replays
+        // (cursor position, device attributes, focus): those are not typing,
+        // and sent to a finished task each drew "[familiar: cannot type …]".
+        if (!typed(data)) return;
+        const cur = this.f.task(id);
+        if (cur && !live(cur.status)) {
+          if (!said) write.fire(`\r\n\x1b[2m[familiar: the task is ${statusText(cur.status)}; nothing reads what is typed here]\x1b[0m\r\n`);
+          said = true;
+          return;
+        }
+        said = false;
+        client.request('task/input', { id, data }).catch((err) => {
+          // Typing into a task that ended meanwhile: say so once.
+          if (err?.code === Code.FailedPrecondition && !said) write.fire(`\r\n\x1b[2m[familiar: ${err.message}]\x1b[0m\r\n`);
+          said = true;
+        });
+      },
+      setDimensions: (dims) => void this.resize(id, dims),
+    };
+    // Named by the task: several "Familiar: …" terminals cannot be told apart in the list.
+    const term = vscode.window.createTerminal({ name: t ? taskLabel(t) : id, pty, iconPath: new vscode.ThemeIcon('hubot') });
+    this.terminals.set(id, { term, pump });
+    term.show();
+  }
+
+  async resize(id: string, d: vscode.TerminalDimensions) {
+    try {
+      await this.f.client?.request('task/resize', { id, cols: d.columns, rows: d.rows });
+    } catch (err: any) {
+      this.f.log.debug(`resize ${id}: ${err.message}`);
+    }
+  }
+}
+
+function live(s: Status): boolean {
+  return s === 'running' || s === 'waiting' || s === 'starting' || s === 'paused';
+}
+

@@ -1,0 +1,167 @@
+// The Tasks view: tasks grouped by where they are, redrawn in coalesced bursts.
+
+import * as vscode from 'vscode';
+import type { Familiar } from './extension';
+import { describe, GroupId, groups, groupOfTask, statusText, taskLabel, tasksIn, truncate, undoable } from './model';
+import type { Task } from './protocol';
+import { escapeMd } from './ui';
+
+export type Node = { kind: 'group'; id: GroupId } | { kind: 'task'; id: string };
+
+export class TaskTree implements vscode.TreeDataProvider<Node> {
+  private readonly changed = new vscode.EventEmitter<Node | Node[] | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private pending?: NodeJS.Timeout;
+  private last = 0;
+  private full = false;
+  private readonly dirty = new Set<string>();
+  /** Stable element objects: VS Code refreshes single elements by identity. */
+  private readonly nodes = new Map<string, Node>();
+  /** Where each task was last drawn (group and queue slot): moving it needs a full redraw. */
+  private readonly drawn = new Map<string, string>();
+  /** What each task's row showed when last drawn: a tick that changes none redraws nothing. */
+  private readonly shown = new Map<string, string>();
+
+  constructor(private readonly f: Familiar) {}
+
+  /** Redraws everything (soon, coalesced). */
+  refresh() {
+    this.full = true;
+    this.schedule();
+  }
+
+  /** Notes a changed task (the next redraw, coalesced, shows it). */
+  taskChanged(id: string) {
+    const t = this.f.task(id);
+    if (!t || this.drawn.get(id) !== place(t)) this.full = true;
+    else this.dirty.add(id);
+    this.schedule();
+  }
+
+  /** Redraws the rows whose elapsed time or countdown moves. */
+  tick() {
+    for (const id of this.drawn.keys()) {
+      const t = this.f.task(id);
+      if (t && ['running', 'starting', 'waiting', 'queued'].includes(t.status)) this.dirty.add(id);
+    }
+    if (this.dirty.size) this.schedule();
+  }
+
+  /**
+   * Coalesces bursts (30 agents change activity several times a second) into
+   * at most four redraws a second.
+   */
+  private schedule() {
+    if (this.pending) return;
+    const wait = Math.max(30, this.last + 250 - Date.now());
+    this.pending = setTimeout(() => {
+      this.pending = undefined;
+      const now = Date.now();
+      // Only when a row would look different: a redraw costs the renderer,
+      // and 30 running tasks are dirty every second for their elapsed time.
+      const visible = this.full || [...this.dirty].some((id) => {
+        const t = this.f.task(id);
+        return !t || this.shown.get(id) !== rowKey(t, now);
+      });
+      this.full = false;
+      this.dirty.clear();
+      if (!visible) return;
+      this.last = now;
+      // Always the whole tree: refreshing single rows every second (elapsed
+      // times) made VS Code drop clicks on those rows in the UI test.
+      this.changed.fire(undefined);
+    }, wait);
+  }
+
+  private node(kind: 'group' | 'task', id: string): Node {
+    const key = `${kind}:${id}`;
+    let n = this.nodes.get(key);
+    if (!n) {
+      n = kind === 'group' ? { kind, id: id as GroupId } : { kind, id };
+      this.nodes.set(key, n);
+    }
+    return n;
+  }
+
+  getChildren(n?: Node): Node[] {
+    const tasks = this.f.client?.tasks.values() ?? [];
+    if (!n) {
+      const all = [...tasks];
+      for (const id of [...this.drawn.keys()]) if (!this.f.task(id)) { this.drawn.delete(id); this.shown.delete(id); this.nodes.delete(`task:${id}`); }
+      return groups.filter((g) => all.some((t) => groupOfTask(t) === g.id)).map((g) => this.node('group', g.id));
+    }
+    if (n.kind === 'group') return tasksIn(n.id, tasks).map((t) => this.node('task', t.id));
+    return [];
+  }
+
+  getTreeItem(n: Node): vscode.TreeItem {
+    const now = Date.now();
+    if (n.kind === 'group') {
+      const g = groups.find((x) => x.id === n.id)!;
+      const count = tasksIn(n.id, this.f.client?.tasks.values() ?? []).length;
+      const item = new vscode.TreeItem(`${g.label} (${count})`, vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `group:${n.id}`;
+      item.contextValue = 'group';
+      return item;
+    }
+    const t = this.f.task(n.id);
+    if (!t) return new vscode.TreeItem('(gone)');
+    this.drawn.set(t.id, place(t));
+    this.shown.set(t.id, rowKey(t, now));
+    const item = new vscode.TreeItem(taskLabel(t), vscode.TreeItemCollapsibleState.None);
+    item.id = `task:${t.id}`;
+    item.description = describe(t, now, true);
+    item.iconPath = icon(t);
+    // A task that changed nothing offers neither Merge nor its changes, whatever its status.
+    const none = !!t.result?.noChanges && (t.status === 'merging' || t.status === 'merged');
+    const flags = ['task', none ? 'nochanges' : t.status];
+    if (!none && t.worktree && ['merging', 'merged', 'blocked', 'cancelled', 'running', 'waiting', 'paused'].includes(t.status)) flags.push('changes');
+    if (!none && undoable(t, now)) flags.push('undoable');
+    item.contextValue = flags.join(' ');
+    item.command = { command: 'familiar.showTask', title: 'Show Details', arguments: [t.id] };
+    const md = new vscode.MarkdownString(undefined, true);
+    md.appendMarkdown(`**${escapeMd(taskLabel(t))}** — ${statusText(t.status)}\n\n`);
+    md.appendText(truncate(t.description, 300) + '\n\n');
+    md.appendMarkdown(`${t.type} · ${t.mode} · attempt ${t.attempt}${t.worktree ? ` · \`${t.worktree.branch}\`` : ''}`);
+    if (t.blocked?.detail) md.appendMarkdown('\n\n').appendText(truncate(t.blocked.detail, 500));
+    if (t.result?.summary) md.appendMarkdown('\n\n').appendText(truncate(t.result.summary, 500));
+    item.tooltip = md;
+    item.accessibilityInformation = { label: `${taskLabel(t)}, ${statusText(t.status)}, ${item.description}` };
+    return item;
+  }
+
+  getParent(n: Node): Node | undefined {
+    if (n.kind === 'group') return undefined;
+    const t = this.f.task(n.id);
+    return t ? this.node('group', groupOfTask(t)) : undefined;
+  }
+}
+
+/** Everything a task's row shows (besides its place), to tell whether a redraw would change it. */
+function rowKey(t: Task, now: number): string {
+  return [t.title, t.status, t.activity, describe(t, now, true), undoable(t, now), t.worktree?.branch ?? '', t.type, t.mode, t.attempt,
+    truncate(t.description, 300), t.result?.summary ?? ''].join('\u0000');
+}
+
+function place(t: Task): string {
+  return `${groupOfTask(t)}/${t.status === 'queued' ? t.queuePosition ?? '' : ''}`;
+}
+
+function icon(t: Task): vscode.ThemeIcon {
+  const c = (id: string) => new vscode.ThemeColor(id);
+  switch (t.status) {
+    case 'waiting': return new vscode.ThemeIcon('bell-dot', c('notificationsWarningIcon.foreground'));
+    // No spinning icons: each one costs the renderer a style recalculation
+    // and a repaint 20 times a second, and with 30 running tasks that was
+    // most of its main thread (UI load test), delaying every click.
+    case 'starting': return new vscode.ThemeIcon('rocket');
+    case 'running':
+      return new vscode.ThemeIcon(t.activity === 'running_command' ? 'terminal' : t.activity === 'writing' ? 'edit' : 'pulse', c('charts.blue'));
+    case 'paused': return new vscode.ThemeIcon('debug-pause');
+    case 'queued': return new vscode.ThemeIcon('clock');
+    case 'merging': return t.result?.noChanges ? new vscode.ThemeIcon('check') : new vscode.ThemeIcon('git-pull-request', c('charts.green'));
+    case 'merged': return new vscode.ThemeIcon('check', c('charts.green'));
+    case 'blocked': return new vscode.ThemeIcon('error', c('errorForeground'));
+    case 'cancelled': return new vscode.ThemeIcon('circle-slash');
+  }
+}

@@ -1,0 +1,74 @@
+// Small helpers every module shares: notifications whose text cannot turn
+// into links, the UI tests' trace, git, and text formatting.
+
+import * as vscode from 'vscode';
+import * as fs from 'fs';
+import { execFile } from 'child_process';
+import { noLinks } from './model';
+
+/**
+ * With FAMILIAR_VSCODE_TRACE=FILE, timing points go to FILE as JSON lines
+ * (the UI tests measure question latency from them). Off by default.
+ */
+export const traceFile = process.env.FAMILIAR_VSCODE_TRACE;
+export function trace(ev: Record<string, unknown>) {
+  if (!traceFile) return;
+  try {
+    fs.appendFileSync(traceFile, JSON.stringify({ at: Date.now(), ...ev }) + '\n');
+  } catch {
+    // Tracing never breaks the extension.
+  }
+}
+
+
+export function run(cmd: string, args: string[], cwd: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { cwd, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${cmd} ${args.join(' ')}: ${stderr.trim() || err.message}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+export async function gitTop(dir: string): Promise<string | undefined> {
+  try {
+    return (await run('git', ['rev-parse', '--show-toplevel'], dir)).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function gitShow(root: string, spec: string): Promise<string> {
+  return run('git', ['show', spec], root);
+}
+
+export function slug(s: string): string {
+  return s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'task';
+}
+
+export function escapeMd(s: string): string {
+  return s.replace(/[\\`*_{}[\]()#+\-.!|]/g, '\\$&');
+}
+
+export function localTime(iso: string): string {
+  const d = new Date(iso);
+  return isNaN(d.getTime()) ? iso : d.toLocaleTimeString();
+}
+
+export function decidedLabel(by: string): string {
+  return ({ user: 'in another window', policy: 'by the policy', timeout: 'it timed out', agent: 'by the agent', elsewhere: 'elsewhere' } as Record<string, string>)[by] ?? by;
+}
+
+// Notifications whose text cannot turn into links (see noLinks): every
+// message of the extension goes through these.
+export function info(message: string, ...rest: any[]): Thenable<any> {
+  return vscode.window.showInformationMessage(noLinks(message), ...rest);
+}
+
+export function warn(message: string, ...rest: any[]): Thenable<any> {
+  return vscode.window.showWarningMessage(noLinks(message), ...rest);
+}
+
+export function error(message: string, ...rest: any[]): Thenable<any> {
+  return vscode.window.showErrorMessage(noLinks(message), ...rest);
+}
