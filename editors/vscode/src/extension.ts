@@ -10,12 +10,12 @@ import * as path from 'path';
 import { ChildProcess, spawn } from 'child_process';
 import { BinaryError, describeSource, resolveFamiliar } from './binary';
 import { FamiliarClient } from './client';
-import { clock, counts, plural, secondsLeft, EndAnnouncer, endNotice, TaskEnd, stillEnded } from './model';
-import type { Mode, Policy, SettingsUpdate, Task, TaskCompletedNotification, TaskCreateParams, TaskResult, TaskType } from './protocol';
+import { clock, counts, plural, secondsLeft, EndAnnouncer, endNotice, TaskEnd, stillEnded, taskLabel } from './model';
+import type { Mode, Policy, SettingsUpdate, Task, TaskCompletedNotification, TaskCreateParams, TaskResult, TaskTextResult, TaskType } from './protocol';
 import { Code } from './protocol';
 import { TaskTree, Node } from './tree';
 import { DetailsProvider } from './details';
-import { Changes } from './changes';
+import { Changes, TextProvider } from './changes';
 import { Terminals } from './terminals';
 import { Questions } from './questions';
 import { error, gitTop, info, run, slug, trace, traceFile, warn } from './ui';
@@ -64,6 +64,7 @@ export class Familiar implements vscode.Disposable {
   readonly terminals = new Terminals(this);
   readonly questions = new Questions(this);
   readonly changes = new Changes(this);
+  readonly texts = new TextProvider();
   readonly ends = new EndAnnouncer();
   private readonly details = new DetailsProvider(this);
   private ticker?: NodeJS.Timeout;
@@ -107,6 +108,7 @@ export class Familiar implements vscode.Disposable {
       this.view,
       vscode.workspace.registerTextDocumentContentProvider('familiar-task', this.details),
       vscode.workspace.registerTextDocumentContentProvider('familiar-diff', this.changes.diffs),
+      vscode.workspace.registerTextDocumentContentProvider('familiar-text', this.texts),
       vscode.workspace.onDidChangeConfiguration((e) => this.configChanged(e)),
     );
     const id = (arg: any): string => {
@@ -620,7 +622,8 @@ export class Familiar implements vscode.Disposable {
 
   private async cancel(id: string) {
     const t = this.task(id);
-    const pick = await warn(`Cancel "${t?.title ?? id}"? The agent is stopped; its worktree is kept.`, { modal: true }, 'Cancel Task');
+    // The modal has its own "Cancel" (keep going): the action must not be a second one.
+    const pick = await warn(`Stop "${t ? taskLabel(t) : id}"? Its agent is stopped and the task cancelled; its worktree is kept, and Retry starts it again.`, { modal: true }, 'Stop Task');
     if (pick) await this.act('task/cancel', id, 'Cancelled');
   }
 
@@ -650,6 +653,27 @@ export class Familiar implements vscode.Disposable {
     this.updateStatus();
   }
 
+  /**
+   * The whole of a text familiar showed clipped (a ref of task/text), paged;
+   * at most 64 MB, past which the end is marked cut.
+   */
+  async text(id: string, ref: string): Promise<string> {
+    const parts: string[] = [];
+    let offset = 0, size = 0;
+    for (;;) {
+      const page = await this.connected().request<TaskTextResult>('task/text', { id, ref, offset, limit: 1 << 20 });
+      parts.push(page.data);
+      size += page.data.length;
+      if (!page.truncated || page.nextOffset <= offset) break;
+      offset = page.nextOffset;
+      if (size > 64 << 20) {
+        parts.push('\n[familiar: cut at 64 MB]');
+        break;
+      }
+    }
+    return parts.join('');
+  }
+
   connected(): FamiliarClient {
     const c = this.client;
     if (!c || c.state !== 'connected') throw new Error('familiar is not connected yet.');
@@ -661,7 +685,7 @@ export class Familiar implements vscode.Disposable {
    * (the first seconds of a window, or a reconnect) waits for it rather than
    * fail.
    */
-  private async whenConnected(timeoutMs = 60000): Promise<FamiliarClient> {
+  async whenConnected(timeoutMs = 60000): Promise<FamiliarClient> {
     const c = this.client;
     if (!c || c.state === 'stopped') return this.connected();
     if (c.state === 'connected') return c;

@@ -474,3 +474,87 @@ export function withoutResumeHint(d: string): string {
   if (!d.includes('--resume')) return d;
   return d.replace(/[^\r\n]*claude --resume [0-9a-f-]{8,}[^\r\n]*(\r?\n)?/g, '');
 }
+
+/** The tools whose permission is about changing a file: "Review…" shows the change. */
+export const editTools = ['Write', 'Edit', 'MultiEdit', 'NotebookEdit'];
+
+/** An MCP tool's server and tool ("mcp__github__create_issue" → github, create_issue). */
+export function mcpTool(tool?: string): { server: string; tool: string } | undefined {
+  const m = /^mcp__(.+?)__(.+)$/.exec(tool ?? '');
+  return m ? { server: m[1], tool: m[2] } : undefined;
+}
+
+/**
+ * What a permission asks, in words, for a notification's first line:
+ * "run Bash: npm test", "write docs/a.md", "use create_issue of the github
+ * MCP server".
+ */
+export function permissionWhat(q: Question, worktree?: string): string {
+  const detail = permissionDetail(q, worktree);
+  const mcp = mcpTool(q.tool);
+  if (mcp) return `use ${mcp.tool} of the ${mcp.server} MCP server`;
+  switch (q.tool) {
+    case 'Write': return detail ? `write ${detail}` : 'write a file';
+    case 'Edit': case 'MultiEdit': case 'NotebookEdit': return detail ? `edit ${detail}` : 'edit a file';
+  }
+  return detail ? `run ${q.tool ?? 'a tool'}: ${truncate(detail, 160)}` : `run ${q.tool ?? truncate(q.text, 160)}`;
+}
+
+/**
+ * The file as an edit proposes it, from the file as it is (current; "" for
+ * a file that does not exist): Write's content, Edit's and MultiEdit's
+ * replacements applied in order. undefined when the edit does not apply
+ * (its old text is not in the file): the agent's tool would fail too.
+ */
+export function proposedText(tool: string | undefined, input: any, current: string): string | undefined {
+  if (!input || typeof input !== 'object') return undefined;
+  const apply = (text: string, e: any): string | undefined => {
+    if (typeof e?.old_string !== 'string' || typeof e?.new_string !== 'string') return undefined;
+    if (e.old_string === '') return text === '' ? e.new_string : undefined;
+    if (!text.includes(e.old_string)) return undefined;
+    // A function, not a string: "$&" in new_string is text, not a pattern.
+    return e.replace_all ? text.split(e.old_string).join(e.new_string) : text.replace(e.old_string, () => e.new_string);
+  };
+  switch (tool) {
+    case 'Write': return typeof input.content === 'string' ? input.content : undefined;
+    case 'Edit': return apply(current, input);
+    case 'MultiEdit': {
+      if (!Array.isArray(input.edits)) return undefined;
+      let text: string | undefined = current;
+      for (const e of input.edits) if ((text = apply(text, e)) === undefined) return undefined;
+      return text;
+    }
+  }
+  return undefined;
+}
+
+/** An allow-always choice: the option, the rule it grants, and how it reads. */
+export interface AlwaysChoice { id: string; rule?: string; label: string; detail: string }
+
+/**
+ * The allow-always options of a permission, broadest first, each naming the
+ * rule it grants ("Edit(./docs/**)"), the narrower allow_always_exact where
+ * familiar offers one.
+ */
+export function alwaysChoices(q: Question): AlwaysChoice[] {
+  return q.options.filter((o) => o.id === 'allow_always' || o.id === 'allow_always_exact').map((o) => ({
+    id: o.id,
+    rule: o.rule,
+    label: o.rule ? `Always allow ${o.rule}` : o.label,
+    detail: o.id === 'allow_always_exact'
+      ? 'Only this exactly: anything else still asks.'
+      : o.rule ? `Everything ${o.rule} matches goes through unasked.` : o.label,
+  }));
+}
+
+/** Where an allow-always grant holds, as a person picks it. */
+export const grantScopes: { scope: 'task' | 'repository' | 'user'; label: string; detail: string }[] = [
+  { scope: 'task', label: 'This task', detail: 'While this task runs, also after a restart of its session.' },
+  { scope: 'repository', label: 'This repository', detail: 'Every task here: kept in .familiar/policy.yaml of the main checkout (not committed).' },
+  { scope: 'user', label: 'Me, in every repository', detail: 'Kept in your familiar policy.yaml.' },
+];
+
+/** Markdown link text that stays text: an agent's words may hold brackets. */
+export function linkText(s: string): string {
+  return s.replace(/[\\[\]]/g, '\\$&');
+}

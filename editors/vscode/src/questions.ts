@@ -3,10 +3,17 @@
 
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
-import { clock, isMultiSelect, noLinks, permissionDetail, roughly, secondsLeft, taskLabel, truncate } from './model';
-import type { Question, Task } from './protocol';
+import * as fs from 'fs';
+import {
+  AlwaysChoice, alwaysChoices, clock, editTools, grantScopes, isMultiSelect, linkText, mcpTool, noLinks, permissionDetail, permissionWhat,
+  proposedText, relPath, roughly, secondsLeft, taskLabel, truncate,
+} from './model';
+import type { GrantScope, Question, Task } from './protocol';
 import { Code } from './protocol';
 import { decidedLabel, error, info, localTime, trace, warn } from './ui';
+
+/** A notification's choice: its words, or words and the value a click returns. */
+type Choice = string | { label: string; value: string };
 
 export interface Prompt {
   taskId: string;
@@ -32,45 +39,65 @@ export class Questions {
     const p: Prompt = { taskId: t.id, questionId: q.id, close: () => undefined };
     this.prompts.set(key, p);
     this.shownAt.set(q.id, Date.now());
-    trace({ ev: 'prompt', task: t.id, question: q.id, title: t.title, detail: q.kind === 'permission' ? permissionDetail(q) : q.text });
+    trace({ ev: 'prompt', task: t.id, question: q.id, title: t.title, detail: q.kind === 'permission' ? permissionDetail(q, t.worktree?.path) : q.text });
     this.f.log.info(`question ${q.id} of "${t.title}" (${q.kind}): ${truncate(q.text, 200)}`);
     if (q.kind === 'permission') void this.permission(t, q, p);
     else void this.choiceToast(t, q, p);
   }
 
-  async permission(t: Task, q: Question, p: Prompt) {
-    const detail = permissionDetail(q);
-    const what = detail ? `${q.tool ?? 'a tool'}: ${truncate(detail, 160)}` : q.tool ?? truncate(q.text, 160);
+  async permission(t: Task, q: Question, p: Prompt): Promise<void> {
+    const what = permissionWhat(q, t.worktree?.path);
     const editable = q.tool === 'Bash' ? 'Edit the command…' : 'Edit the input…';
-    // Five choices do not fit a toast (VS Code truncates buttons to "Al…"):
-    // the rarer two are one click further, under "More…".
-    let pick = await this.toastPrompt(p, `Familiar · "${t.title}" asks to run ${what}`, ['Allow', 'Allow Always', 'Deny', 'More…'],
-      () => (q.expiresAt ? `denied automatically in ${roughly(secondsLeft(q.expiresAt, Date.now()) ?? 0)}, at ${localTime(q.expiresAt)}` : ''));
+    const edit = editTools.includes(q.tool ?? '');
+    const detail = permissionDetail(q, t.worktree?.path);
+    // Review… where the notification cannot show it all: an edit's change, a
+    // long command, an MCP tool's input, anything clipped.
+    const reviewable = edit || !!mcpTool(q.tool) || detail.length > 160 || !!q.truncated || (!detail && q.input !== undefined);
+    const always = alwaysChoices(q);
+    // Rarer choices are one click further, under "More…": a notification's
+    // line holds about five.
+    const choices = [...(reviewable ? ['Review…'] : []), 'Allow', ...(always.length ? ['Allow Always…'] : []), 'Deny', 'More…'];
+    const title = `Familiar · "${taskLabel(t)}" asks to ${what}`;
+    const status = () => (q.expiresAt ? `denied automatically in ${roughly(secondsLeft(q.expiresAt, Date.now()) ?? 0)}, at ${localTime(q.expiresAt)}` : '');
+    let pick = await this.toastPrompt(p, title, choices, status);
+    // Allow and Deny stay in reach after a review: the notification comes back.
+    while (pick === 'Review…') {
+      if (this.stale(t, q, p)) return;
+      await this.review(t, q).catch((err) => this.f.fail(err));
+      pick = await this.toastPrompt(p, title, choices.filter((c) => c !== 'Review…'), status);
+    }
     if (pick === 'More…') {
-      const more = await vscode.window.showQuickPick(['Deny with a message…', editable, 'Allow', 'Deny'], {
-        title: `"${t.title}" asks to run ${what}`, ignoreFocusOut: true,
+      pick = await vscode.window.showQuickPick([...(reviewable ? [] : ['Review…']), 'Deny with a message…', editable, 'Allow', 'Deny'], {
+        title: `"${taskLabel(t)}" asks to ${what}`, ignoreFocusOut: true,
       });
-      pick = more;
+      if (pick === 'Review…') {
+        await this.review(t, q);
+        return this.permission(t, q, p);
+      }
     }
     if (!pick) return; // dismissed: the task stays in "Waiting on you"
     if (this.stale(t, q, p)) return;
     switch (pick) {
       case 'Allow':
         return this.respond(t, q, { optionId: 'allow' });
-      case 'Allow Always':
-        return this.respond(t, q, { optionId: 'allow_always' });
+      case 'Allow Always…': {
+        const grant = await this.pickGrant(t, q, always);
+        if (!grant) return this.reopen(t, q, p);
+        if (this.stale(t, q, p)) return;
+        return this.respond(t, q, { optionId: grant.id, grantScope: grant.scope });
+      }
       case 'Deny':
         return this.respond(t, q, { optionId: 'deny' });
       case 'Deny with a message…': {
-        const text = await this.input(p, { title: `Deny "${t.title}" — ${what}`, prompt: 'Tell the agent what to do instead' });
+        const text = await this.input(p, { title: `Deny "${taskLabel(t)}" — ${what}`, prompt: 'Tell the agent what to do instead' });
         if (text === undefined) return this.reopen(t, q, p);
         return this.respond(t, q, { optionId: 'deny', text });
       }
       default: {
-        const input = q.input ?? {};
+        const input = await this.wholeInput(t, q);
         const cmd = typeof input.command === 'string';
         const value = cmd ? input.command : JSON.stringify(input);
-        const edited = await this.input(p, { title: `${editable.replace('…', '')} of "${t.title}"`, prompt: cmd ? 'The command to run instead' : 'The tool input (JSON)', value });
+        const edited = await this.input(p, { title: `${editable.replace('…', '')} of "${taskLabel(t)}"`, prompt: cmd ? 'The command to run instead' : 'The tool input (JSON)', value });
         if (edited === undefined) return this.reopen(t, q, p);
         let updatedInput: any;
         try {
@@ -84,10 +111,103 @@ export class Questions {
     }
   }
 
+  /**
+   * Which allow-always rule, and where it holds: each choice names its rule
+   * before the click (familiar's broadest safe rule, and the exact one where
+   * it offers it), then the scope (this task, this repository, me).
+   */
+  private async pickGrant(t: Task, q: Question, always: AlwaysChoice[]): Promise<{ id: string; scope: GrantScope } | undefined> {
+    let choice: AlwaysChoice | undefined = always[0];
+    if (always.length > 1 || always[0]?.rule) {
+      const items = always.map((a) => ({ label: a.label, detail: a.detail, a }));
+      choice = (await vscode.window.showQuickPick(items, { title: `"${taskLabel(t)}": allow always — which rule?`, ignoreFocusOut: true }))?.a;
+    }
+    if (!choice) return undefined;
+    const scope = await vscode.window.showQuickPick(grantScopes.map((g) => ({ label: g.label, detail: g.detail, scope: g.scope })), {
+      title: `${choice.rule ?? 'Allow always'} — for whom?`, ignoreFocusOut: true,
+    });
+    return scope && { id: choice.id, scope: scope.scope };
+  }
+
+  /** The tool input whole: fetched with task/text when the question carries it clipped. */
+  private async wholeInput(t: Task, q: Question): Promise<any> {
+    if (!q.truncated || !q.inputRef) return q.input ?? {};
+    const text = await this.f.text(t.id, q.inputRef);
+    try {
+      return JSON.parse(text);
+    } catch {
+      return q.input ?? {};
+    }
+  }
+
+  /**
+   * Review…: an edit opens VS Code's diff editor, the file as it is against
+   * the file as the agent proposes it (a new file against an empty one); a
+   * command or another tool's input opens whole in a read-only editor.
+   */
+  async review(t: Task, q: Question) {
+    const input = await this.wholeInput(t, q);
+    const file: string | undefined = typeof input.file_path === 'string' ? input.file_path : typeof input.notebook_path === 'string' ? input.notebook_path : undefined;
+    const rel = file ? relPath(file, t.worktree?.path) : '';
+    if (file && editTools.includes(q.tool ?? '') && q.tool !== 'NotebookEdit') {
+      const current = await fs.promises.readFile(file, 'utf8').catch(() => '');
+      const proposed = proposedText(q.tool, input, current);
+      if (proposed !== undefined) {
+        await this.f.texts.diff(current, proposed, rel, `${rel}: as it is ↔ as "${taskLabel(t)}" proposes`);
+        return;
+      }
+    }
+    const mcp = mcpTool(q.tool);
+    let doc: string;
+    let name: string;
+    if (typeof input.command === 'string') {
+      doc = input.command + (typeof input.description === 'string' ? `\n\n# ${input.description}\n` : '\n');
+      name = 'command.sh';
+    } else {
+      const head = mcp ? `MCP server: ${mcp.server}\nTool: ${mcp.tool}\n` : `Tool: ${q.tool ?? '?'}\n`;
+      doc = `${head}${rel ? `File: ${rel}\n` : ''}\nInput:\n${JSON.stringify(input, null, 2)}\n`;
+      name = 'input.yaml';
+    }
+    const ed = await vscode.window.showTextDocument(this.f.texts.put(doc, name), { preview: true });
+    void ed;
+  }
+
   async choiceToast(t: Task, q: Question, p: Prompt) {
-    const pick = await this.toastPrompt(p, `Familiar · "${t.title}" asks: ${truncate(q.text, 200)}`, ['Answer…'],
+    // A prose question's suggested answers are choices right in the
+    // notification (a click sends their words); a free answer is one further;
+    // a question read from the agent's last message may only be a report:
+    // Mark done finishes the task.
+    const direct = q.kind === 'question' ? q.options.filter((o) => o.label.length <= 60).slice(0, 3) : [];
+    const choices: Choice[] = [
+      ...direct.map((o) => ({ label: o.label, value: `option:${o.id}` })),
+      q.kind === 'question' && q.options.length ? 'Other answer…' : 'Answer…',
+      ...(q.closing ? ['Mark done'] : []),
+    ];
+    const text = q.truncated ? `${truncate(q.text, 200)} [clipped]` : truncate(q.text, 200);
+    const pick = await this.toastPrompt(p, `Familiar · "${taskLabel(t)}" asks: ${text}`, choices,
       () => (q.expiresAt ? `${roughly(secondsLeft(q.expiresAt, Date.now()) ?? 0)} left` : ''));
-    if (pick && !this.stale(t, q, p)) await this.ask(t, q, p);
+    if (!pick || this.stale(t, q, p)) return;
+    if (pick.startsWith('option:')) return this.respond(t, q, { optionId: pick.slice('option:'.length) });
+    if (pick === 'Mark done') return this.markDone(t, q);
+    await this.ask(t, q, p);
+  }
+
+  async markDone(t: Task, q: Question) {
+    const key = `${t.id}/${q.id}`;
+    try {
+      const done = await this.f.connected().request<Task>('task/markDone', { id: t.id, questionId: q.id });
+      this.resolved.set(key, 'user');
+      this.prompts.delete(key);
+      this.f.client?.tasks.set(done.id, done);
+      this.f.tree.refresh();
+    } catch (err: any) {
+      this.prompts.delete(key);
+      if (err?.code === Code.FailedPrecondition || err?.code === Code.NotFound) {
+        void info(`Familiar: "${taskLabel(t)}" — ${err.message}`);
+        return;
+      }
+      throw err;
+    }
   }
 
   /**
@@ -100,11 +220,15 @@ export class Questions {
    * seconds), and its countdown moves (by the minute: see roughly). It is cancellable because
    * only a notification with a button shows its whole message (the others
    * are cut to one line); Cancel puts the question away unanswered, in
-   * "Waiting on you", rather than deny it, which is the safe reading.
+   * "Waiting on you", rather than deny it, which is the safe reading. The
+   * button's word cannot be changed, so the message says what it does.
    */
-  toastPrompt(p: Prompt, title: string, choices: string[], status: () => string): Promise<string | undefined> {
-    const link = (c: string) => `[${c}](command:familiar.answerPrompt?${encodeURIComponent(JSON.stringify([p.taskId, p.questionId, c]))})`;
-    const message = () => [choices.map(link).join(' · '), status()].filter(Boolean).join(' — ');
+  toastPrompt(p: Prompt, title: string, choices: Choice[], status: () => string): Promise<string | undefined> {
+    const link = (c: Choice) => {
+      const { label, value } = typeof c === 'string' ? { label: c, value: c } : c;
+      return `[${linkText(label)}](command:familiar.answerPrompt?${encodeURIComponent(JSON.stringify([p.taskId, p.questionId, value]))})`;
+    };
+    const message = () => [choices.map(link).join(' · '), status(), '(Cancel: answer later)'].filter(Boolean).join(' — ');
     return new Promise((resolve) => {
       void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: noLinks(title), cancellable: true }, (progress, cancel) =>
         new Promise<void>((closed) => {
@@ -135,7 +259,7 @@ export class Questions {
 
   /** The QuickPick / InputBox of a non-permission question. */
   async ask(t: Task, q: Question, p: Prompt) {
-    if (q.kind === 'question' || q.options.length === 0) {
+    if (q.options.length === 0) {
       const text = await this.input(p, { title: `"${t.title}" asks`, prompt: q.text, countdown: q.expiresAt });
       if (text !== undefined) await this.respond(t, q, { text });
       return;
@@ -146,7 +270,9 @@ export class Questions {
     qp.placeholder = truncate(q.text, 200);
     qp.ignoreFocusOut = true;
     const other = { label: '$(edit) Something else…', id: undefined, alwaysShow: true };
-    qp.items = [...q.options.map((o) => ({ label: o.label, id: o.id })), ...(q.allowText && !multi ? [other] : [])];
+    const markDone = { label: '$(check) Mark done', id: undefined, alwaysShow: true, detail: 'The agent only reported: finish the task (ready to merge).' };
+    qp.items = [...q.options.map((o) => ({ label: o.label, id: o.id })), ...((q.allowText || q.kind === 'question') && !multi ? [other] : []),
+      ...(q.closing && !multi ? [markDone] : [])];
     const title = () => `"${t.title}" asks${multi ? ' (pick any)' : ''}` + (q.expiresAt ? ` — ${clock(secondsLeft(q.expiresAt, Date.now()) ?? 0)} left` : '');
     qp.title = title();
     p.tick = () => { qp.title = title(); };
@@ -166,6 +292,7 @@ export class Questions {
     qp.dispose();
     p.tick = undefined;
     if (done || !chosen || chosen.length === 0) return;
+    if (chosen.length === 1 && chosen[0] === markDone) return this.markDone(t, q);
     if (chosen.length === 1 && chosen[0].id === undefined) {
       if (chosen[0] !== other) return this.respond(t, q, { text: chosen[0].label });
       const text = await this.input(p, { title: `"${t.title}" asks`, prompt: q.text, countdown: q.expiresAt });
@@ -211,7 +338,7 @@ export class Questions {
     return false;
   }
 
-  async respond(t: Task, q: Question, a: { optionId?: string; text?: string; updatedInput?: any }) {
+  async respond(t: Task, q: Question, a: { optionId?: string; text?: string; updatedInput?: any; grantScope?: GrantScope }) {
     const key = `${t.id}/${q.id}`;
     try {
       await this.f.connected().request('task/respond', { id: t.id, questionId: q.id, ...a });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { activityText, compareTime, counts, describe, duration, EndAnnouncer, endNotice, groupOf, stillEnded, isMultiSelect, noLinks, roughly, tasksIn, statusText, taskLabel, money, relPath, permissionDetail, typed, withoutResumeHint } from '../src/model';
+import { activityText, compareTime, counts, describe, duration, EndAnnouncer, endNotice, groupOf, stillEnded, isMultiSelect, noLinks, roughly, tasksIn, statusText, taskLabel, money, relPath, permissionDetail, typed, withoutResumeHint, proposedText, permissionWhat, alwaysChoices, linkText } from '../src/model';
 import type { Question, Task, TaskCompletedNotification } from '../src/protocol';
 
 const base: Task = {
@@ -202,4 +202,25 @@ test('a no-changes end whose summary only says done does not repeat it', () => {
   const e = { id: 't', status: 'merging', success: true, noChanges: true } as const;
   assert.equal(endNotice('T', e, { summary: 'Done.' }).text, 'Familiar · "T" is done, no changes.');
   assert.equal(endNotice('T', e, { summary: 'Nothing needed changing.' }).text, 'Familiar · "T" is done, no changes. Nothing needed changing.');
+});
+
+test('decide with the facts: the proposed file, the permission in words, allow-always rules', () => {
+  assert.equal(proposedText('Write', { file_path: '/w/a.md', content: 'new\n' }, 'old\n'), 'new\n');
+  assert.equal(proposedText('Edit', { old_string: 'b', new_string: '$&c' }, 'abab'), 'a$&cab');
+  assert.equal(proposedText('Edit', { old_string: 'b', new_string: 'c', replace_all: true }, 'abab'), 'acac');
+  assert.equal(proposedText('Edit', { old_string: 'zz', new_string: 'c' }, 'abab'), undefined);
+  assert.equal(proposedText('MultiEdit', { edits: [{ old_string: 'a', new_string: 'x' }, { old_string: 'xb', new_string: 'y' }] }, 'ab'), 'y');
+  const perm = (tool: string, input: any, options: Question['options'] = []) => ({ id: 'q', kind: 'permission', text: '', tool, input, options, allowText: false }) as Question;
+  assert.equal(permissionWhat(perm('Write', { file_path: '/w/t/docs/a.md' }), '/w/t'), 'write docs/a.md');
+  assert.equal(permissionWhat(perm('Bash', { command: 'npm test' })), 'run Bash: npm test');
+  assert.equal(permissionWhat(perm('mcp__github__create_issue', { title: 'x' })), 'use create_issue of the github MCP server');
+  const q = perm('Write', {}, [
+    { id: 'allow', label: 'Allow' },
+    { id: 'allow_always', label: 'Always allow Edit(./docs/**)', rule: 'Edit(./docs/**)' },
+    { id: 'allow_always_exact', label: 'Always allow Edit(./docs/a.md)', rule: 'Edit(./docs/a.md)' },
+    { id: 'deny', label: 'Deny' },
+  ]);
+  assert.deepEqual(alwaysChoices(q).map((c) => [c.id, c.label]), [
+    ['allow_always', 'Always allow Edit(./docs/**)'], ['allow_always_exact', 'Always allow Edit(./docs/a.md)']]);
+  assert.equal(linkText('[1] do it'), '\\[1\\] do it');
 });

@@ -327,7 +327,9 @@ export class Session {
 
   /** The tree row whose accessible label carries the task's status. */
   async waitTaskStatus(title, status, timeoutMs = 120000) {
-    await this.page.locator(`.monaco-list-row[aria-label^="${title}, ${status}"]`).first().waitFor({ state: 'attached', timeout: timeoutMs });
+    // A row's label says the status in words (model.ts statusText).
+    const words = { merging: 'ready to merge', waiting: 'waiting on you' }[status] ?? status;
+    await this.page.locator(`.monaco-list-row[aria-label^="${title}, ${words}"]`).first().waitFor({ state: 'attached', timeout: timeoutMs });
   }
 
   traceLines() {
