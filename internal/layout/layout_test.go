@@ -23,7 +23,7 @@ var domain = []string{
 	"jsonrpc", "mask", "mcp", "orchestrator", "policy", "procs", "profiles", "protocol",
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
-	"procs/proctable", "dirs",
+	"procs/proctable", "dirs", "protocol/tsgen",
 }
 
 // except returns every domain package but the ones given.
@@ -52,7 +52,9 @@ var mustNot = map[string][]string{
 	// The process table: /proc through procfs on Linux, sysctl on macOS.
 	"procs/proctable": except("procs/proctable", "procs/procfs"),
 	"dirs":            except("dirs"),
-	"mailbox":         except("mailbox"),
+	// The generator of the extension's protocol.ts reads protocol's types only.
+	"protocol/tsgen": except("protocol/tsgen", "protocol"),
+	"mailbox":        except("mailbox"),
 	// acp speaks ACP on one side and familiar's protocol on the other: a
 	// client of the daemon like an editor, nothing of the engine.
 	"acp":              except("acp", "protocol"),

@@ -452,6 +452,14 @@ export interface Task {
   pendingQuestion?: Question;
   result?: TaskResult;
   blocked?: Blocked;
+  /**
+   * Conflicts and Overlaps are the conflict forecast while the task is
+   * live or ready: the files that would not merge (or merge but were
+   * changed on both sides) with its base or another task (familiar's
+   * addition, issue 25).
+   */
+  conflicts?: TaskConflict[];
+  overlaps?: TaskConflict[];
   attempt: number;
   previousAttemptId?: string;
   /**
@@ -603,6 +611,15 @@ export interface Blocked {
    */
   status?: number;
   resetsAt?: string;
+}
+
+/**
+ * TaskConflict names files a task shares with its base ("base") or with
+ * another task (its id).
+ */
+export interface TaskConflict {
+  with: string;
+  files: string[];
 }
 
 /** ToolCall is one tool call of the agent (a step). */
