@@ -61,6 +61,11 @@ var methods = map[string]methodFunc{
 	protocol.MethodTaskText:     typed(protocol.Server.TaskText),
 	protocol.MethodPolicyList:   typed(protocol.Server.PolicyList),
 	protocol.MethodPolicyRevoke: typed(protocol.Server.PolicyRevoke),
+
+	protocol.MethodQueueMerge:  typed(protocol.Server.QueueMerge),
+	protocol.MethodQueueStatus: typed(protocol.Server.QueueStatus),
+	protocol.MethodQueueCancel: typed(protocol.Server.QueueCancel),
+	protocol.MethodQueueUndo:   typed(protocol.Server.QueueUndo),
 }
 
 // params is what every params struct of package protocol is.

@@ -227,6 +227,7 @@ func (a *actor) run(eff effect) {
 		}
 		snap.UndoableUntil = undoableUntil(snap, a.st.Merge, time.Duration(o.settingsNow().UndoWindowSec)*time.Second, o.clk.Now())
 		o.pub.publish(a.id, protocol.TaskUpdatedNotification{Task: snap})
+		o.queueTaskChanged()
 	case effPublish:
 		o.pub.publish(a.id, eff.n)
 	case effAudit:

@@ -228,3 +228,35 @@ func (s *Service) PolicyRevoke(ctx context.Context, p *protocol.PolicyRevokePara
 	}
 	return o.PolicyRevoke(ctx, p)
 }
+
+func (s *Service) QueueMerge(ctx context.Context, p *protocol.QueueMergeParams) (*protocol.Queue, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.QueueMerge(ctx, p)
+}
+
+func (s *Service) QueueStatus(ctx context.Context, p *protocol.QueueStatusParams) (*protocol.QueueStatusResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.QueueStatus(ctx, p)
+}
+
+func (s *Service) QueueCancel(ctx context.Context, p *protocol.QueueCancelParams) (*protocol.Queue, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.QueueCancel(ctx, p)
+}
+
+func (s *Service) QueueUndo(ctx context.Context, p *protocol.QueueUndoParams) (*protocol.Queue, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.QueueUndo(ctx, p)
+}

@@ -25,7 +25,7 @@ var transitions = map[protocol.Status][]protocol.Status{
 	protocol.StatusRunning:   {protocol.StatusStarting, protocol.StatusWaiting, protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
 	protocol.StatusWaiting:   {protocol.StatusStarting, protocol.StatusRunning, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
 	protocol.StatusPaused:    {protocol.StatusQueued, protocol.StatusCancelled},
-	protocol.StatusMerging:   {protocol.StatusMerged, protocol.StatusQueued},
+	protocol.StatusMerging:   {protocol.StatusMerged, protocol.StatusQueued, protocol.StatusBlocked},
 	protocol.StatusMerged:    {protocol.StatusMerging},
 	protocol.StatusBlocked:   {protocol.StatusQueued, protocol.StatusCancelled},
 	protocol.StatusCancelled: nil,
@@ -230,6 +230,9 @@ type (
 		result  *protocol.TaskResult
 		removed bool
 		audit   map[string]any
+		// block: the merge queue sets the task aside (blocked{merge}) as
+		// its operation ends without a merge.
+		block *protocol.Blocked
 	}
 	cmdRequeue struct {
 		priority int
@@ -997,6 +1000,9 @@ func (st *stepper) apply(in input) error {
 			}
 		}
 		if !in.ok {
+			if in.block != nil && in.op == opMerge && status == protocol.StatusMerging {
+				st.blockWith(*in.block)
+			}
 			return nil
 		}
 		switch in.op {

@@ -83,6 +83,7 @@ type Orchestrator struct {
 
 	kick   chan struct{} // 1-buffered: the queue may be able to start something
 	fc     *forecaster   // the conflict forecast; nil when the repository has none
+	mq     mergeQueue    // the merge queue (queue.go)
 	masker *mask.Masker
 	dirs   profiles.Dirs // where workspace and global profiles and skills live
 
@@ -144,6 +145,7 @@ func New(cfg Config) (*Orchestrator, error) {
 		dirs:     profiles.DirsFor(cfg.Repo.Root()),
 	}
 	o.agents.init()
+	o.mq.wake = make(chan struct{}, 1)
 	o.settings.Store(&cfg.Settings)
 	o.masker = cfg.Masker
 	if o.masker == nil {

@@ -168,6 +168,7 @@ func walkInputs() []input {
 		cmdShutdown{}, cmdKill{}, cmdMarkDone{}, cmdRevoke{rule: "Read"},
 		cmdBeginOp{op: opMerge}, cmdBeginOp{op: opUndo}, cmdBeginOp{op: opRemove},
 		cmdEndOp{op: opMerge, ok: true, merge: &mergeRecord{}}, cmdEndOp{op: opMerge},
+		cmdEndOp{op: opMerge, block: &protocol.Blocked{Reason: protocol.BlockedMerge, Detail: "failed twice"}},
 		cmdEndOp{op: opUndo, ok: true, undone: true}, cmdEndOp{op: opUndo, ok: true, result: &protocol.TaskResult{}}, cmdEndOp{op: opUndo},
 		cmdEndOp{op: opRemove, ok: true, removed: true}, cmdEndOp{op: opRemove},
 		cmdRequeue{priority: 1, seq: 2}, inQueueMoved{}, inWorktree{worktree: protocol.Worktree{Path: "/wt", Branch: "b"}},

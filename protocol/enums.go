@@ -137,7 +137,7 @@ const (
 
 var BlockedReasons = []BlockedReason{BlockedTimeout, BlockedAgentFailed, BlockedAgentExited,
 	BlockedStartFailed, BlockedInterrupted, BlockedCancelledByUser,
-	BlockedAPIError, BlockedAuth, BlockedUsageLimit, BlockedBudget, BlockedCancelled}
+	BlockedAPIError, BlockedAuth, BlockedUsageLimit, BlockedBudget, BlockedCancelled, BlockedMerge}
 
 func (r BlockedReason) Valid() bool { return slices.Contains(BlockedReasons, r) }
 

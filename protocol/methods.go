@@ -129,6 +129,12 @@ type Server interface {
 	TaskText(ctx context.Context, p *TaskTextParams) (*TaskTextResult, error)
 	PolicyList(ctx context.Context, p *PolicyListParams) (*PolicyListResult, error)
 	PolicyRevoke(ctx context.Context, p *PolicyRevokeParams) (*PolicyRevokeResult, error)
+
+	// The merge queue (queue.go).
+	QueueMerge(ctx context.Context, p *QueueMergeParams) (*Queue, error)
+	QueueStatus(ctx context.Context, p *QueueStatusParams) (*QueueStatusResult, error)
+	QueueCancel(ctx context.Context, p *QueueCancelParams) (*Queue, error)
+	QueueUndo(ctx context.Context, p *QueueUndoParams) (*Queue, error)
 }
 
 // ---- lifecycle ----

@@ -52,7 +52,7 @@ func TestJSONNames(t *testing.T) {
 			"id kind text tool input options allowText expiresAt"},
 		{"Settings", DefaultSettings(), `maxConcurrent defaultProfile defaultDriver approvalTimeoutSec
 			noProgressTimeoutSec termGraceSec mcpServers outputRetentionDays undoWindowSec permissionPolicy
-			removeWorktreeAfterMerge idleExitSec commandTimeoutSec maxBudgetUsd resumeAfterUsageLimit agentNice`}, // familiar's additions
+			removeWorktreeAfterMerge idleExitSec commandTimeoutSec maxBudgetUsd resumeAfterUsageLimit agentNice mergeVerify`}, // familiar's additions
 		{"Event", Event{Params: json.RawMessage(`{}`)}, "seq method params"},
 		{"TaskListResult", TaskListResult{}, "tasks total"},
 		{"TaskOutputResult", TaskOutputResult{}, "data offset nextOffset size truncated ended"}, // ended: familiar's addition
@@ -64,6 +64,12 @@ func TestJSONNames(t *testing.T) {
 		{"Completed", TaskCompletedNotification{ResetsAt: now}, "seq id result status reason detail resetsAt"},
 		{"Completed on success", TaskCompletedNotification{Status: StatusMerging}, "seq id result status reason detail"},
 		{"Result with no changes", TaskResult{NoChanges: true}, "success summary changedFiles commits noChanges"},
+		// The merge queue (issue 25), the shape the VS Code extension is built against.
+		{"Queue", Queue{EndedAt: now, Current: "t1", Verify: "make"}, "id state strategy verify baseRef startedAt endedAt current items"},
+		{"QueueItem", QueueItem{Reason: "verify", Detail: "d", Files: []string{"a"}, Output: "o", OutputRef: "r", Merge: &QueueMerge{}},
+			"taskId title state attempts reason detail files output outputRef merge"},
+		{"QueueUpdated", QueueUpdatedNotification{}, "seq queue"},
+		{"TaskConflict", TaskConflict{}, "with files"},
 		{"ServerStats", ServerStats{}, "tasks successRate avgDurationSec queueDepth running approvals toolUses"}, // toolUses: familiar's addition
 	} {
 		if got, want := keys(t, tc.v), sorted(tc.want); !slices.Equal(got, want) {

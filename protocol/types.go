@@ -277,6 +277,9 @@ type Settings struct {
 	// start: their builds and tests yield the CPU to the person's editor and
 	// run at full speed when nothing else wants it. 0 keeps familiar's own.
 	AgentNice int `json:"agentNice"`
+	// MergeVerify is the merge queue's verify command when queue/merge
+	// names none ("" = the repository's .familiar/config.yaml, else none).
+	MergeVerify string `json:"mergeVerify"`
 }
 
 // DefaultSettings returns the settings of PROTOCOL.md's defaults; the
@@ -336,6 +339,7 @@ func (s Settings) Apply(u *SettingsUpdate) Settings {
 	set(&s.MaxBudgetUsd, u.MaxBudgetUsd)
 	set(&s.ResumeAfterUsageLimit, u.ResumeAfterUsageLimit)
 	set(&s.AgentNice, u.AgentNice)
+	set(&s.MergeVerify, u.MergeVerify)
 	return s
 }
 
@@ -366,6 +370,7 @@ type SettingsUpdate struct {
 	MaxBudgetUsd             *float64             `json:"maxBudgetUsd,omitempty"`
 	ResumeAfterUsageLimit    *bool                `json:"resumeAfterUsageLimit,omitempty"`
 	AgentNice                *int                 `json:"agentNice,omitempty"`
+	MergeVerify              *string              `json:"mergeVerify,omitempty"`
 }
 
 // Policy decides permission requests without asking a person. A rule is a

@@ -62,6 +62,7 @@ func (s Settings) asUpdate() *SettingsUpdate {
 		CommandTimeoutSec:    &s.CommandTimeoutSec,
 		MaxBudgetUsd:         &s.MaxBudgetUsd,
 		AgentNice:            &s.AgentNice,
+		MergeVerify:          &s.MergeVerify,
 	}
 }
 

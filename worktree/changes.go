@@ -321,19 +321,26 @@ func (r *Repo) Checkpoint(ctx context.Context, wt Worktree, message string) (c C
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, err := r.checkWorktree(wt, false); err != nil {
+	admin, err := r.checkWorktree(wt, false)
+	if err != nil {
 		return Commit{}, false, err
 	}
 	if err := r.checkBranchLocked(ctx, wt); err != nil {
 		return Commit{}, false, err
 	}
+	// A merge the merge queue left in progress (BringBase's conflicts,
+	// resolved by the agent) is concluded even when the resolution kept the
+	// branch's files as they were.
+	_, statErr := os.Stat(filepath.Join(admin, "MERGE_HEAD"))
+	merging := statErr == nil
 	if _, err := r.git.run(ctx, invocation{dir: wt.Path, args: []string{"add", "--all"}}); err != nil {
 		return Commit{}, false, fmt.Errorf("staging changes in %s: %w", wt.Path, err)
 	}
 	_, err = r.git.run(ctx, invocation{dir: wt.Path, args: []string{"diff", "--cached", "--quiet", "--no-ext-diff"}})
 	switch {
-	case err == nil:
+	case err == nil && !merging:
 		return Commit{}, false, nil // nothing to commit
+	case err == nil:
 	case exitCode(err) != 1:
 		return Commit{}, false, fmt.Errorf("checking staged changes in %s: %w", wt.Path, err)
 	}

@@ -160,3 +160,19 @@ func (Unimplemented) PolicyList(context.Context, *protocol.PolicyListParams) (*p
 func (Unimplemented) PolicyRevoke(context.Context, *protocol.PolicyRevokeParams) (*protocol.PolicyRevokeResult, error) {
 	return nil, NotImplemented("PolicyRevoke")
 }
+
+func (Unimplemented) QueueMerge(context.Context, *protocol.QueueMergeParams) (*protocol.Queue, error) {
+	return nil, NotImplemented("QueueMerge")
+}
+
+func (Unimplemented) QueueStatus(context.Context, *protocol.QueueStatusParams) (*protocol.QueueStatusResult, error) {
+	return nil, NotImplemented("QueueStatus")
+}
+
+func (Unimplemented) QueueCancel(context.Context, *protocol.QueueCancelParams) (*protocol.Queue, error) {
+	return nil, NotImplemented("QueueCancel")
+}
+
+func (Unimplemented) QueueUndo(context.Context, *protocol.QueueUndoParams) (*protocol.Queue, error) {
+	return nil, NotImplemented("QueueUndo")
+}

@@ -1,0 +1,246 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/worktree"
+)
+
+// queueScript answers tasks from their @@ directives, and the merge queue's
+// hand-back (a follow-up naming "familiar's merge queue") with the command
+// of the task's "FIX: <command>" line, then "Fixed.".
+func queueScript() fakeapi.Script {
+	prompts := fakeapi.PromptScript()
+	return func(req fakeapi.Request) fakeapi.Reply {
+		if req.IsSideRequest() || !strings.Contains(req.LastUserText(), "familiar's merge queue") {
+			return prompts(req)
+		}
+		if len(req.ToolResults()) > 0 {
+			return fakeapi.Reply{Text: "Fixed."}
+		}
+		for _, m := range req.Messages {
+			for _, b := range m.Content {
+				for _, line := range strings.Split(b.Text, "\n") {
+					if fix, ok := strings.CutPrefix(line, "FIX: "); ok {
+						return fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{"command": fix}}}}
+					}
+				}
+			}
+		}
+		return fakeapi.Reply{Text: "Nothing to fix."}
+	}
+}
+
+// writes is a task's script: one command, then done; fix is what its agent
+// runs when the queue hands it back.
+func writes(cmd, fix string) string {
+	b, _ := json.Marshal(map[string]string{"command": cmd})
+	s := "go\n@@TOOL Bash " + string(b) + "\n@@TEXT Done."
+	if fix != "" {
+		s += "\nFIX: " + fix
+	}
+	return s
+}
+
+func queueNote(state protocol.QueueState) func(note) bool {
+	return is(protocol.NotifyQueueUpdated, `"state":"`+string(state)+`"`)
+}
+
+func openQueue(t *testing.T, timeoutSec int) *env {
+	t.Helper()
+	e := openWith(t, nil, &protocol.SettingsUpdate{PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAllow},
+		CommandTimeoutSec: &timeoutSec}, queueScript())
+	os.WriteFile(filepath.Join(e.repo, "shared.txt"), []byte("one\ntwo\nthree\n"), 0o644)
+	gitIn(t, e.repo, "add", "-A")
+	gitIn(t, e.repo, "commit", "-qm", "shared")
+	return e
+}
+
+func finished(t *testing.T, e *env, title, script string, priority int) *protocol.Task {
+	t.Helper()
+	task := e.create(t, title, script, priority)
+	e.notes.wait(t, title+" finished", statusIs(task.ID, protocol.StatusMerging))
+	return task
+}
+
+// TestQueueMergesHandsBackAndUndoes: A merges; B conflicts with the new base
+// and goes back to its agent, which resolves it, then merges; C's verify
+// fails once, goes back, is fixed, merges. The base ends with all three,
+// and queue/undo takes the three merges back, leaving the base exactly as
+// it was, each undone merge kept under refs/familiar/undo.
+func TestQueueMergesHandsBackAndUndoes(t *testing.T) {
+	e := openQueue(t, 60)
+	ctx := context.Background()
+	a := finished(t, e, "A", writes(`printf 'one\nA\nthree\n' > shared.txt`, ""), 3)
+	b := finished(t, e, "B", writes(`printf 'one\nB\nthree\n' > shared.txt`, `printf 'one\nA and B\nthree\n' > shared.txt`), 2)
+	c := finished(t, e, "C", writes(`printf 'C\n' > c.txt`, `touch ok-marker`), 1)
+	before := gitIn(t, e.repo, "rev-parse", "main")
+
+	verify := "test ! -f c.txt || test -f ok-marker || { echo 'ok-marker is missing'; exit 1; }"
+	q, err := e.o.QueueMerge(ctx, &protocol.QueueMergeParams{Verify: &verify})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Items) != 3 || q.Items[0].TaskID != a.ID || q.Items[1].TaskID != b.ID || q.Items[2].TaskID != c.ID {
+		t.Fatalf("queue order = %+v, want A, B, C (priority order)", q.Items)
+	}
+	if _, err := e.o.QueueMerge(ctx, &protocol.QueueMergeParams{}); err == nil {
+		t.Error("a second queue started while one runs")
+	}
+	var end protocol.QueueUpdatedNotification
+	json.Unmarshal(e.notes.wait(t, "the queue done", queueNote(protocol.QueueDone)).params, &end)
+	attempts := map[string]int{a.ID: 1, b.ID: 2, c.ID: 2}
+	for _, it := range end.Queue.Items {
+		if it.State != protocol.QueueItemMerged || it.Attempts != attempts[it.TaskID] {
+			t.Errorf("%s: %s after %d attempts (%s %s), want merged after %d", it.Title, it.State, it.Attempts, it.Reason, it.Detail, attempts[it.TaskID])
+		}
+	}
+	e.notes.wait(t, "B handed back with the conflict", is(protocol.NotifyQueueUpdated, `"taskId":"`+b.ID+`"`, `"state":"handedBack"`, `"reason":"conflict"`, `"files":["shared.txt"]`))
+	e.notes.wait(t, "C handed back with the verify output", is(protocol.NotifyQueueUpdated, `"taskId":"`+c.ID+`"`, `"state":"handedBack"`, `"reason":"verify"`, "ok-marker is missing"))
+
+	if got, _ := os.ReadFile(filepath.Join(e.repo, "shared.txt")); string(got) != "one\nA and B\nthree\n" {
+		t.Errorf("shared.txt on the base = %q", got)
+	}
+	for _, f := range []string{"c.txt", "ok-marker"} {
+		if _, err := os.Stat(filepath.Join(e.repo, f)); err != nil {
+			t.Errorf("the base lacks %s: %v", f, err)
+		}
+	}
+	if s := gitIn(t, e.repo, "status", "--porcelain"); s != "" {
+		t.Errorf("the base's checkout is not clean: %s", s)
+	}
+	for _, id := range []string{a.ID, b.ID, c.ID} {
+		if got := e.get(t, id); got.Status != protocol.StatusMerged {
+			t.Errorf("%s is %s", got.Title, got.Status)
+		}
+	}
+	entries, _, err := e.ws.Store.Audit(storeAuditFilter(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, en := range entries {
+		count[en.Action]++
+	}
+	if count["queue.started"] != 1 || count["task.merged"] != 3 || count["queue.handedBack"] != 2 || count["queue.verifyFailed"] != 1 || count["queue.ended"] != 1 {
+		t.Errorf("audit = %v", count)
+	}
+
+	u, err := e.o.QueueUndo(ctx, &protocol.QueueUndoParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.State != protocol.QueueUndone {
+		t.Errorf("queue after undo = %s", u.State)
+	}
+	if got := gitIn(t, e.repo, "rev-parse", "main"); got != before {
+		t.Errorf("main after queue/undo = %s, want %s", got, before)
+	}
+	if s := gitIn(t, e.repo, "status", "--porcelain"); s != "" {
+		t.Errorf("the base's checkout after undo: %s", s)
+	}
+	repo, err := worktree.Open(ctx, e.repo, worktree.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{a.ID, b.ID, c.ID} {
+		if refs, err := repo.UndoRefs(ctx, id); err != nil || len(refs) != 1 {
+			t.Errorf("undo refs of %s = %+v, %v", id, refs, err)
+		}
+		if got := e.get(t, id); got.Status != protocol.StatusMerging {
+			t.Errorf("after queue/undo %s is %s", got.Title, got.Status)
+		}
+	}
+}
+
+// TestQueueRefusesADirtyBase: uncommitted work in the base's checkout
+// refuses the whole queue, naming the file, and nothing is merged.
+func TestQueueRefusesADirtyBase(t *testing.T) {
+	e := openQueue(t, 60)
+	ctx := context.Background()
+	a := finished(t, e, "A", writes(`printf 'A\n' > a.txt`, ""), 0)
+	before := gitIn(t, e.repo, "rev-parse", "main")
+	os.WriteFile(filepath.Join(e.repo, "wip.txt"), []byte("mine\n"), 0o644)
+	_, err := e.o.QueueMerge(ctx, &protocol.QueueMergeParams{})
+	pe, ok := err.(*protocol.Error)
+	if !ok || pe.Code != protocol.CodeFailedPrecondition || !strings.Contains(pe.Message, "wip.txt") {
+		t.Fatalf("queue on a dirty base = %v", err)
+	}
+	if gitIn(t, e.repo, "rev-parse", "main") != before {
+		t.Error("the refused queue moved the base")
+	}
+	if got := e.get(t, a.ID); got.Status != protocol.StatusMerging {
+		t.Errorf("the task is %s", got.Status)
+	}
+	if st, _ := e.o.QueueStatus(ctx, &protocol.QueueStatusParams{}); st.Queue != nil {
+		t.Errorf("a refused queue is reported: %+v", st.Queue)
+	}
+}
+
+// TestQueueStopsAHangingVerify: a verify command that hangs is stopped with
+// its children at commandTimeoutSec and counts as failed; failing twice, the
+// task is set aside blocked{merge}, and nothing is merged.
+func TestQueueStopsAHangingVerify(t *testing.T) {
+	e := openQueue(t, 60)
+	ctx := context.Background()
+	a := finished(t, e, "A", writes(`printf 'A\n' > a.txt`, ""), 0)
+	// Set now: the agent's own commands are held to it too.
+	one := 1
+	if _, err := e.o.UpdateSettings(ctx, &protocol.SettingsUpdate{CommandTimeoutSec: &one}); err != nil {
+		t.Fatal(err)
+	}
+	before := gitIn(t, e.repo, "rev-parse", "main")
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	verify := "sleep 600 & echo $! >> " + pidFile + "; echo $$ >> " + pidFile + "; wait"
+	if _, err := e.o.QueueMerge(ctx, &protocol.QueueMergeParams{Verify: &verify}); err != nil {
+		t.Fatal(err)
+	}
+	var end protocol.QueueUpdatedNotification
+	json.Unmarshal(e.notes.wait(t, "the queue done", queueNote(protocol.QueueDone)).params, &end)
+	it := end.Queue.Items[0]
+	if it.State != protocol.QueueItemBlocked || it.Attempts != 2 || it.Reason != "verify" || !strings.Contains(it.Detail, "did not finish within 1 s") {
+		t.Errorf("item = %+v", it)
+	}
+	got := e.get(t, a.ID)
+	if got.Status != protocol.StatusBlocked || got.Blocked == nil || got.Blocked.Reason != protocol.BlockedMerge {
+		t.Errorf("task = %s %+v", got.Status, got.Blocked)
+	}
+	if gitIn(t, e.repo, "rev-parse", "main") != before {
+		t.Error("a task whose verify failed was merged")
+	}
+	b, _ := os.ReadFile(pidFile)
+	pids := strings.Fields(string(b))
+	if len(pids) != 4 {
+		t.Fatalf("pids = %q", pids)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, p := range pids {
+		pid, _ := strconv.Atoi(p)
+		for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d of the verify command outlived it", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// zombie reports whether pid has exited and waits to be reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
+}

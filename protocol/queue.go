@@ -1,0 +1,132 @@
+package protocol
+
+import "time"
+
+// The merge queue (issue 25): familiar's additions to PROTOCOL.md. Kept in
+// one file so they read together; their methods are part of Server.
+
+const (
+	MethodQueueMerge  = "queue/merge"
+	MethodQueueStatus = "queue/status"
+	MethodQueueCancel = "queue/cancel"
+	MethodQueueUndo   = "queue/undo"
+
+	NotifyQueueUpdated = "queue/updated"
+
+	// BlockedMerge: the merge queue set the task aside after it failed the
+	// queue twice (a conflict with the base, a failing verify command).
+	BlockedMerge BlockedReason = "merge"
+)
+
+// QueueState is where a merge queue is.
+type QueueState string
+
+const (
+	QueueRunning   QueueState = "running"
+	QueueDone      QueueState = "done"
+	QueueCancelled QueueState = "cancelled"
+	QueueUndone    QueueState = "undone"
+)
+
+// QueueItemState is where one task is in the queue.
+type QueueItemState string
+
+const (
+	QueueItemWaiting    QueueItemState = "waiting"
+	QueueItemUpdating   QueueItemState = "updating"  // the base is brought into its branch
+	QueueItemVerifying  QueueItemState = "verifying" // the verify command runs
+	QueueItemMerging    QueueItemState = "merging"   // merged into the base
+	QueueItemMerged     QueueItemState = "merged"
+	QueueItemHandedBack QueueItemState = "handedBack" // its agent works on the conflict or the failure
+	QueueItemBlocked    QueueItemState = "blocked"    // failed twice: blocked{merge}
+	QueueItemCancelled  QueueItemState = "cancelled"  // the queue was cancelled before it
+	QueueItemUndone     QueueItemState = "undone"     // queue/undo took its merge back
+)
+
+// Queue is the merge queue of a repository.
+type Queue struct {
+	ID        string        `json:"id"`
+	State     QueueState    `json:"state"`
+	Strategy  MergeStrategy `json:"strategy"`
+	Verify    string        `json:"verify,omitempty"`
+	BaseRef   string        `json:"baseRef"`
+	StartedAt time.Time     `json:"startedAt"`
+	EndedAt   time.Time     `json:"endedAt,omitzero"`
+	Current   string        `json:"current,omitempty"`
+	Items     []QueueItem   `json:"items"`
+}
+
+// QueueItem is one task of the queue.
+type QueueItem struct {
+	TaskID   string         `json:"taskId"`
+	Title    string         `json:"title"`
+	State    QueueItemState `json:"state"`
+	Attempts int            `json:"attempts"`
+	// Reason is why the task went back to its agent or was set aside:
+	// "conflict", "verify" or "error".
+	Reason    string      `json:"reason,omitempty"`
+	Detail    string      `json:"detail,omitempty"`
+	Files     []string    `json:"files,omitempty"`
+	Output    string      `json:"output,omitempty"`
+	OutputRef string      `json:"outputRef,omitempty"`
+	Merge     *QueueMerge `json:"merge,omitempty"`
+}
+
+// QueueMerge is the base's commits around the task's merge.
+type QueueMerge struct {
+	Before string `json:"before"`
+	After  string `json:"after"`
+}
+
+// QueueMergeParams: {ids?, strategy?, verify?}.
+type QueueMergeParams struct {
+	IDs      []string      `json:"ids,omitempty"`
+	Strategy MergeStrategy `json:"strategy,omitempty"`
+	// Verify is nil when absent (the settings' or the repository's
+	// command then); "" asks for none.
+	Verify *string `json:"verify,omitempty"`
+}
+
+func (p *QueueMergeParams) Validate() error {
+	var c checker
+	optionalEnum(&c, "strategy", p.Strategy, MergeStrategies)
+	seen := map[string]bool{}
+	for _, id := range p.IDs {
+		if id == "" {
+			c.fail("ids", "ids must not hold an empty id.")
+		} else if seen[id] {
+			c.fail("ids", "ids names %s twice.", id)
+		}
+		seen[id] = true
+	}
+	if p.Verify != nil && len(*p.Verify) > 4096 {
+		c.fail("verify", "verify must be at most 4096 bytes, not %d.", len(*p.Verify))
+	}
+	return c.result()
+}
+
+type QueueStatusParams struct{}
+
+func (p *QueueStatusParams) Validate() error { return nil }
+
+// QueueStatusResult: the running queue, else the last one.
+type QueueStatusResult struct {
+	Queue *Queue `json:"queue,omitempty"`
+}
+
+type QueueCancelParams struct{}
+
+func (p *QueueCancelParams) Validate() error { return nil }
+
+type QueueUndoParams struct{}
+
+func (p *QueueUndoParams) Validate() error { return nil }
+
+// QueueUpdatedNotification: every step of the queue.
+type QueueUpdatedNotification struct {
+	Seq   int64 `json:"seq"`
+	Queue Queue `json:"queue"`
+}
+
+func (QueueUpdatedNotification) Method() string    { return NotifyQueueUpdated }
+func (n QueueUpdatedNotification) Sequence() int64 { return n.Seq }
