@@ -28,7 +28,7 @@ export type Driver = 'pty' | 'stream';
 export type QuestionKind = 'permission' | 'choice' | 'question' | 'dialog';
 
 /** BlockedReason says why a task could not finish. */
-export type BlockedReason = 'timeout' | 'agent_failed' | 'agent_exited' | 'start_failed' | 'interrupted' | 'cancelled_by_user' | 'api_error' | 'auth' | 'usage_limit' | 'budget' | 'cancelled';
+export type BlockedReason = 'timeout' | 'agent_failed' | 'agent_exited' | 'start_failed' | 'interrupted' | 'cancelled_by_user' | 'api_error' | 'auth' | 'usage_limit' | 'budget' | 'cancelled' | 'merge';
 
 /** DecidedBy says who answered a question. */
 export type DecidedBy = 'user' | 'policy' | 'timeout' | 'agent';
@@ -126,6 +126,7 @@ export interface SettingsUpdate {
   maxBudgetUsd?: number;
   resumeAfterUsageLimit?: boolean;
   agentNice?: number;
+  mergeVerify?: string;
 }
 
 /**
@@ -285,6 +286,68 @@ export interface Profile {
   source: Source;
 }
 
+export interface QueueCancelParams {
+}
+
+/** Queue is the merge queue of a repository. */
+export interface Queue {
+  id: string;
+  state: string;
+  strategy: MergeStrategy;
+  verify?: string;
+  baseRef: string;
+  startedAt: string;
+  endedAt?: string;
+  current?: string;
+  items: QueueItem[];
+}
+
+/** QueueItem is one task of the queue. */
+export interface QueueItem {
+  taskId: string;
+  title: string;
+  state: string;
+  attempts: number;
+  /**
+   * Reason is why the task went back to its agent or was set aside:
+   * "conflict", "verify" or "error".
+   */
+  reason?: string;
+  detail?: string;
+  files?: string[];
+  output?: string;
+  outputRef?: string;
+  merge?: QueueMerge;
+}
+
+/** QueueMerge is the base's commits around the task's merge. */
+export interface QueueMerge {
+  before: string;
+  after: string;
+}
+
+/** QueueMergeParams: {ids?, strategy?, verify?}. */
+export interface QueueMergeParams {
+  ids?: string[];
+  strategy?: MergeStrategy;
+  /**
+   * Verify is nil when absent (the settings' or the repository's
+   * command then); "" asks for none.
+   */
+  verify?: string;
+}
+
+export interface QueueStatusParams {
+}
+
+/** QueueStatusResult: the running queue, else the last one. */
+export interface QueueStatusResult {
+  queue?: Queue;
+}
+
+export interface QueueUndoParams {
+}
+
 export interface ServerStatsParams {
 }
 
@@ -386,6 +449,11 @@ export interface Settings {
    * run at full speed when nothing else wants it. 0 keeps familiar's own.
    */
   agentNice: number;
+  /**
+   * MergeVerify is the merge queue's verify command when queue/merge
+   * names none ("" = the repository's .familiar/config.yaml, else none).
+   */
+  mergeVerify: string;
 }
 
 export interface SkillsGetParams {
@@ -1069,6 +1137,10 @@ export interface Methods {
   PolicyList: { params: PolicyListParams; result: PolicyListResult };
   PolicyRevoke: { params: PolicyRevokeParams; result: PolicyRevokeResult };
   ProfilesList: { params: ProfilesListParams; result: Profile[] };
+  QueueCancel: { params: QueueCancelParams; result: Queue };
+  QueueMerge: { params: QueueMergeParams; result: Queue };
+  QueueStatus: { params: QueueStatusParams; result: QueueStatusResult };
+  QueueUndo: { params: QueueUndoParams; result: Queue };
   ServerStats: { params: ServerStatsParams; result: ServerStats };
   ServerStop: { params: ServerStopParams; result: ServerStopResult };
   SettingsUpdate: { params: SettingsUpdateParams; result: Settings };
