@@ -47,6 +47,10 @@ type Report struct {
 	File  string       `json:"file"`
 	OK    bool         `json:"ok"`
 	Tasks []TaskReport `json:"tasks"`
+	// Queue is the merge queue's end, with merge: queue.
+	Queue *protocol.Queue `json:"queue,omitempty"`
+	// QueueError is why the merge queue could not start.
+	QueueError string `json:"queueError,omitempty"`
 }
 
 // TaskReport is one task's outcome.
@@ -147,6 +151,11 @@ func Run(ctx context.Context, o Options) (Report, int) {
 	for _, m := range n.take() {
 		prog.event(m)
 	}
+	var queue *protocol.Queue
+	var queueErr error
+	if o.File.Settings.Merge == runfile.MergeQueue && !cancelled {
+		queue, queueErr = runQueue(ctx, ws.Orch, ids, o.File.Settings, n, prog)
+	}
 	// The tasks' final states are read from the store, which can be ahead of
 	// the notifications still on their way: show what those would have.
 	for _, id := range ids {
@@ -179,7 +188,16 @@ func Run(ctx context.Context, o Options) (Report, int) {
 		if t.Status != protocol.StatusMerging && t.Status != protocol.StatusMerged {
 			rep.OK = false
 		}
+		// With merge: queue, ready is not enough: the run merges its work
+		// (a task with nothing to merge is done as it is).
+		if o.File.Settings.Merge == runfile.MergeQueue && t.Status == protocol.StatusMerging && (t.Result == nil || !t.Result.NoChanges) {
+			rep.OK = false
+		}
 		rep.Tasks = append(rep.Tasks, tr)
+	}
+	rep.Queue = queue
+	if queueErr != nil {
+		rep.OK, rep.QueueError = false, queueErr.Error()
 	}
 	if o.JSON {
 		enc := json.NewEncoder(o.Out)
@@ -277,6 +295,23 @@ func printReport(w io.Writer, rep Report) {
 				u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, len(u.Turns))
 		}
 	}
+	if rep.QueueError != "" {
+		fmt.Fprintf(w, "\nthe merge queue did not start: %s\n", rep.QueueError)
+	}
+	if q := rep.Queue; q != nil {
+		fmt.Fprintf(w, "\nmerge queue into %s (%s", q.BaseRef, q.Strategy)
+		if q.Verify != "" {
+			fmt.Fprintf(w, ", verify: %s", q.Verify)
+		}
+		fmt.Fprintf(w, "): %s\n", q.State)
+		for _, it := range q.Items {
+			fmt.Fprintf(w, "  %-10s %s %s (%d attempt(s))", it.State, it.Title, it.TaskID, it.Attempts)
+			if it.State != protocol.QueueItemMerged && it.Detail != "" {
+				fmt.Fprintf(w, ": %s", oneLine(it.Detail, 300))
+			}
+			fmt.Fprintln(w)
+		}
+	}
 	if rep.OK {
 		fmt.Fprintln(w, "\nall tasks finished")
 	} else {
@@ -350,4 +385,44 @@ func (n *notes) take() []note {
 	l := n.list
 	n.list = nil
 	return l
+}
+
+// runQueue merges the run's finished tasks through the merge queue and
+// waits for it to end (tasks it hands back to their agents run again
+// meanwhile, shown as before). Ctrl-C cancels the queue after its step.
+func runQueue(ctx context.Context, o *orchestrator.Orchestrator, ids []string, s runfile.Settings, n *notes, prog *progress) (*protocol.Queue, error) {
+	var ready []string
+	for _, id := range ids {
+		t, err := o.TaskGet(context.Background(), &protocol.TaskIDParams{ID: id})
+		if err == nil && t.Status == protocol.StatusMerging && (t.Result == nil || !t.Result.NoChanges) {
+			ready = append(ready, id)
+		}
+	}
+	if len(ready) == 0 {
+		return nil, nil
+	}
+	q, err := o.QueueMerge(context.Background(), &protocol.QueueMergeParams{IDs: ready, Strategy: s.MergeStrategy, Verify: s.Verify})
+	if err != nil {
+		return nil, err
+	}
+	prog.say(fmt.Sprintf("merge queue: %d task(s) into %s", len(q.Items), q.BaseRef))
+	for {
+		st, _ := o.QueueStatus(context.Background(), &protocol.QueueStatusParams{})
+		if st != nil && st.Queue != nil && st.Queue.ID == q.ID && st.Queue.State != protocol.QueueRunning {
+			for _, m := range n.take() {
+				prog.event(m)
+			}
+			return st.Queue, nil
+		}
+		select {
+		case <-n.changed():
+			for _, m := range n.take() {
+				prog.event(m)
+			}
+		case <-ctx.Done():
+			prog.say("interrupted: the merge queue stops after its current step")
+			o.QueueCancel(context.Background(), &protocol.QueueCancelParams{})
+			ctx = context.Background()
+		}
+	}
 }

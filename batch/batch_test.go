@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -252,4 +253,77 @@ tasks:
 	} else if _, err := os.Stat(rep.Tasks[0].Worktree); err != nil {
 		t.Errorf("the interrupted task's worktree was not kept: %v", err)
 	}
+}
+
+const queueFile = `settings:
+  termGraceSec: 1
+  merge: queue
+  verify: %s
+  permissionPolicy:
+    default: deny
+    allow: ["Bash(touch:*)"]
+tasks:
+  - title: Add a
+    description: |
+      add it
+      @@TOOL Bash {"command":"touch a.txt"}
+      @@TEXT Added a.txt.
+  - title: Add b
+    description: |
+      add it
+      @@TOOL Bash {"command":"touch b.txt"}
+      @@TEXT Added b.txt.
+`
+
+// TestRunMergeQueue: with merge: queue a run ends with its work merged and
+// checked (exit 0), or, when the verify command keeps failing, with the
+// report of what was not merged and why (exit 1).
+func TestRunMergeQueue(t *testing.T) {
+	t.Run("merged", func(t *testing.T) {
+		e := newRunEnv(t)
+		var out bytes.Buffer
+		rep, code := Run(context.Background(), e.options(t, fmt.Sprintf(queueFile, `"test -f README.md"`), &out))
+		if code != ExitOK || !rep.OK || rep.Queue == nil || rep.Queue.State != protocol.QueueDone {
+			t.Fatalf("Run = exit %d, %+v\n%s", code, rep.Queue, out.String())
+		}
+		for _, f := range []string{"a.txt", "b.txt"} {
+			if _, err := os.Stat(filepath.Join(e.repo, f)); err != nil {
+				t.Errorf("the base lacks %s", f)
+			}
+		}
+		for _, tr := range rep.Tasks {
+			if tr.Status != protocol.StatusMerged {
+				t.Errorf("%s is %s", tr.Title, tr.Status)
+			}
+		}
+		if !strings.Contains(out.String(), "merge queue into main (merge, verify: test -f README.md): done") {
+			t.Errorf("report:\n%s", out.String())
+		}
+	})
+	t.Run("verify fails", func(t *testing.T) {
+		e := newRunEnv(t)
+		var out bytes.Buffer
+		rep, code := Run(context.Background(), e.options(t, fmt.Sprintf(queueFile, `"echo nope; exit 3"`), &out))
+		if code != ExitFailed || rep.OK || rep.Queue == nil {
+			t.Fatalf("Run = exit %d, %+v\n%s", code, rep.Queue, out.String())
+		}
+		for _, it := range rep.Queue.Items {
+			if it.State != protocol.QueueItemBlocked || it.Attempts != 2 || !strings.Contains(it.Detail, "exited with 3") {
+				t.Errorf("item = %+v", it)
+			}
+		}
+		for _, tr := range rep.Tasks {
+			if tr.Status != protocol.StatusBlocked || tr.Blocked == nil || tr.Blocked.Reason != protocol.BlockedMerge {
+				t.Errorf("%s is %s %+v", tr.Title, tr.Status, tr.Blocked)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(e.repo, "a.txt")); err == nil {
+			t.Error("a task that failed its verify was merged")
+		}
+		for _, want := range []string{"merge queue: Add a handedBack", "blocked    Add a", "exited with 3", "some tasks did not finish"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("output lacks %q:\n%s", want, out.String())
+			}
+		}
+	})
 }

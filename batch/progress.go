@@ -31,6 +31,9 @@ type progress struct {
 	overall *mpb.Bar
 	bars    map[string]*mpb.Bar
 	done    map[string]bool
+	// queue is each task's last state in the merge queue, so each change
+	// is said once (event's goroutine only).
+	queue map[string]protocol.QueueItemState
 }
 
 func newProgress(out io.Writer, live bool, ids []string, o *orchestrator.Orchestrator) *progress {
@@ -85,6 +88,25 @@ func (pr *progress) event(m note) {
 			return
 		}
 		pr.update(n.Task)
+	case protocol.NotifyQueueUpdated:
+		var n protocol.QueueUpdatedNotification
+		if json.Unmarshal(m.params, &n) != nil {
+			return
+		}
+		if pr.queue == nil {
+			pr.queue = map[string]protocol.QueueItemState{}
+		}
+		for _, it := range n.Queue.Items {
+			if pr.queue[it.TaskID] == it.State {
+				continue
+			}
+			pr.queue[it.TaskID] = it.State
+			line := fmt.Sprintf("merge queue: %s %s", it.Title, it.State)
+			if it.State == protocol.QueueItemHandedBack || it.State == protocol.QueueItemBlocked {
+				line += ": " + oneLine(it.Detail, 160)
+			}
+			pr.say(line)
+		}
 	case protocol.NotifyTaskQuestion:
 		var n protocol.TaskQuestionNotification
 		if json.Unmarshal(m.params, &n) == nil && pr.mine(n.ID) {

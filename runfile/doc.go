@@ -17,6 +17,9 @@
 //	  termGraceSec: 10          # SIGTERM to SIGKILL grace; 0 kills at once
 //	  commandTimeoutSec: 3600   # a command that writes nothing this long is stopped
 //	  maxBudgetUsd: 5           # a task that spent this much is blocked; 0: none
+//	  merge: queue              # at the end, merge the finished tasks through the merge queue
+//	  verify: go test ./...     # the queue's check of each task before its merge
+//	  mergeStrategy: merge      # merge | squash | rebase; default merge
 //	  permissionPolicy:         # the only source of permissions in a headless run
 //	    default: deny           # ask | allow | deny, for tool uses no rule matches
 //	    allow: ["Bash(go test:*)", "Read", "Edit"]

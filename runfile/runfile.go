@@ -63,7 +63,17 @@ type Settings struct {
 	// value wins.
 	CommandTimeoutSec int
 	MaxBudgetUsd      float64
+	// Merge is "queue" when the run ends by merging its finished tasks
+	// through the merge queue ("": the tasks are left ready to merge).
+	// Verify is the queue's verify command (nil: familiar's mergeVerify or
+	// the repository's .familiar/config.yaml); MergeStrategy its strategy.
+	Merge         string
+	Verify        *string
+	MergeStrategy protocol.MergeStrategy
 }
+
+// MergeQueue is Settings.Merge's one value.
+const MergeQueue = "queue"
 
 // Error is what is wrong with a tasks file and where. Line and Column are
 // 1-based; 0 means unknown (a file that cannot be read has neither; a YAML
@@ -146,15 +156,18 @@ type document struct {
 // fileSettings is Settings as written in the file: pointers tell an absent
 // key from a zero value, so that an explicit 0 is checked against its range.
 type fileSettings struct {
-	Concurrency          *int             `json:"concurrency"`
-	Driver               protocol.Driver  `json:"driver"`
-	BaseRef              string           `json:"baseRef"`
-	PermissionPolicy     *protocol.Policy `json:"permissionPolicy"`
-	ApprovalTimeoutSec   *int             `json:"approvalTimeoutSec"`
-	NoProgressTimeoutSec *int             `json:"noProgressTimeoutSec"`
-	TermGraceSec         *int             `json:"termGraceSec"`
-	CommandTimeoutSec    *int             `json:"commandTimeoutSec"`
-	MaxBudgetUsd         *float64         `json:"maxBudgetUsd"`
+	Concurrency          *int                   `json:"concurrency"`
+	Driver               protocol.Driver        `json:"driver"`
+	BaseRef              string                 `json:"baseRef"`
+	PermissionPolicy     *protocol.Policy       `json:"permissionPolicy"`
+	ApprovalTimeoutSec   *int                   `json:"approvalTimeoutSec"`
+	NoProgressTimeoutSec *int                   `json:"noProgressTimeoutSec"`
+	TermGraceSec         *int                   `json:"termGraceSec"`
+	CommandTimeoutSec    *int                   `json:"commandTimeoutSec"`
+	MaxBudgetUsd         *float64               `json:"maxBudgetUsd"`
+	Merge                string                 `json:"merge"`
+	Verify               *string                `json:"verify"`
+	MergeStrategy        protocol.MergeStrategy `json:"mergeStrategy"`
 }
 
 // keyHints name the file's key for protocol names a person may reach for.
@@ -265,7 +278,23 @@ func (d *decoder) settings(fs *fileSettings) (Settings, *Error) {
 	if v := fs.MaxBudgetUsd; v != nil && !(*v >= 0 && *v <= protocol.MaxBudgetUsd) {
 		return Settings{}, fail("maxBudgetUsd", "maxBudgetUsd must be between 0 (no limit) and %d, not %v", protocol.MaxBudgetUsd, *v)
 	}
+	if fs.Merge != "" && fs.Merge != MergeQueue {
+		return Settings{}, fail("merge", "merge must be %q (merge the finished tasks through the merge queue) or absent, not %q", MergeQueue, fs.Merge)
+	}
+	if fs.MergeStrategy != "" && !fs.MergeStrategy.Valid() {
+		return Settings{}, fail("mergeStrategy", "mergeStrategy must be one of %s, not %q", joinEnum(protocol.MergeStrategies), fs.MergeStrategy)
+	}
+	if fs.Merge == "" && (fs.Verify != nil || fs.MergeStrategy != "") {
+		field := "verify"
+		if fs.Verify == nil {
+			field = "mergeStrategy"
+		}
+		return Settings{}, fail(field, "%s is for the merge queue: add merge: queue", field)
+	}
 	return Settings{
+		Merge:                fs.Merge,
+		Verify:               fs.Verify,
+		MergeStrategy:        fs.MergeStrategy,
 		Concurrency:          valueOr(fs.Concurrency, DefaultConcurrency),
 		Driver:               fs.Driver,
 		BaseRef:              fs.BaseRef,
