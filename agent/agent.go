@@ -57,8 +57,11 @@ type Session struct {
 	beforeStop Activity // guarded by mu
 	// retry is the last API retry reported in this turn: the screen shows
 	// one over many redraws, and a failed turn counts claude's retries.
-	retry   APIRetry      // guarded by mu
-	changed chan struct{} // guarded by mu; closed and replaced on every state change
+	retry APIRetry // guarded by mu
+	// skillNoticeSaid: the person was told that skills' shell commands run
+	// outside familiar on this claude (skillUsed).
+	skillNoticeSaid bool          // guarded by mu
+	changed         chan struct{} // guarded by mu; closed and replaced on every state change
 }
 
 // SessionID is the claude session id (for --resume).

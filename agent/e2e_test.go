@@ -125,7 +125,7 @@ func startScript(t testing.TB, script fakeapi.Script, driver, prompt string, edi
 	h := &harness{t: t, api: api, repo: gitRepo(t), rec: newRecorder()}
 	cfgDir := t.TempDir()
 	opts := agent.Options{
-		CLI:           agent.CLI{Path: claude, Version: agent.NewestTested},
+		CLI:           agent.CLI{Path: claude, Version: claudeVersion(t, claude)},
 		Driver:        driver,
 		Dir:           h.repo,
 		RepoRoot:      h.repo,
@@ -154,6 +154,29 @@ func startScript(t testing.TB, script fakeapi.Script, driver, prompt string, edi
 		}
 	})
 	return h
+}
+
+var (
+	versionsMu sync.Mutex
+	versions   = map[string]string{}
+)
+
+// claudeVersion is the version of the claude under test, read once per
+// binary: the matrix (.ci/run-versions) runs these tests on several, and
+// what familiar subscribes to depends on it.
+func claudeVersion(t testing.TB, path string) string {
+	t.Helper()
+	versionsMu.Lock()
+	defer versionsMu.Unlock()
+	if v, ok := versions[path]; ok {
+		return v
+	}
+	cli, err := agent.FindCLI(context.Background(), path, "")
+	if err != nil {
+		t.Fatalf("claude under test: %v", err)
+	}
+	versions[path] = cli.Version
+	return cli.Version
 }
 
 func withHome(env map[string]string, home string) map[string]string {

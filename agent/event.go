@@ -104,6 +104,9 @@ type Question struct {
 	// Unsure means the message may only report; the person replies or marks
 	// the task done.
 	Closing string `json:"closing,omitempty"`
+	// Skill is set on a permission for a shell command written in a skill
+	// or slash command (PreSkillShellCommand): which one, and who started it.
+	Skill *SkillCommand `json:"skill,omitempty"`
 }
 
 // Option is one answer a Question offers.

@@ -152,12 +152,15 @@ func (h *HookServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// hookEvents are the events familiar subscribes to; tool events take a
+// hookEvent is one hook event familiar subscribes to; tool events take a
 // matcher, the others must not have one to match everything.
-var hookEvents = []struct {
+type hookEvent struct {
 	name string
 	tool bool
-}{
+}
+
+// hookEvents are the events the PTY driver subscribes to.
+var hookEvents = []hookEvent{
 	{"SessionStart", false},
 	{"UserPromptSubmit", false},
 	{"PreToolUse", true},
@@ -172,12 +175,50 @@ var hookEvents = []struct {
 	{"SessionEnd", false},
 }
 
+// skillShellEvent is the gate of the shell commands embedded in skills and
+// slash commands (`!` lines), new in 2.1.332: they do not pass through
+// PreToolUse or PermissionRequest (CLAUDE-CLI.md Part B §3.1). Only a CLI
+// that has it gets it: an older one would not know the event's name.
+var skillShellEvent = hookEvent{"PreSkillShellCommand", true}
+
+// SkillShellHookVersion is the first release with PreSkillShellCommand.
+const SkillShellHookVersion = "2.1.332"
+
+// HasSkillShellHook says whether claude version v gates skills' shell
+// commands with PreSkillShellCommand. An unknown version (a fake claude in
+// tests) is taken to be without it.
+func HasSkillShellHook(v string) bool {
+	return v != "" && CompareVersions(v, SkillShellHookVersion) >= 0
+}
+
 // HookSettings returns the --settings document that points every hook at url
 // with the session's secret. timeout (seconds) must exceed familiar's approval
 // timeout: the CLI fails open when a hook times out (CLAUDE-CLI.md Part B §3).
 func HookSettings(url, secret string, timeout int) map[string]any {
+	return hookSettings(hookEvents, url, secret, timeout)
+}
+
+// sessionHookSettings is HookSettings for one session's driver and claude
+// version: the PTY driver takes every event, the stream driver (whose tool
+// calls ask over stdio) only the skills' shell-command gate; nil when there
+// is nothing to subscribe to.
+func sessionHookSettings(driver, version, url, secret string, timeout int) map[string]any {
+	var events []hookEvent
+	if driver == DriverPTY {
+		events = append(events, hookEvents...)
+	}
+	if HasSkillShellHook(version) {
+		events = append(events, skillShellEvent)
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	return hookSettings(events, url, secret, timeout)
+}
+
+func hookSettings(events []hookEvent, url, secret string, timeout int) map[string]any {
 	hooks := map[string]any{}
-	for _, e := range hookEvents {
+	for _, e := range events {
 		h := map[string]any{
 			"type":    "http",
 			"url":     url,

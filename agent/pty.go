@@ -494,6 +494,7 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 		}
 		s.setActivity(toolActivity(p.ToolName, p.ToolInput))
 		s.commandStarted(p.ToolUseID, p.ToolName, p.ToolInput)
+		s.skillUsed(p.ToolName, p.ToolInput)
 	case "PostToolUse", "PostToolUseFailure":
 		s.commandEnded(p.ToolUseID)
 		// A permission still held for this call was answered in the terminal.
@@ -503,6 +504,8 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 		s.setActivity(Activity{State: ActivityThinking})
 	case "PermissionRequest":
 		return d.permissionRequest(ctx, p)
+	case "PreSkillShellCommand":
+		return s.skillShellCommand(ctx, raw)
 	case "SubagentStart":
 		s.setActivity(Activity{State: ActivityThinking, Detail: "subagent " + p.AgentType})
 	case "Stop":

@@ -69,12 +69,19 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		s.pty = &ptyDriver{s: s, dirty: make(chan struct{}, 1)}
 		url, secret, unreg := opts.Hooks.Register(s.pty.hook)
 		unregister = unreg
-		settings = HookSettings(url, secret, int(opts.HookTimeout/time.Second))
+		settings = sessionHookSettings(DriverPTY, opts.CLI.Version, url, secret, int(opts.HookTimeout/time.Second))
 		for k, v := range screen.RendererEnv() {
 			extraEnv[k] = v
 		}
 	} else {
 		s.stream = &streamDriver{s: s}
+		if opts.Hooks != nil && HasSkillShellHook(opts.CLI.Version) {
+			// Tool calls ask over stdio; a skill's shell commands have only
+			// their hook (CLAUDE-CLI.md Part B §3.1).
+			url, secret, unreg := opts.Hooks.Register(s.streamHook)
+			unregister = unreg
+			settings = sessionHookSettings(DriverStream, opts.CLI.Version, url, secret, int(opts.HookTimeout/time.Second))
+		}
 		// The raw output shows stream-json without its stream_event lines
 		// (see lineDropper).
 		s.stream.output = &lineDropper{w: writerFunc(func(p []byte) (int, error) {
@@ -107,7 +114,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 			argv = append(argv, "--", opts.Prompt)
 		}
 	} else {
-		argv = append([]string{opts.CLI.Path}, streamArgs(&opts)...)
+		argv = append([]string{opts.CLI.Path}, streamArgs(&opts, settingsPath)...)
 	}
 	cfg := procs.Config{
 		Argv:      argv,

@@ -41,12 +41,12 @@ type streamDriver struct {
 // could not start.
 const ProblemMCPFailed = "an MCP server failed to start in claude"
 
-func streamArgs(o *Options) []string {
+func streamArgs(o *Options, settingsPath string) []string {
 	// --include-partial-messages: the response's stream events too, so the
 	// transcript has the text and thinking as they stream (CLAUDE-CLI.md §4.2).
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
 		"--verbose", "--permission-prompt-tool", "stdio", "--include-partial-messages"}
-	return append(args, o.commonArgs("")...)
+	return append(args, o.commonArgs(settingsPath)...)
 }
 
 // maxStreamLine bounds one stdout line; a tool result can be large.
@@ -180,6 +180,7 @@ func (d *streamDriver) handleLine(line []byte) {
 			case "tool_use":
 				s.setActivity(toolActivity(c.Name, c.Input))
 				s.commandStarted(c.ID, c.Name, c.Input)
+				s.skillUsed(c.Name, c.Input)
 			case "text":
 				if c.Text != "" {
 					d.lastText = c.Text

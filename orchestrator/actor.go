@@ -535,6 +535,9 @@ func (a *actor) question(q *agent.Question) input {
 	for _, opt := range q.Options {
 		pq.Options = append(pq.Options, protocol.Option{ID: opt.ID, Label: opt.Label, Rule: opt.Rule})
 	}
+	if sk := q.Skill; sk != nil {
+		pq.Skill = &protocol.SkillCommand{Name: sk.Name, Source: sk.Source, InvokedBy: sk.InvokedBy}
+	}
 	size := len(pq.Text) + len(pq.Input)
 	pq.Text, pq.TextRef = o.clipText(a.id, pq.Text)
 	var cutInput bool

@@ -979,3 +979,66 @@ func TestBlockedByAPIErrorContinuesWithSend(t *testing.T) {
 		t.Errorf("the continued turn lost its history:\n%.2000s", last)
 	}
 }
+
+// TestSkillShellCommandThroughPolicy: a shell command written in a skill
+// (its `!` line, let through by the skill's allowed-tools) goes through the
+// task's policy like a Bash call: under a policy that asks for Bash, the
+// person is asked with the skill's name, denies, the command does not run,
+// and the audit has the decision with the skill (claude 2.1.332). An older
+// claude runs it under the skill's allowed-tools, and the person is told so
+// (issue 27).
+func TestSkillShellCommandThroughPolicy(t *testing.T) {
+	for _, driver := range []protocol.Driver{protocol.DriverPTY, protocol.DriverStream} {
+		t.Run(string(driver), func(t *testing.T) {
+			e := open(t, nil, &protocol.SettingsUpdate{PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAsk, Allow: []string{"Skill"}}})
+			dir := filepath.Join(e.repo, ".familiar", "skills", "marker")
+			os.MkdirAll(dir, 0o755)
+			os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: marker\ndescription: makes a marker file\n"+
+				"allowed-tools: Bash(touch:*)\n---\nThe marker: !`touch skill-ran.txt`\n"), 0o644)
+			e.notes.wait(t, "skill loaded", is(protocol.NotifySkillsChanged, "marker"))
+			task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{
+				Title: "marker", Description: "use it\n@@TOOL Skill {\"skill\":\"marker\"}\n@@TEXT Used it.", Driver: driver, Skills: []string{"marker"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cli, err := agent.FindCLI(context.Background(), testenv.Claude(t), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !agent.HasSkillShellHook(cli.Version) {
+				e.notes.wait(t, "the notice", is(protocol.NotifyServerMessage, task.ID, "allowed-tools", "skill /marker"))
+				e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID))
+				if _, err := os.Stat(filepath.Join(e.get(t, task.ID).Worktree.Path, "skill-ran.txt")); err != nil {
+					t.Error("the skill's command did not run under its allowed-tools")
+				}
+				return
+			}
+			e.notes.wait(t, "waiting", statusIs(task.ID, protocol.StatusWaiting))
+			q := e.get(t, task.ID).PendingQuestion
+			if q == nil || q.Tool != "Bash" || !strings.Contains(string(q.Input), "touch skill-ran.txt") || q.Skill == nil || q.Skill.Name != "marker" || q.Skill.InvokedBy != "claude" {
+				t.Fatalf("question = %+v", q)
+			}
+			if _, err := e.o.TaskRespond(context.Background(), &protocol.TaskRespondParams{ID: task.ID, QuestionID: q.ID, OptionID: agent.OptionDeny}); err != nil {
+				t.Fatal(err)
+			}
+			e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID))
+			if _, err := os.Stat(filepath.Join(e.get(t, task.ID).Worktree.Path, "skill-ran.txt")); err == nil {
+				t.Error("the denied command ran")
+			}
+			entries, _, err := e.ws.Store.Audit(storeAuditFilter(task.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, en := range entries {
+				b, _ := json.Marshal(en)
+				found = found || (en.Action == "permission.decided" && strings.Contains(string(b), `"name":"marker"`) &&
+					strings.Contains(string(b), "touch skill-ran.txt") && strings.Contains(string(b), `"option":"deny"`))
+			}
+			if !found {
+				t.Errorf("the audit lacks the skill command's decision: %+v", entries)
+			}
+		})
+	}
+}

@@ -673,9 +673,11 @@ func (st *stepper) apply(in input) error {
 			a = agent.Answer{Text: noAnswerText}
 		}
 		st.emit(effAnswer{questionID: q.ID, answer: a})
-		st.emit(effAudit{action: "permission.decided", actor: string(protocol.DecidedByTimeout), data: map[string]any{
-			"questionId": q.ID, "tool": q.Tool, "input": q.Input, "option": a.OptionID, "kind": q.Kind,
-		}})
+		data := map[string]any{"questionId": q.ID, "tool": q.Tool, "input": q.Input, "option": a.OptionID, "kind": q.Kind}
+		if q.Skill != nil {
+			data["skill"] = q.Skill
+		}
+		st.emit(effAudit{action: "permission.decided", actor: string(protocol.DecidedByTimeout), data: data})
 		st.settle(q.ID, protocol.DecidedByTimeout, a.OptionID)
 
 	case inTurnEnded:
@@ -1165,7 +1167,7 @@ func (st *stepper) settle(questionID string, by protocol.DecidedBy, optionID str
 func (st *stepper) policyAnswered(q protocol.Question, d *decision) {
 	id := st.s.T.ID
 	st.emit(effPublish{protocol.TaskQuestionNotification{ID: id, Question: protocol.Question{
-		ID: q.ID, Kind: protocol.QuestionPermission, Text: agentText(*d), Tool: d.tool, Input: d.input,
+		ID: q.ID, Kind: protocol.QuestionPermission, Text: agentText(*d), Tool: d.tool, Input: d.input, Skill: q.Skill,
 		Options: []protocol.Option{{ID: agent.OptionAllow, Label: "Allow"}, {ID: agent.OptionAllowAlways, Label: "Allow always"}, {ID: agent.OptionDeny, Label: "Deny"}},
 	}}})
 	st.emit(effPublish{protocol.TaskQuestionResolvedNotification{ID: id, QuestionID: q.ID, DecidedBy: protocol.DecidedByPolicy, OptionID: d.option}})
@@ -1173,10 +1175,14 @@ func (st *stepper) policyAnswered(q protocol.Question, d *decision) {
 	if d.elevated {
 		actor = "elevated"
 	}
-	st.emit(effAudit{action: "permission.decided", actor: actor, data: map[string]any{
+	data := map[string]any{
 		"questionId": q.ID, "tool": d.tool, "input": d.input, "option": d.option, "rule": d.rule, "reason": d.reason,
 		"decidedBy": protocol.DecidedByPolicy,
-	}})
+	}
+	if q.Skill != nil {
+		data["skill"] = q.Skill
+	}
+	st.emit(effAudit{action: "permission.decided", actor: actor, data: data})
 	st.emit(effAnswer{questionID: q.ID, answer: agent.Answer{OptionID: d.option, Text: d.reason}})
 }
 

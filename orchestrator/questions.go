@@ -44,6 +44,9 @@ func (o *Orchestrator) TaskRespond(ctx context.Context, p *protocol.TaskRespondP
 	if p.Text != "" {
 		data["text"] = p.Text
 	}
+	if q.Skill != nil {
+		data["skill"] = q.Skill
+	}
 	grant := grantOf(q, p.OptionID, p.GrantScope, p.ID, o.clk.Now())
 	if _, err := a.call(ctx, inAnswered{questionID: p.QuestionID, optionID: p.OptionID, audit: data, grant: grant}); err != nil {
 		// The agent took the answer; the question went away meanwhile

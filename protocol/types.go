@@ -159,6 +159,15 @@ type Blocked struct {
 }
 
 // Question is something an agent waits on a person (or a policy) for.
+// SkillCommand names the skill or slash command a shell command is written
+// in. InvokedBy is "user" (typed, or sent by familiar), "claude" (the Skill
+// tool) or "other".
+type SkillCommand struct {
+	Name      string `json:"name"`
+	Source    string `json:"source,omitempty"`
+	InvokedBy string `json:"invokedBy"`
+}
+
 type Question struct {
 	ID   string       `json:"id"`
 	Kind QuestionKind `json:"kind"`
@@ -190,6 +199,10 @@ type Question struct {
 	// "question", "ask" or "unsure" (it may only report; the person replies
 	// or marks the task done). Familiar's addition.
 	Closing string `json:"closing,omitempty"`
+	// Skill is set on a permission for a shell command written in a skill
+	// or slash command (claude 2.1.332's PreSkillShellCommand): its name,
+	// where claude found it and who started it. Familiar's addition.
+	Skill *SkillCommand `json:"skill,omitempty"`
 }
 
 func (q Question) MarshalJSON() ([]byte, error) {
