@@ -571,7 +571,6 @@ export interface AgentInfo {
   claudeVersion: string;
 }
 
-/** Question is something an agent waits on a person (or a policy) for. */
 export interface Question {
   id: string;
   kind: QuestionKind;
@@ -613,6 +612,12 @@ export interface Question {
    * or marks the task done). Familiar's addition.
    */
   closing?: string;
+  /**
+   * Skill is set on a permission for a shell command written in a skill
+   * or slash command (claude 2.1.332's PreSkillShellCommand): its name,
+   * where claude found it and who started it. Familiar's addition.
+   */
+  skill?: SkillCommand;
 }
 
 /** Option is one answer a Question offers. */
@@ -624,6 +629,18 @@ export interface Option {
    * ("Bash(npm test:*)"); its label names it too. Familiar's addition.
    */
   rule?: string;
+}
+
+/**
+ * Question is something an agent waits on a person (or a policy) for.
+ * SkillCommand names the skill or slash command a shell command is written
+ * in. InvokedBy is "user" (typed, or sent by familiar), "claude" (the Skill
+ * tool) or "other".
+ */
+export interface SkillCommand {
+  name: string;
+  source?: string;
+  invokedBy: string;
 }
 
 /** TaskResult is what a finished task produced. */
