@@ -222,9 +222,7 @@ func (a *actor) run(eff effect) {
 			c := *q
 			snap.PendingQuestion = &c
 		}
-		if snap.Status == protocol.StatusQueued {
-			o.fillQueue(&snap)
-		}
+		o.fillEstimates(&snap)
 		snap.UndoableUntil = undoableUntil(snap, a.st.Merge, time.Duration(o.settingsNow().UndoWindowSec)*time.Second, o.clk.Now())
 		o.pub.publish(a.id, protocol.TaskUpdatedNotification{Task: snap})
 		o.queueTaskChanged()
@@ -281,7 +279,7 @@ func (a *actor) run(eff effect) {
 	case effComplete:
 		a.complete(eff.turn)
 	case effSlotFreed:
-		o.slotFreed(eff.ranFor)
+		o.slotFreed(eff)
 	case effQueueChanged:
 		o.queueChanged()
 		o.poke()

@@ -313,9 +313,17 @@ type (
 	effBackoff        struct{ after time.Duration } // → inBackoffDone
 	effCheckpoint     struct{ message string }
 	effComplete       struct{ turn agent.TurnEnded } // git: leftovers, files, commits → inCompleted
-	effSlotFreed      struct{ ranFor time.Duration } // a live task left the live states
-	effQueueChanged   struct{}                       // the queue gained or lost a task
-	effResponded      struct{ after time.Duration }  // a person answered, after this long
+	// effSlotFreed: a live task left the live states after ranFor;
+	// succeeded when it finished its work (→ merging), the runs the
+	// queue's estimates learn from.
+	effSlotFreed struct {
+		ranFor    time.Duration
+		succeeded bool
+		profile   string
+		typ       protocol.TaskType
+	}
+	effQueueChanged struct{}                      // the queue gained or lost a task
+	effResponded    struct{ after time.Duration } // a person answered, after this long
 	// effUsageLimit: the account's usage limit is reached until resetsAt
 	// (zero: unknown). The queue holds back and blocked tasks resume then.
 	effUsageLimit struct{ resetsAt time.Time }
@@ -394,7 +402,7 @@ func (st *stepper) move(to protocol.Status) error {
 		if !s.T.StartedAt.IsZero() && to != protocol.StatusPaused && to != protocol.StatusQueued {
 			ran = now.Sub(s.T.StartedAt)
 		}
-		st.emit(effSlotFreed{ranFor: ran})
+		st.emit(effSlotFreed{ranFor: ran, succeeded: to == protocol.StatusMerging, profile: s.T.Profile, typ: s.T.Type})
 	}
 	if from == protocol.StatusQueued || to == protocol.StatusQueued {
 		st.emit(effQueueChanged{})

@@ -545,7 +545,7 @@ func (o *Orchestrator) TaskReorder(ctx context.Context, p *protocol.TaskReorderP
 	o.announceQueue()
 	snap := a.view().T
 	snap.Priority = key.priority
-	o.fillQueue(&snap)
+	o.fillEstimates(&snap)
 	return &snap, nil
 }
 

@@ -97,15 +97,19 @@ type Orchestrator struct {
 	nextSeq int64               // guarded by mu
 	// queueCache is the queue in start order and the number of live tasks,
 	// for the queue fields of views; rebuilt when invalidated.
-	queueCache   []*actor        // guarded by mu
-	queueIndex   map[string]int  // guarded by mu
-	queueRunning int             // guarded by mu
-	queueValid   bool            // guarded by mu
-	durations    []time.Duration // guarded by mu; recent run times, for estimatedStartSec
-	approvals    []time.Duration // guarded by mu; response times of people to questions
-	toolUses     map[string]int  // guarded by mu; tool calls by name
-	closed       bool            // guarded by mu
-	limit        usageLimit      // guarded by mu; a known usage limit (limits.go)
+	queueCache   []*actor             // guarded by mu
+	queueIndex   map[string]int       // guarded by mu
+	queueRunning int                  // guarded by mu
+	queueValid   bool                 // guarded by mu
+	durations    []time.Duration      // guarded by mu; recent run times, for server/stats
+	history      durationHistory      // guarded by mu; successful run times, for the estimates
+	queueStarts  map[string]time.Time // guarded by mu; queued tasks' expected starts
+	queueEnds    map[string]time.Time // guarded by mu; live tasks' expected ends
+	queueBuiltAt time.Time            // guarded by mu; when the above were estimated
+	approvals    []time.Duration      // guarded by mu; response times of people to questions
+	toolUses     map[string]int       // guarded by mu; tool calls by name
+	closed       bool                 // guarded by mu
+	limit        usageLimit           // guarded by mu; a known usage limit (limits.go)
 }
 
 // queueKey orders queued tasks: priority (higher first), then FIFO.
@@ -182,7 +186,10 @@ func (o *Orchestrator) load() error {
 	for _, id := range unreadable {
 		o.logger.Error("skipping unreadable task", "id", id)
 	}
-	var loaded []*actor
+	var (
+		loaded []*actor
+		done   []protocol.Task // successful runs, for the estimates
+	)
 	o.mu.Lock()
 	for _, rec := range recs {
 		var p persisted
@@ -190,11 +197,19 @@ func (o *Orchestrator) load() error {
 			o.logger.Error("skipping unreadable task", "id", rec.ID, "err", err)
 			continue
 		}
+		if t := p.T; (t.Status == protocol.StatusMerging || t.Status == protocol.StatusMerged) && !t.StartedAt.IsZero() && t.FinishedAt.After(t.StartedAt) {
+			done = append(done, t)
+		}
 		a := newActor(o, p)
 		o.tasks[p.T.ID] = a
 		o.order[p.T.ID] = queueKey{priority: p.T.Priority, seq: p.Seq}
 		o.nextSeq = max(o.nextSeq, p.Seq)
 		loaded = append(loaded, a)
+	}
+	// Oldest first, so the history keeps the latest runs.
+	sort.Slice(done, func(i, j int) bool { return done[i].FinishedAt.Before(done[j].FinishedAt) })
+	for _, t := range done {
+		o.history.add(t.Profile, t.Type, t.FinishedAt.Sub(t.StartedAt))
 	}
 	o.mu.Unlock()
 	for _, a := range loaded {
@@ -340,19 +355,29 @@ func (o *Orchestrator) queueChanged() {
 	o.mu.Unlock()
 }
 
-// fillQueue sets queuePosition and estimatedStartSec on a queued task's
-// snapshot: position in the queue, and an estimate from recent run times.
-func (o *Orchestrator) fillQueue(snap *protocol.Task) {
+// fillEstimates sets the queue fields on a snapshot: queuePosition,
+// estimatedStartSec and estimatedStartAt while queued, estimatedRemainingSec
+// and estimatedEndAt while live (estimate.go).
+func (o *Orchestrator) fillEstimates(snap *protocol.Task) {
+	queued := snap.Status == protocol.StatusQueued
+	if !queued && !live(snap.Status) {
+		return
+	}
+	now := o.clk.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.queueValid {
-		o.queueCache = o.queueLocked()
-		o.queueIndex = make(map[string]int, len(o.queueCache))
-		for i, a := range o.queueCache {
-			o.queueIndex[a.id] = i
+	// Rebuilt when the queue changed, and every estimateRefresh: a task
+	// past its expected length moves the ones after it.
+	if !o.queueValid || now.Sub(o.queueBuiltAt) > estimateRefresh || now.Before(o.queueBuiltAt) {
+		o.rebuildQueueLocked(now)
+	}
+	if !queued {
+		if end, ok := o.queueEnds[snap.ID]; ok {
+			snap.EstimatedEndAt = end
+			rem := max(int(end.Sub(now).Seconds()), 0)
+			snap.EstimatedRemainingSec = &rem
 		}
-		o.queueRunning = o.runningLocked()
-		o.queueValid = true
+		return
 	}
 	q := o.queueCache
 	pos, ok := o.queueIndex[snap.ID] // 0-based here; clients see 1 for the next task to start
@@ -361,36 +386,75 @@ func (o *Orchestrator) fillQueue(snap *protocol.Task) {
 	}
 	p := pos + 1
 	snap.QueuePosition = &p
-	avg := 300 * time.Second // until familiar has seen a task finish
-	if n := len(o.durations); n > 0 {
-		var sum time.Duration
-		for _, d := range o.durations {
-			sum += d
+	at, ok := o.queueStarts[snap.ID]
+	if !ok {
+		// Not among the views yet: after the last one known.
+		at = now
+		if n := len(q); n > 0 {
+			at = o.queueStarts[q[n-1].id].Add(o.history.expected(snap.Profile, snap.Type))
 		}
-		avg = sum / time.Duration(n)
 	}
-	slots := max(o.settingsNow().MaxConcurrent, 1)
-	est := int((time.Duration(pos/slots+1) * avg).Seconds())
-	running := o.queueRunning
-	if running < slots && pos < slots-running {
-		est = 0
+	est := max(int(at.Sub(now).Seconds()), 0)
+	if est == 0 {
+		at = now
 	}
 	snap.EstimatedStartSec = &est
+	snap.EstimatedStartAt = at
+}
+
+// estimateRefresh is how long the queue's estimates are reused.
+const estimateRefresh = 15 * time.Second
+
+func (o *Orchestrator) rebuildQueueLocked(now time.Time) {
+	o.queueCache = o.queueLocked()
+	o.queueIndex = make(map[string]int, len(o.queueCache))
+	for i, a := range o.queueCache {
+		o.queueIndex[a.id] = i
+	}
+	var (
+		liveIDs []string
+		runs    []liveRun
+	)
+	for id, a := range o.tasks {
+		if t := a.view().T; live(t.Status) {
+			liveIDs = append(liveIDs, id)
+			runs = append(runs, liveRun{startedAt: t.StartedAt, expected: o.history.expected(t.Profile, t.Type)})
+		}
+	}
+	o.queueRunning = len(runs)
+	queued := make([]time.Duration, len(o.queueCache))
+	for i, a := range o.queueCache {
+		t := a.view().T
+		queued[i] = o.history.expected(t.Profile, t.Type)
+	}
+	ends, starts := estimateQueue(now, o.settingsNow().MaxConcurrent, runs, queued)
+	o.queueEnds = make(map[string]time.Time, len(ends))
+	for i, id := range liveIDs {
+		o.queueEnds[id] = ends[i]
+	}
+	o.queueStarts = make(map[string]time.Time, len(starts))
+	for i, a := range o.queueCache {
+		o.queueStarts[a.id] = starts[i]
+	}
+	o.queueBuiltAt = now
+	o.queueValid = true
 }
 
 // viewOf is the protocol view of a task with its queue fields.
 func (o *Orchestrator) viewOf(v *taskView) *protocol.Task {
 	snap := v.T
-	if snap.Status == protocol.StatusQueued {
-		o.fillQueue(&snap)
-	}
+	o.fillEstimates(&snap)
 	snap.UndoableUntil = undoableUntil(snap, v.merge, time.Duration(o.settingsNow().UndoWindowSec)*time.Second, o.clk.Now())
 	return &snap
 }
 
 // slotFreed records a finished run's duration and lets the queue move.
-func (o *Orchestrator) slotFreed(ran time.Duration) {
+func (o *Orchestrator) slotFreed(eff effSlotFreed) {
+	ran := eff.ranFor
 	o.mu.Lock()
+	if eff.succeeded {
+		o.history.add(eff.profile, eff.typ, ran)
+	}
 	if ran > 0 {
 		o.durations = append(o.durations, ran)
 		if len(o.durations) > 20 {

@@ -35,6 +35,15 @@ type Task struct {
 	// because position 0 and "starts now" are real values.
 	QueuePosition     *int `json:"queuePosition,omitempty"`
 	EstimatedStartSec *int `json:"estimatedStartSec,omitempty"`
+	// EstimatedStartAt is EstimatedStartSec as a time, so a client counts
+	// down between updates (familiar's addition, issue 26).
+	EstimatedStartAt time.Time `json:"estimatedStartAt,omitzero"`
+	// EstimatedRemainingSec and EstimatedEndAt are set while live
+	// (starting, running, waiting): when the task is expected to end, from
+	// the median of its profile's and type's successful runs (familiar's
+	// addition, issue 26).
+	EstimatedRemainingSec *int      `json:"estimatedRemainingSec,omitempty"`
+	EstimatedEndAt        time.Time `json:"estimatedEndAt,omitzero"`
 
 	Worktree        *Worktree   `json:"worktree,omitempty"`
 	Agent           *AgentInfo  `json:"agent,omitempty"`
@@ -79,6 +88,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 	p.CreatedAt, p.StartedAt = utc(p.CreatedAt), utc(p.StartedAt)
 	p.FinishedAt, p.UpdatedAt = utc(p.FinishedAt), utc(p.UpdatedAt)
 	p.UndoableUntil = utc(p.UndoableUntil)
+	p.EstimatedStartAt, p.EstimatedEndAt = utc(p.EstimatedStartAt), utc(p.EstimatedEndAt)
 	return json.Marshal(p)
 }
 

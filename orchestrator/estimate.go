@@ -1,0 +1,127 @@
+package orchestrator
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// The queue's estimates (issue 26). The first estimate was about three times
+// too long in a newcomer's run, for three reasons fixed here: it assumed 300 s
+// per task until this familiar had seen one finish (and a background familiar
+// exits after idleExitSec, forgetting what it had seen), it averaged every
+// end — a task blocked by the 900 s no-progress timeout weighed as much as a
+// success —, and it charged each queued task a whole average per wave, as if
+// the running tasks had only just started. Now the expected length of a task
+// is the median of the successful runs of its profile and type (kept in the
+// store, read back at start), a running task is expected to end at its start
+// plus that, and the queue is simulated slot by slot from there. Estimates are
+// absolute times, so they count down between updates.
+
+// defaultExpected is a task's expected length before any task of the
+// repository has succeeded.
+const defaultExpected = 180 * time.Second
+
+// overrunGrace is how far ahead a task past its expected length is expected
+// to end: soon, but not "now" forever.
+const overrunGrace = 30 * time.Second
+
+// historyKeep is how many recent successful runs are kept per key.
+const historyKeep = 20
+
+// durationHistory holds recent successful run lengths by profile and type.
+type durationHistory struct {
+	byKey map[string][]time.Duration
+}
+
+func historyKeys(profile string, typ protocol.TaskType) []string {
+	return []string{"p\x00" + profile + "\x00" + string(typ), "p\x00" + profile, "t\x00" + string(typ), ""}
+}
+
+func (h *durationHistory) add(profile string, typ protocol.TaskType, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if h.byKey == nil {
+		h.byKey = map[string][]time.Duration{}
+	}
+	for _, k := range historyKeys(profile, typ) {
+		s := append(h.byKey[k], d)
+		if len(s) > historyKeep {
+			s = s[len(s)-historyKeep:]
+		}
+		h.byKey[k] = s
+	}
+}
+
+// expected is the median of the most specific history that has runs: the
+// profile and type, the profile, the type, any task; else defaultExpected.
+// A median, because one run that waited on a person overnight must not move
+// every estimate.
+func (h *durationHistory) expected(profile string, typ protocol.TaskType) time.Duration {
+	for _, k := range historyKeys(profile, typ) {
+		if s := h.byKey[k]; len(s) > 0 {
+			return median(s)
+		}
+	}
+	return defaultExpected
+}
+
+func median(s []time.Duration) time.Duration {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	n := len(c)
+	if n%2 == 1 {
+		return c[n/2]
+	}
+	return (c[n/2-1] + c[n/2]) / 2
+}
+
+// liveRun is a task holding a slot, for the estimate.
+type liveRun struct {
+	startedAt time.Time
+	expected  time.Duration
+}
+
+// estimateQueue is when each live task is expected to end and each queued
+// task (in start order) to start, given slots slots. A live task is expected
+// to end at its start plus its expected length, and never sooner than
+// overrunGrace from now (one past its length ends "soon", not "now" forever); a slot frees when the number of live tasks drops below slots,
+// and the next queued task takes it for its expected length.
+func estimateQueue(now time.Time, slots int, running []liveRun, queued []time.Duration) (ends, starts []time.Time) {
+	slots = max(slots, 1)
+	ends = make([]time.Time, len(running))
+	for i, r := range running {
+		end := r.startedAt.Add(r.expected)
+		if r.startedAt.IsZero() {
+			end = now.Add(r.expected)
+		}
+		if soon := now.Add(overrunGrace); end.Before(soon) {
+			end = soon
+		}
+		ends[i] = end
+	}
+	// free are the times slots become free for the queue, earliest first:
+	// the first len(running)-slots ends only bring the count down to slots.
+	free := slices.Clone(ends)
+	slices.SortFunc(free, func(a, b time.Time) int { return a.Compare(b) })
+	if extra := len(free) - slots; extra > 0 {
+		free = free[extra:]
+	}
+	for len(free) < slots {
+		free = append([]time.Time{now}, free...)
+	}
+	starts = make([]time.Time, len(queued))
+	for i, d := range queued {
+		at := free[0]
+		if at.Before(now) {
+			at = now
+		}
+		starts[i] = at
+		free[0] = at.Add(d)
+		sort.Slice(free, func(a, b int) bool { return free[a].Before(free[b]) })
+	}
+	return ends, starts
+}

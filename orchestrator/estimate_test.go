@@ -1,0 +1,116 @@
+package orchestrator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+func secs(from time.Time, ts []time.Time) []int {
+	out := make([]int, len(ts))
+	for i, t := range ts {
+		out[i] = int(t.Sub(from).Seconds())
+	}
+	return out
+}
+
+func TestEstimateQueueCountsDown(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 7, 0, 0, 0, time.UTC)
+	minute := time.Minute
+	// Three slots, all taken by tasks that started 40 s ago and usually take
+	// a minute; three queued tasks of a minute each. The old estimate was a
+	// whole minute for each (300 s before any task had finished).
+	running := []liveRun{{t0, minute}, {t0.Add(5 * time.Second), minute}, {t0.Add(10 * time.Second), minute}}
+	queued := []time.Duration{minute, minute, minute, minute}
+	now := t0.Add(40 * time.Second)
+	ends, starts := estimateQueue(now, 3, running, queued)
+	if got, want := secs(now, ends), []int{30, 30, 30}; !equalInts(got, want) {
+		// 20, 25 and 30 s left, but nothing ends sooner than overrunGrace.
+		t.Errorf("ends = %v, want %v", got, want)
+	}
+	_, starts = estimateQueue(t0.Add(10*time.Second), 3, running, queued)
+	now = t0.Add(10 * time.Second)
+	if got, want := secs(now, starts), []int{50, 55, 60, 110}; !equalInts(got, want) {
+		t.Errorf("starts = %v, want %v", got, want)
+	}
+	// Twenty seconds later nothing changed but the clock: each estimate is
+	// twenty seconds shorter (the same absolute times).
+	later := now.Add(20 * time.Second)
+	_, starts2 := estimateQueue(later, 3, running, queued)
+	if got, want := secs(later, starts2), []int{30, 35, 40, 90}; !equalInts(got, want) {
+		t.Errorf("starts later = %v, want %v", got, want)
+	}
+	// A free slot starts the head at once; the rest wait for ends.
+	_, starts = estimateQueue(now, 3, running[:2], queued)
+	if got, want := secs(now, starts), []int{0, 50, 55, 60}; !equalInts(got, want) {
+		t.Errorf("with a free slot = %v, want %v", got, want)
+	}
+	// More live tasks than slots (maxConcurrent lowered): the first end
+	// only brings the count down to the limit.
+	_, starts = estimateQueue(now, 1, running, queued[:2])
+	if got, want := secs(now, starts), []int{60, 120}; !equalInts(got, want) {
+		t.Errorf("over the limit = %v, want %v", got, want)
+	}
+	// A task past its expected length ends "soon", and keeps doing so.
+	over := t0.Add(10 * minute)
+	ends, starts = estimateQueue(over, 1, running[:1], queued[:1])
+	if got := secs(over, ends); got[0] != int(overrunGrace.Seconds()) {
+		t.Errorf("overrun end = %v", got)
+	}
+	if got := secs(over, starts); got[0] != int(overrunGrace.Seconds()) {
+		t.Errorf("after an overrun = %v", got)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDurationHistoryMedianBySpecificity(t *testing.T) {
+	var h durationHistory
+	if got := h.expected("default", protocol.TaskTypeFix); got != defaultExpected {
+		t.Errorf("empty = %v", got)
+	}
+	for _, d := range []time.Duration{60, 70, 65} {
+		h.add("default", protocol.TaskTypeFix, d*time.Second)
+	}
+	// One run that waited on a person for an hour moves the median little.
+	h.add("default", protocol.TaskTypeFix, time.Hour)
+	if got := h.expected("default", protocol.TaskTypeFix); got != 67500*time.Millisecond {
+		t.Errorf("fix = %v", got)
+	}
+	h.add("reviewer", protocol.TaskTypeTest, 20*time.Second)
+	if got := h.expected("reviewer", protocol.TaskTypeTest); got != 20*time.Second {
+		t.Errorf("reviewer test = %v", got)
+	}
+	// No run of the profile and type: the profile's, then the type's, then any.
+	if got := h.expected("reviewer", protocol.TaskTypeFix); got != 20*time.Second {
+		t.Errorf("reviewer fix = %v", got)
+	}
+	if got := h.expected("other", protocol.TaskTypeFix); got != 67500*time.Millisecond {
+		t.Errorf("other fix = %v", got)
+	}
+	if got := h.expected("other", protocol.TaskTypeRefactor); got != 65*time.Second {
+		t.Errorf("any = %v", got) // median of 20, 60, 65, 70, 3600
+	}
+	for range historyKeep + 5 {
+		h.add("x", protocol.TaskTypeCustom, time.Second)
+	}
+	if n := len(h.byKey["p\x00x"]); n != historyKeep {
+		t.Errorf("kept %d", n)
+	}
+	// A zero run (one that never started) is no evidence.
+	h.add("y", protocol.TaskTypeCustom, 0)
+	if _, ok := h.byKey["p\x00y"]; ok {
+		t.Error("kept a zero run")
+	}
+}
