@@ -515,6 +515,19 @@ export interface Task {
    */
   queuePosition?: number;
   estimatedStartSec?: number;
+  /**
+   * EstimatedStartAt is EstimatedStartSec as a time, so a client counts
+   * down between updates (familiar's addition, issue 26).
+   */
+  estimatedStartAt?: string;
+  /**
+   * EstimatedRemainingSec and EstimatedEndAt are set while live
+   * (starting, running, waiting): when the task is expected to end, from
+   * the median of its profile's and type's successful runs (familiar's
+   * addition, issue 26).
+   */
+  estimatedRemainingSec?: number;
+  estimatedEndAt?: string;
   worktree?: Worktree;
   agent?: AgentInfo;
   pendingQuestion?: Question;
