@@ -134,6 +134,14 @@ func (a *Agent) handle(ctx context.Context, method string, raw json.RawMessage) 
 		}
 		return nil, nil
 	}
+	if method == "_familiar/queue" {
+		var p queueParams
+		s, err := a.sessionOf(raw, &p, &p.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		return s.queue(ctx, &p)
+	}
 	if cmd, ok := strings.CutPrefix(method, "_familiar/"); ok {
 		var p sessionIDParams
 		s, err := a.sessionOf(raw, &p, &p.SessionID)

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -221,4 +222,20 @@ func (s *session) showDiff(r *protocol.TaskDiffResult, worktree string) {
 		u["locations"] = locs
 	}
 	s.update(u)
+}
+
+// queue starts the merge queue of the session's repository (queue/merge):
+// every ready task by default, not only the session's. familiar's refusal
+// (a queue running, a dirty checkout of the base) keeps its code.
+func (s *session) queue(ctx context.Context, p *queueParams) (any, error) {
+	var q protocol.Queue
+	err := s.f.call(ctx, protocol.MethodQueueMerge, protocol.QueueMergeParams{IDs: p.IDs, Strategy: p.Strategy, Verify: p.Verify}, &q)
+	var fe *familiarError
+	if errors.As(err, &fe) {
+		return nil, &rpcError{Code: int(fe.Code), Message: fe.Message}
+	}
+	if err != nil {
+		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+	}
+	return &q, nil
 }

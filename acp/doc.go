@@ -31,8 +31,12 @@
 //	                       auth); session/new and authenticate answer auth_required when
 //	                       familiar's claude.auth says tasks could not log in; logout runs
 //	                       claude auth logout
-//	/diff /merge /undo /retry and _familiar/diff|merge|undo|retry (/diff: ACP diff content);
+//	/diff /merge /undo /retry and _familiar/diff|merge|undo|retry (/diff: ACP diff content,
+//	                       then the task's conflict forecast in words);
 //	                       a prompt after /merge starts a new task from the merged base
+//	_familiar/queue        {sessionId, ids?, strategy?, verify?}: queue/merge on the session's
+//	                       repository (every ready task by default); familiar's refusals keep
+//	                       their codes
 //
 // A permission for a file edit carries its diff (the whole file before and
 // after) and is titled by the path in the worktree; "Allow always" options

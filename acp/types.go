@@ -1,6 +1,10 @@
 package acp
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/familiar-dev/familiar/protocol"
+)
 
 // The ACP v1 messages familiar sends and reads (schema/v1/schema.json of
 // @agentclientprotocol/sdk 2.4.0). Optional fields are omitted rather than
@@ -70,6 +74,15 @@ type promptParams struct {
 
 type sessionIDParams struct {
 	SessionID string `json:"sessionId"`
+}
+
+// queueParams is _familiar/queue's: queue/merge's params on the session's
+// repository.
+type queueParams struct {
+	SessionID string                 `json:"sessionId"`
+	IDs       []string               `json:"ids,omitempty"`
+	Strategy  protocol.MergeStrategy `json:"strategy,omitempty"`
+	Verify    *string                `json:"verify,omitempty"`
 }
 
 type setModeParams struct {

@@ -507,6 +507,18 @@ const scenarios = {
       }
       checkDiffs(res.content, "_familiar/diff");
       expect(res.files.length === 2 && res.files.every((f) => typeof f.newText === "string"), "_familiar/diff files " + JSON.stringify(res.files));
+      // _familiar/queue starts the repository's merge queue (queue/merge):
+      // the finished task is its one item; a second start is refused while
+      // it runs (or, once it merged, as nothing is ready): -32003 either way.
+      const q = await ctx.request("_familiar/queue", { sessionId: s.id, verify: "test -f acp-diff.txt" });
+      expect(q.state === "running" && q.items.length === 1 && q.verify === "test -f acp-diff.txt" && q.baseRef, "_familiar/queue " + JSON.stringify(q));
+      let refused = null;
+      try {
+        await ctx.request("_familiar/queue", { sessionId: s.id });
+      } catch (e) {
+        refused = e;
+      }
+      expect(refused && refused.code === -32003, "a second _familiar/queue: " + JSON.stringify(refused));
     });
   },
   // The client's MCP servers (ACP_MCP: a JSON array of McpServer) join the
