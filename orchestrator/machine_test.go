@@ -344,7 +344,7 @@ func TestTransitions(t *testing.T) {
 			}},
 		{name: "completed: merging, announced, agent released", from: mk(running, agentUp, completing()), in: inCompleted{result: protocol.TaskResult{Summary: "s"}},
 			status: protocol.StatusMerging, phase: agentStopping,
-			effects: []string{"slot freed", "persist", "updated", "stop agent", "publish task/completed"}},
+			effects: []string{"slot freed", "forecast", "persist", "updated", "stop agent", "publish task/completed"}},
 		{name: "completed with BLOCKED: blocked", from: mk(running, agentUp, completing()), in: inCompleted{blocked: "no access"},
 			status: protocol.StatusBlocked, phase: agentStopping},
 		{name: "completed after a cancel: ignored", from: mk(protocol.StatusCancelled, agentNone, completing()), in: inCompleted{},
