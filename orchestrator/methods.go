@@ -295,6 +295,13 @@ func (o *Orchestrator) cancelTask(ctx context.Context, p *protocol.TaskIDParams,
 	if err := o.waitAgentGone(ctx, v); err != nil {
 		return nil, err
 	}
+	// The answer is the task as cancelled: its actor has handled the exit
+	// (a task/retry right after the reply would otherwise find it running).
+	if a, err := o.get(p.ID); err == nil && v.sess != nil {
+		if err := o.waitSettled(ctx, a); err != nil {
+			return nil, err
+		}
+	}
 	return o.TaskGet(ctx, p)
 }
 

@@ -174,6 +174,19 @@ func everyMethod(t *testing.T, mode serveMode) *methodLog {
 	l.call("task/text", map[string]any{"id": a.ID, "ref": "clip/0123456789abcdef01234567"}, nil)
 	l.ok("task/merge", map[string]any{"id": a.ID}, nil)
 	l.ok("task/undo", map[string]any{"id": a.ID}, nil)
+	// The merge queue takes a in again, checked by a verify command, and
+	// queue/undo takes the run back.
+	before := len(c.Notifications())
+	var mq protocol.Queue
+	l.ok("queue/merge", map[string]any{"ids": []string{a.ID}, "verify": "test -f a.txt"}, &mq)
+	c.WaitNotification(before, "the queue done", editor.Method("queue/updated", mq.ID, `"state":"done"`, `"state":"merged"`))
+	var qs protocol.QueueStatusResult
+	l.ok("queue/status", map[string]any{}, &qs)
+	if qs.Queue == nil || qs.Queue.Items[0].State != protocol.QueueItemMerged {
+		t.Errorf("%s: queue/status = %+v", mode, qs.Queue)
+	}
+	l.call("queue/cancel", map[string]any{}, nil) // none runs: -32003
+	l.ok("queue/undo", map[string]any{}, nil)
 	l.ok("task/remove", map[string]any{"id": a.ID, "force": true}, nil)
 
 	// b ran once a's slot was free, and ended its turn asking in prose.
