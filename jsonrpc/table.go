@@ -47,6 +47,7 @@ var methods = map[string]methodFunc{
 	protocol.MethodTaskEvents:  typed(protocol.Server.TaskEvents),
 
 	protocol.MethodTaskInterrupt: typed(protocol.Server.TaskInterrupt),
+	protocol.MethodTaskArchive:   typed(protocol.Server.TaskArchive),
 
 	protocol.MethodProfilesList: typed(protocol.Server.ProfilesList),
 	protocol.MethodSkillsList:   typed(protocol.Server.SkillsList),

@@ -3,9 +3,11 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1044,5 +1046,82 @@ func TestSkillShellCommandThroughPolicy(t *testing.T) {
 				t.Errorf("the audit lacks the skill command's decision: %+v", entries)
 			}
 		})
+	}
+}
+
+func listIDs(t *testing.T, e *env, p protocol.TaskListParams) []string {
+	t.Helper()
+	res, err := e.o.TaskList(context.Background(), &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, x := range res.Tasks {
+		ids = append(ids, x.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Archived tasks leave task/list (issue 26): by id, in bulk by end time, by
+// task/remove {archive}; the store keeps them and task/list shows them when
+// asked; a task that works again leaves the archive.
+func TestArchiveHidesFinishedTasks(t *testing.T) {
+	e := open(t, nil, &protocol.SettingsUpdate{MaxConcurrent: intp(1)})
+	ctx := context.Background()
+	a := e.create(t, "holds the slot", askBash("a.txt"), 0)
+	e.notes.wait(t, "a waiting", statusIs(a.ID, protocol.StatusWaiting))
+	b := e.create(t, "second", askBash("b.txt"), 0)
+	c := e.create(t, "third", askBash("c.txt"), 0)
+	d := e.create(t, "fourth", askBash("d.txt"), 0)
+	for _, x := range []*protocol.Task{b, c} {
+		if _, err := e.o.TaskCancel(ctx, &protocol.TaskIDParams{ID: x.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A waiting or queued task cannot be archived; the error names it.
+	for _, x := range []*protocol.Task{a, d} {
+		_, err := e.o.TaskArchive(ctx, &protocol.TaskArchiveParams{IDs: []string{x.ID}})
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeFailedPrecondition || !strings.Contains(pe.Message, x.ID) {
+			t.Errorf("archive %s = %v", x.Title, err)
+		}
+	}
+	res, err := e.o.TaskArchive(ctx, &protocol.TaskArchiveParams{IDs: []string{b.ID}})
+	if err != nil || !slices.Equal(res.IDs, []string{b.ID}) {
+		t.Fatalf("archive b = %+v, %v", res, err)
+	}
+	all := []string{a.ID, b.ID, c.ID, d.ID}
+	slices.Sort(all)
+	without := slices.DeleteFunc(slices.Clone(all), func(id string) bool { return id == b.ID })
+	if got := listIDs(t, e, protocol.TaskListParams{}); !slices.Equal(got, without) {
+		t.Errorf("list = %v, want %v", got, without)
+	}
+	if got := listIDs(t, e, protocol.TaskListParams{Archived: protocol.ArchivedInclude}); !slices.Equal(got, all) {
+		t.Errorf("list with the archive = %v", got)
+	}
+	// In bulk: every merged or cancelled task that ended before now (c;
+	// b is archived already, a and d have not ended).
+	res, err = e.o.TaskArchive(ctx, &protocol.TaskArchiveParams{FinishedBefore: protocol.Time{Time: time.Now().Add(time.Second)}})
+	if err != nil || !slices.Equal(res.IDs, []string{c.ID}) {
+		t.Fatalf("archive finished = %+v, %v", res, err)
+	}
+	want := []string{b.ID, c.ID}
+	slices.Sort(want)
+	if got := listIDs(t, e, protocol.TaskListParams{Archived: protocol.ArchivedOnly}); !slices.Equal(got, want) {
+		t.Errorf("archive = %v, want %v", got, want)
+	}
+	if got := e.get(t, c.ID); got.ArchivedAt.IsZero() {
+		t.Errorf("task/get of an archived task = %+v", got)
+	}
+	// Shown again, then archived by task/remove {archive}.
+	if res, err = e.o.TaskArchive(ctx, &protocol.TaskArchiveParams{IDs: []string{b.ID}, Unarchive: true}); err != nil || len(res.IDs) != 1 {
+		t.Fatalf("unarchive = %+v, %v", res, err)
+	}
+	if err := e.o.TaskRemove(ctx, &protocol.TaskRemoveParams{ID: b.ID, Archive: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(t, b.ID); got.ArchivedAt.IsZero() {
+		t.Errorf("b after remove {archive} = %+v", got)
 	}
 }

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -112,5 +113,69 @@ func TestDurationHistoryMedianBySpecificity(t *testing.T) {
 	h.add("y", protocol.TaskTypeCustom, 0)
 	if _, ok := h.byKey["p\x00y"]; ok {
 		t.Error("kept a zero run")
+	}
+}
+
+// The archive as a transition: only a task that is not queued or live, and a
+// task that works again leaves it.
+func TestArchiveTransitions(t *testing.T) {
+	at := testEnv.now
+	for _, status := range []protocol.Status{protocol.StatusQueued, protocol.StatusStarting, protocol.StatusRunning, protocol.StatusWaiting} {
+		if _, _, err := step(mk(status, agentNone), cmdArchive{at: at}, testEnv); err == nil {
+			t.Errorf("archived a %s task", status)
+		}
+	}
+	s, effs, err := step(mk(protocol.StatusBlocked, agentNone, withBlocked(protocol.BlockedTimeout)), cmdArchive{at: at}, testEnv)
+	if err != nil || !s.T.ArchivedAt.Equal(at) || !slices.Contains(names(effs), "updated") {
+		t.Fatalf("archive blocked = %v, %v, %v", s.T.ArchivedAt, names(effs), err)
+	}
+	// Archiving twice changes nothing.
+	if _, effs, _ := step(s, cmdArchive{at: at.Add(time.Hour)}, testEnv); len(effs) != 0 {
+		t.Errorf("archive again = %v", names(effs))
+	}
+	// Resumed: it works again, so it leaves the archive.
+	s, _, err = step(s, cmdResume{}, testEnv)
+	if err != nil || !s.T.ArchivedAt.IsZero() {
+		t.Errorf("resumed: %s archived at %v, %v", s.T.Status, s.T.ArchivedAt, err)
+	}
+}
+
+// undoableUntil is set exactly while task/undo would be accepted.
+func TestUndoableUntil(t *testing.T) {
+	now := testEnv.now
+	window := 5 * time.Minute
+	wt := &protocol.Worktree{Path: "/wt", Branch: "familiar/t1"}
+	finished := protocol.Task{Status: protocol.StatusMerging, FinishedAt: now.Add(-time.Minute), Worktree: wt}
+	if got := undoableUntil(finished, nil, window, now); !got.Equal(now.Add(4 * time.Minute)) {
+		t.Errorf("merging = %v", got)
+	}
+	// No worktree (never started, or removed): task/undo refuses it.
+	for _, s := range []protocol.Status{protocol.StatusMerging, protocol.StatusCancelled, protocol.StatusBlocked} {
+		noWT := finished
+		noWT.Status, noWT.Worktree = s, nil
+		if got := undoableUntil(noWT, nil, window, now); !got.IsZero() {
+			t.Errorf("%s without a worktree = %v", s, got)
+		}
+	}
+	// A merge is undone in the base, worktree or not; its window runs from
+	// the merge.
+	merged := protocol.Task{Status: protocol.StatusMerged, FinishedAt: now.Add(-time.Hour)}
+	if got := undoableUntil(merged, &mergeRecord{At: now.Add(-2 * time.Minute)}, window, now); !got.Equal(now.Add(3 * time.Minute)) {
+		t.Errorf("merged = %v", got)
+	}
+	if got := undoableUntil(merged, nil, window, now); !got.IsZero() {
+		t.Errorf("merged without a record = %v", got)
+	}
+	// Past the window, with undo disabled, and while running: none.
+	if got := undoableUntil(finished, nil, window, now.Add(10*time.Minute)); !got.IsZero() {
+		t.Errorf("past the window = %v", got)
+	}
+	if got := undoableUntil(finished, nil, 0, now); !got.IsZero() {
+		t.Errorf("undo disabled = %v", got)
+	}
+	running := finished
+	running.Status = protocol.StatusRunning
+	if got := undoableUntil(running, nil, window, now); !got.IsZero() {
+		t.Errorf("running = %v", got)
 	}
 }

@@ -238,6 +238,8 @@ type (
 		priority int
 		seq      int64
 	}
+	// cmdArchive archives a finished task at at, or shows it again (zero).
+	cmdArchive   struct{ at time.Time }
 	inQueueMoved struct{} // the task's place in the queue may have changed
 	inWorktree   struct{ worktree protocol.Worktree }
 	inProcess    struct{ identity procs.Identity } // the agent's process, for reaping after a crash
@@ -276,6 +278,7 @@ func (cmdKill) inputName() string        { return "kill" }
 func (cmdBeginOp) inputName() string     { return "begin op" }
 func (cmdEndOp) inputName() string       { return "end op" }
 func (cmdRequeue) inputName() string     { return "requeue" }
+func (cmdArchive) inputName() string     { return "archive" }
 func (inQueueMoved) inputName() string   { return "queue moved" }
 func (inLoaded) inputName() string       { return "loaded" }
 func (inWorktree) inputName() string     { return "worktree" }
@@ -375,6 +378,10 @@ func (st *stepper) move(to protocol.Status) error {
 	}
 	s.T.Status = to
 	now := st.e.now.UTC()
+	if live(to) || to == protocol.StatusQueued {
+		// A task that works again is no longer in the archive.
+		s.T.ArchivedAt = time.Time{}
+	}
 	st.emit(effAudit{action: "task.status", actor: "familiar", data: map[string]string{"from": string(from), "to": string(to)}})
 	switch to {
 	case protocol.StatusStarting:
@@ -1087,6 +1094,21 @@ func (st *stepper) apply(in input) error {
 			s.T.Blocked = &protocol.Blocked{Reason: protocol.BlockedInterrupted, Detail: detail}
 			st.changed()
 		}
+
+	case cmdArchive:
+		if !in.at.IsZero() && (live(status) || status == protocol.StatusQueued) {
+			return protocol.FailedPrecondition("task "+s.T.ID+" is "+string(status)+": only a task that is not queued or running can be archived; cancel it first", status)
+		}
+		if s.T.ArchivedAt.IsZero() == in.at.IsZero() {
+			return nil
+		}
+		s.T.ArchivedAt = in.at
+		action := "task.archived"
+		if in.at.IsZero() {
+			action = "task.unarchived"
+		}
+		st.emit(effAudit{action: action, actor: "user"})
+		st.changed()
 
 	case cmdRequeue:
 		if status != protocol.StatusQueued {

@@ -138,7 +138,10 @@ func (o *Orchestrator) TaskUndo(ctx context.Context, p *protocol.TaskIDParams) (
 	}
 	done = cmdEndOp{op: "settled"}
 	o.fc.touchAll()
-	o.pub.publish(p.ID, protocol.ServerMessageNotification{Level: protocol.LevelInfo,
+	// A warning, not news: what the undo did not take back (a push) is
+	// what a person must act on, and clients show warnings (the VS Code
+	// extension leaves info in its log).
+	o.pub.publish(p.ID, protocol.ServerMessageNotification{Level: protocol.LevelWarning,
 		Text: "Undone; the undone commit stays at " + o.lastUndoRef(ctx, p.ID) + " (every undo of the task is kept under " + worktree.UndoRef(p.ID) + "/). " + notUndoable})
 	return o.TaskGet(ctx, &protocol.TaskIDParams{ID: p.ID})
 }
@@ -162,7 +165,12 @@ func undoableUntil(t protocol.Task, merge *mergeRecord, window time.Duration, no
 			since = merge.At
 		}
 	case protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled:
-		since = t.FinishedAt
+		// Before a merge an undo steps the task's branch back in its
+		// worktree: none (never started, or removed) is nothing to undo,
+		// and task/undo refuses it.
+		if t.Worktree != nil {
+			since = t.FinishedAt
+		}
 	}
 	if window <= 0 || since.IsZero() || now.Sub(since) > window {
 		return time.Time{}

@@ -45,6 +45,11 @@ func (o *Orchestrator) UpdateSettings(ctx context.Context, u *protocol.SettingsU
 		return nil, fmt.Errorf("save settings: %w", err)
 	}
 	o.poke() // maxConcurrent may have grown
+	if s.PermissionPolicy.Default == protocol.PolicyAllow {
+		o.warnAutonomy(autonomyWarnings(s.PermissionPolicy, false, nil))
+	} else {
+		o.warnAutonomy(nil, settingPolicy)
+	}
 	return &s, nil
 }
 
@@ -105,7 +110,15 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 		return nil, err
 	}
 	t.T.Profile, t.T.Mode = spec.Profile, protocol.Mode(spec.Mode)
-	return o.enqueue(t)
+	snap, err := o.enqueue(t)
+	if err == nil && (p.PermissionPolicy != nil || p.Directives != nil) {
+		var pol protocol.Policy
+		if p.PermissionPolicy != nil {
+			pol = *p.PermissionPolicy
+		}
+		o.warnAutonomy(autonomyWarnings(pol, true, p.Directives))
+	}
+	return snap, err
 }
 
 func hintFiles(p *protocol.TaskCreateParams) []string {
@@ -179,6 +192,17 @@ func (o *Orchestrator) TaskList(ctx context.Context, p *protocol.TaskListParams)
 	for _, v := range views {
 		if len(p.Status) > 0 && !slices.Contains(p.Status, v.T.Status) {
 			continue
+		}
+		switch archived := !v.T.ArchivedAt.IsZero(); p.Archived {
+		case protocol.ArchivedInclude:
+		case protocol.ArchivedOnly:
+			if !archived {
+				continue
+			}
+		default:
+			if archived {
+				continue
+			}
 		}
 		if !p.Since.IsZero() && v.T.CreatedAt.Before(p.Since.Time) {
 			continue
@@ -623,9 +647,24 @@ func (o *Orchestrator) TaskDiff(ctx context.Context, p *protocol.TaskDiffParams)
 	return res, nil
 }
 
-// TaskRemove removes a finished task's worktree (and branch, if asked).
-// One remove, merge or undo of a task runs at a time.
+// TaskRemove removes a finished task's worktree (and branch, if asked),
+// and with p.Archive archives the task.
 func (o *Orchestrator) TaskRemove(ctx context.Context, p *protocol.TaskRemoveParams) error {
+	if err := o.removeWorktree(ctx, p); err != nil || !p.Archive {
+		return err
+	}
+	a, err := o.get(p.ID)
+	if err != nil {
+		return err
+	}
+	// The operation's end is in the task's mailbox before this.
+	_, err = a.call(ctx, cmdArchive{at: o.clk.Now().UTC()})
+	return err
+}
+
+// removeWorktree is task/remove's git work. One remove, merge or undo of a
+// task runs at a time.
+func (o *Orchestrator) removeWorktree(ctx context.Context, p *protocol.TaskRemoveParams) error {
 	a, v, err := o.beginOp(ctx, p.ID, opRemove)
 	if err != nil {
 		return err
@@ -640,6 +679,48 @@ func (o *Orchestrator) TaskRemove(ctx context.Context, p *protocol.TaskRemovePar
 	}
 	done.ok = true
 	return nil
+}
+
+// TaskArchive archives (or shows again) the tasks named, or every merged
+// or cancelled task that finished before p.FinishedBefore. The store keeps
+// them: the audit and task/get still see them.
+func (o *Orchestrator) TaskArchive(ctx context.Context, p *protocol.TaskArchiveParams) (*protocol.TaskArchiveResult, error) {
+	var targets []*actor
+	for _, id := range p.IDs {
+		a, err := o.get(id)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, a)
+	}
+	if !p.FinishedBefore.IsZero() {
+		o.mu.Lock()
+		for _, a := range o.tasks {
+			t := a.view().T
+			if (t.Status == protocol.StatusMerged || t.Status == protocol.StatusCancelled) &&
+				!t.FinishedAt.IsZero() && t.FinishedAt.Before(p.FinishedBefore.Time) && !slices.Contains(targets, a) {
+				targets = append(targets, a)
+			}
+		}
+		o.mu.Unlock()
+	}
+	at := o.clk.Now().UTC()
+	if p.Unarchive {
+		at = time.Time{}
+	}
+	res := &protocol.TaskArchiveResult{IDs: []string{}}
+	for _, a := range targets {
+		before := a.view().T.ArchivedAt
+		v, err := a.call(ctx, cmdArchive{at: at})
+		if err != nil {
+			return res, err
+		}
+		if !v.T.ArchivedAt.Equal(before) {
+			res.IDs = append(res.IDs, a.id)
+		}
+	}
+	slices.Sort(res.IDs)
+	return res, nil
 }
 
 // beginOp claims a task for one git operation; a second one while it runs

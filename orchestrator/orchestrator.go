@@ -108,6 +108,7 @@ type Orchestrator struct {
 	queueBuiltAt time.Time            // guarded by mu; when the above were estimated
 	approvals    []time.Duration      // guarded by mu; response times of people to questions
 	toolUses     map[string]int       // guarded by mu; tool calls by name
+	warned       map[string]bool      // guarded by mu; autonomy warnings sent (autonomy.go)
 	closed       bool                 // guarded by mu
 	limit        usageLimit           // guarded by mu; a known usage limit (limits.go)
 }

@@ -243,6 +243,14 @@ func (s *Service) TaskDiff(ctx context.Context, p *protocol.TaskDiffParams) (*pr
 	return o.TaskDiff(ctx, p)
 }
 
+func (s *Service) TaskArchive(ctx context.Context, p *protocol.TaskArchiveParams) (*protocol.TaskArchiveResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskArchive(ctx, p)
+}
+
 func (s *Service) TaskRemove(ctx context.Context, p *protocol.TaskRemoveParams) error {
 	o, err := s.orch()
 	if err != nil {

@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -51,6 +52,10 @@ const (
 	// interrupt control request in stream mode) and keeps the task: the next
 	// task/send goes on from there (familiar's addition; ACP's session/cancel).
 	MethodTaskInterrupt = "task/interrupt"
+	// MethodTaskArchive hides finished tasks from task/list (or shows them
+	// again); the store keeps them for the audit (familiar's addition,
+	// issue 26).
+	MethodTaskArchive = "task/archive"
 )
 
 // Client → server notifications. The transport handles both itself.
@@ -105,6 +110,7 @@ type Server interface {
 	TaskMerge(ctx context.Context, p *TaskMergeParams) (*Task, error)
 	TaskUndo(ctx context.Context, p *TaskUndoParams) (*Task, error)
 	TaskRemove(ctx context.Context, p *TaskRemoveParams) error
+	TaskArchive(ctx context.Context, p *TaskArchiveParams) (*TaskArchiveResult, error)
 	TaskEvents(ctx context.Context, p *TaskEventsParams) (*TaskEventsResult, error)
 
 	ProfilesList(ctx context.Context, p *ProfilesListParams) ([]Profile, error)
@@ -310,6 +316,9 @@ type TaskListParams struct {
 	// Limit 0 means DefaultTaskListLimit.
 	Limit  int    `json:"limit,omitempty"`
 	Cursor string `json:"cursor,omitempty"`
+	// Archived is "exclude" (the default: archived tasks are left out),
+	// "include" or "only" (familiar's addition, issue 26).
+	Archived ArchivedFilter `json:"archived,omitempty"`
 }
 
 // EffectiveLimit is Limit with the default applied.
@@ -475,7 +484,39 @@ type TaskRemoveParams struct {
 	DeleteBranch bool   `json:"deleteBranch,omitempty"`
 	// Force removes a worktree even if it holds uncommitted work.
 	Force bool `json:"force,omitempty"`
+	// Archive also archives the task, so task/list no longer shows it
+	// (familiar's addition, issue 26).
+	Archive bool `json:"archive,omitempty"`
 }
+
+// TaskArchiveParams: the tasks named, or every merged or cancelled task
+// that finished before FinishedBefore (one of the two is required);
+// Unarchive shows them in task/list again.
+type TaskArchiveParams struct {
+	IDs            []string `json:"ids,omitempty"`
+	FinishedBefore Time     `json:"finishedBefore,omitzero"`
+	Unarchive      bool     `json:"unarchive,omitempty"`
+}
+
+// TaskArchiveResult names the tasks that changed.
+type TaskArchiveResult struct {
+	IDs []string `json:"ids"`
+}
+
+// ArchivedFilter is which tasks task/list shows by their archive.
+type ArchivedFilter string
+
+// Values of TaskListParams.Archived.
+const (
+	ArchivedExclude ArchivedFilter = "exclude"
+	ArchivedInclude ArchivedFilter = "include"
+	ArchivedOnly    ArchivedFilter = "only"
+)
+
+// ArchivedFilters are the values of TaskListParams.Archived.
+var ArchivedFilters = []ArchivedFilter{ArchivedExclude, ArchivedInclude, ArchivedOnly}
+
+func (f ArchivedFilter) Valid() bool { return slices.Contains(ArchivedFilters, f) }
 
 // Limits of task/events.
 const (

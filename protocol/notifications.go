@@ -113,6 +113,10 @@ type ServerMessageNotification struct {
 	Seq   int64        `json:"seq"`
 	Level MessageLevel `json:"level"`
 	Text  string       `json:"text"`
+	// Setting names the setting a message is about, for a link to it:
+	// "permissionPolicy" or "directives.elevated" on the warning before
+	// autonomy (familiar's addition, issue 26).
+	Setting string `json:"setting,omitempty"`
 }
 
 func (TaskUpdatedNotification) Method() string          { return NotifyTaskUpdated }

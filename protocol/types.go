@@ -73,6 +73,9 @@ type Task struct {
 	// UndoableUntil is when task/undo stops being accepted, while it is
 	// (familiar's addition).
 	UndoableUntil time.Time `json:"undoableUntil,omitzero"`
+	// ArchivedAt is when the task was archived: task/list leaves it out
+	// unless asked (familiar's addition, issue 26).
+	ArchivedAt time.Time `json:"archivedAt,omitzero"`
 
 	CreatedAt  time.Time `json:"createdAt"`
 	StartedAt  time.Time `json:"startedAt,omitzero"`
@@ -87,7 +90,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 	p.AcceptanceCriteria = nonNil(p.AcceptanceCriteria)
 	p.CreatedAt, p.StartedAt = utc(p.CreatedAt), utc(p.StartedAt)
 	p.FinishedAt, p.UpdatedAt = utc(p.FinishedAt), utc(p.UpdatedAt)
-	p.UndoableUntil = utc(p.UndoableUntil)
+	p.UndoableUntil, p.ArchivedAt = utc(p.UndoableUntil), utc(p.ArchivedAt)
 	p.EstimatedStartAt, p.EstimatedEndAt = utc(p.EstimatedStartAt), utc(p.EstimatedEndAt)
 	return json.Marshal(p)
 }

@@ -209,6 +209,18 @@ func (p *TaskListParams) Validate() error {
 	}
 	c.intRange("limit", p.Limit, 0, MaxTaskListLimit)
 	c.timeOrder(p.Since, p.Until)
+	optionalEnum(&c, "archived", p.Archived, ArchivedFilters)
+	return c.result()
+}
+
+func (p *TaskArchiveParams) Validate() error {
+	var c checker
+	if len(p.IDs) == 0 && p.FinishedBefore.IsZero() {
+		c.fail("ids", "ids or finishedBefore is required.")
+	}
+	for i, id := range p.IDs {
+		c.required(index("ids", i), id)
+	}
 	return c.result()
 }
 

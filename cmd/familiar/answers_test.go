@@ -300,7 +300,11 @@ func TestTwoUndosBothKeptAndBranchNamedByTaskID(t *testing.T) {
 		t.Errorf("undoableUntil = %v (finished %v)", done.UndoableUntil, done.FinishedAt)
 	}
 	head := gitOut(t, done.Worktree.Path, "rev-parse", "HEAD")
+	from := len(c.Notifications())
 	c.Result("task/undo", map[string]any{"id": task.ID}, nil)
+	// What an undo cannot take back is a warning, which clients show (the
+	// extension leaves info in its log).
+	c.WaitNotification(from, "the undo's warning", editor.Method("server/message", `"level":"warning"`, "cannot undo pushes"))
 	middle := gitOut(t, done.Worktree.Path, "rev-parse", "HEAD")
 	c.Result("task/undo", map[string]any{"id": task.ID}, nil)
 	refs := gitOut(t, repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/familiar/undo/")

@@ -188,6 +188,15 @@ func everyMethod(t *testing.T, mode serveMode) *methodLog {
 	l.call("queue/cancel", map[string]any{}, nil) // none runs: -32003
 	l.ok("queue/undo", map[string]any{}, nil)
 	l.ok("task/remove", map[string]any{"id": a.ID, "force": true}, nil)
+	// a, its worktree removed, goes to the archive: task/list leaves it out
+	// unless asked (issue 26).
+	var archived protocol.TaskArchiveResult
+	l.ok("task/archive", map[string]any{"ids": []string{a.ID}}, &archived)
+	var only protocol.TaskListResult
+	l.ok("task/list", map[string]any{"archived": "only"}, &only)
+	if len(archived.IDs) != 1 || len(only.Tasks) != 1 || only.Tasks[0].ID != a.ID || only.Tasks[0].ArchivedAt.IsZero() {
+		t.Errorf("%s: archived %v, then the archive lists %+v", mode, archived.IDs, only.Tasks)
+	}
 
 	// b ran once a's slot was free, and ended its turn asking in prose.
 	c.WaitNotification(0, "b's question", editor.Method("task/question", b.ID, `"kind":"question"`))

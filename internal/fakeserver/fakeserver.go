@@ -105,6 +105,10 @@ func (Unimplemented) TaskUndo(context.Context, *protocol.TaskUndoParams) (*proto
 	return nil, NotImplemented("TaskUndo")
 }
 
+func (Unimplemented) TaskArchive(context.Context, *protocol.TaskArchiveParams) (*protocol.TaskArchiveResult, error) {
+	return nil, NotImplemented("TaskArchive")
+}
+
 func (Unimplemented) TaskRemove(context.Context, *protocol.TaskRemoveParams) error {
 	return NotImplemented("TaskRemove")
 }

@@ -481,6 +481,22 @@ export interface Skill {
 export interface SkillsListParams {
 }
 
+/**
+ * TaskArchiveParams: the tasks named, or every merged or cancelled task
+ * that finished before FinishedBefore (one of the two is required);
+ * Unarchive shows them in task/list again.
+ */
+export interface TaskArchiveParams {
+  ids?: string[];
+  finishedBefore?: string;
+  unarchive?: boolean;
+}
+
+/** TaskArchiveResult names the tasks that changed. */
+export interface TaskArchiveResult {
+  ids: string[];
+}
+
 /** TaskIDParams is the params of every method that takes only a task id. */
 export interface TaskIDParams {
   id: string;
@@ -563,6 +579,11 @@ export interface Task {
    * (familiar's addition).
    */
   undoableUntil?: string;
+  /**
+   * ArchivedAt is when the task was archived: task/list leaves it out
+   * unless asked (familiar's addition, issue 26).
+   */
+  archivedAt?: string;
   createdAt: string;
   startedAt?: string;
   finishedAt?: string;
@@ -896,6 +917,11 @@ export interface TaskListParams {
   /** Limit 0 means DefaultTaskListLimit. */
   limit?: number;
   cursor?: string;
+  /**
+   * Archived is "exclude" (the default: archived tasks are left out),
+   * "include" or "only" (familiar's addition, issue 26).
+   */
+  archived?: string;
 }
 
 /** TaskListResult lists tasks newest first. */
@@ -950,6 +976,11 @@ export interface TaskRemoveParams {
   deleteBranch?: boolean;
   /** Force removes a worktree even if it holds uncommitted work. */
   force?: boolean;
+  /**
+   * Archive also archives the task, so task/list no longer shows it
+   * (familiar's addition, issue 26).
+   */
+  archive?: boolean;
 }
 
 /**
@@ -1156,6 +1187,12 @@ export interface ServerMessageNotification {
   seq: number;
   level: MessageLevel;
   text: string;
+  /**
+   * Setting names the setting a message is about, for a link to it:
+   * "permissionPolicy" or "directives.elevated" on the warning before
+   * autonomy (familiar's addition, issue 26).
+   */
+  setting?: string;
 }
 
 /** The params and result of every method, by its Go name (protocol.Server). */
@@ -1177,6 +1214,7 @@ export interface Methods {
   Shutdown: { params: void; result: null };
   SkillsGet: { params: SkillsGetParams; result: SkillDetail };
   SkillsList: { params: SkillsListParams; result: Skill[] };
+  TaskArchive: { params: TaskArchiveParams; result: TaskArchiveResult };
   TaskCancel: { params: TaskIDParams; result: Task };
   TaskCreate: { params: TaskCreateParams; result: Task };
   TaskDiff: { params: TaskDiffParams; result: TaskDiffResult };
