@@ -1125,3 +1125,56 @@ func TestArchiveHidesFinishedTasks(t *testing.T) {
 		t.Errorf("b after remove {archive} = %+v", got)
 	}
 }
+
+// An auditor is given the repository's test commands (issue 26: TestCommands
+// was never set, so an auditor could run only familiar's defaults): from
+// .familiar/config.yaml here, with the real claude. Its write is refused
+// without a question (dontAsk), and its check runs. (With `testCommands: []`
+// the check is refused and this test fails.)
+func TestAuditorRunsTheRepositorysTestCommands(t *testing.T) {
+	e := open(t, nil, nil)
+	check := filepath.Join(e.repo, "check.sh")
+	if err := os.WriteFile(check, []byte("#!/bin/sh\necho CHECKS PASSED\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, e.repo, "add", "check.sh")
+	gitIn(t, e.repo, "commit", "-qm", "a check")
+	if err := os.MkdirAll(filepath.Join(e.repo, ".familiar"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.repo, ".familiar", "config.yaml"), []byte("testCommands:\n  - ./check.sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{Title: "audit", Mode: protocol.ModeAuditor,
+		Description: "review\n@@TOOL Write {\"file_path\":\"audit.txt\",\"content\":\"found nothing\"}\n@@TOOL Bash {\"command\":\"./check.sh\"}\n@@TEXT Audited: the checks pass."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "the audit completed", func(x note) bool {
+		return is(protocol.NotifyTaskCompleted, task.ID)(x) || statusIs(task.ID, protocol.StatusWaiting)(x)
+	})
+	got := e.get(t, task.ID)
+	if got.Status != protocol.StatusMerging {
+		t.Fatalf("the auditor ended %s (question %+v, blocked %+v)", got.Status, got.PendingQuestion, got.Blocked)
+	}
+	var write, run *fakeapi.Block
+	for _, r := range e.api.MainRequests() {
+		for _, b := range r.ToolResults() {
+			switch {
+			case write == nil && strings.Contains(b.Content, "audit.txt") || write == nil && b.IsError:
+				write = &b
+			case strings.Contains(b.Content, "CHECKS PASSED"):
+				run = &b
+			}
+		}
+	}
+	if write == nil || !write.IsError {
+		t.Errorf("the auditor's write was not refused: %+v", write)
+	}
+	if run == nil || run.IsError {
+		t.Errorf("the repository's test command did not run: %+v", run)
+	}
+	if _, err := os.Stat(filepath.Join(got.Worktree.Path, "audit.txt")); err == nil {
+		t.Error("the auditor wrote audit.txt")
+	}
+}

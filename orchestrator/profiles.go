@@ -20,7 +20,12 @@ func (o *Orchestrator) buildSpec(t *persisted, others []string, tracked []string
 	if err != nil {
 		return profiles.Spec{}, protocol.InvalidParams("skills", err.Error())
 	}
+	tests, err := o.testCommands()
+	if err != nil {
+		return profiles.Spec{}, err
+	}
 	req := profiles.Request{
+		TestCommands: tests,
 		Context: profiles.Context{
 			Title: t.T.Title, Description: t.T.Description, AcceptanceCriteria: t.T.AcceptanceCriteria,
 			Type: string(t.T.Type), Mode: string(t.T.Mode), OtherTasks: others,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.yaml.in/yaml/v3"
 
 	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
@@ -230,19 +228,9 @@ func (o *Orchestrator) verifyCommand(asked *string) (string, error) {
 	if v := o.settingsNow().MergeVerify; v != "" {
 		return v, nil
 	}
-	path := filepath.Join(o.cfg.Repo.Root(), ".familiar", "config.yaml")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
-	}
+	cfg, err := o.readRepoConfig()
 	if err != nil {
-		return "", protocol.FailedPrecondition(fmt.Sprintf("reading %s: %v", path, err), "")
-	}
-	var cfg struct {
-		MergeVerify string `yaml:"mergeVerify"`
-	}
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		return "", protocol.FailedPrecondition(fmt.Sprintf("%s is not valid YAML: %v; fix it or pass verify", path, err), "")
+		return "", err
 	}
 	return cfg.MergeVerify, nil
 }

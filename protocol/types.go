@@ -306,6 +306,11 @@ type Settings struct {
 	// MergeVerify is the merge queue's verify command when queue/merge
 	// names none ("" = the repository's .familiar/config.yaml, else none).
 	MergeVerify string `json:"mergeVerify"`
+	// TestCommands are the test and lint commands an auditor may run
+	// ("go test", or a whole rule "Bash(make check:*)"); nil = the
+	// repository's .familiar/config.yaml testCommands, else familiar's
+	// defaults (familiar's addition, issue 26).
+	TestCommands []string `json:"testCommands"`
 }
 
 // DefaultSettings returns the settings of PROTOCOL.md's defaults; the
@@ -366,6 +371,7 @@ func (s Settings) Apply(u *SettingsUpdate) Settings {
 	set(&s.ResumeAfterUsageLimit, u.ResumeAfterUsageLimit)
 	set(&s.AgentNice, u.AgentNice)
 	set(&s.MergeVerify, u.MergeVerify)
+	set(&s.TestCommands, u.TestCommands)
 	return s
 }
 
@@ -397,6 +403,7 @@ type SettingsUpdate struct {
 	ResumeAfterUsageLimit    *bool                `json:"resumeAfterUsageLimit,omitempty"`
 	AgentNice                *int                 `json:"agentNice,omitempty"`
 	MergeVerify              *string              `json:"mergeVerify,omitempty"`
+	TestCommands             *[]string            `json:"testCommands,omitempty"`
 }
 
 // Policy decides permission requests without asking a person. A rule is a

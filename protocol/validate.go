@@ -63,6 +63,7 @@ func (s Settings) asUpdate() *SettingsUpdate {
 		MaxBudgetUsd:         &s.MaxBudgetUsd,
 		AgentNice:            &s.AgentNice,
 		MergeVerify:          &s.MergeVerify,
+		TestCommands:         &s.TestCommands,
 	}
 }
 
@@ -87,6 +88,13 @@ func (u *SettingsUpdate) validate(c *checker, prefix string) {
 	c.intPtrRange(f("commandTimeoutSec"), u.CommandTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
 	c.intPtrRange(f("agentNice"), u.AgentNice, 0, MaxAgentNice)
 	budget(c, f("maxBudgetUsd"), u.MaxBudgetUsd)
+	if u.TestCommands != nil {
+		for i, cmd := range *u.TestCommands {
+			if strings.TrimSpace(cmd) == "" || strings.ContainsAny(cmd, "\n\r") {
+				c.fail(index(f("testCommands"), i), "a test command is one line such as \"go test\", not %q.", cmd)
+			}
+		}
+	}
 	validateMcpServers(c, f("mcpServers"), u.McpServers)
 	if u.PermissionPolicy != nil {
 		u.PermissionPolicy.validate(c, f("permissionPolicy"))

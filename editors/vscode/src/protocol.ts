@@ -127,6 +127,7 @@ export interface SettingsUpdate {
   resumeAfterUsageLimit?: boolean;
   agentNice?: number;
   mergeVerify?: string;
+  testCommands?: string[];
 }
 
 /**
@@ -454,6 +455,13 @@ export interface Settings {
    * names none ("" = the repository's .familiar/config.yaml, else none).
    */
   mergeVerify: string;
+  /**
+   * TestCommands are the test and lint commands an auditor may run
+   * ("go test", or a whole rule "Bash(make check:*)"); nil = the
+   * repository's .familiar/config.yaml testCommands, else familiar's
+   * defaults (familiar's addition, issue 26).
+   */
+  testCommands: string[];
 }
 
 export interface SkillsGetParams {
