@@ -61,6 +61,7 @@ const (
 	SystemFamiliarStream = "familiar stream"
 	SystemStreamFloor    = "claude stream-json, direct (floor)"
 	SystemACP            = "claude-code-acp " + ACPVersion
+	SystemAgentACP       = "claude-agent-acp " + AgentACPVersion
 	// The interactive CLI with no familiar: its hooks answered at once by
 	// a bare HTTP handler (see tuiFloor).
 	SystemTUIFloor         = "claude TUI, PermissionRequest hook, direct (floor)"
@@ -68,9 +69,35 @@ const (
 	SystemTUIFloorPreTool  = "claude TUI, answered at PreToolUse, direct (floor)"
 )
 
-// ACPVersion is the pinned version of Zed's ACP adapter compared against;
-// bash .ci/run-acp-tools installs it into <tools>/acp.
+// ACPVersion is the pinned version of Zed's ACP adapter compared against
+// under its old name; bash .ci/run-acp-tools installs it into
+// <tools>/claude-code-acp.
 const ACPVersion = "0.16.2"
+
+// AgentACPVersion is the pinned version of the same adapter under its
+// current name (@agentclientprotocol/claude-agent-acp, renamed at 0.17.0
+// and 0.24.0); bash .ci/run-acp-tools installs it into
+// <tools>/claude-agent-acp.
+const AgentACPVersion = "0.101.0"
+
+// An ACP adapter of the comparison: where its package is installed and
+// what its name in the table is.
+type acpAdapter struct {
+	version string
+	dirs    []string // under the tools dir, first found wins
+	pkg     string   // the npm package, a path under node_modules
+	// defaultMode, when set, goes into the session's settings.json as
+	// permissions.defaultMode: 0.101.0 starts sessions in claude's auto
+	// mode otherwise, where the scripted Bash call would not be asked.
+	defaultMode string
+}
+
+var (
+	oldACP = acpAdapter{version: ACPVersion,
+		dirs: []string{"claude-code-acp", "acp"}, pkg: "@zed-industries/claude-code-acp"}
+	agentACP = acpAdapter{version: AgentACPVersion,
+		dirs: []string{"claude-agent-acp"}, pkg: "@agentclientprotocol/claude-agent-acp", defaultMode: "default"}
+)
 
 // compare runs every system's session side by side and asks each the same
 // permission question in turn, Runs times (interleaved, so load drifts hit
@@ -108,7 +135,8 @@ func (r *runner) compare(ctx context.Context) error {
 			return r.startFamiliar(ctx, api, protocol.DriverStream)
 		}},
 		{SystemStreamFloor, r.startStreamFloor},
-		{SystemACP, r.startACP},
+		{SystemAgentACP, r.startACP(agentACP)},
+		{SystemACP, r.startACP(oldACP)},
 		{SystemTUIFloor, r.startTUIFloor("PermissionRequest", false)},
 		{SystemTUIFloorAllHooks, r.startTUIFloor("PermissionRequest", true)},
 		{SystemTUIFloorPreTool, r.startTUIFloor("PreToolUse", false)},
@@ -472,7 +500,7 @@ func stopChild(cmd *exec.Cmd, stdin io.Closer, readerDone <-chan struct{}) {
 	}
 }
 
-// ---- Zed's claude-code-acp, through the Agent Client Protocol ----
+// ---- the ACP adapter (Zed's claude-code-acp, now claude-agent-acp) ----
 
 // acpContender drives claude-code-acp as an ACP client (an editor) does:
 // JSON-RPC 2.0, one message a line, on the adapter's stdio.
@@ -499,77 +527,97 @@ type acpMsg struct {
 	at     time.Time
 }
 
-// acpEntry is the adapter's entry point: installed under <tools>/acp, the
-// configured tools dir first, then the source tree's .tools.
-func (r *runner) acpEntry() string {
-	var entry string
+// acpEntry is the adapter's entry point: installed under one of its dirs
+// in the tools dir, the configured tools dir first, then the source tree's
+// .tools, and only at its pinned version (npm may leave another).
+func (r *runner) acpEntry(ad acpAdapter) (string, error) {
 	for _, tools := range []string{r.opts.ToolsDir, filepath.Join(r.moduleRoot, ".tools")} {
 		if tools == "" {
 			continue
 		}
-		entry = filepath.Join(tools, "acp", "node_modules", "@zed-industries", "claude-code-acp", "dist", "index.js")
-		if _, err := os.Stat(entry); err == nil {
-			break
+		for _, dir := range ad.dirs {
+			pkg := filepath.Join(tools, dir, "node_modules", filepath.FromSlash(ad.pkg))
+			b, err := os.ReadFile(filepath.Join(pkg, "package.json"))
+			if err != nil {
+				continue
+			}
+			var p struct {
+				Version string `json:"version"`
+			}
+			if json.Unmarshal(b, &p) != nil || p.Version != ad.version {
+				continue
+			}
+			return filepath.Join(pkg, "dist", "index.js"), nil
 		}
 	}
-	return entry
+	return "", errSkip(ad.pkg + " " + ad.version + " is not installed (bash .ci/run-acp-tools)")
 }
 
-func (r *runner) startACP(ctx context.Context, api *demomodel.Server) (contender, error) {
-	entry := r.acpEntry()
-	if _, err := os.Stat(entry); err != nil {
-		return nil, errSkip("claude-code-acp " + ACPVersion + " is not installed (bash .ci/run-acp-tools)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		return nil, errSkip("node is not installed")
-	}
-	repo, err := newRepo(ctx, r.tmp, 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := os.MkdirTemp(r.tmp, "acp-")
-	if err != nil {
-		return nil, err
-	}
-	if err := agent.SeedConfigDir(cfg, repo, demomodel.APIKey); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(node, entry)
-	cmd.Dir = repo
-	extra := api.Env()
-	extra["CLAUDE_CODE_EXECUTABLE"] = r.claude.Path // the same claude as familiar's
-	extra["IS_SANDBOX"] = "1"                       // lets the adapter run as root
-	cmd.Env = agent.SessionEnv(os.Environ(), cfg, extra)
-	a := &acpContender{cmd: cmd, msgs: newQueue[acpMsg]()}
-	a.stdin, a.done, err = startLines(cmd, func(line []byte, at time.Time) {
-		m := acpMsg{at: at}
-		if json.Unmarshal(line, &m) == nil {
-			a.msgs.add(m)
+func (r *runner) startACP(ad acpAdapter) func(ctx context.Context, api *demomodel.Server) (contender, error) {
+	return func(ctx context.Context, api *demomodel.Server) (contender, error) {
+		entry, err := r.acpEntry(ad)
+		if err != nil {
+			return nil, err
 		}
-	})
-	if err != nil {
-		return nil, err
+		node, err := exec.LookPath("node")
+		if err != nil {
+			return nil, errSkip("node is not installed")
+		}
+		repo, err := newRepo(ctx, r.tmp, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := os.MkdirTemp(r.tmp, "acp-")
+		if err != nil {
+			return nil, err
+		}
+		if err := agent.SeedConfigDir(cfg, repo, demomodel.APIKey); err != nil {
+			return nil, err
+		}
+		if ad.defaultMode != "" {
+			// The user's settings as the adapter and claude both read them
+			// (CLAUDE_CONFIG_DIR/settings.json).
+			b, _ := json.Marshal(map[string]any{"permissions": map[string]any{"defaultMode": ad.defaultMode}})
+			if err := os.WriteFile(filepath.Join(cfg, "settings.json"), b, 0o600); err != nil {
+				return nil, fmt.Errorf("the adapter's settings: %w", err)
+			}
+		}
+		cmd := exec.Command(node, entry)
+		cmd.Dir = repo
+		extra := api.Env()
+		extra["CLAUDE_CODE_EXECUTABLE"] = r.claude.Path // the same claude as familiar's
+		extra["IS_SANDBOX"] = "1"                       // lets the adapter run as root
+		cmd.Env = agent.SessionEnv(os.Environ(), cfg, extra)
+		a := &acpContender{cmd: cmd, msgs: newQueue[acpMsg]()}
+		a.stdin, a.done, err = startLines(cmd, func(line []byte, at time.Time) {
+			m := acpMsg{at: at}
+			if json.Unmarshal(line, &m) == nil {
+				a.msgs.add(m)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := a.call(ctx, "initialize", map[string]any{"protocolVersion": 1,
+			"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false}}); err != nil {
+			a.close()
+			return nil, fmt.Errorf("initialize: %w", err)
+		}
+		res, err := a.call(ctx, "session/new", map[string]any{"cwd": repo, "mcpServers": []any{}})
+		if err != nil {
+			a.close()
+			return nil, fmt.Errorf("session/new: %w", err)
+		}
+		var s struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := json.Unmarshal(res, &s); err != nil || s.SessionID == "" {
+			a.close()
+			return nil, fmt.Errorf("session/new answered %s", res)
+		}
+		a.session = s.SessionID
+		return a, nil
 	}
-	if _, err := a.call(ctx, "initialize", map[string]any{"protocolVersion": 1,
-		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false}}); err != nil {
-		a.close()
-		return nil, fmt.Errorf("initialize: %w", err)
-	}
-	res, err := a.call(ctx, "session/new", map[string]any{"cwd": repo, "mcpServers": []any{}})
-	if err != nil {
-		a.close()
-		return nil, fmt.Errorf("session/new: %w", err)
-	}
-	var s struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := json.Unmarshal(res, &s); err != nil || s.SessionID == "" {
-		a.close()
-		return nil, fmt.Errorf("session/new answered %s", res)
-	}
-	a.session = s.SessionID
-	return a, nil
 }
 
 func (a *acpContender) send(v any) error {
