@@ -39,6 +39,7 @@ type actor struct {
 	gen      int // agent starts; events of an earlier agent are ignored
 	approval clock.Timer
 	backoff  clock.Timer
+	warm     clock.Timer // warmAgentSec after a finished turn → inWarmOver
 	// saving waits for the last queued save of the task (nil: none).
 	// Notifications published after it commit with it or later, so they
 	// need not wait; a reply to a command does.
@@ -63,6 +64,7 @@ type taskView struct {
 	merge      *mergeRecord
 	finishedAt time.Time
 	agentPhase agentPhase
+	warm       bool // the agent stays after a finished turn (warmAgentSec)
 	steps      []protocol.ToolCall // a copy of the tool calls so far (task/get)
 }
 
@@ -197,7 +199,7 @@ func (a *actor) handle(env envelope) error {
 func (a *actor) publishView() {
 	s := &a.st
 	v := &taskView{T: s.T, Seq: s.Seq, sess: a.sess, logs: append([]string(nil), s.Logs...), lastErr: s.LastError,
-		op: s.op, merge: s.Merge, agentPhase: s.agent, steps: append([]protocol.ToolCall(nil), s.steps...)}
+		op: s.op, merge: s.Merge, agentPhase: s.agent, warm: s.warm, steps: append([]protocol.ToolCall(nil), s.steps...)}
 	if q := s.T.PendingQuestion; q != nil {
 		c := *q
 		v.T.PendingQuestion = &c
@@ -256,6 +258,14 @@ func (a *actor) run(eff effect) {
 		a.approval = o.clk.AfterFunc(eff.after, func() { a.post(envelope{in: inApprovalTimer{questionID: qid}, gen: gen}) })
 	case effDisarmApproval:
 		a.disarm()
+	case effArmWarm:
+		a.disarmWarm()
+		gen := a.gen
+		a.warm = o.clk.AfterFunc(eff.after, func() { a.post(envelope{in: inWarmOver{}, gen: gen}) })
+	case effDisarmWarm:
+		a.disarmWarm()
+	case effWarmGone:
+		o.poke() // its slot is free for the queue
 	case effBackoff:
 		if a.backoff != nil {
 			a.backoff.Stop()
@@ -299,6 +309,13 @@ func (a *actor) run(eff effect) {
 		o.fc.touch(a.id)
 	default:
 		o.logger.Error("unknown effect", "effect", fmt.Sprintf("%T", eff))
+	}
+}
+
+func (a *actor) disarmWarm() {
+	if a.warm != nil {
+		a.warm.Stop()
+		a.warm = nil
 	}
 }
 

@@ -25,7 +25,7 @@ var transitions = map[protocol.Status][]protocol.Status{
 	protocol.StatusRunning:   {protocol.StatusStarting, protocol.StatusWaiting, protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
 	protocol.StatusWaiting:   {protocol.StatusStarting, protocol.StatusRunning, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused},
 	protocol.StatusPaused:    {protocol.StatusQueued, protocol.StatusCancelled},
-	protocol.StatusMerging:   {protocol.StatusMerged, protocol.StatusQueued, protocol.StatusBlocked},
+	protocol.StatusMerging:   {protocol.StatusMerged, protocol.StatusQueued, protocol.StatusBlocked, protocol.StatusRunning},
 	protocol.StatusMerged:    {protocol.StatusMerging},
 	protocol.StatusBlocked:   {protocol.StatusQueued, protocol.StatusCancelled},
 	protocol.StatusCancelled: nil,
@@ -125,6 +125,10 @@ type state struct {
 	// resumeAfterOp: the usage limit reset while a git operation owned
 	// the task; it continues once the operation is over.
 	resumeAfterOp bool
+	// warm: the agent was kept after the turn that finished the task
+	// (warmAgentSec), for a follow-up; set until that agent exits or a
+	// follow-up takes it back to running. It holds a slot meanwhile.
+	warm bool
 }
 
 // authRetries is the retry of a refused login at which the task is blocked.
@@ -146,6 +150,9 @@ type env struct {
 	// resumeAfterUsageLimit: the setting; a usage-limited task continues
 	// by itself at the reset (what its end's detail says).
 	resumeAfterUsageLimit bool
+	// warmFor: the setting warmAgentSec; a finished turn's claude stays
+	// this long for a follow-up (0 = let it go at once).
+	warmFor time.Duration
 }
 
 // Inputs. Commands come from clients; the rest are what the agent or a
@@ -246,7 +253,15 @@ type (
 	inLoaded     struct{}                          // read back from the store at start
 	// inForecast is the forecaster's latest conflict forecast of the task.
 	inForecast struct{ conflicts, overlaps []protocol.TaskConflict }
+	// inWarmOver: warmAgentSec passed with no follow-up.
+	inWarmOver struct{}
+	// cmdCool lets a warm agent go: the queue needs its slot, or git the
+	// worktree.
+	cmdCool struct{}
 )
+
+func (inWarmOver) inputName() string { return "warm time over" }
+func (cmdCool) inputName() string    { return "let the warm agent go" }
 
 func (inStart) inputName() string         { return "start" }
 func (inStarted) inputName() string       { return "started" }
@@ -313,6 +328,10 @@ type (
 		after      time.Duration
 	}
 	effDisarmApproval struct{}
+	effArmWarm        struct{ after time.Duration } // → inWarmOver
+	effDisarmWarm     struct{}
+	// effWarmGone: a warm agent exited; its slot is free for the queue.
+	effWarmGone struct{}
 	effBackoff        struct{ after time.Duration } // → inBackoffDone
 	effCheckpoint     struct{ message string }
 	effComplete       struct{ turn agent.TurnEnded } // git: leftovers, files, commits → inCompleted
@@ -355,6 +374,9 @@ func (effResponded) effectName() string      { return "responded" }
 func (effUsageLimit) effectName() string     { return "usage limit" }
 func (effSaveGrant) effectName() string      { return "save grant" }
 func (effForecast) effectName() string       { return "forecast" }
+func (effArmWarm) effectName() string        { return "arm warm" }
+func (effDisarmWarm) effectName() string     { return "disarm warm" }
+func (effWarmGone) effectName() string       { return "warm agent gone" }
 
 // stepper accumulates the next state and its effects.
 type stepper struct {
@@ -413,6 +435,13 @@ func (st *stepper) move(to protocol.Status) error {
 	}
 	if from == protocol.StatusQueued || to == protocol.StatusQueued {
 		st.emit(effQueueChanged{})
+	}
+	if s.warm && to != protocol.StatusRunning {
+		// A finished task that goes on otherwise (merged, blocked) keeps
+		// no claude for a follow-up: its slot is free.
+		s.warm = false
+		st.emit(effDisarmWarm{}, effWarmGone{})
+		st.stopAgent(stopIntent{kind: stopRelease}, false)
 	}
 	if from == protocol.StatusQueued {
 		s.requeued = false
@@ -617,6 +646,15 @@ func (st *stepper) apply(in input) error {
 		if s.agent != agentUp {
 			return nil // the agent is going away; nobody should answer it
 		}
+		if !live(status) {
+			// A warm agent asks nothing while idle; one that does is not
+			// what a follow-up should meet: it goes.
+			if s.warm {
+				st.emit(effDisarmWarm{})
+				st.stopAgent(stopIntent{kind: stopRelease}, false)
+			}
+			return nil
+		}
 		if d := in.decided; d != nil {
 			st.policyAnswered(in.q, d)
 			return nil
@@ -749,9 +787,15 @@ func (st *stepper) apply(in input) error {
 			}
 			s.T.Result = &r
 			st.changed()
-			// Announced by announceEnd. The finished agent would hold ~200 MB while idle: let it go.
-			// Its session is kept, so task/send resumes the conversation.
-			st.stopAgent(stopIntent{kind: stopRelease}, false)
+			// Announced by announceEnd. The finished agent would hold ~200 MB while idle: let it go,
+			// unless warmAgentSec keeps it for a follow-up. Its session is kept either way, so
+			// task/send continues the conversation.
+			if st.e.warmFor > 0 && s.agent == agentUp {
+				s.warm = true
+				st.emit(effArmWarm{after: st.e.warmFor})
+			} else {
+				st.stopAgent(stopIntent{kind: stopRelease}, false)
+			}
 		}
 
 	case inNoProgress:
@@ -793,6 +837,10 @@ func (st *stepper) apply(in input) error {
 		}
 		s.agent = agentNone
 		s.Process = nil
+		if s.warm {
+			s.warm = false
+			st.emit(effDisarmWarm{}, effWarmGone{})
+		}
 		if s.T.PendingQuestion != nil {
 			st.emit(effDisarmApproval{})
 		}
@@ -896,6 +944,18 @@ func (st *stepper) apply(in input) error {
 		switch {
 		case (status == protocol.StatusRunning || status == protocol.StatusWaiting) && s.agent == agentUp:
 			st.emit(effSendPrompt{text: in.text})
+		case status == protocol.StatusMerging && s.warm && s.agent == agentUp:
+			// A follow-up while the finished turn's claude is still warm:
+			// it takes the message at once, in the slot it holds.
+			if err := st.move(protocol.StatusRunning); err != nil {
+				return err
+			}
+			s.warm = false
+			s.T.Result = nil
+			s.T.FinishedAt = time.Time{}
+			s.T.StartedAt = st.e.now.UTC() // a follow-up's run, as a resumed one starts its own
+			st.emit(effDisarmWarm{}, effSendPrompt{text: in.text})
+			st.changed()
 		case status == protocol.StatusMerging:
 			// A follow-up on finished work: the agent resumes its session
 			// with it when a slot is free (once the finished one is gone).
@@ -932,6 +992,11 @@ func (st *stepper) apply(in input) error {
 		if live(status) && s.agent == agentUp {
 			st.stopAgent(stopIntent{kind: stopSwitch}, false)
 		}
+		if s.warm && s.agent == agentUp {
+			// The mode is claude's flags: the follow-up needs a new claude.
+			st.emit(effDisarmWarm{})
+			st.stopAgent(stopIntent{kind: stopRelease}, false)
+		}
 		st.changed()
 
 	case cmdMarkDone:
@@ -967,6 +1032,12 @@ func (st *stepper) apply(in input) error {
 		st.emit(effAudit{action: "policy.revoked", actor: "user", data: map[string]any{
 			"rule": in.rule, "scope": protocol.GrantTask, "note": "a running session keeps the rule until it restarts"}})
 		st.changed()
+
+	case inWarmOver, cmdCool:
+		if s.warm && s.agent == agentUp {
+			st.emit(effDisarmWarm{})
+			st.stopAgent(stopIntent{kind: stopRelease}, false)
+		}
 
 	case cmdShutdown:
 		if s.agent != agentNone {
@@ -1079,7 +1150,7 @@ func (st *stepper) apply(in input) error {
 	case inLoaded:
 		// Nothing runs yet: a task that was live when familiar stopped lost
 		// its agent.
-		s.agent, s.stop, s.op, s.completing, s.resumeAfterOp = agentNone, stopIntent{}, opNone, false, false
+		s.agent, s.stop, s.op, s.completing, s.resumeAfterOp, s.warm = agentNone, stopIntent{}, opNone, false, false, false
 		if live(status) {
 			// A task that waited on a person stays for that person; one
 			// that worked on its own continues by itself (recoverLeftovers).

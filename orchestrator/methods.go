@@ -405,7 +405,8 @@ func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams)
 // not be told to try again.
 func (o *Orchestrator) waitReleased(ctx context.Context, a *actor) error {
 	v := a.view()
-	if v.sess == nil || live(v.T.Status) {
+	if v.sess == nil || live(v.T.Status) || v.warm && v.agentPhase == agentUp {
+		// A warm agent takes a follow-up as it is (cmdSend).
 		return nil
 	}
 	if err := o.waitAgentGone(ctx, v); err != nil {
@@ -729,6 +730,13 @@ func (o *Orchestrator) beginOp(ctx context.Context, id string, op opKind) (*acto
 	a, err := o.get(id)
 	if err != nil {
 		return nil, nil, err
+	}
+	if v := a.view(); v.warm {
+		// git must not race a claude kept warm for a follow-up: it goes
+		// first (waited for below).
+		if _, err := a.call(ctx, cmdCool{}); err != nil {
+			return nil, nil, err
+		}
 	}
 	if v := a.view(); v.sess != nil && (v.T.Status == protocol.StatusMerging || v.T.Status == protocol.StatusBlocked) {
 		// A finished task's agent is still going away: git must not race it.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -280,6 +281,7 @@ func (o *Orchestrator) env() env {
 		maxBudgetUSD:     s.MaxBudgetUsd,
 
 		resumeAfterUsageLimit: s.ResumeAfterUsageLimit,
+		warmFor:               time.Duration(s.WarmAgentSec) * time.Second,
 	}
 }
 
@@ -340,13 +342,26 @@ func (o *Orchestrator) queueLocked() []*actor {
 }
 
 func (o *Orchestrator) runningLocked() int {
-	n := 0
+	n, _ := o.slotsLocked()
+	return n
+}
+
+// slotsLocked counts the slots taken: live tasks, and finished ones whose
+// claude is kept warm for a follow-up (warm lists those, oldest finished
+// first, the ones to let go when the queue needs a slot).
+func (o *Orchestrator) slotsLocked() (n int, warm []*actor) {
 	for _, a := range o.tasks {
-		if live(a.view().T.Status) {
+		v := a.view()
+		switch {
+		case live(v.T.Status):
 			n++
+		case v.warm:
+			n++
+			warm = append(warm, a)
 		}
 	}
-	return n
+	slices.SortFunc(warm, func(a, b *actor) int { return a.view().T.FinishedAt.Compare(b.view().T.FinishedAt) })
+	return n, warm
 }
 
 // queueChanged invalidates the cached queue order.

@@ -70,13 +70,22 @@ func (o *Orchestrator) startQueued() (moved bool) {
 			o.mu.Unlock()
 			return moved
 		}
-		free := o.settingsNow().MaxConcurrent - o.runningLocked()
-		if o.limitedLocked() {
+		taken, warm := o.slotsLocked()
+		free := o.settingsNow().MaxConcurrent - taken
+		limited := o.limitedLocked()
+		if limited {
 			// Claude's usage limit: a task started now would only meet it.
 			free = 0
 		}
 		queue := o.queueLocked()
 		o.mu.Unlock()
+		if free <= 0 && !limited && len(queue) > 0 {
+			// Warm agents give way to queued work, the longest idle first;
+			// each one's exit pokes the scheduler again (effWarmGone).
+			for _, a := range warm[:min(len(queue), len(warm))] {
+				a.post(envelope{in: cmdCool{}})
+			}
+		}
 		if free <= 0 || len(queue) == 0 {
 			return moved || len(queue) > 0
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/agent/screen"
+	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
@@ -79,6 +80,7 @@ type fakeSession struct {
 	once    sync.Once
 	mu      sync.Mutex
 	answers []agent.Answer
+	prompts []string
 }
 
 func (s *fakeSession) SessionID() string        { return "sess-1" }
@@ -93,7 +95,12 @@ func (s *fakeSession) Answer(id string, a agent.Answer) error {
 	return nil
 }
 func (s *fakeSession) AnswerDecided(id string, a agent.Answer) error { return s.Answer(id, a) }
-func (s *fakeSession) SendPrompt(string) error                       { return nil }
+func (s *fakeSession) SendPrompt(text string) error {
+	s.mu.Lock()
+	s.prompts = append(s.prompts, text)
+	s.mu.Unlock()
+	return nil
+}
 func (s *fakeSession) Interrupt() error                              { return nil }
 func (s *fakeSession) Input([]byte) error                            { return nil }
 func (s *fakeSession) Resize(int, int) error                         { return nil }
@@ -128,6 +135,12 @@ type runnerEnv struct {
 
 func newRunner(t *testing.T, settings protocol.Settings) *runnerEnv {
 	t.Helper()
+	return newRunnerClock(t, settings, nil)
+}
+
+// newRunnerClock is newRunner on the given clock (nil: the real one).
+func newRunnerClock(t *testing.T, settings protocol.Settings, clk clock.Clock) *runnerEnv {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
 	if err != nil {
@@ -135,7 +148,7 @@ func newRunner(t *testing.T, settings protocol.Settings) *runnerEnv {
 	}
 	r := &runnerEnv{repo: &fakeRepo{}}
 	o, err := New(Config{
-		Repo: r.repo, Store: st, DataDir: dir, Notifier: &fakeNotifier{}, Settings: settings,
+		Repo: r.repo, Store: st, DataDir: dir, Notifier: &fakeNotifier{}, Settings: settings, Clock: clk,
 		CLI: agent.CLI{Path: "/fake/claude", Version: "2.1.330"}, StartBackoff: time.Millisecond,
 		// A login, so the check before a start lets it through.
 		StartHook: func(ctx context.Context, opts *agent.Options) {
@@ -386,4 +399,106 @@ func TestRunnerRetryFromBranchWaitsForAnOperation(t *testing.T) {
 	if _, err := r.o.TaskRetry(ctx, &protocol.TaskRetryParams{ID: task.ID, FromBranch: true}); err != nil {
 		t.Errorf("retry after the undo: %v", err)
 	}
+}
+
+// TestRunnerWarmAgentTakesFollowUpsAndGivesWay: with warmAgentSec a
+// finished task keeps its claude; a follow-up goes to that claude at once
+// (no new start), the slot it holds goes to a queued task first, git's
+// merge lets it go before it runs, and the warm time's end lets it go too.
+func TestRunnerWarmAgentTakesFollowUpsAndGivesWay(t *testing.T) {
+	settings := protocol.DefaultSettings()
+	settings.MaxConcurrent = 1
+	settings.WarmAgentSec = 60
+	clk := clock.NewFake(time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC))
+	r := newRunnerClock(t, settings, clk)
+	ctx := context.Background()
+	sessions := func() int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.sessions)
+	}
+	warm := func(id string) bool {
+		a, err := r.o.get(id)
+		return err == nil && a.view().warm
+	}
+
+	a := create(t, r.o, "a")
+	s0 := r.session(t, 0)
+	r.status(t, a.ID, protocol.StatusRunning)
+	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
+	r.status(t, a.ID, protocol.StatusMerging)
+	waitUntil(t, "a warm", func() bool { return warm(a.ID) })
+
+	// The follow-up goes to the claude that is there.
+	if _, err := r.o.TaskSend(ctx, &protocol.TaskSendParams{ID: a.ID, Text: "one more thing"}); err != nil {
+		t.Fatal(err)
+	}
+	got := r.status(t, a.ID, protocol.StatusRunning)
+	s0.mu.Lock()
+	prompts := append([]string(nil), s0.prompts...)
+	s0.mu.Unlock()
+	if len(prompts) != 1 || prompts[0] != "one more thing" || sessions() != 1 || got.Result != nil {
+		t.Fatalf("follow-up: prompts %q, %d claudes started, result %+v; want it typed into the first", prompts, sessions(), got.Result)
+	}
+	select {
+	case <-s0.Done():
+		t.Fatal("the warm claude was stopped by its follow-up")
+	default:
+	}
+	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done again."}})
+	r.status(t, a.ID, protocol.StatusMerging)
+	waitUntil(t, "a warm again", func() bool { return warm(a.ID) })
+
+	// A queued task needs the one slot: the warm claude goes first.
+	b := create(t, r.o, "b")
+	select {
+	case <-s0.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the warm claude kept the slot a queued task needs")
+	}
+	s1 := r.session(t, 1)
+	r.status(t, b.ID, protocol.StatusRunning)
+	if warm(a.ID) {
+		t.Error("a still counted warm after its claude exited")
+	}
+
+	// b finishes warm; a merge lets its claude go before git runs.
+	s1.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
+	r.status(t, b.ID, protocol.StatusMerging)
+	waitUntil(t, "b warm", func() bool { return warm(b.ID) })
+	if _, err := r.o.TaskMerge(ctx, &protocol.TaskMergeParams{ID: b.ID}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s1.Done():
+	default:
+		t.Fatal("merged with the warm claude still running in the worktree")
+	}
+	r.status(t, b.ID, protocol.StatusMerged)
+
+	// a, continued cold (a new claude resuming its session), finishes warm
+	// and is let go when the warm time is over.
+	if _, err := r.o.TaskSend(ctx, &protocol.TaskSendParams{ID: a.ID, Text: "last"}); err != nil {
+		t.Fatal(err)
+	}
+	s2 := r.session(t, 2)
+	r.status(t, a.ID, protocol.StatusRunning)
+	if s2.opts.SessionID != "sess-1" {
+		t.Errorf("the cold follow-up resumed session %q", s2.opts.SessionID)
+	}
+	s2.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
+	r.status(t, a.ID, protocol.StatusMerging)
+	waitUntil(t, "a warm a third time", func() bool { return warm(a.ID) })
+	// The timer is armed by the actor's effect right after the view shows
+	// warm: advance until it has fired rather than once.
+	waitUntil(t, "the warm claude let go after warmAgentSec", func() bool {
+		clk.Advance(61 * time.Second)
+		select {
+		case <-s2.Done():
+			return true
+		default:
+			return false
+		}
+	})
+	r.status(t, a.ID, protocol.StatusMerging)
 }

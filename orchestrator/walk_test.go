@@ -23,47 +23,53 @@ import (
 // which grow without changing what the task can do next: the first state
 // found with a key stands for all.
 func TestWalkEveryReachableState(t *testing.T) {
-	e := testEnv
-	e.maxBudgetUSD = 1
 	inputs := walkInputs()
 	type node struct {
 		s    state
 		path []string // inputs from the start, for a failure's message
 	}
-	startState := state{}
-	startState.T = protocol.Task{ID: "t1", Title: "task", Status: protocol.StatusQueued, Activity: protocol.ActivityIdle, Mode: protocol.ModeExecutor}
-	seen := map[walkKey]bool{key(startState): true}
-	queue := []node{{s: startState}}
 	edges := map[[2]protocol.Status]bool{}
-	var steps, refused int
+	var steps, refused, states int
 	scenarios := map[string]int{}
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		checkState(t, n.s, n.path)
-		for _, in := range inputs {
-			steps++
-			next, effs, err := step(n.s, in, e)
-			path := append(slices.Clip(n.path), in.inputName())
-			where := fmt.Sprintf("%s after %s", describe(n.s), strings.Join(path, " → "))
-			if err != nil {
-				refused++
+	// Walked twice: finished agents let go at once, and kept warm for a
+	// follow-up (warmAgentSec), each with its own edges.
+	for _, warm := range []time.Duration{0, time.Minute} {
+		e := testEnv
+		e.maxBudgetUSD = 1
+		e.warmFor = warm
+		startState := state{}
+		startState.T = protocol.Task{ID: "t1", Title: "task", Status: protocol.StatusQueued, Activity: protocol.ActivityIdle, Mode: protocol.ModeExecutor}
+		seen := map[walkKey]bool{key(startState): true}
+		queue := []node{{s: startState}}
+		for len(queue) > 0 {
+			n := queue[0]
+			queue = queue[1:]
+			checkState(t, n.s, n.path)
+			for _, in := range inputs {
+				steps++
+				next, effs, err := step(n.s, in, e)
+				path := append(slices.Clip(n.path), in.inputName())
+				where := fmt.Sprintf("%s after %s", describe(n.s), strings.Join(path, " → "))
+				if err != nil {
+					refused++
+				}
+				checkEdge(t, n.s, in, next, effs, err, where, scenarios)
+				if err != nil {
+					continue
+				}
+				if from, to := n.s.T.Status, next.T.Status; from != to {
+					edges[[2]protocol.Status{from, to}] = true
+				}
+				if k := key(next); !seen[k] {
+					seen[k] = true
+					queue = append(queue, node{s: next, path: path})
+				}
 			}
-			checkEdge(t, n.s, in, next, effs, err, where, scenarios)
-			if err != nil {
-				continue
-			}
-			if from, to := n.s.T.Status, next.T.Status; from != to {
-				edges[[2]protocol.Status{from, to}] = true
-			}
-			if k := key(next); !seen[k] {
-				seen[k] = true
-				queue = append(queue, node{s: next, path: path})
+			if t.Failed() {
+				t.FailNow() // one broken invariant repeats in thousands of states
 			}
 		}
-		if t.Failed() {
-			t.FailNow() // one broken invariant repeats in thousands of states
-		}
+		states += len(seen)
 	}
 	// Every edge of the table is taken by some input in some state: an
 	// edge nothing takes is either dead or a transition the walk misses.
@@ -80,7 +86,10 @@ func TestWalkEveryReachableState(t *testing.T) {
 			t.Errorf("the walk never met: %s", want)
 		}
 	}
-	t.Logf("%d states, %d steps (%d refused), %d of the table's edges taken; scenarios %v", len(seen), steps, refused, len(edges), scenarios)
+	if scenarios["follow-up to a warm agent"] == 0 {
+		t.Errorf("the walk never sent a follow-up to a warm agent")
+	}
+	t.Logf("%d states, %d steps (%d refused), %d of the table's edges taken; scenarios %v", states, steps, refused, len(edges), scenarios)
 }
 
 // walkKey is what makes two states behave differently for the invariants:
@@ -98,7 +107,7 @@ type walkKey struct {
 	question                                               protocol.QuestionKind
 	blocked                                                protocol.BlockedReason
 	session, result, noChanges, overBudget                 bool
-	forecast                                               bool
+	forecast, warm                                         bool
 }
 
 func key(s state) walkKey {
@@ -106,7 +115,7 @@ func key(s state) walkKey {
 		op: s.op, completing: s.completing, resumeOnLoad: s.resumeOnLoad, requeued: s.requeued, resumeLater: s.resumeAfterOp,
 		retry: s.StartFailures > 0, interrupting: s.interrupting, asked: s.askedID != "", followUp: s.FollowUp != "",
 		session: s.T.Agent != nil && s.T.Agent.SessionID != "", result: s.T.Result != nil,
-		forecast: len(s.T.Conflicts)+len(s.T.Overlaps) > 0}
+		forecast: len(s.T.Conflicts)+len(s.T.Overlaps) > 0, warm: s.warm}
 	if q := s.T.PendingQuestion; q != nil {
 		k.question = q.Kind
 	}
@@ -174,6 +183,7 @@ func walkInputs() []input {
 		cmdRequeue{priority: 1, seq: 2}, inQueueMoved{}, inWorktree{worktree: protocol.Worktree{Path: "/wt", Branch: "b"}},
 		inProcess{}, inLoaded{},
 		inForecast{conflicts: []protocol.TaskConflict{{With: "base", Files: []string{"a"}}}}, inForecast{},
+		inWarmOver{}, cmdCool{},
 	}
 }
 
@@ -187,7 +197,7 @@ func checkState(t *testing.T, s state, path []string) {
 	}
 	switch status {
 	case protocol.StatusMerged, protocol.StatusBlocked, protocol.StatusCancelled, protocol.StatusPaused, protocol.StatusMerging:
-		if s.agent != agentNone && s.agent != agentStopping {
+		if s.agent != agentNone && s.agent != agentStopping && !(status == protocol.StatusMerging && s.warm) {
 			t.Errorf("%s with an agent that is not stopping: %s", status, where)
 		}
 	case protocol.StatusQueued:
@@ -195,7 +205,10 @@ func checkState(t *testing.T, s state, path []string) {
 			t.Errorf("queued with an agent: %s", where)
 		}
 	}
-	if s.agent == agentUp && !live(status) {
+	if s.warm && (status != protocol.StatusMerging || s.agent == agentNone) {
+		t.Errorf("warm without a finished task's agent: %s", where)
+	}
+	if s.agent == agentUp && !live(status) && !s.warm {
 		t.Errorf("an agent up in a task that is not live: %s", where)
 	}
 	if (status == protocol.StatusWaiting) != (s.T.PendingQuestion != nil) {
@@ -235,6 +248,21 @@ func checkEdge(t *testing.T, from state, in input, next state, effs []effect, er
 			if err != nil || next.T.Status != from.T.Status || len(effs) != 0 || !next.resumeAfterOp {
 				t.Errorf("%s: err %v status %s effects %v kept %v: %s", during, err, next.T.Status, names(effs), next.resumeAfterOp, where)
 			}
+		}
+	}
+	if _, ok := in.(cmdSend); ok && from.warm && from.agent == agentUp && err == nil {
+		scenarios["follow-up to a warm agent"]++
+		sent := false
+		for _, e := range effs {
+			if _, ok := e.(effSendPrompt); ok {
+				sent = true
+			}
+			if _, ok := e.(effStartAgent); ok {
+				t.Errorf("a follow-up to a warm agent started another claude: %s", where)
+			}
+		}
+		if !sent || next.T.Status != protocol.StatusRunning || next.warm {
+			t.Errorf("a follow-up to a warm agent: status %s, warm %v, effects %v: %s", next.T.Status, next.warm, names(effs), where)
 		}
 	}
 	if b, ok := in.(cmdBeginOp); ok && b.op == opRemove && from.T.Status == protocol.StatusQueued {

@@ -311,6 +311,12 @@ type Settings struct {
 	// repository's .familiar/config.yaml testCommands, else familiar's
 	// defaults (familiar's addition, issue 26).
 	TestCommands []string `json:"testCommands"`
+	// WarmAgentSec keeps a task's claude for this long after a turn that
+	// finished the task, so a follow-up (task/send) goes to it at once
+	// instead of resuming the session in a new claude (0 = let it go at
+	// once). A warm agent counts against maxConcurrent and is let go first
+	// when a queued task needs the slot, or git needs the worktree.
+	WarmAgentSec int `json:"warmAgentSec"`
 }
 
 // DefaultSettings returns the settings of PROTOCOL.md's defaults; the
@@ -372,6 +378,7 @@ func (s Settings) Apply(u *SettingsUpdate) Settings {
 	set(&s.AgentNice, u.AgentNice)
 	set(&s.MergeVerify, u.MergeVerify)
 	set(&s.TestCommands, u.TestCommands)
+	set(&s.WarmAgentSec, u.WarmAgentSec)
 	return s
 }
 
@@ -404,6 +411,7 @@ type SettingsUpdate struct {
 	AgentNice                *int                 `json:"agentNice,omitempty"`
 	MergeVerify              *string              `json:"mergeVerify,omitempty"`
 	TestCommands             *[]string            `json:"testCommands,omitempty"`
+	WarmAgentSec             *int                 `json:"warmAgentSec,omitempty"`
 }
 
 // Policy decides permission requests without asking a person. A rule is a

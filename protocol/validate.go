@@ -87,6 +87,7 @@ func (u *SettingsUpdate) validate(c *checker, prefix string) {
 	c.intPtrRange(f("idleExitSec"), u.IdleExitSec, 0, MaxTimeoutSec)
 	c.intPtrRange(f("commandTimeoutSec"), u.CommandTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
 	c.intPtrRange(f("agentNice"), u.AgentNice, 0, MaxAgentNice)
+	c.intPtrRange(f("warmAgentSec"), u.WarmAgentSec, 0, MaxTimeoutSec)
 	budget(c, f("maxBudgetUsd"), u.MaxBudgetUsd)
 	if u.TestCommands != nil {
 		for i, cmd := range *u.TestCommands {

@@ -128,6 +128,7 @@ export interface SettingsUpdate {
   agentNice?: number;
   mergeVerify?: string;
   testCommands?: string[];
+  warmAgentSec?: number;
 }
 
 /**
@@ -462,6 +463,14 @@ export interface Settings {
    * defaults (familiar's addition, issue 26).
    */
   testCommands: string[];
+  /**
+   * WarmAgentSec keeps a task's claude for this long after a turn that
+   * finished the task, so a follow-up (task/send) goes to it at once
+   * instead of resuming the session in a new claude (0 = let it go at
+   * once). A warm agent counts against maxConcurrent and is let go first
+   * when a queued task needs the slot, or git needs the worktree.
+   */
+  warmAgentSec: number;
 }
 
 export interface SkillsGetParams {
