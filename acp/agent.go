@@ -64,7 +64,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	err := a.c.serve(ctx)
 	a.mu.Lock()
 	for _, f := range a.familiars {
-		_ = f.close()
+		_ = f.Close()
 	}
 	a.mu.Unlock()
 	// The client is gone and so are the familiar connections: what still
@@ -308,14 +308,14 @@ func (a *Agent) familiarFor(ctx context.Context, field, cwd string) (*familiar, 
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if prev := a.familiars[root]; prev != nil {
-		_ = f.close()
+		_ = f.Close()
 		return prev, nil
 	}
 	a.familiars[root] = f
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()
-		<-f.rpc.DisconnectNotify()
+		<-f.Done()
 		a.familiarGone(f)
 	}()
 	return f, nil
@@ -415,8 +415,8 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay boo
 			Data: map[string]string{"field": "sessionId"}}
 	}
 	taskID := a.taskOf(f.root, p.SessionID)
-	var t protocol.Task
-	if err := f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); err != nil {
+	t, err := f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID})
+	if err != nil {
 		return nil, &rpcError{Code: codeNotFound, Message: fmt.Sprintf("No session %q in %s: %v", p.SessionID, f.root, err),
 			Data: map[string]string{"field": "sessionId"}}
 	}
@@ -425,9 +425,9 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay boo
 	if t.Model != "" {
 		s.model = t.Model
 	}
-	s.sawTask(t)
+	s.sawTask(*t)
 	if replay {
-		if err := s.replay(ctx, &t); err != nil {
+		if err := s.replay(ctx, t); err != nil {
 			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
 		}
 	} else {
@@ -442,12 +442,12 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay boo
 func (a *Agent) closeSession(ctx context.Context, s *session) (any, error) {
 	s.cancel(ctx)
 	if taskID := s.task(); taskID != "" {
-		var t protocol.Task
-		if err := s.f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); err != nil {
+		t, err := s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID})
+		if err != nil {
 			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
 		}
 		if active(t.Status) {
-			if err := s.f.call(ctx, protocol.MethodTaskPause, map[string]string{"id": taskID}, &t); err != nil {
+			if _, err := s.f.TaskPause(ctx, &protocol.TaskPauseParams{ID: taskID}); err != nil {
 				return nil, &rpcError{Code: codeInternal, Message: "stop the session's agent: " + err.Error()}
 			}
 		}
@@ -517,16 +517,16 @@ func (a *Agent) deleteSession(ctx context.Context, raw json.RawMessage) (any, er
 		taskID = s.task()
 	}
 	if taskID != "" {
-		var t protocol.Task
-		if err := f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); err != nil {
+		t, err := f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID})
+		if err != nil {
 			return nil, &rpcError{Code: codeNotFound, Message: fmt.Sprintf("No session %q in %s: %v", p.SessionID, f.root, err),
 				Data: map[string]string{"field": "sessionId"}}
 		}
-		if why := a.unmergedWork(ctx, f, &t); why != "" {
+		if why := a.unmergedWork(ctx, f, t); why != "" {
 			return nil, &rpcError{Code: codeInvalidRequest, Message: "Not deleted: " + why, Data: map[string]string{"field": "sessionId"}}
 		}
 		if t.Worktree != nil {
-			if err := f.call(ctx, protocol.MethodTaskRemove, map[string]any{"id": taskID, "deleteBranch": true}, nil); err != nil {
+			if err := f.TaskRemove(ctx, &protocol.TaskRemoveParams{ID: taskID, DeleteBranch: true}); err != nil {
 				return nil, &rpcError{Code: codeInvalidRequest, Message: "Not deleted: " + err.Error(), Data: map[string]string{"field": "sessionId"}}
 			}
 		}
@@ -552,8 +552,8 @@ func (a *Agent) unmergedWork(ctx context.Context, f *familiar, t *protocol.Task)
 	if t.Status == protocol.StatusMerged || t.Worktree == nil {
 		return ""
 	}
-	var d protocol.TaskDiffResult
-	if err := f.call(ctx, protocol.MethodTaskDiff, map[string]any{"id": t.ID}, &d); err != nil {
+	d, err := f.TaskDiff(ctx, &protocol.TaskDiffParams{ID: t.ID})
+	if err != nil {
 		return "familiar could not tell what the task changed: " + err.Error()
 	}
 	if len(d.Files) == 0 {
@@ -585,8 +585,8 @@ func (a *Agent) listSessions(ctx context.Context, raw json.RawMessage) (any, err
 	if err != nil {
 		return nil, err
 	}
-	var res protocol.TaskListResult
-	if err := f.call(ctx, protocol.MethodTaskList, map[string]any{"limit": protocol.MaxTaskListLimit, "cursor": p.Cursor}, &res); err != nil {
+	res, err := f.TaskList(ctx, &protocol.TaskListParams{Limit: protocol.MaxTaskListLimit, Cursor: p.Cursor})
+	if err != nil {
 		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
 	}
 	byTask := a.sessionIDs(f.root)

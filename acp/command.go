@@ -133,38 +133,35 @@ func (s *session) run(ctx context.Context, cmd, arg string) (any, error) {
 	}
 	switch cmd {
 	case "diff":
-		var t protocol.Task
-		if err := s.f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); err != nil {
+		t, err := s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID})
+		if err != nil {
 			return nil, err
 		}
-		var r protocol.TaskDiffResult
-		if err := s.f.call(ctx, protocol.MethodTaskDiff, map[string]any{"id": taskID, "texts": true}, &r); err != nil {
+		rp, err := s.f.TaskDiff(ctx, &protocol.TaskDiffParams{ID: taskID, Texts: true})
+		if err != nil {
 			return nil, err
 		}
+		r := *rp
 		wt := s.cwd
 		if t.Worktree != nil {
 			wt = t.Worktree.Path
 		}
 		return &diffResult{TaskDiffResult: r, Content: diffContent(&r, wt), worktree: wt, conflicts: t.Conflicts, overlaps: t.Overlaps}, nil
 	case "merge":
-		p := map[string]any{"id": taskID}
-		if arg != "" {
-			p["strategy"] = arg
-		}
-		var t protocol.Task
-		if err := s.f.call(ctx, protocol.MethodTaskMerge, p, &t); err != nil {
+		t, err := s.f.TaskMerge(ctx, &protocol.TaskMergeParams{ID: taskID, Strategy: protocol.MergeStrategy(arg)})
+		if err != nil {
 			return nil, err
 		}
-		return &t, nil
+		return t, nil
 	case "undo":
-		var t protocol.Task
-		if err := s.f.call(ctx, protocol.MethodTaskUndo, map[string]any{"id": taskID}, &t); err != nil {
+		t, err := s.f.TaskUndo(ctx, &protocol.TaskUndoParams{ID: taskID})
+		if err != nil {
 			return nil, err
 		}
-		return &t, nil
+		return t, nil
 	case "retry":
-		var t protocol.Task
-		if err := s.f.call(ctx, protocol.MethodTaskRetry, map[string]any{"id": taskID}, &t); err != nil {
+		t, err := s.f.TaskRetry(ctx, &protocol.TaskRetryParams{ID: taskID})
+		if err != nil {
 			return nil, err
 		}
 		// The session goes on as the new attempt.
@@ -172,7 +169,7 @@ func (s *session) run(ctx context.Context, cmd, arg string) (any, error) {
 		if err := s.a.rememberTask(s.f.root, s.id, t.ID); err != nil {
 			s.a.opts.Logger.Warn("session map", "err", err)
 		}
-		return &t, nil
+		return t, nil
 	}
 	return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("familiar acp has no command %q: diff, merge, undo or retry.", cmd)}
 }
@@ -228,14 +225,13 @@ func (s *session) showDiff(r *protocol.TaskDiffResult, worktree string) {
 // every ready task by default, not only the session's. familiar's refusal
 // (a queue running, a dirty checkout of the base) keeps its code.
 func (s *session) queue(ctx context.Context, p *queueParams) (any, error) {
-	var q protocol.Queue
-	err := s.f.call(ctx, protocol.MethodQueueMerge, protocol.QueueMergeParams{IDs: p.IDs, Strategy: p.Strategy, Verify: p.Verify}, &q)
-	var fe *familiarError
+	q, err := s.f.QueueMerge(ctx, &protocol.QueueMergeParams{IDs: p.IDs, Strategy: p.Strategy, Verify: p.Verify})
+	var fe *protocol.Error
 	if errors.As(err, &fe) {
-		return nil, &rpcError{Code: int(fe.Code), Message: fe.Message}
+		return nil, &rpcError{Code: fe.Code, Message: fe.Message}
 	}
 	if err != nil {
 		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
 	}
-	return &q, nil
+	return q, nil
 }

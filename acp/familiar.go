@@ -3,14 +3,12 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/rpcclient"
 )
 
 // Dialer connects to the familiar serving the repository at root (starting
@@ -22,7 +20,8 @@ type Dialer func(ctx context.Context, root string) (io.ReadWriteCloser, error)
 // familiar is one connection to a repository's familiar.
 type familiar struct {
 	root string
-	rpc  *jsonrpc2.Conn
+	// The typed calls of familiar's protocol.
+	*rpcclient.Client
 	// claudeAuth is how its tasks log in, from initialize (nil: an older
 	// familiar that does not say).
 	claudeAuth *protocol.AuthStatus
@@ -48,52 +47,46 @@ func dialFamiliar(ctx context.Context, dial Dialer, root, version string) (*fami
 		return nil, nil, fmt.Errorf("connect to familiar for %s: %w", root, err)
 	}
 	f := &familiar{root: root, subs: map[string][]func(string, json.RawMessage){}}
-	f.rpc = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(rwc, jsonrpc2.VSCodeObjectCodec{}),
-		jsonrpc2.HandlerWithError(f.handle))
-	var init protocol.InitializeResult
-	if err := f.rpc.Call(ctx, protocol.MethodInitialize, map[string]any{
-		"workspaceRoot": root, "clientInfo": map[string]string{"name": "familiar-acp", "version": version},
-	}, &init); err != nil {
-		f.rpc.Close()
+	f.Client = rpcclient.New(rwc, f.handle)
+	init, err := f.Initialize(ctx, &protocol.InitializeParams{
+		WorkspaceRoot: root, ClientInfo: &protocol.ClientInfo{Name: "familiar-acp", Version: version}})
+	if err != nil {
+		f.Close()
 		return nil, nil, fmt.Errorf("initialize familiar for %s: %w", root, err)
 	}
 	f.claudeAuth = init.Claude.Auth
-	return f, &init, nil
+	return f, init, nil
 }
 
 // handle receives familiar's notifications and hands task ones to the
 // session that follows the task.
-func (f *familiar) handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
-	if !req.Notif || req.Params == nil {
-		return nil, nil
-	}
+func (f *familiar) handle(method string, params json.RawMessage) {
 	var head struct {
 		ID   string `json:"id"`
 		Task *struct {
 			ID string `json:"id"`
 		} `json:"task"`
 	}
-	_ = json.Unmarshal(*req.Params, &head)
+	_ = json.Unmarshal(params, &head)
 	id := head.ID
 	if head.Task != nil {
 		id = head.Task.ID
 	}
 	if id == "" {
-		return nil, nil
+		return
 	}
 	f.mu.Lock()
 	subs := append([]func(string, json.RawMessage){}, f.subs[id]...)
 	if len(subs) == 0 {
-		f.unclaimed = append(f.unclaimed, notification{id, req.Method, *req.Params})
+		f.unclaimed = append(f.unclaimed, notification{id, method, params})
 		if len(f.unclaimed) > maxUnclaimed {
 			f.unclaimed = f.unclaimed[len(f.unclaimed)-maxUnclaimed:]
 		}
 	}
 	f.mu.Unlock()
 	for _, fn := range subs {
-		fn(req.Method, *req.Params)
+		fn(method, params)
 	}
-	return nil, nil
 }
 
 // follow sends the notifications of task id to fn, those that came before
@@ -125,29 +118,4 @@ func (f *familiar) follow(id string, fn func(method string, params json.RawMessa
 			f.subs[id][n] = func(string, json.RawMessage) {}
 		}
 	}
-}
-
-func (f *familiar) call(ctx context.Context, method string, params, result any) error {
-	err := f.rpc.Call(ctx, method, params, result)
-	var je *jsonrpc2.Error
-	if errors.As(err, &je) {
-		return &familiarError{Code: je.Code, Message: je.Message}
-	}
-	return err
-}
-
-func (f *familiar) close() error { return f.rpc.Close() }
-
-// familiarError is an error familiar answered; its message is meant for a
-// person, so it is passed on as is.
-type familiarError struct {
-	Code    int64
-	Message string
-}
-
-func (e *familiarError) Error() string { return e.Message }
-
-func isCode(err error, code int64) bool {
-	var fe *familiarError
-	return errors.As(err, &fe) && fe.Code == code
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/rpcclient"
 )
 
 // session is one ACP session: a familiar task once the first prompt made it.
@@ -170,8 +171,8 @@ func (s *session) start(ctx context.Context, taskID string, asked *protocol.Ques
 	if taskID == "" {
 		return s.create(ctx, text)
 	}
-	var t protocol.Task
-	if err := s.f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); err != nil {
+	t, err := s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID})
+	if err != nil {
 		return &rpcError{Code: codeInternal, Message: err.Error()}
 	}
 	if t.Status == protocol.StatusMerged {
@@ -185,20 +186,20 @@ func (s *session) start(ctx context.Context, taskID string, asked *protocol.Ques
 		return s.create(ctx, text)
 	}
 	if q := t.PendingQuestion; q != nil && (q.Kind == protocol.QuestionQuestion || (asked != nil && asked.ID == q.ID)) {
-		p := map[string]any{"id": taskID, "questionId": q.ID}
+		p := &protocol.TaskRespondParams{ID: taskID, QuestionID: q.ID}
 		if opt := matchOption(q, text); opt != "" {
-			p["optionId"] = opt
+			p.OptionID = opt
 		} else {
-			p["text"] = text
+			p.Text = text
 		}
-		if err := s.f.call(ctx, protocol.MethodTaskRespond, p, &t); err != nil {
+		if _, err := s.f.TaskRespond(ctx, p); err != nil {
 			return &rpcError{Code: codeInternal, Message: err.Error()}
 		}
 		return nil
 	}
 	// A paused task (session/close, or session/cancel on an older
 	// familiar) goes on with the message: task/send continues it.
-	if err := s.f.call(ctx, protocol.MethodTaskSend, map[string]any{"id": taskID, "text": text}, &t); err != nil {
+	if _, err := s.f.TaskSend(ctx, &protocol.TaskSendParams{ID: taskID, Text: text}); err != nil {
 		return &rpcError{Code: codeInternal, Message: err.Error()}
 	}
 	return nil
@@ -216,15 +217,13 @@ func (s *session) create(ctx context.Context, text string) error {
 	s.mu.Lock()
 	mode, model := s.mode, s.model
 	s.mu.Unlock()
-	p := map[string]any{"title": title, "description": text, "mode": mode, "mcpServers": s.mcp}
+	p := &protocol.TaskCreateParams{Title: title, Description: text, Mode: protocol.Mode(mode), McpServers: s.mcp,
+		Driver: protocol.Driver(s.a.opts.Driver)}
 	if model != modelDefault {
-		p["model"] = model
+		p.Model = model
 	}
-	if d := s.a.opts.Driver; d != "" {
-		p["driver"] = d
-	}
-	var t protocol.Task
-	if err := s.f.call(ctx, protocol.MethodTaskCreate, p, &t); err != nil {
+	t, err := s.f.TaskCreate(ctx, p)
+	if err != nil {
 		return &rpcError{Code: codeInternal, Message: err.Error()}
 	}
 	s.mu.Lock()
@@ -234,7 +233,7 @@ func (s *session) create(ctx context.Context, text string) error {
 	if err := s.a.rememberTask(s.f.root, s.id, t.ID); err != nil {
 		s.a.opts.Logger.Warn("session map", "err", err)
 	}
-	s.observe(t)
+	s.observe(*t)
 	return nil
 }
 
@@ -274,12 +273,11 @@ func (s *session) stopTurn(ctx context.Context, always bool) {
 		}
 		return
 	}
-	var task protocol.Task
-	err := s.f.call(ctx, protocol.MethodTaskInterrupt, map[string]string{"id": taskID}, &task)
-	if isCode(err, int64(protocol.CodeMethodNotFound)) {
+	_, err := s.f.TaskInterrupt(ctx, &protocol.TaskInterruptParams{ID: taskID})
+	if rpcclient.IsCode(err, protocol.CodeMethodNotFound) {
 		// An older familiar: pausing stops the turn too, and the next
 		// prompt resumes the task.
-		err = s.f.call(ctx, protocol.MethodTaskPause, map[string]string{"id": taskID}, &task)
+		_, err = s.f.TaskPause(ctx, &protocol.TaskPauseParams{ID: taskID})
 	}
 	if err != nil {
 		s.a.opts.Logger.Warn("cancel", "task", taskID, "err", err)
@@ -310,11 +308,10 @@ func (s *session) setModeTo(ctx context.Context, mode, field string) error {
 		return invalidParams(field, fmt.Sprintf("Unknown mode %q: executor, architect or auditor.", mode))
 	}
 	if taskID := s.task(); taskID != "" {
-		var t protocol.Task
-		if err := s.f.call(ctx, protocol.MethodTaskSetMode, map[string]any{"id": taskID, "mode": mode}, &t); err != nil {
+		if _, err := s.f.TaskSetMode(ctx, &protocol.TaskSetModeParams{ID: taskID, Mode: protocol.Mode(mode)}); err != nil {
 			// A merged task takes no mode: the session's next task (after
 			// /merge) starts in it.
-			if gerr := s.f.call(ctx, protocol.MethodTaskGet, map[string]string{"id": taskID}, &t); gerr != nil || t.Status != protocol.StatusMerged {
+			if t, gerr := s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID}); gerr != nil || t.Status != protocol.StatusMerged {
 				return &rpcError{Code: codeInternal, Message: err.Error()}
 			}
 		}
@@ -592,16 +589,16 @@ func (s *session) question(q protocol.Question) {
 		if err != nil {
 			return // settled elsewhere, cancelled, or the client is gone
 		}
-		answer := map[string]any{"id": taskID, "questionId": q.ID, "optionId": protocol.OptionDeny}
+		answer := &protocol.TaskRespondParams{ID: taskID, QuestionID: q.ID, OptionID: protocol.OptionDeny}
 		stop := false
 		switch opt := res.Outcome.OptionID; {
 		case res.Outcome.Outcome == "cancelled":
 		case opt == optionRejectAndStop:
 			stop = true
 		case opt == optionAllowOnce:
-			answer["optionId"] = protocol.OptionAllow
+			answer.OptionID = protocol.OptionAllow
 		case hasOption(q, opt) && opt != protocol.OptionDeny:
-			answer["optionId"] = opt // an allow-always option, as familiar named it
+			answer.OptionID = opt // an allow-always option, as familiar named it
 		}
 		if stop {
 			// The turn ends first, so the model never reads the refusal and
@@ -610,8 +607,7 @@ func (s *session) question(q protocol.Question) {
 			s.note("You rejected " + title + ": the turn is stopped.\n")
 			s.stopTurn(context.Background(), true)
 		}
-		var t protocol.Task
-		if err := s.f.call(context.Background(), protocol.MethodTaskRespond, answer, &t); err != nil && !stop {
+		if _, err := s.f.TaskRespond(context.Background(), answer); err != nil && !stop {
 			s.a.opts.Logger.Warn("permission answer not taken", "task", taskID, "err", err)
 		}
 	}()
@@ -747,8 +743,8 @@ func (s *session) replay(ctx context.Context, t *protocol.Task) error {
 	var since int64
 	first := true
 	for {
-		var res protocol.TaskEventsResult
-		if err := s.f.call(ctx, protocol.MethodTaskEvents, map[string]any{"id": taskID, "sinceSeq": since, "limit": 1000}, &res); err != nil {
+		res, err := s.f.TaskEvents(ctx, &protocol.TaskEventsParams{ID: taskID, SinceSeq: since, Limit: 1000})
+		if err != nil {
 			return fmt.Errorf("replay task %s: %w", taskID, err)
 		}
 		for _, ev := range res.Events {
@@ -820,9 +816,8 @@ func (s *session) elicit(q protocol.Question) bool {
 				"properties": map[string]any{"answer": map[string]any{"type": "string", "title": q.Text, "oneOf": opts}}},
 		}, &res)
 		if err == nil && res.Action == "accept" && res.Content.Answer != "" {
-			var t protocol.Task
-			if err := s.f.call(context.Background(), protocol.MethodTaskRespond,
-				map[string]any{"id": taskID, "questionId": q.ID, "optionId": res.Content.Answer}, &t); err == nil {
+			if _, err := s.f.TaskRespond(context.Background(),
+				&protocol.TaskRespondParams{ID: taskID, QuestionID: q.ID, OptionID: res.Content.Answer}); err == nil {
 				return
 			}
 		}

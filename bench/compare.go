@@ -20,6 +20,7 @@ import (
 	"github.com/familiar-dev/familiar/jsonrpc"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/rpcclient"
 )
 
 // CompareResult is one system's figures in the comparison (issue 12):
@@ -244,7 +245,7 @@ func nthMain(reqs []demomodel.Request, i int) demomodel.Request {
 type familiarContender struct {
 	ws     *orchestrator.Workspace
 	ln     *jsonrpc.Listener
-	client *jsonrpc.Client
+	client *rpcclient.Client
 	driver protocol.Driver
 	notes  *queue[clientNote]
 	next   int
@@ -291,7 +292,7 @@ func (r *runner) startFamiliar(ctx context.Context, api *demomodel.Server, drive
 		c.close()
 		return nil, err
 	}
-	c.client, err = jsonrpc.Dial(ctx, c.ln.Path(), protocol.InitializeParams{WorkspaceRoot: repo,
+	c.client, err = rpcclient.Dial(ctx, c.ln.Path(), protocol.InitializeParams{WorkspaceRoot: repo,
 		ClientInfo: &protocol.ClientInfo{Name: "familiar bench", Version: "bench"}},
 		func(method string, params json.RawMessage) {
 			c.notes.add(clientNote{method: method, params: params, at: time.Now()})
@@ -325,14 +326,14 @@ func (c *familiarContender) question(ctx context.Context, kind protocol.Question
 
 func (c *familiarContender) ask(ctx context.Context, i int) (time.Time, error) {
 	if c.taskID == "" {
-		var t protocol.Task
-		if err := c.client.Call(ctx, protocol.MethodTaskCreate, protocol.TaskCreateParams{
-			Title: "compare", Description: comparePrompt(i), Driver: c.driver}, &t); err != nil {
+		t, err := c.client.TaskCreate(ctx, &protocol.TaskCreateParams{
+			Title: "compare", Description: comparePrompt(i), Driver: c.driver})
+		if err != nil {
 			return time.Time{}, err
 		}
 		c.taskID = t.ID
-	} else if err := c.client.Call(ctx, protocol.MethodTaskRespond, protocol.TaskRespondParams{
-		ID: c.taskID, QuestionID: c.qid, Text: comparePrompt(i)}, nil); err != nil {
+	} else if _, err := c.client.TaskRespond(ctx, &protocol.TaskRespondParams{
+		ID: c.taskID, QuestionID: c.qid, Text: comparePrompt(i)}); err != nil {
 		// The previous turn ended with a question in prose; the answer is
 		// the next prompt.
 		return time.Time{}, err
@@ -342,8 +343,8 @@ func (c *familiarContender) ask(ctx context.Context, i int) (time.Time, error) {
 
 func (c *familiarContender) allow(ctx context.Context) (time.Time, error) {
 	sent := time.Now()
-	err := c.client.Call(ctx, protocol.MethodTaskRespond, protocol.TaskRespondParams{
-		ID: c.taskID, QuestionID: c.qid, OptionID: protocol.OptionAllow}, nil)
+	_, err := c.client.TaskRespond(ctx, &protocol.TaskRespondParams{
+		ID: c.taskID, QuestionID: c.qid, OptionID: protocol.OptionAllow})
 	return sent, err
 }
 

@@ -1,15 +1,12 @@
 package daemon
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/textproto"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +15,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/rpcclient"
 )
 
 // JoinOptions say where the daemon of a repository lives and how to start it.
@@ -95,7 +93,6 @@ func Join(ctx context.Context, o JoinOptions) (*net.UnixConn, Info, error) {
 		busy := ""
 		if !replaced && (mustMatch || compareVersions(o.Version, info.Version) > 0) {
 			res, err := requestStop(conn, true)
-			conn.Close()
 			if err != nil {
 				return nil, info, fmt.Errorf("asking the familiar of version %s (pid %d) to make way: %w", info.Version, info.PID, err)
 			}
@@ -144,10 +141,9 @@ func Stop(ctx context.Context, dataDir, socket string) (Info, error) {
 		return info, fmt.Errorf("connecting to the familiar (pid %d): %w", info.PID, err)
 	}
 	_, err = requestStop(conn, false)
-	conn.Close()
 	// The daemon may close the connection before its answer is out: that
 	// is fine, its exit is what counts.
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
+	if err != nil && !errors.Is(err, rpcclient.ErrClosed) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
 		return info, err
 	}
 	return info, WaitGone(ctx, info.PID)
@@ -252,44 +248,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// requestStop sends server/stop on a fresh connection and reads the answer.
+// requestStop sends server/stop on conn and returns the answer; conn is
+// closed.
 func requestStop(conn net.Conn, ifIdle bool) (*protocol.ServerStopResult, error) {
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": protocol.MethodServerStop,
-		"params": protocol.ServerStopParams{IfIdle: ifIdle}})
-	if _, err := fmt.Fprintf(conn, "Content-Length: %d\r\n\r\n%s", len(body), body); err != nil {
-		return nil, err
-	}
-	r := bufio.NewReader(conn)
-	hdr, err := textproto.NewReader(r).ReadMIMEHeader()
-	if err != nil {
-		return nil, err
-	}
-	n, err := strconv.Atoi(hdr.Get("Content-Length"))
-	if err != nil || n < 0 || n > 1<<20 {
-		return nil, fmt.Errorf("bad Content-Length %q in the answer", hdr.Get("Content-Length"))
-	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
-	}
-	var resp struct {
-		Result *protocol.ServerStopResult `json:"result"`
-		Error  *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(buf, &resp); err != nil {
-		return nil, err
-	}
-	if resp.Error != nil {
-		return nil, fmt.Errorf("server/stop: %s (%d)", resp.Error.Message, resp.Error.Code)
-	}
-	if resp.Result == nil {
-		return nil, errors.New("server/stop: empty answer")
-	}
-	return resp.Result, nil
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := rpcclient.New(conn, nil)
+	defer c.Close()
+	return c.ServerStop(ctx, &protocol.ServerStopParams{IfIdle: ifIdle})
 }
 
 func lastLine(path string) string {

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/familiar-dev/familiar/jsonrpc"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/rpcclient"
 	"github.com/familiar-dev/familiar/store"
 )
 
@@ -102,16 +102,18 @@ type auditPages func(cursor string) ([]protocol.AuditEntry, string, error)
 func auditSource(ctx context.Context, dataDir, root, taskID string, since time.Time) (auditPages, func(), error) {
 	sock := orchestrator.SocketPath(dataDir)
 	viaSocket := func() (auditPages, func(), error) {
-		c, err := jsonrpc.Dial(ctx, sock, protocol.InitializeParams{WorkspaceRoot: root,
+		c, err := rpcclient.Dial(ctx, sock, protocol.InitializeParams{WorkspaceRoot: root,
 			ClientInfo: &protocol.ClientInfo{Name: "familiar audit export", Version: version}}, nil)
 		if err != nil {
 			return nil, nil, err
 		}
 		return func(cursor string) ([]protocol.AuditEntry, string, error) {
-			var res protocol.AuditListResult
-			err := c.Call(ctx, protocol.MethodAuditList, protocol.AuditListParams{
-				TaskID: taskID, Since: protocol.Time{Time: since}, Limit: protocol.MaxAuditLimit, Cursor: cursor}, &res)
-			return res.Entries, res.NextCursor, err
+			res, err := c.AuditList(ctx, &protocol.AuditListParams{
+				TaskID: taskID, Since: protocol.Time{Time: since}, Limit: protocol.MaxAuditLimit, Cursor: cursor})
+			if err != nil {
+				return nil, "", fmt.Errorf("%s: %w", protocol.MethodAuditList, err)
+			}
+			return res.Entries, res.NextCursor, nil
 		}, func() { c.Close() }, nil
 	}
 	if socketLive(sock) {

@@ -23,7 +23,7 @@ var domain = []string{
 	"jsonrpc", "mask", "mcp", "orchestrator", "policy", "procs", "profiles", "protocol",
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
-	"procs/proctable", "dirs", "protocol/tsgen",
+	"procs/proctable", "dirs", "protocol/tsgen", "rpcclient",
 }
 
 // except returns every domain package but the ones given.
@@ -57,10 +57,12 @@ var mustNot = map[string][]string{
 	"mailbox":        except("mailbox"),
 	// acp speaks ACP on one side and familiar's protocol on the other: a
 	// client of the daemon like an editor, nothing of the engine.
-	"acp":              except("acp", "protocol"),
+	"acp": except("acp", "protocol", "rpcclient"),
+	// The one client of familiar's JSON-RPC speaks protocol's types only.
+	"rpcclient":        except("rpcclient", "protocol"),
 	"agent/closing":    except("agent/closing"),
 	"agent/transcript": except("agent/transcript"),
-	"daemon":           except("daemon", "clock", "protocol", "jsonrpc", "procs/proctable"),
+	"daemon":           except("daemon", "clock", "protocol", "jsonrpc", "rpcclient", "procs/proctable"),
 	"grants":           except("grants", "policy", "dirs"),
 	"texts":            except("texts"),
 	"runfile":          except("runfile", "protocol"),

@@ -1,0 +1,10 @@
+package rpcclient
+
+import (
+	"testing"
+
+	"github.com/familiar-dev/familiar/internal/leakcheck"
+)
+
+// TestMain fails the run if the tests leave goroutines behind.
+func TestMain(m *testing.M) { leakcheck.Main(m) }
