@@ -45,7 +45,7 @@ func (s *Session) Identity() procs.Identity {
 func Start(ctx context.Context, opts Options) (*Session, error) {
 	// A start that was called off (familiar shutting down) spawns nothing.
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("start claude: %w", err)
+		return nil, &StartError{Err: err}
 	}
 	if err := opts.defaults(); err != nil {
 		return nil, err
@@ -142,11 +142,11 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		s.qs.onCount = s.questionsChanged
 	}
 	if err := ctx.Err(); err != nil {
-		return fail(fmt.Errorf("start claude: %w", err))
+		return fail(&StartError{Err: err})
 	}
 	p, err := procs.Start(cfg)
 	if err != nil {
-		return fail(fmt.Errorf("start claude: %w", err))
+		return fail(&StartError{Transient: true, Err: err})
 	}
 	s.proc = procAdapter{p}
 	if s.pty != nil {

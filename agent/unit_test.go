@@ -298,3 +298,18 @@ func TestStoppedClaudeIsNotExcused(t *testing.T) {
 		t.Fatal("a stopped claude is excused by the command")
 	}
 }
+
+// TestStartCalledOffIsNotTransient: a start whose context is done spawns
+// nothing and says it is not worth retrying, by its type.
+func TestStartCalledOffIsNotTransient(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Start(ctx, Options{})
+	var se *StartError
+	if !errors.As(err, &se) || se.Transient || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start with a done context: %#v", err)
+	}
+	if !strings.HasPrefix(err.Error(), "start claude: ") {
+		t.Errorf("message %q", err)
+	}
+}

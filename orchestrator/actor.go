@@ -360,11 +360,10 @@ func (a *actor) startAgent(eff effStartAgent) {
 var errWorktree = errors.New("create worktree")
 
 // isTransientStart reports whether a failed start is worth retrying: the
-// spawn itself failed, not the task's setup.
+// spawn itself failed (agent.StartError says so), not the task's setup.
 func isTransientStart(err error) bool {
-	var pe *protocol.Error
-	return !errors.Is(err, errWorktree) && !errors.As(err, &pe) && !errors.Is(err, context.Canceled) &&
-		strings.HasPrefix(err.Error(), "start claude")
+	var se *agent.StartError
+	return errors.As(err, &se) && se.Transient
 }
 
 // complete does the git work of a finished turn: leftovers committed, the

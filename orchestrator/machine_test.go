@@ -1,7 +1,9 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -734,5 +736,25 @@ func TestRetriedStartKeepsTheTaskTime(t *testing.T) {
 	p, _, _ = step(p, inStart{}, later)
 	if !p.T.StartedAt.Equal(later.now.UTC()) {
 		t.Errorf("resumed: startedAt %v, want %v", p.T.StartedAt, later.now)
+	}
+}
+
+// TestTransientStartIsTyped: a start is retried when agent.Start says its
+// spawn failed, whatever the text; a start called off, a worktree that
+// could not be made, or an error that only reads like a spawn is not.
+func TestTransientStartIsTyped(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&agent.StartError{Transient: true, Err: errors.New("fork/exec: resource temporarily unavailable")}, true},
+		{fmt.Errorf("task x: %w", &agent.StartError{Transient: true, Err: errors.New("exec: no such file")}), true},
+		{&agent.StartError{Err: context.Canceled}, false},
+		{fmt.Errorf("%w: disk full", errWorktree), false},
+		{errors.New("start claude: exec: no such file"), false},
+	} {
+		if got := isTransientStart(c.err); got != c.want {
+			t.Errorf("isTransientStart(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

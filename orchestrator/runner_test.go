@@ -160,7 +160,7 @@ func newRunnerClock(t *testing.T, settings protocol.Settings, clk clock.Clock) *
 			if r.failNext {
 				r.failNext = false
 				r.failedAt = time.Now()
-				return nil, errors.New("start claude: exec: no such file")
+				return nil, &agent.StartError{Transient: true, Err: errors.New("exec: no such file")}
 			}
 			// The fake "claude" saves its conversation where claude does,
 			// so a later start resumes it.
