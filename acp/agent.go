@@ -446,7 +446,7 @@ func (a *Agent) closeSession(ctx context.Context, s *session) (any, error) {
 		if err != nil {
 			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
 		}
-		if active(t.Status) {
+		if t.Status.HoldsWorktree() { // its agent is, or is about to be, at work
 			if _, err := s.f.TaskPause(ctx, &protocol.TaskPauseParams{ID: taskID}); err != nil {
 				return nil, &rpcError{Code: codeInternal, Message: "stop the session's agent: " + err.Error()}
 			}
@@ -546,7 +546,7 @@ func (a *Agent) deleteSession(ctx context.Context, raw json.RawMessage) (any, er
 // unmergedWork says why a task's worktree must stay ("" if it may go): an
 // agent still at work, or changes not merged.
 func (a *Agent) unmergedWork(ctx context.Context, f *familiar, t *protocol.Task) string {
-	if active(t.Status) {
+	if t.Status.HoldsWorktree() { // its agent is, or is about to be, at work
 		return fmt.Sprintf("its task is %s; cancel the turn and close the session first.", statusWords(t.Status))
 	}
 	if t.Status == protocol.StatusMerged || t.Worktree == nil {

@@ -134,12 +134,3 @@ func statusWords(st protocol.Status) string {
 	}
 	return "in an unknown state"
 }
-
-// active: the task's agent is, or is about to be, at work.
-func active(st protocol.Status) bool {
-	switch st {
-	case protocol.StatusQueued, protocol.StatusStarting, protocol.StatusRunning, protocol.StatusWaiting:
-		return true
-	}
-	return false
-}

@@ -221,9 +221,7 @@ func allDone(o *orchestrator.Orchestrator, ids []string) bool {
 		if err != nil {
 			continue
 		}
-		switch t.Status {
-		case protocol.StatusMerging, protocol.StatusMerged, protocol.StatusBlocked, protocol.StatusCancelled:
-		default:
+		if !t.Status.Finished() {
 			return false
 		}
 	}

@@ -158,9 +158,7 @@ func (pr *progress) mine(id string) bool {
 }
 
 func (pr *progress) finish(t protocol.Task) {
-	switch t.Status {
-	case protocol.StatusMerging, protocol.StatusMerged, protocol.StatusBlocked, protocol.StatusCancelled:
-	default:
+	if !t.Status.Finished() {
 		return
 	}
 	if pr.done[t.ID] {

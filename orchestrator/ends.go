@@ -26,7 +26,7 @@ func (st *stepper) announceEnd(from protocol.Status) {
 	}
 	n := protocol.TaskCompletedNotification{ID: s.T.ID, Status: to}
 	switch {
-	case to == protocol.StatusMerging && live(from) && s.T.Result != nil:
+	case to == protocol.StatusMerging && from.Live() && s.T.Result != nil:
 		n.Result = *s.T.Result
 	case to == protocol.StatusBlocked && s.T.Blocked != nil:
 		if s.resumeOnLoad {

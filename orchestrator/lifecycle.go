@@ -26,7 +26,7 @@ func (o *Orchestrator) TaskRetry(ctx context.Context, p *protocol.TaskRetryParam
 	}
 	prev := prevActor.view()
 	status := prev.T.Status
-	if live(status) || status == protocol.StatusQueued {
+	if status.HoldsWorktree() {
 		return nil, errTransition("retry", status)
 	}
 	if prev.op != opNone && p.FromBranch {
@@ -180,7 +180,7 @@ func (o *Orchestrator) CancelAll(ctx context.Context, reason string) {
 	o.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, a := range actors {
-		if s := a.view().T.Status; s != protocol.StatusQueued && !live(s) {
+		if s := a.view().T.Status; !s.HoldsWorktree() {
 			continue
 		}
 		wg.Add(1)

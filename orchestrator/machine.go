@@ -46,12 +46,6 @@ func errTransition(action string, from protocol.Status) error {
 	return protocol.FailedPrecondition(fmt.Sprintf("cannot %s a task that is %s", action, from), from)
 }
 
-// live reports whether a task in status s holds (or is about to hold) an
-// agent process and a slot.
-func live(s protocol.Status) bool {
-	return s == protocol.StatusStarting || s == protocol.StatusRunning || s == protocol.StatusWaiting
-}
-
 // agentPhase is where the task's claude process is.
 type agentPhase int
 
@@ -400,7 +394,7 @@ func (st *stepper) move(to protocol.Status) error {
 	}
 	s.T.Status = to
 	now := st.e.now.UTC()
-	if live(to) || to == protocol.StatusQueued {
+	if to.Live() || to == protocol.StatusQueued {
 		// A task that works again is no longer in the archive.
 		s.T.ArchivedAt = time.Time{}
 	}
@@ -409,7 +403,7 @@ func (st *stepper) move(to protocol.Status) error {
 	case protocol.StatusStarting:
 		// A start familiar retried by itself continues the task's time;
 		// a first start, or one a person asked for, begins it.
-		if !live(from) && !s.requeued {
+		if !from.Live() && !s.requeued {
 			s.T.StartedAt = now
 		}
 		s.T.Blocked = nil
@@ -426,7 +420,7 @@ func (st *stepper) move(to protocol.Status) error {
 		s.T.PendingQuestion = nil
 		st.emit(effDisarmApproval{})
 	}
-	if live(from) && !live(to) {
+	if from.Live() && !to.Live() {
 		var ran time.Duration
 		if !s.T.StartedAt.IsZero() && to != protocol.StatusPaused && to != protocol.StatusQueued {
 			ran = now.Sub(s.T.StartedAt)
@@ -459,7 +453,7 @@ func (st *stepper) move(to protocol.Status) error {
 // forecastable reports whether the conflict forecast covers a task in
 // status s: live or ready to merge.
 func forecastable(s protocol.Status) bool {
-	return live(s) || s == protocol.StatusMerging
+	return s.Live() || s == protocol.StatusMerging
 }
 
 // editTools are the tools whose completion may change the worktree's files
@@ -646,7 +640,7 @@ func (st *stepper) apply(in input) error {
 		if s.agent != agentUp {
 			return nil // the agent is going away; nobody should answer it
 		}
-		if !live(status) {
+		if !status.Live() {
 			// A warm agent asks nothing while idle; one that does is not
 			// what a follow-up should meet: it goes.
 			if s.warm {
@@ -799,7 +793,7 @@ func (st *stepper) apply(in input) error {
 		}
 
 	case inNoProgress:
-		if live(status) && s.agent == agentUp {
+		if status.Live() && s.agent == agentUp {
 			detail := in.detail
 			if detail == "" {
 				detail = "no progress for the no-progress timeout"
@@ -812,19 +806,19 @@ func (st *stepper) apply(in input) error {
 		// over about three minutes): the same credentials will not do, so
 		// the task is blocked at the second refusal. The first may be a
 		// login claude refreshes before it retries.
-		if r := in.retry; r.Auth() && r.Attempt >= authRetries && live(status) && s.agent == agentUp {
+		if r := in.retry; r.Auth() && r.Attempt >= authRetries && status.Live() && s.agent == agentUp {
 			st.block(protocol.BlockedAuth, fmt.Sprintf("the model API refused the credentials (%s); %s", r.Summary(), agent.AuthFix))
 		}
 
 	case inCommandTimeout:
 		// A command ran without writing or starting anything for the
 		// command timeout: reported as such, not as "no progress".
-		if live(status) && s.agent == agentUp {
+		if status.Live() && s.agent == agentUp {
 			st.stopAgent(stopIntent{kind: stopBlock, reason: protocol.BlockedTimeout, detail: in.detail}, false)
 		}
 
 	case inAgentProblem:
-		if in.fatal && live(status) && s.agent == agentUp {
+		if in.fatal && status.Live() && s.agent == agentUp {
 			// Without its log a task's record would be silently incomplete:
 			// stop it clearly rather than run on.
 			st.stopAgent(stopIntent{kind: stopBlock, reason: protocol.BlockedAgentFailed, detail: in.detail}, false)
@@ -845,7 +839,7 @@ func (st *stepper) apply(in input) error {
 			st.emit(effDisarmApproval{})
 		}
 		intent := s.stop
-		if intent.kind == stopNone && live(status) {
+		if intent.kind == stopNone && status.Live() {
 			detail := fmt.Sprintf("claude exited with code %d", in.code)
 			if in.signal != "" {
 				detail = "claude was killed by signal " + in.signal
@@ -866,7 +860,7 @@ func (st *stepper) apply(in input) error {
 			if s.agent != agentNone {
 				st.stopAgent(stopIntent{kind: stopRelease}, false)
 			}
-		case live(status):
+		case status.Live():
 			if status == protocol.StatusStarting && s.agent == agentNone {
 				// Between a failed start and its retry.
 				st.settleStopped(intent)
@@ -882,7 +876,7 @@ func (st *stepper) apply(in input) error {
 			return nil
 		}
 		intent := stopIntent{kind: stopCancel}
-		if !live(status) {
+		if !status.Live() {
 			intent = stopIntent{kind: stopRelease}
 		}
 		if s.agent == agentStopping && s.stop.kind != stopNone {
@@ -898,7 +892,7 @@ func (st *stepper) apply(in input) error {
 				return err
 			}
 			st.changed()
-		case live(status):
+		case status.Live():
 			if status == protocol.StatusStarting && s.agent == agentNone {
 				st.settleStopped(stopIntent{kind: stopPause})
 				return nil
@@ -916,8 +910,8 @@ func (st *stepper) apply(in input) error {
 			}
 			return err
 		}
-		resumable := status == protocol.StatusPaused ||
-			(status == protocol.StatusBlocked && (s.T.Blocked == nil || s.T.Blocked.Reason != protocol.BlockedCancelledByUser))
+		resumable := status.Resumable() &&
+			(status != protocol.StatusBlocked || s.T.Blocked == nil || s.T.Blocked.Reason != protocol.BlockedCancelledByUser)
 		if !resumable {
 			return errTransition("resume", status)
 		}
@@ -989,7 +983,7 @@ func (st *stepper) apply(in input) error {
 		if s.T.Agent != nil && s.T.Agent.SessionID != "" || s.agent != agentNone {
 			s.FollowUp = in.notice
 		}
-		if live(status) && s.agent == agentUp {
+		if status.Live() && s.agent == agentUp {
 			st.stopAgent(stopIntent{kind: stopSwitch}, false)
 		}
 		if s.warm && s.agent == agentUp {
@@ -1056,7 +1050,7 @@ func (st *stepper) apply(in input) error {
 				return errTransition("merge", status)
 			}
 		case opUndo:
-			if status != protocol.StatusMerged && status != protocol.StatusMerging && status != protocol.StatusBlocked && status != protocol.StatusCancelled {
+			if !status.Undoable() {
 				return errTransition("undo", status)
 			}
 		case opRemove:
@@ -1065,7 +1059,7 @@ func (st *stepper) apply(in input) error {
 			if status == protocol.StatusQueued {
 				return protocol.FailedPrecondition("cannot remove a task that is queued; cancel it first", status)
 			}
-			if live(status) {
+			if status.Live() {
 				return errTransition("remove", status)
 			}
 		}
@@ -1151,7 +1145,7 @@ func (st *stepper) apply(in input) error {
 		// Nothing runs yet: a task that was live when familiar stopped lost
 		// its agent.
 		s.agent, s.stop, s.op, s.completing, s.resumeAfterOp, s.warm = agentNone, stopIntent{}, opNone, false, false, false
-		if live(status) {
+		if status.Live() {
 			// A task that waited on a person stays for that person; one
 			// that worked on its own continues by itself (recoverLeftovers).
 			s.resumeOnLoad = status != protocol.StatusWaiting && s.T.Agent != nil && s.T.Agent.SessionID != ""
@@ -1167,7 +1161,7 @@ func (st *stepper) apply(in input) error {
 		}
 
 	case cmdArchive:
-		if !in.at.IsZero() && (live(status) || status == protocol.StatusQueued) {
+		if !in.at.IsZero() && (status.Live() || status == protocol.StatusQueued) {
 			return protocol.FailedPrecondition("task "+s.T.ID+" is "+string(status)+": only a task that is not queued or running can be archived; cancel it first", status)
 		}
 		if s.T.ArchivedAt.IsZero() == in.at.IsZero() {
@@ -1202,7 +1196,7 @@ func (st *stepper) settleStopped(intent stopIntent) {
 	status := s.T.Status
 	switch intent.kind {
 	case stopSwitch:
-		if live(status) {
+		if status.Live() {
 			// A mode switch keeps the slot: start again straight away.
 			if status != protocol.StatusStarting {
 				_ = st.move(protocol.StatusStarting)
@@ -1211,7 +1205,7 @@ func (st *stepper) settleStopped(intent stopIntent) {
 			return
 		}
 	case stopRetry:
-		if live(status) {
+		if status.Live() {
 			if status != protocol.StatusStarting {
 				_ = st.move(protocol.StatusStarting)
 			}
@@ -1225,14 +1219,14 @@ func (st *stepper) settleStopped(intent stopIntent) {
 			s.T.Blocked = cancelled(intent)
 		}
 	case stopPause:
-		if live(status) {
+		if status.Live() {
 			_ = st.move(protocol.StatusPaused)
 			if s.FollowUp == "" {
 				s.FollowUp = resumePrompt
 			}
 		}
 	case stopBlock, stopShutdown:
-		if live(status) {
+		if status.Live() {
 			reason, detail := intent.reason, intent.detail
 			if intent.kind == stopShutdown {
 				reason, detail = protocol.BlockedInterrupted, "familiar shut down"
@@ -1441,7 +1435,7 @@ func (st *stepper) transcript(e protocol.TranscriptEntry) {
 		if u.Responses > 0 { // a stream-json turn's usage counts all its responses
 			t.Responses += u.Responses - 1
 		}
-		if live(s.T.Status) && s.agent == agentUp && st.overBudget() {
+		if s.T.Status.Live() && s.agent == agentUp && st.overBudget() {
 			// Spent mid-turn: stop here rather than pay for the rest.
 			st.stopAgent(stopIntent{kind: stopBlock, reason: protocol.BlockedBudget, detail: st.budgetDetail()}, false)
 		}

@@ -159,12 +159,12 @@ func (o *Orchestrator) lastUndoRef(ctx context.Context, id string) string {
 // is not (or no longer) accepted.
 func undoableUntil(t protocol.Task, merge *mergeRecord, window time.Duration, now time.Time) time.Time {
 	var since time.Time
-	switch t.Status {
-	case protocol.StatusMerged:
+	switch {
+	case t.Status == protocol.StatusMerged:
 		if merge != nil {
 			since = merge.At
 		}
-	case protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled:
+	case t.Status.Undoable():
 		// Before a merge an undo steps the task's branch back in its
 		// worktree: none (never started, or removed) is nothing to undo,
 		// and task/undo refuses it.

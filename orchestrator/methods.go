@@ -405,7 +405,7 @@ func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams)
 // not be told to try again.
 func (o *Orchestrator) waitReleased(ctx context.Context, a *actor) error {
 	v := a.view()
-	if v.sess == nil || live(v.T.Status) || v.warm && v.agentPhase == agentUp {
+	if v.sess == nil || v.T.Status.Live() || v.warm && v.agentPhase == agentUp {
 		// A warm agent takes a follow-up as it is (cmdSend).
 		return nil
 	}
@@ -764,15 +764,15 @@ func (o *Orchestrator) ServerStats(ctx context.Context) (*protocol.ServerStats, 
 	for _, a := range o.tasks {
 		v := a.view()
 		st.Tasks.ByStatus[v.T.Status]++
-		switch v.T.Status {
-		case protocol.StatusQueued:
+		switch s := v.T.Status; {
+		case s == protocol.StatusQueued:
 			st.QueueDepth++
-		case protocol.StatusStarting, protocol.StatusRunning, protocol.StatusWaiting:
+		case s.Live():
 			st.Running++
-		case protocol.StatusMerging, protocol.StatusMerged:
+		case s == protocol.StatusMerging || s == protocol.StatusMerged:
 			done++
 			ok++
-		case protocol.StatusBlocked:
+		case s == protocol.StatusBlocked:
 			// A cancel is the person's choice, not a failure.
 			done++
 		}

@@ -353,7 +353,7 @@ func (o *Orchestrator) slotsLocked() (n int, warm []*actor) {
 	for _, a := range o.tasks {
 		v := a.view()
 		switch {
-		case live(v.T.Status):
+		case v.T.Status.Live():
 			n++
 		case v.warm:
 			n++
@@ -376,7 +376,7 @@ func (o *Orchestrator) queueChanged() {
 // and estimatedEndAt while live (estimate.go).
 func (o *Orchestrator) fillEstimates(snap *protocol.Task) {
 	queued := snap.Status == protocol.StatusQueued
-	if !queued && !live(snap.Status) {
+	if !queued && !snap.Status.Live() {
 		return
 	}
 	now := o.clk.Now()
@@ -432,7 +432,7 @@ func (o *Orchestrator) rebuildQueueLocked(now time.Time) {
 		runs    []liveRun
 	)
 	for id, a := range o.tasks {
-		if t := a.view().T; live(t.Status) {
+		if t := a.view().T; t.Status.Live() {
 			liveIDs = append(liveIDs, id)
 			runs = append(runs, liveRun{startedAt: t.StartedAt, expected: o.history.expected(t.Profile, t.Type)})
 		}
@@ -495,7 +495,7 @@ func (o *Orchestrator) liveTitles(except string) []string {
 	defer o.mu.Unlock()
 	var out []string
 	for id, a := range o.tasks {
-		if id != except && live(a.view().T.Status) {
+		if id != except && a.view().T.Status.Live() {
 			out = append(out, a.view().T.Title)
 		}
 	}

@@ -138,7 +138,7 @@ func (o *Orchestrator) updateRunningSkills(c profiles.SkillsChange) {
 	o.mu.Unlock()
 	for _, a := range actors {
 		v := a.view()
-		if !live(v.T.Status) {
+		if !v.T.Status.Live() {
 			continue // a later start installs the current copies
 		}
 		changed, err := profiles.UpdateInstalled(filepath.Join(o.taskDir(a.id), "claude"), o.skills(), c)

@@ -309,7 +309,7 @@ func (o *Orchestrator) queueReturned(id string) (ready bool, gone string) {
 	switch s := v.T.Status; {
 	case s == protocol.StatusMerging && v.op == opNone && v.sess == nil && v.agentPhase == agentNone:
 		return true, ""
-	case live(s) || s == protocol.StatusQueued || s == protocol.StatusMerging:
+	case s.HoldsWorktree() || s == protocol.StatusMerging:
 		return false, ""
 	default:
 		return false, fmt.Sprintf("the task is %s, not ready to merge", s)

@@ -18,7 +18,7 @@ func (o *Orchestrator) pruneOutputs() (removed int) {
 	if days > 0 {
 		for _, a := range o.tasks {
 			v := a.view()
-			if live(v.T.Status) || v.sess != nil {
+			if v.T.Status.Live() || v.sess != nil {
 				continue
 			}
 			files = append(files, v.logs...)

@@ -192,7 +192,7 @@ func checkState(t *testing.T, s state, path []string) {
 	t.Helper()
 	where := describe(s) + " after " + strings.Join(path, " → ")
 	status := s.T.Status
-	if s.op != opNone && (s.agent != agentNone || live(status) || status == protocol.StatusQueued) {
+	if s.op != opNone && (s.agent != agentNone || status.Live() || status == protocol.StatusQueued) {
 		t.Errorf("a %s in progress with an agent or a task that runs or will: %s", s.op, where)
 	}
 	switch status {
@@ -208,7 +208,7 @@ func checkState(t *testing.T, s state, path []string) {
 	if s.warm && (status != protocol.StatusMerging || s.agent == agentNone) {
 		t.Errorf("warm without a finished task's agent: %s", where)
 	}
-	if s.agent == agentUp && !live(status) && !s.warm {
+	if s.agent == agentUp && !status.Live() && !s.warm {
 		t.Errorf("an agent up in a task that is not live: %s", where)
 	}
 	if (status == protocol.StatusWaiting) != (s.T.PendingQuestion != nil) {
@@ -312,7 +312,7 @@ func checkEdge(t *testing.T, from state, in input, next state, effs []effect, er
 		want = 1
 	case to == protocol.StatusCancelled && next.T.Blocked.Reason != protocol.BlockedCancelledByUser:
 		want = 1
-	case to == protocol.StatusMerging && live(fromS):
+	case to == protocol.StatusMerging && fromS.Live():
 		want = 1
 	}
 	if len(ends) != want {

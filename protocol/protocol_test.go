@@ -266,3 +266,37 @@ func TestNewEvent(t *testing.T) {
 		t.Errorf("event = %+v (%s)", e, e.Params)
 	}
 }
+
+// TestEveryStatusHasTraits: each Status is named in the table of the
+// predicates, and the predicates say what PROTOCOL.md says of each.
+func TestEveryStatusHasTraits(t *testing.T) {
+	for _, s := range Statuses {
+		if _, ok := traitsOf[s]; !ok {
+			t.Errorf("status %q has no row in traitsOf", s)
+		}
+	}
+	if len(traitsOf) != len(Statuses) {
+		t.Errorf("traitsOf has %d rows for %d statuses", len(traitsOf), len(Statuses))
+	}
+	type row struct{ live, finished, resumable, undoable, holds bool }
+	want := map[Status]row{
+		StatusQueued:    {false, false, false, false, true},
+		StatusStarting:  {true, false, false, false, true},
+		StatusRunning:   {true, false, false, false, true},
+		StatusWaiting:   {true, false, false, false, true},
+		StatusPaused:    {false, false, true, false, false},
+		StatusMerging:   {false, true, false, true, false},
+		StatusMerged:    {false, true, false, true, false},
+		StatusBlocked:   {false, true, true, true, false},
+		StatusCancelled: {false, true, false, true, false},
+	}
+	for s, w := range want {
+		got := row{s.Live(), s.Finished(), s.Resumable(), s.Undoable(), s.HoldsWorktree()}
+		if got != w {
+			t.Errorf("%s: %+v, want %+v", s, got, w)
+		}
+	}
+	if Status("nope").Live() || Status("nope").Finished() {
+		t.Error("an unknown status is in a set")
+	}
+}
