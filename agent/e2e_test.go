@@ -488,15 +488,10 @@ func TestPTYInterrupted(t *testing.T) {
 
 func waitScreen(t *testing.T, s *agent.Session, text string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if strings.Contains(s.Screen().String(), text) {
-			return
-		}
-		// The screen has no change notification for tests; poll briefly.
-		time.Sleep(20 * time.Millisecond)
+	// The screen has no change notification for tests; poll.
+	if !testenv.Eventually(30*time.Second, func() bool { return strings.Contains(s.Screen().String(), text) }) {
+		t.Fatalf("screen never showed %q:\n%s", text, s.Screen().String())
 	}
-	t.Fatalf("screen never showed %q:\n%s", text, s.Screen().String())
 }
 
 // A person edits the command before allowing it: the edited one runs.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/familiar-dev/familiar/internal/testenv"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -335,7 +336,7 @@ func TestSlowClientIsDropped(t *testing.T) {
 	defer stuck.Close()
 	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"workspaceRoot":"/"}}`
 	fmt.Fprintf(stuck, "Content-Length: %d\r\n\r\n%s", len(initBody), initBody)
-	eventually(t, "the stuck client subscribed", func() bool { return h.hub.Clients() == 1 })
+	testenv.Await(t, waitTimeout, "the stuck client subscribed", func() bool { return h.hub.Clients() == 1 })
 
 	reader, _ := dial(t, l)
 	reader.initialize()

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
 func TestOrderAndOneAtATime(t *testing.T) {
@@ -75,13 +77,7 @@ func TestMergeAndBatch(t *testing.T) {
 		},
 	})
 	m.Push("wait")
-	deadline := time.Now().Add(5 * time.Second)
-	for m.Len() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the first item was not taken")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Await(t, 5*time.Second, "the first item to be taken", func() bool { return m.Len() == 0 })
 	for _, s := range []string{"a", "b", "c", "d", "e", "f"} {
 		m.Push(s)
 	}

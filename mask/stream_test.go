@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
 // streamAll feeds chunks to a fresh Stream of m and returns everything it
@@ -299,12 +300,8 @@ func TestWriterFlushesWhenQuiet(t *testing.T) {
 		t.Fatalf("before the deadline: %q", got)
 	}
 	clk.Advance(time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.HasPrefix(buf.String(), "line one\nprompt> TOKEN=") || buf.String() == "line one\nprompt> " {
-		if time.Now().After(deadline) {
-			t.Fatalf("after the deadline: %q", buf.String())
-		}
-		time.Sleep(time.Millisecond) // polling the condition, not waiting for it
+	if !testenv.Eventually(5*time.Second, func() bool { return strings.HasPrefix(buf.String(), "line one\nprompt> TOKEN=") }) {
+		t.Fatalf("after the deadline: %q", buf.String())
 	}
 	if _, err := w.Write([]byte("sk-ant-api03-" + anthropicKey[13:40])); err != nil {
 		t.Fatal(err)

@@ -276,16 +276,15 @@ func TestCancelRunningKeepsWorktree(t *testing.T) {
 }
 
 func processGone(pid int) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	// Polling /proc: no event says another process's child exited.
+	if testenv.Eventually(10*time.Second, func() bool {
 		if _, err := os.Stat(filepath.Join("/proc", itoa(pid))); os.IsNotExist(err) {
-			return nil
+			return true
 		}
 		b, _ := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
-		if strings.Contains(string(b), ") Z ") {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond) // polling /proc: no event to wait on
+		return strings.Contains(string(b), ") Z ")
+	}) {
+		return nil
 	}
 	return &os.PathError{Op: "agent still alive", Path: itoa(pid)}
 }
@@ -765,17 +764,13 @@ func TestOutputEndedOnceTheAgentIsGone(t *testing.T) {
 	}
 	e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID))
 	var final string
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	// Polling familiar's answer; nothing to wait on.
+	if !testenv.Eventually(60*time.Second, func() bool {
 		all, page := readAll()
-		if page.Ended {
-			final = all
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task/output never ended after the task finished (status %s)", e.get(t, task.ID).Status)
-		}
-		time.Sleep(10 * time.Millisecond) // polling familiar's answer; nothing to wait on
+		final = all
+		return page.Ended
+	}) {
+		t.Fatalf("task/output never ended after the task finished (status %s)", e.get(t, task.ID).Status)
 	}
 	notified := func() string {
 		var b strings.Builder
@@ -789,11 +784,8 @@ func TestOutputEndedOnceTheAgentIsGone(t *testing.T) {
 	}
 	// The notifications go out through the publisher's queue: wait for them
 	// to carry as much as the log holds.
-	for len(notified()) < len(final) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the output notifications carried %d bytes, the ended log %d", len(notified()), len(final))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testenv.Eventually(60*time.Second, func() bool { return len(notified()) >= len(final) }) {
+		t.Fatalf("the output notifications carried %d bytes, the ended log %d", len(notified()), len(final))
 	}
 	if got := notified(); got != final {
 		i := 0
@@ -824,18 +816,15 @@ func TestOutputRetentionRemovesOnlyOldFinishedLogs(t *testing.T) {
 		os.Chtimes(l, old, old)
 	}
 	clk.Advance(25 * time.Hour) // the daily pass
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		left, _ := filepath.Glob(filepath.Join(e.ws.DataDir, "tasks", "*", "output-*.log"))
-		if len(left) == 1 {
-			if !strings.Contains(left[0], running.ID) {
-				t.Fatalf("kept %v, want the running task's log", left)
-			}
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // the pass runs on its own goroutine; nothing to wait on
+	// The pass runs on its own goroutine; nothing to wait on.
+	var left []string
+	testenv.Await(t, 30*time.Second, "the old log of the finished task to be removed", func() bool {
+		left, _ = filepath.Glob(filepath.Join(e.ws.DataDir, "tasks", "*", "output-*.log"))
+		return len(left) == 1
+	})
+	if !strings.Contains(left[0], running.ID) {
+		t.Fatalf("kept %v, want the running task's log", left)
 	}
-	t.Fatal("the old log of the finished task was not removed")
 }
 
 func TestMcpServerThatFailsBecomesAWarning(t *testing.T) {
@@ -898,21 +887,16 @@ func TestCancelKillsBackgroundedToolProcesses(t *testing.T) {
 	e.notes.wait(t, "running", statusIs(task.ID, protocol.StatusRunning))
 	wt := ""
 	var sleeper int
-	deadline := time.Now().Add(60 * time.Second)
-	for sleeper == 0 && time.Now().Before(deadline) {
+	// Polling /proc: no event says a process started.
+	testenv.Await(t, 60*time.Second, "the tool's sleep to start", func() bool {
 		if wt == "" {
 			if got := e.get(t, task.ID); got.Worktree != nil {
 				wt = got.Worktree.Path
 			}
 		}
 		sleeper = findProcess("sleep", wt)
-		if sleeper == 0 {
-			time.Sleep(20 * time.Millisecond) // polling /proc: no event says a process started
-		}
-	}
-	if sleeper == 0 {
-		t.Fatal("the tool's sleep never started")
-	}
+		return sleeper != 0
+	})
 	if _, err := e.o.TaskCancel(context.Background(), &protocol.TaskIDParams{ID: task.ID}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/testenv"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 )
@@ -230,13 +231,8 @@ func TestAPIGivesUpBlocksAPIError(t *testing.T) {
 // waitProcessGone waits until pid has exited (familiar let the agent go).
 func waitProcessGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for processGone(pid) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("claude (pid %d) is still there", pid)
-		}
-		time.Sleep(20 * time.Millisecond) // polling /proc: nothing to wait on
-	}
+	// processGone polls /proc itself for up to 10 s.
+	testenv.Await(t, 30*time.Second, fmt.Sprintf("claude (pid %d) to be gone", pid), func() bool { return processGone(pid) == nil })
 }
 
 // stop stops pid with SIGSTOP and waits until the kernel says so; the
@@ -248,13 +244,7 @@ func stop(t *testing.T, pid int) func() {
 	}
 	cont := func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
 	t.Cleanup(cont)
-	deadline := time.Now().Add(10 * time.Second)
-	for !stoppedBySignal(pid) {
-		if time.Now().After(deadline) {
-			t.Fatal("claude did not stop")
-		}
-		time.Sleep(10 * time.Millisecond) // polling /proc: nothing to wait on
-	}
+	testenv.Await(t, 10*time.Second, "claude to stop", func() bool { return stoppedBySignal(pid) })
 	return cont
 }
 
@@ -444,13 +434,7 @@ func TestRespondRefusedWhileClaudeIsStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(pid, syscall.SIGCONT)
-	deadline := time.Now().Add(10 * time.Second)
-	for !stoppedBySignal(pid) {
-		if time.Now().After(deadline) {
-			t.Fatal("claude did not stop")
-		}
-		time.Sleep(10 * time.Millisecond) // polling /proc: nothing to wait on
-	}
+	testenv.Await(t, 10*time.Second, "claude to stop", func() bool { return stoppedBySignal(pid) })
 	_, err := e.o.TaskRespond(context.Background(), &protocol.TaskRespondParams{ID: task.ID, QuestionID: q.ID, OptionID: "allow"})
 	var pe *protocol.Error
 	if !errors.As(err, &pe) || pe.Code != protocol.CodeFailedPrecondition || !strings.Contains(err.Error(), "stopped") {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/testenv"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
 )
@@ -223,15 +224,11 @@ func TestQueueStopsAHangingVerify(t *testing.T) {
 	if len(pids) != 4 {
 		t.Fatalf("pids = %q", pids)
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for _, p := range pids {
 		pid, _ := strconv.Atoi(p)
-		for syscall.Kill(pid, 0) == nil && !zombie(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d of the verify command outlived it", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.Await(t, 10*time.Second, "process "+p+" of the verify command to end with it", func() bool {
+			return syscall.Kill(pid, 0) != nil || zombie(pid)
+		})
 	}
 }
 

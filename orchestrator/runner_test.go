@@ -13,6 +13,7 @@ import (
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/agent/screen"
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/internal/testenv"
 	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
@@ -101,11 +102,11 @@ func (s *fakeSession) SendPrompt(text string) error {
 	s.mu.Unlock()
 	return nil
 }
-func (s *fakeSession) Interrupt() error                              { return nil }
-func (s *fakeSession) Input([]byte) error                            { return nil }
-func (s *fakeSession) Resize(int, int) error                         { return nil }
-func (s *fakeSession) Screen() screen.Snapshot                       { return screen.Snapshot{} }
-func (s *fakeSession) Stop(context.Context) error                    { s.exit(143, ""); return nil }
+func (s *fakeSession) Interrupt() error           { return nil }
+func (s *fakeSession) Input([]byte) error         { return nil }
+func (s *fakeSession) Resize(int, int) error      { return nil }
+func (s *fakeSession) Screen() screen.Snapshot    { return screen.Snapshot{} }
+func (s *fakeSession) Stop(context.Context) error { s.exit(143, ""); return nil }
 func (s *fakeSession) exit(code int, sig string) {
 	s.once.Do(func() {
 		s.opts.OnEvent(agent.Event{Kind: agent.EventExited, Exit: &agent.Exited{Code: code, Signal: sig}})
@@ -187,7 +188,7 @@ func newRunnerClock(t *testing.T, settings protocol.Settings, clk clock.Clock) *
 func (r *runnerEnv) session(t *testing.T, i int) *fakeSession {
 	t.Helper()
 	var s *fakeSession
-	waitUntil(t, "session started", func() bool {
+	testenv.Await(t, 10*time.Second, "session started", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if len(r.sessions) > i {
@@ -202,22 +203,11 @@ func (r *runnerEnv) session(t *testing.T, i int) *fakeSession {
 func (r *runnerEnv) status(t *testing.T, id string, want protocol.Status) *protocol.Task {
 	t.Helper()
 	var got *protocol.Task
-	waitUntil(t, "status "+string(want), func() bool {
+	testenv.Await(t, 10*time.Second, "status "+string(want), func() bool {
 		got, _ = r.o.TaskGet(context.Background(), &protocol.TaskIDParams{ID: id})
 		return got != nil && got.Status == want
 	})
 	return got
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func create(t *testing.T, o *Orchestrator, title string) *protocol.Task {
@@ -427,7 +417,7 @@ func TestRunnerWarmAgentTakesFollowUpsAndGivesWay(t *testing.T) {
 	r.status(t, a.ID, protocol.StatusRunning)
 	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
 	r.status(t, a.ID, protocol.StatusMerging)
-	waitUntil(t, "a warm", func() bool { return warm(a.ID) })
+	testenv.Await(t, 10*time.Second, "a warm", func() bool { return warm(a.ID) })
 
 	// The follow-up goes to the claude that is there.
 	if _, err := r.o.TaskSend(ctx, &protocol.TaskSendParams{ID: a.ID, Text: "one more thing"}); err != nil {
@@ -447,7 +437,7 @@ func TestRunnerWarmAgentTakesFollowUpsAndGivesWay(t *testing.T) {
 	}
 	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done again."}})
 	r.status(t, a.ID, protocol.StatusMerging)
-	waitUntil(t, "a warm again", func() bool { return warm(a.ID) })
+	testenv.Await(t, 10*time.Second, "a warm again", func() bool { return warm(a.ID) })
 
 	// A queued task needs the one slot: the warm claude goes first.
 	b := create(t, r.o, "b")
@@ -465,7 +455,7 @@ func TestRunnerWarmAgentTakesFollowUpsAndGivesWay(t *testing.T) {
 	// b finishes warm; a merge lets its claude go before git runs.
 	s1.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
 	r.status(t, b.ID, protocol.StatusMerging)
-	waitUntil(t, "b warm", func() bool { return warm(b.ID) })
+	testenv.Await(t, 10*time.Second, "b warm", func() bool { return warm(b.ID) })
 	if _, err := r.o.TaskMerge(ctx, &protocol.TaskMergeParams{ID: b.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -488,10 +478,10 @@ func TestRunnerWarmAgentTakesFollowUpsAndGivesWay(t *testing.T) {
 	}
 	s2.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
 	r.status(t, a.ID, protocol.StatusMerging)
-	waitUntil(t, "a warm a third time", func() bool { return warm(a.ID) })
+	testenv.Await(t, 10*time.Second, "a warm a third time", func() bool { return warm(a.ID) })
 	// The timer is armed by the actor's effect right after the view shows
 	// warm: advance until it has fired rather than once.
-	waitUntil(t, "the warm claude let go after warmAgentSec", func() bool {
+	testenv.Await(t, 10*time.Second, "the warm claude let go after warmAgentSec", func() bool {
 		clk.Advance(61 * time.Second)
 		select {
 		case <-s2.Done():

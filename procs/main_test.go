@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/familiar-dev/familiar/internal/leakcheck"
+	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
 // The test binary re-executes itself as the children these tests supervise:
@@ -89,7 +90,7 @@ func checkLeaks(t *testing.T) {
 	t.Helper()
 	leakcheck.Check(t) // registered first, so it runs after the checks below
 	t.Cleanup(func() {
-		if !eventually(10*time.Second, func() bool { return len(helperProcs()) == 0 }) {
+		if !testenv.Eventually(10*time.Second, func() bool { return len(helperProcs()) == 0 }) {
 			left := helperProcs()
 			t.Errorf("helper processes left: %v", left)
 			for _, pid := range left {
@@ -128,24 +129,10 @@ func zombieChildren() []int {
 	return out
 }
 
-// eventually polls cond until it holds or timeout passes.
-func eventually(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		<-tick.C
-	}
-	return true
-}
-
 // waitOutput waits until the tail of p's output contains s.
 func waitOutput(t testing.TB, o *Output, s string) {
 	t.Helper()
-	if !eventually(10*time.Second, func() bool { return strings.Contains(string(o.Tail().Data), s) }) {
+	if !testenv.Eventually(10*time.Second, func() bool { return strings.Contains(string(o.Tail().Data), s) }) {
 		t.Fatalf("output never contained %q; tail: %q", s, o.Tail().Data)
 	}
 }

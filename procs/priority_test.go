@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
 // niceOf reads a thread's or process's niceness from its stat file.
@@ -83,7 +84,7 @@ func TestNiceCoversTheTreeAndTheSession(t *testing.T) {
 				matches = func(got string) bool { return got == ownGroup }
 				want = fmt.Sprintf("familiar's own %q", ownGroup)
 			}
-			if !eventually(10*time.Second, func() bool {
+			if !testenv.Eventually(10*time.Second, func() bool {
 				b, _ := os.ReadFile(ag)
 				return matches(strings.TrimSpace(string(b)))
 			}) {
@@ -106,7 +107,7 @@ func TestNoNiceKeepsThePriority(t *testing.T) {
 func waitOutputMatch(t *testing.T, p *Process, re *regexp.Regexp) []string {
 	t.Helper()
 	var m []string
-	if !eventually(10*time.Second, func() bool {
+	if !testenv.Eventually(10*time.Second, func() bool {
 		m = re.FindStringSubmatch(string(p.Output().Tail().Data))
 		return m != nil
 	}) {
@@ -197,16 +198,13 @@ func TestOwnSessionFollowsTheLatestNice(t *testing.T) {
 	clk := clock.NewFake(time.Unix(0, 0))
 	o := NewOwnSession(clk, nil)
 	defer o.Close()
-	o.SetNice(7) // refused, retried on the clock
-	if !clk.WaitForTimers(1, 10*time.Second) {
-		t.Fatal("no retry after a refusal")
-	}
-	clk.Advance(autogroupRetry) // refused again
+	o.SetNice(7)                                    // refused, retried on the clock
+	testenv.AdvanceArmed(t, clk, 1, autogroupRetry) // the retry, refused again
 	if !clk.WaitForTimers(1, 10*time.Second) {
 		t.Fatal("no second retry")
 	}
 	o.SetNice(3) // a newer value replaces the one being retried
-	if !eventually(10*time.Second, func() bool {
+	if !testenv.Eventually(10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(written) == 3

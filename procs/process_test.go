@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
 func testContext(t *testing.T) context.Context {
@@ -283,7 +284,7 @@ func TestSplitCharacter(t *testing.T) {
 	defer sub.Close()
 	ctx := testContext(t)
 
-	if !eventually(10*time.Second, func() bool { return p.Output().Size() == 3 }) {
+	if !testenv.Eventually(10*time.Second, func() bool { return p.Output().Size() == 3 }) {
 		t.Fatalf("Size = %d, want the first 3 bytes read", p.Output().Size())
 	}
 	c, err := sub.Next(ctx)
@@ -396,10 +397,7 @@ func TestWatchdogFollowsOutput(t *testing.T) {
 			t.Fatal("watchdog did not fire")
 		}
 	}
-	if !clk.WaitForTimers(1, 5*time.Second) {
-		t.Fatal("watchdog not armed at start")
-	}
-	clk.Advance(time.Minute)
+	testenv.AdvanceArmed(t, clk, 1, time.Minute)
 	expectFire()
 
 	// Output re-arms it.
@@ -420,10 +418,7 @@ func TestWatchdogFollowsOutput(t *testing.T) {
 	clk.Advance(time.Hour)
 	p.Watchdog().Resume()
 	clk.Advance(time.Minute - time.Second)
-	if !clk.WaitForTimers(1, 5*time.Second) {
-		t.Fatal("not armed after Resume")
-	}
-	clk.Advance(time.Second)
+	testenv.AdvanceArmed(t, clk, 1, time.Second)
 	expectFire()
 	if len(fired) != 0 {
 		t.Error("fired more than once per quiet period")

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
 // orphanExiter runs the orphan-exiter helper with os/exec and returns the
@@ -51,7 +53,7 @@ func TestReaperReapsOrphansAsTheyExit(t *testing.T) {
 	}
 	// Each orphan exits once it is ours; the reaper must take it without
 	// any Process being terminated.
-	if !eventually(10*time.Second, func() bool { return allGone(orphans) }) {
+	if !testenv.Eventually(10*time.Second, func() bool { return allGone(orphans) }) {
 		t.Fatalf("reaped %d of %d orphans; zombie children left: %v", r.Reaped(), len(orphans), zombieChildren())
 	}
 	if r.Reaped() < int64(len(orphans)) {
@@ -129,7 +131,7 @@ func TestReaperStealsNoExitStatus(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if !eventually(10*time.Second, func() bool { return allGone(orphans) }) {
+	if !testenv.Eventually(10*time.Second, func() bool { return allGone(orphans) }) {
 		t.Errorf("orphans not reaped: zombie children %v", zombieChildren())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
 // TestTerminateAfterGrace: a child that ignores SIGTERM is killed once the
@@ -86,7 +87,7 @@ var sleeperLine = regexp.MustCompile(`sleeper (\S+) (\d+) ready`)
 // sleepers waits for n sleeper lines in o and returns their identities by name.
 func sleepers(t testing.TB, o *Output, n int) map[string]Identity {
 	t.Helper()
-	if !eventually(10*time.Second, func() bool { return len(sleeperLine.FindAllSubmatch(o.Tail().Data, -1)) >= n }) {
+	if !testenv.Eventually(10*time.Second, func() bool { return len(sleeperLine.FindAllSubmatch(o.Tail().Data, -1)) >= n }) {
 		t.Fatalf("want %d sleepers, output: %q", n, o.Tail().Data)
 	}
 	out := make(map[string]Identity)
@@ -126,7 +127,7 @@ func TestTerminateTree(t *testing.T) {
 		t.Fatal("no grace timer")
 	}
 	// Everyone but the stubborn one exits on SIGTERM.
-	if !eventually(10*time.Second, func() bool {
+	if !testenv.Eventually(10*time.Second, func() bool {
 		for name, id := range ids {
 			if alive, _ := id.Alive(); alive && name != "own-session-ignoring-term" {
 				return false

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
 // putTasks stores n tasks named prefix-0… with a payload big enough to fill
@@ -204,7 +205,7 @@ func TestBackupsEveryFewMinutesKeepTwo(t *testing.T) {
 		// before that would move the clock past a timer not yet set.
 		armed(t, clk)
 		clk.Advance(time.Minute)
-		waitFor(t, "a backup", func() bool { return s.backedUp.Load() != before })
+		testenv.Await(t, 10*time.Second, "a backup", func() bool { return s.backedUp.Load() != before })
 	}
 	for n, want := range map[int]int{1: 3, 2: 2} {
 		b, err := Open(BackupPath(path, n), Options{BackupEvery: -1})
@@ -320,7 +321,7 @@ func TestFailedCommitsAreRefusedAndHealthReported(t *testing.T) {
 	set(true, true)
 	putTasks(t, s, "small", 2)
 	before := probes.Load()
-	waitFor(t, "three probes", func() bool { clk.Advance(time.Second); return probes.Load() >= before+3 })
+	testenv.Await(t, 10*time.Second, "three probes", func() bool { clk.Advance(time.Second); return probes.Load() >= before+3 })
 	set(true, false)
 	if err := s.PutTask(context.Background(), TaskRecord{ID: "lost-large", Status: "queued"}); !errors.Is(err, ErrStoreFull) {
 		t.Fatalf("put on a full disk: %v", err)
@@ -332,7 +333,7 @@ func TestFailedCommitsAreRefusedAndHealthReported(t *testing.T) {
 	// Space returns; nobody writes; the probe notices, and says how many
 	// writes were refused.
 	set(false, false)
-	waitFor(t, "the probe timer", func() bool { clk.Advance(time.Second); h, _ := hl.last(); return h.OK })
+	testenv.Await(t, 10*time.Second, "the probe timer", func() bool { clk.Advance(time.Second); h, _ := hl.last(); return h.OK })
 	h, n := hl.last()
 	if n != 2 || h.Failed != 7 {
 		t.Errorf("recovery reported as %+v after %d changes, want the 2nd change with 7 refused", h, n)
@@ -408,7 +409,7 @@ func TestFullDiskRealTmpfs(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "recovery", func() bool { clk.Advance(time.Second); h, _ := hl.last(); return h.OK })
+	testenv.Await(t, 10*time.Second, "recovery", func() bool { clk.Advance(time.Second); h, _ := hl.last(); return h.OK })
 	if h, n := hl.last(); n != 2 || h.Failed != refused {
 		t.Errorf("recovery reported as %+v after %d changes, want the 2nd change with %d refused", h, n, refused)
 	}

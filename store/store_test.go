@@ -18,6 +18,7 @@ import (
 
 	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/internal/leakcheck"
+	"github.com/familiar-dev/familiar/internal/testenv"
 )
 
 // helperEnv, when set, makes the test binary act as a helper child instead
@@ -37,21 +38,6 @@ func TestMain(m *testing.M) {
 func checkLeaks(t *testing.T) {
 	t.Helper()
 	leakcheck.Check(t)
-}
-
-// waitFor polls cond until it holds or 10 s pass; tests use it instead of
-// sleeping until some other goroutine has made progress.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
 }
 
 type testWriter struct{ t testing.TB }
@@ -160,7 +146,7 @@ func TestCloseFlushesAndRefuses(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "writers to get going", func() bool {
+	testenv.Await(t, 10*time.Second, "writers to get going", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(acked) >= 100
@@ -260,7 +246,7 @@ func TestContextCancel(t *testing.T) {
 		_, err := s.AppendEvent(ctx, "a", "cancelled", nil)
 		errc <- err
 	})
-	waitFor(t, "the second write to be queued", func() bool { return pendingWrites(s) == 1 })
+	testenv.Await(t, 10*time.Second, "the second write to be queued", func() bool { return pendingWrites(s) == 1 })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("AppendEvent cancelled while waiting: err = %v, want context.Canceled", err)
@@ -307,7 +293,7 @@ func TestFailedWriteDoesNotSinkBatch(t *testing.T) {
 	boom := errors.New("boom")
 	errs := make([]error, 3)
 	wg.Go(func() { _, errs[0] = s.AppendEvent(ctx, "a", "first", nil) })
-	waitFor(t, "first write queued", func() bool { return pendingWrites(s) == 1 })
+	testenv.Await(t, 10*time.Second, "first write queued", func() bool { return pendingWrites(s) == 1 })
 	wg.Go(func() {
 		errs[1] = s.submit(ctx, func(tx *bolt.Tx) error {
 			if err := tx.Bucket(bucketSettings).Put([]byte("poison"), []byte(`1`)); err != nil {
@@ -316,9 +302,9 @@ func TestFailedWriteDoesNotSinkBatch(t *testing.T) {
 			return boom
 		})
 	})
-	waitFor(t, "failing write queued", func() bool { return pendingWrites(s) == 2 })
+	testenv.Await(t, 10*time.Second, "failing write queued", func() bool { return pendingWrites(s) == 2 })
 	wg.Go(func() { errs[2] = s.PutSetting(ctx, "third", raw(`3`)) })
-	waitFor(t, "third write queued", func() bool { return pendingWrites(s) == 3 })
+	testenv.Await(t, 10*time.Second, "third write queued", func() bool { return pendingWrites(s) == 3 })
 
 	before := s.commits.Load()
 	release()
@@ -370,7 +356,7 @@ func TestBatchIsBounded(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "all writes queued", func() bool { return pendingWrites(s) == n })
+	testenv.Await(t, 10*time.Second, "all writes queued", func() bool { return pendingWrites(s) == n })
 	before := s.commits.Load()
 	release()
 	wg.Wait()

@@ -161,17 +161,6 @@ func atoi(s string) int {
 	return n
 }
 
-func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // polls another process's state
-	}
-}
-
 const askingTask = "go\n@@TOOL Bash {\"command\":\"touch reload.txt\",\"description\":\"make it\"}\n@@TEXT Finished after the reload."
 
 // The editor reloads mid-task: its serve --stdio loses stdin while the agent
@@ -292,7 +281,7 @@ func TestDaemonExitsWhenIdle(t *testing.T) {
 	w.client.WaitNotification(0, "completed", editor.Method("task/completed", task.ID))
 	pid := r.info().PID
 	w.close(t)
-	waitUntil(t, "the idle familiar to exit", 60*time.Second, func() bool { return !daemon.Alive(pid) })
+	testenv.Await(t, 60*time.Second, "the idle familiar to exit", func() bool { return !daemon.Alive(pid) })
 	if _, err := daemon.ReadInfo(r.dd); err == nil {
 		t.Error("daemon.json outlived the daemon")
 	}
@@ -387,7 +376,7 @@ func TestVersionMismatch(t *testing.T) {
 	// Once it is idle, the newer binary replaces it.
 	first.close(t)
 	var init protocol.InitializeResult
-	waitUntil(t, "the newer familiar to replace the idle one", 60*time.Second, func() bool {
+	testenv.Await(t, 60*time.Second, "the newer familiar to replace the idle one", func() bool {
 		w := r.window(newer...)
 		defer w.close(t)
 		m := w.client.Call("initialize", map[string]any{"workspaceRoot": r.repo, "protocolVersion": 2})
@@ -420,7 +409,7 @@ func TestCrashResumesUnattendedTasks(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the killed familiar to be gone", 30*time.Second, func() bool { return !daemon.Alive(pid) })
+	testenv.Await(t, 30*time.Second, "the killed familiar to be gone", func() bool { return !daemon.Alive(pid) })
 	w.close(t)
 
 	again := r.window()
@@ -549,16 +538,16 @@ func TestAgentsAndDaemonYieldToTheEditor(t *testing.T) {
 		return
 	}
 	ownGroup := autogroup(os.Getpid())
-	waitUntil(t, "claude's session group at nice 7", 60*time.Second, func() bool {
+	testenv.Await(t, 60*time.Second, "claude's session group at nice 7", func() bool {
 		return strings.HasSuffix(autogroup(task.Agent.PID), " nice 7")
 	})
 	daemonPID := r.info().PID
-	waitUntil(t, "the daemon's session group at nice 7", 60*time.Second, func() bool {
+	testenv.Await(t, 60*time.Second, "the daemon's session group at nice 7", func() bool {
 		return strings.HasSuffix(autogroup(daemonPID), " nice 7")
 	})
 	// It follows the setting both ways (an autogroup may go back to 0).
 	w.client.Result("settings/update", map[string]any{"settings": map[string]any{"agentNice": 0}}, nil)
-	waitUntil(t, "the daemon's session group back at nice 0", 60*time.Second, func() bool {
+	testenv.Await(t, 60*time.Second, "the daemon's session group back at nice 0", func() bool {
 		return strings.HasSuffix(autogroup(daemonPID), " nice 0")
 	})
 	if got := autogroup(os.Getpid()); got != ownGroup {

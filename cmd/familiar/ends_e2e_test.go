@@ -12,6 +12,7 @@ import (
 
 	"github.com/familiar-dev/familiar/internal/editor"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/testenv"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -71,7 +72,7 @@ func TestMergeInProgressOwnsTheTask(t *testing.T) {
 	if done.Status != protocol.StatusMerging || done.Worktree == nil || done.Agent == nil || done.Result == nil || done.Result.NoChanges {
 		t.Fatalf("finished task = %s %+v %+v", done.Status, done.Worktree, done.Result)
 	}
-	waitUntil(t, "the finished agent to go", 30*time.Second, func() bool { return !claudeRunning(done.Agent.PID) })
+	testenv.Await(t, 30*time.Second, "the finished agent to go", func() bool { return !claudeRunning(done.Agent.PID) })
 	requests := len(api.Requests())
 
 	// The base's ref update waits in a reference-transaction hook until
@@ -109,7 +110,7 @@ func TestMergeInProgressOwnsTheTask(t *testing.T) {
 
 	before := len(w.client.Notifications())
 	mergeID := w.client.Send("task/merge", map[string]any{"id": task.ID})
-	waitUntil(t, "the merge to reach the base's ref update", 60*time.Second, func() bool {
+	testenv.Await(t, 60*time.Second, "the merge to reach the base's ref update", func() bool {
 		_, err := os.Stat(entered)
 		return err == nil
 	})

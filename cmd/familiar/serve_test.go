@@ -392,14 +392,11 @@ func TestInitializeRefusesNonRepository(t *testing.T) {
 
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond) // no event for a file appearing in another process
-	}
-	t.Fatalf("%s never appeared", path)
+	// No event for a file appearing in another process.
+	testenv.Await(t, 30*time.Second, path+" to appear", func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }
 
 func TestMissingClaudeIsReportedNotFatal(t *testing.T) {
