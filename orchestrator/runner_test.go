@@ -136,11 +136,24 @@ type runnerEnv struct {
 
 func newRunner(t *testing.T, settings protocol.Settings) *runnerEnv {
 	t.Helper()
-	return newRunnerClock(t, settings, nil)
+	return newRunnerWith(t, settings, runnerOptions{})
 }
 
 // newRunnerClock is newRunner on the given clock (nil: the real one).
 func newRunnerClock(t *testing.T, settings protocol.Settings, clk clock.Clock) *runnerEnv {
+	t.Helper()
+	return newRunnerWith(t, settings, runnerOptions{clk: clk})
+}
+
+// runnerOptions change what newRunnerWith wires in: a fake clock, a real
+// git repository, what each fake claude does when it starts.
+type runnerOptions struct {
+	clk     clock.Clock
+	repo    Repository
+	onStart func(opts agent.Options)
+}
+
+func newRunnerWith(t *testing.T, settings protocol.Settings, ro runnerOptions) *runnerEnv {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
@@ -148,8 +161,12 @@ func newRunnerClock(t *testing.T, settings protocol.Settings, clk clock.Clock) *
 		t.Fatal(err)
 	}
 	r := &runnerEnv{repo: &fakeRepo{}}
+	var repo Repository = r.repo
+	if ro.repo != nil {
+		repo = ro.repo
+	}
 	o, err := New(Config{
-		Repo: r.repo, Store: st, DataDir: dir, Notifier: &fakeNotifier{}, Settings: settings, Clock: clk,
+		Repo: repo, Store: st, Clock: ro.clk, DataDir: dir, Notifier: &fakeNotifier{}, Settings: settings,
 		CLI: agent.CLI{Path: "/fake/claude", Version: "2.1.330"}, StartBackoff: time.Millisecond,
 		// A login, so the check before a start lets it through.
 		StartHook: func(ctx context.Context, opts *agent.Options) {
@@ -168,6 +185,9 @@ func newRunnerClock(t *testing.T, settings protocol.Settings, clk clock.Clock) *
 			saved := filepath.Join(opts.ConfigDir, "projects", "p", "sess-1.jsonl")
 			if err := os.MkdirAll(filepath.Dir(saved), 0o700); err == nil {
 				_ = os.WriteFile(saved, []byte(`{"type":"user","message":{"role":"user","content":"go"}}`+"\n"), 0o600)
+			}
+			if ro.onStart != nil {
+				ro.onStart(opts)
 			}
 			s := &fakeSession{opts: opts, done: make(chan struct{})}
 			r.sessions = append(r.sessions, s)

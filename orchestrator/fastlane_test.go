@@ -1,0 +1,199 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/internal/testenv"
+	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/worktree"
+)
+
+// The fast lane: the engine's behaviour (the queue's order, approvals and
+// their timeout, stats, merge and undo in real git) against the scripted
+// fake Session, in milliseconds. The end-to-end tests with the real claude
+// stay for what the CLI itself must do.
+
+// finish ends session s's turn with a report: the task goes to merging.
+func finish(t *testing.T, r *runnerEnv, s *fakeSession, id string) {
+	t.Helper()
+	s.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
+	r.status(t, id, protocol.StatusMerging)
+}
+
+// TestFastQueueRunsByPriorityThenOrder: with one slot, the queued task of
+// the higher priority starts first, then those of one priority in the
+// order they came; the queue positions say so while they wait.
+func TestFastQueueRunsByPriorityThenOrder(t *testing.T) {
+	settings := protocol.DefaultSettings()
+	settings.MaxConcurrent = 1
+	r := newRunner(t, settings)
+	ctx := context.Background()
+	first := create(t, r.o, "first")
+	s0 := r.session(t, 0)
+	r.status(t, first.ID, protocol.StatusRunning)
+	low, err := r.o.TaskCreate(ctx, &protocol.TaskCreateParams{Title: "low", Description: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	low2, err := r.o.TaskCreate(ctx, &protocol.TaskCreateParams{Title: "low2", Description: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	high, err := r.o.TaskCreate(ctx, &protocol.TaskCreateParams{Title: "high", Description: "x", Priority: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]int{high.ID: 1, low.ID: 2, low2.ID: 3} {
+		if q := r.status(t, id, protocol.StatusQueued); q.QueuePosition == nil || *q.QueuePosition != want {
+			t.Errorf("%s: queue position %v, want %d", q.Title, q.QueuePosition, want)
+		}
+	}
+	order := []string{high.ID, low.ID, low2.ID}
+	prev, prevID := s0, first.ID
+	for i, id := range order {
+		finish(t, r, prev, prevID)
+		s := r.session(t, i+1)
+		if !strings.HasSuffix(s.opts.Dir, id) {
+			t.Fatalf("start %d ran in %s, want task %s's worktree", i+1, s.opts.Dir, id)
+		}
+		r.status(t, id, protocol.StatusRunning)
+		prev, prevID = s, id
+	}
+}
+
+// TestFastApprovalTimeoutDenies: a question nobody answers is denied at
+// the approval timeout, on the clock, and the task goes on.
+func TestFastApprovalTimeoutDenies(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	settings := protocol.DefaultSettings()
+	settings.ApprovalTimeoutSec = 20
+	r := newRunnerWith(t, settings, runnerOptions{clk: clk})
+	task := create(t, r.o, "asks")
+	s := r.session(t, 0)
+	r.status(t, task.ID, protocol.StatusRunning)
+	armed := clk.Pending()
+	s.opts.OnEvent(agent.Event{Kind: agent.EventQuestion, Question: &agent.Question{ID: "q1", Kind: agent.KindPermission, Tool: "Bash", Text: "Run rm"}})
+	w := r.status(t, task.ID, protocol.StatusWaiting)
+	if want := clk.Now().Add(20 * time.Second); w.PendingQuestion == nil || !w.PendingQuestion.ExpiresAt.Equal(want.UTC()) {
+		t.Fatalf("pending %+v, want it to expire at %v", w.PendingQuestion, want)
+	}
+	// Not yet: a second short of the timeout nothing is answered.
+	testenv.AdvanceArmed(t, clk, armed+1, 19*time.Second)
+	if got := r.status(t, task.ID, protocol.StatusWaiting); got.PendingQuestion == nil {
+		t.Fatal("the question went before its timeout")
+	}
+	clk.Advance(time.Second)
+	r.status(t, task.ID, protocol.StatusRunning)
+	// The deny reaches the session on the actor's goroutine.
+	var answers []agent.Answer
+	testenv.Await(t, 10*time.Second, "the deny to reach claude", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		answers = append([]agent.Answer(nil), s.answers...)
+		return len(answers) > 0
+	})
+	if len(answers) != 1 || answers[0].OptionID != protocol.OptionDeny {
+		t.Fatalf("answers %+v, want one deny", answers)
+	}
+	// The person's late answer finds nothing to answer.
+	if _, err := r.o.TaskRespond(context.Background(), &protocol.TaskRespondParams{ID: task.ID, QuestionID: "q1", OptionID: "allow"}); !errors.Is(err, errNotFound) {
+		t.Errorf("late answer: %v", err)
+	}
+}
+
+// TestFastStatsCountTheQueue: server/stats counts queued, running and
+// finished tasks; a cancel is no failure.
+func TestFastStatsCountTheQueue(t *testing.T) {
+	settings := protocol.DefaultSettings()
+	settings.MaxConcurrent = 1
+	r := newRunner(t, settings)
+	ctx := context.Background()
+	a := create(t, r.o, "a")
+	s := r.session(t, 0)
+	r.status(t, a.ID, protocol.StatusRunning)
+	b := create(t, r.o, "b")
+	r.status(t, b.ID, protocol.StatusQueued)
+	st, err := r.o.ServerStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Running != 1 || st.QueueDepth != 1 || st.Tasks.ByStatus[protocol.StatusQueued] != 1 {
+		t.Errorf("while one runs: %+v", st)
+	}
+	if _, err := r.o.TaskCancel(ctx, &protocol.TaskIDParams{ID: b.ID}); err != nil {
+		t.Fatal(err)
+	}
+	r.status(t, b.ID, protocol.StatusCancelled)
+	finish(t, r, s, a.ID)
+	st, err = r.o.ServerStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Running != 0 || st.QueueDepth != 0 || st.SuccessRate != 1 {
+		t.Errorf("after: %+v", st)
+	}
+}
+
+// git runs git in dir and returns its trimmed output.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestFastMergeAndUndoInGit: the fake claude writes a file in its real
+// worktree; the finished task merges into the base branch, and task/undo
+// takes the merge back, leaving the base as it was.
+func TestFastMergeAndUndoInGit(t *testing.T) {
+	testenv.Git(t)
+	root := testenv.GitRepo(t, map[string]string{"README": "hello\n"})
+	ctx := context.Background()
+	repo, err := worktree.Open(ctx, root, worktree.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunnerWith(t, protocol.DefaultSettings(), runnerOptions{repo: repo, onStart: func(opts agent.Options) {
+		_ = os.WriteFile(filepath.Join(opts.Dir, "made.txt"), []byte("by the agent\n"), 0o644)
+	}})
+	before := git(t, root, "rev-parse", "main")
+	task := create(t, r.o, "make a file")
+	s := r.session(t, 0)
+	r.status(t, task.ID, protocol.StatusRunning)
+	finish(t, r, s, task.ID)
+	done := r.status(t, task.ID, protocol.StatusMerging)
+	if done.Result == nil || len(done.Result.ChangedFiles) != 1 || done.Result.ChangedFiles[0].Path != "made.txt" {
+		t.Fatalf("result %+v", done.Result)
+	}
+	<-s.Done()
+	if _, err := r.o.TaskMerge(ctx, &protocol.TaskMergeParams{ID: task.ID}); err != nil {
+		t.Fatal(err)
+	}
+	merged := r.status(t, task.ID, protocol.StatusMerged)
+	if got := git(t, root, "show", "main:made.txt"); got != "by the agent" {
+		t.Errorf("main's made.txt %q", got)
+	}
+	if merged.UndoableUntil.IsZero() {
+		t.Error("a fresh merge is not undoable")
+	}
+	if _, err := r.o.TaskUndo(ctx, &protocol.TaskUndoParams{ID: task.ID}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Await(t, 10*time.Second, "main back where it was", func() bool {
+		return git(t, root, "rev-parse", "main") == before
+	})
+	if _, err := exec.Command("git", "-C", root, "cat-file", "-e", "main:made.txt").CombinedOutput(); err == nil {
+		t.Error("made.txt is still on main after the undo")
+	}
+}
