@@ -104,6 +104,8 @@ func endDetail(b protocol.Blocked, e env) string {
 		return sentence(d) + " `familiar doctor` checks the setup."
 	case protocol.BlockedInterrupted:
 		return sentence(d) + " Continue the task to resume its session."
+	case protocol.BlockedMerge:
+		return sentence(d) + " Continue the task with what to do (or fix its worktree yourself), then merge it or queue it again."
 	}
 	return sentence(d)
 }
