@@ -70,9 +70,15 @@ func FindClaude() string {
 }
 
 // Claude returns the claude CLI for an end-to-end test, failing the test in CI
-// and skipping it elsewhere when the CLI is not installed.
+// and skipping it elsewhere when the CLI is not installed. Under go test
+// -short (the fast lane) it skips the test: the real claude takes seconds
+// per turn, and the engine's behaviour runs against the fake Session there
+// (orchestrator's TestFast* and TestRunner*); the full lane runs them all.
 func Claude(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the real claude: run without -short (the full lane)")
+	}
 	p := FindClaude()
 	if p == "" {
 		Missing(t, "the claude CLI is not installed; "+claudeHint)
