@@ -197,3 +197,113 @@ func TestFastMergeAndUndoInGit(t *testing.T) {
 		t.Error("made.txt is still on main after the undo")
 	}
 }
+
+// TestFastUsageLimitHoldsTheQueueAndResumes: a turn that hits the usage
+// limit blocks its task until the reset; meanwhile the queue starts
+// nothing, and at the reset (on the clock) the task continues its session.
+func TestFastUsageLimitHoldsTheQueueAndResumes(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	settings := protocol.DefaultSettings()
+	settings.MaxConcurrent = 2
+	r := newRunnerWith(t, settings, runnerOptions{clk: clk})
+	a := create(t, r.o, "limited")
+	s := r.session(t, 0)
+	r.status(t, a.ID, protocol.StatusRunning)
+	resets := clk.Now().Add(time.Hour)
+	armed := clk.Pending()
+	s.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{Failed: true, Error: "limit",
+		Failure: &agent.Failure{Kind: agent.FailureUsageLimit, Message: "You've hit your limit", ResetsAt: resets}}})
+	blocked := r.status(t, a.ID, protocol.StatusBlocked)
+	if blocked.Blocked == nil || blocked.Blocked.Reason != protocol.BlockedUsageLimit || !blocked.Blocked.ResetsAt.Equal(resets.UTC()) {
+		t.Fatalf("blocked %+v", blocked.Blocked)
+	}
+	b := create(t, r.o, "waits for the reset")
+	r.status(t, b.ID, protocol.StatusQueued)
+	testenv.AdvanceArmed(t, clk, armed+1, time.Hour+resetSlack)
+	r.status(t, a.ID, protocol.StatusRunning)
+	r.status(t, b.ID, protocol.StatusRunning)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.sessions) != 3 {
+		t.Fatalf("%d starts, want the first, the resumed one and the queued task's", len(r.sessions))
+	}
+	for _, again := range r.sessions[1:] {
+		if strings.HasSuffix(again.opts.Dir, a.ID) && again.opts.SessionID != s.SessionID() {
+			t.Errorf("resumed as %q, want session %q", again.opts.SessionID, s.SessionID())
+		}
+	}
+}
+
+// TestFastRetentionRemovesOldFinishedLogs: the daily pass (on the clock)
+// removes a finished task's output log older than outputRetentionDays and
+// keeps a live task's, however old.
+func TestFastRetentionRemovesOldFinishedLogs(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	settings := protocol.DefaultSettings()
+	settings.OutputRetentionDays = 7
+	// The fake claude writes its output log where claude's would be.
+	r := newRunnerWith(t, settings, runnerOptions{clk: clk, onStart: func(opts agent.Options) {
+		_ = os.WriteFile(opts.LogPath, []byte("output\n"), 0o600)
+	}})
+	done := create(t, r.o, "done")
+	s := r.session(t, 0)
+	r.status(t, done.ID, protocol.StatusRunning)
+	finish(t, r, s, done.ID)
+	<-s.Done()
+	live := create(t, r.o, "live")
+	r.session(t, 1)
+	r.status(t, live.ID, protocol.StatusRunning)
+	logs, _ := filepath.Glob(filepath.Join(r.o.cfg.DataDir, "tasks", "*", "output-*.log"))
+	if len(logs) != 2 {
+		t.Fatalf("logs %v, want one per task", logs)
+	}
+	old := clk.Now().Add(-8 * 24 * time.Hour)
+	for _, l := range logs {
+		if err := os.Chtimes(l, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.AdvanceArmed(t, clk, 1, retentionEvery)
+	var left []string
+	testenv.Await(t, 10*time.Second, "the finished task's old log to go", func() bool {
+		left, _ = filepath.Glob(filepath.Join(r.o.cfg.DataDir, "tasks", "*", "output-*.log"))
+		return len(left) == 1
+	})
+	if !strings.Contains(left[0], live.ID) {
+		t.Errorf("kept %v, want the live task's log", left)
+	}
+}
+
+// TestFastValidationNamesTheField: a bad request is refused with
+// -32602 naming the field, and queues nothing (baseRef against real git).
+func TestFastValidationNamesTheField(t *testing.T) {
+	testenv.Git(t)
+	root := testenv.GitRepo(t, nil)
+	ctx := context.Background()
+	repo, err := worktree.Open(ctx, root, worktree.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunnerWith(t, protocol.DefaultSettings(), runnerOptions{repo: repo})
+	for field, p := range map[string]*protocol.TaskCreateParams{
+		"baseRef": {Title: "x", Description: "x", BaseRef: "no-such-branch"},
+		"model":   {Title: "x", Description: "x", Model: "--dangerously-skip-permissions"},
+	} {
+		_, err := r.o.TaskCreate(ctx, p)
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeInvalidParams {
+			t.Errorf("%s: %v, want -32602", field, err)
+			continue
+		}
+		if d, _ := pe.Data.(*protocol.ErrorData); d == nil || d.Field != field {
+			t.Errorf("%s: data %+v", field, pe.Data)
+		}
+	}
+	if _, err := r.o.TaskReorder(ctx, &protocol.TaskReorderParams{ID: "nope"}); !errors.Is(err, errNotFound) {
+		t.Errorf("reorder of an unknown task: %v", err)
+	}
+	list, err := r.o.TaskList(ctx, &protocol.TaskListParams{})
+	if err != nil || len(list.Tasks) != 0 {
+		t.Errorf("tasks after refusals: %v %v", list, err)
+	}
+}
