@@ -557,6 +557,19 @@ func TestSkillsReloadWithoutRestart(t *testing.T) {
 	if s, _ := e.o.SkillsGet(context.Background(), "review"); s == nil || s.Description != "second" {
 		t.Fatalf("skill = %+v", s)
 	}
+	// A broken skill's error names its file and line (issue 26).
+	broken := filepath.Join(e.repo, ".familiar", "skills", "broken")
+	os.MkdirAll(broken, 0o755)
+	tmp := filepath.Join(broken, ".SKILL.md.tmp")
+	os.WriteFile(tmp, []byte("---\nname: broken\ndescription: d\nmode: wizard\n---\nBody.\n"), 0o644)
+	if err := os.Rename(tmp, filepath.Join(broken, "SKILL.md")); err != nil {
+		t.Fatal(err)
+	}
+	n := e.notes.wait(t, "the skill's error", is(protocol.NotifySkillsChanged, `"line":4`))
+	if !strings.Contains(string(n.params), filepath.Join("broken", "SKILL.md")) {
+		t.Errorf("skills/changed = %s", n.params)
+	}
+	os.RemoveAll(broken)
 	os.RemoveAll(dir)
 	e.notes.wait(t, "skill removed", is(protocol.NotifySkillsChanged, `"removed":["review"]`))
 	if _, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{Title: "t", Description: "d", Skills: []string{"review"}}); err == nil {

@@ -119,7 +119,7 @@ func skillView(s profiles.Skill) protocol.Skill {
 func (o *Orchestrator) onSkillsChanged(c profiles.SkillsChange) {
 	n := protocol.SkillsChangedNotification{Added: c.Added, Updated: c.Updated, Removed: c.Removed}
 	for _, e := range c.Errors {
-		n.Errors = append(n.Errors, protocol.SkillError{Path: e.Path, Message: e.Error()})
+		n.Errors = append(n.Errors, protocol.SkillError{Path: e.Path, Line: e.Line, Message: e.Error()})
 	}
 	o.pub.publish("", n)
 	o.updateRunningSkills(c)

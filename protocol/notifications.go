@@ -107,6 +107,9 @@ func (n SkillsChangedNotification) MarshalJSON() ([]byte, error) {
 type SkillError struct {
 	Path    string `json:"path"`
 	Message string `json:"message"`
+	// Line is the line of Path the error is at, from 1; absent when the
+	// error is about the whole file (familiar's addition, issue 26).
+	Line int `json:"line,omitempty"`
 }
 
 type ServerMessageNotification struct {

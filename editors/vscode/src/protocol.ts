@@ -1198,6 +1198,11 @@ export interface SkillsChangedNotification {
 export interface SkillError {
   path: string;
   message: string;
+  /**
+   * Line is the line of Path the error is at, from 1; absent when the
+   * error is about the whole file (familiar's addition, issue 26).
+   */
+  line?: number;
 }
 
 export interface ServerMessageNotification {
