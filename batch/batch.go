@@ -263,7 +263,8 @@ func settingsFor(s protocol.Settings, r runfile.Settings) protocol.Settings {
 func printReport(w io.Writer, rep Report) {
 	fmt.Fprintf(w, "\n%d task(s) from %s\n", len(rep.Tasks), rep.File)
 	for _, t := range rep.Tasks {
-		fmt.Fprintf(w, "\n● %s [%s] %s (%.1fs)\n", t.Title, t.Status, t.ID, t.DurationSec)
+		nothing := len(t.ChangedFiles) == 0 && len(t.Commits) == 0
+		fmt.Fprintf(w, "\n● %s: %s (%s, %.1fs)\n", t.Title, statusWords(t.Status, nothing), t.ID, t.DurationSec)
 		if t.Blocked != nil {
 			fmt.Fprintf(w, "  blocked: %s: %s\n", t.Blocked.Reason, t.Blocked.Detail)
 		}

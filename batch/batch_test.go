@@ -55,9 +55,9 @@ func TestPrintReport(t *testing.T) {
 	}})
 	out := b.String()
 	for _, want := range []string{
-		"2 task(s) from tasks.yaml", "● Touch [merging] t1 (1.2s)", "summary: Did it. All of it.",
+		"2 task(s) from tasks.yaml", "● Touch: ready to merge (t1, 1.2s)", "summary: Did it. All of it.",
 		"added    ok.txt", "commit 0123456789ab touch ok.txt", "branch familiar/t1-touch in /w/t1", "cost $0.0123",
-		"● Delete [blocked] t2", "blocked: agent_failed: not allowed", "some tasks did not finish",
+		"● Delete: blocked (t2, 0.0s)", "blocked: agent_failed: not allowed", "some tasks did not finish",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
@@ -196,7 +196,7 @@ func TestRunJSONKeepsProgressOffTheReport(t *testing.T) {
 	if !rep.OK || len(rep.Tasks) != 1 || rep.Tasks[0].Summary != "Hi." || rep.File != "tasks.yaml" {
 		t.Errorf("report = %+v", rep)
 	}
-	if !strings.Contains(log.String(), "merging") {
+	if !strings.Contains(log.String(), "ready to merge") || strings.Contains(log.String(), "merging") {
 		t.Errorf("progress did not go to Log:\n%s", log.String())
 	}
 }
@@ -326,4 +326,24 @@ func TestRunMergeQueue(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Every status, activity and queue state a person reads is in words
+// (issue 26): none prints a protocol name that means something else.
+func TestStatusesInWords(t *testing.T) {
+	for _, st := range protocol.Statuses {
+		w := statusWords(st, false)
+		if w == "" || st == protocol.StatusMerging && w != "ready to merge" || st == protocol.StatusWaiting && w == string(st) {
+			t.Errorf("%s = %q", st, w)
+		}
+	}
+	if w := statusWords(protocol.StatusMerging, true); w != "finished, nothing to merge" {
+		t.Errorf("merging with nothing = %q", w)
+	}
+	if w := activityWords(protocol.ActivityRunningCommand); strings.Contains(w, "_") {
+		t.Errorf("running_command = %q", w)
+	}
+	if w := queueItemWords(protocol.QueueItemHandedBack); w != "handed back to its agent" {
+		t.Errorf("handedBack = %q", w)
+	}
 }

@@ -70,14 +70,11 @@ func (pr *progress) line(id string) string {
 	if s, ok := pr.started[id]; ok {
 		el = time.Since(s).Round(time.Second).String()
 	}
-	act := ""
-	if t.Status == protocol.StatusRunning {
-		act = string(t.Activity)
-	}
+	act := activityOf(t)
 	if t.Status == protocol.StatusWaiting && t.PendingQuestion != nil {
 		act = "asks: " + oneLine(t.PendingQuestion.Text, 40)
 	}
-	return fmt.Sprintf("%-32s %-9s %-28s %6s", oneLine(t.Title, 32), t.Status, act, el)
+	return fmt.Sprintf("%-32s %-21s %-28s %6s", oneLine(t.Title, 32), taskWords(t), act, el)
 }
 
 func (pr *progress) event(m note) {
@@ -101,7 +98,7 @@ func (pr *progress) event(m note) {
 				continue
 			}
 			pr.queue[it.TaskID] = it.State
-			line := fmt.Sprintf("merge queue: %s %s", it.Title, it.State)
+			line := fmt.Sprintf("merge queue: %s %s", it.Title, queueItemWords(it.State))
 			if it.State == protocol.QueueItemHandedBack || it.State == protocol.QueueItemBlocked {
 				line += ": " + oneLine(it.Detail, 160)
 			}
@@ -136,16 +133,21 @@ func (pr *progress) update(t protocol.Task) {
 	}
 	pr.mu.Unlock()
 	if prev.Status != t.Status || prev.Activity != t.Activity {
-		pr.plain("%s %s %s", t.ID, t.Status, activityOf(t))
+		pr.plain("%s %s %s", t.ID, taskWords(t), activityOf(t))
 	}
 	pr.finish(t)
 }
 
 func activityOf(t protocol.Task) string {
 	if t.Status == protocol.StatusRunning {
-		return string(t.Activity)
+		return activityWords(t.Activity)
 	}
 	return ""
+}
+
+// taskWords is a task's status in words.
+func taskWords(t protocol.Task) string {
+	return statusWords(t.Status, t.Result != nil && t.Result.NoChanges)
 }
 
 func (pr *progress) mine(id string) bool {
