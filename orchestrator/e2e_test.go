@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -855,15 +856,36 @@ func TestMcpServerThatFailsBecomesAWarning(t *testing.T) {
 }
 
 // A task's skills are installed where claude reads them: claude lists them.
+// Named in task/create, or (issue 26) a profile's default skills when
+// task/create names none; skills/list marks those, profiles/list lists them.
 func TestTaskSkillsReachClaude(t *testing.T) {
+	for _, fromProfile := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fromProfile=%v", fromProfile), func(t *testing.T) { taskSkillsReachClaude(t, fromProfile) })
+	}
+}
+
+func taskSkillsReachClaude(t *testing.T, fromProfile bool) {
 	e := open(t, nil, nil)
 	dir := filepath.Join(e.repo, ".familiar", "skills", "release-notes")
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: release-notes\ndescription: Write release notes\n---\nList user-visible changes.\n"), 0o644)
 	e.notes.wait(t, "skill loaded", is(protocol.NotifySkillsChanged, "release-notes"))
-	task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{
-		Title: "notes", Description: "hi\n@@TEXT Hi.", Driver: protocol.DriverStream, Skills: []string{"release-notes"},
-	})
+	params := &protocol.TaskCreateParams{Title: "notes", Description: "hi\n@@TEXT Hi.", Driver: protocol.DriverStream, Skills: []string{"release-notes"}}
+	if fromProfile {
+		os.MkdirAll(filepath.Join(e.repo, ".familiar", "profiles"), 0o755)
+		os.WriteFile(filepath.Join(e.repo, ".familiar", "profiles", "writer.md"),
+			[]byte("---\ndescription: writes docs\nskills: [release-notes]\n---\n{{.Title}}\n\n{{.Description}}\n"), 0o644)
+		params.Profile, params.Skills = "writer", nil
+		skills, _ := e.o.SkillsList(context.Background())
+		if len(skills) != 1 || !slices.Equal(skills[0].DefaultFor, []string{"writer"}) {
+			t.Errorf("skills/list = %+v", skills)
+		}
+		profs, _ := e.o.ProfilesList(context.Background())
+		if i := slices.IndexFunc(profs, func(p protocol.Profile) bool { return p.Name == "writer" }); i < 0 || !slices.Equal(profs[i].Skills, []string{"release-notes"}) {
+			t.Errorf("profiles/list = %+v", profs)
+		}
+	}
+	task, err := e.o.TaskCreate(context.Background(), params)
 	if err != nil {
 		t.Fatal(err)
 	}

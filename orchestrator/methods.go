@@ -18,6 +18,7 @@ import (
 
 	"github.com/familiar-dev/familiar/mcp"
 	"github.com/familiar-dev/familiar/procs"
+	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
 )
@@ -102,6 +103,13 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 	t.BaseRef = p.BaseRef
 	if err := mcp.ValidateAll(mcpServers(p.McpServers)); err != nil {
 		return nil, protocol.InvalidParams("mcpServers", err.Error())
+	}
+	if p.Skills == nil {
+		// No skills named (absent, not []): the profile's defaults. A
+		// profile that does not resolve fails in buildSpec below.
+		if prof, err := profiles.Load(o.dirs).Resolve(t.T.Profile, string(t.T.Type)); err == nil {
+			t.Skills = slices.Clone(prof.Skills)
+		}
 	}
 	// Build once now, so a broken profile, an unknown skill or a bad mode
 	// fails task/create (with the file and line) instead of the start.

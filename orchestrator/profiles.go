@@ -84,7 +84,7 @@ func mcpServers(in map[string]protocol.McpServer) map[string]mcp.Server {
 func (o *Orchestrator) ProfilesList(ctx context.Context) ([]protocol.Profile, error) {
 	var out []protocol.Profile
 	for _, p := range profiles.Load(o.dirs).List() {
-		pp := protocol.Profile{Name: p.Name, Description: p.Description, Source: protocol.Source(p.Source)}
+		pp := protocol.Profile{Name: p.Name, Description: p.Description, Source: protocol.Source(p.Source), Skills: p.Skills}
 		for _, tt := range p.TaskTypes {
 			pp.TaskTypes = append(pp.TaskTypes, protocol.TaskType(tt))
 		}
@@ -95,9 +95,17 @@ func (o *Orchestrator) ProfilesList(ctx context.Context) ([]protocol.Profile, er
 
 // SkillsList is skills/list.
 func (o *Orchestrator) SkillsList(ctx context.Context) ([]protocol.Skill, error) {
+	defaultFor := map[string][]string{}
+	for _, p := range profiles.Load(o.dirs).List() {
+		for _, s := range p.Skills {
+			defaultFor[s] = append(defaultFor[s], p.Name)
+		}
+	}
 	var out []protocol.Skill
 	for _, s := range o.skills().List() {
-		out = append(out, skillView(s))
+		v := skillView(s)
+		v.DefaultFor = defaultFor[s.Name]
+		out = append(out, v)
 	}
 	return out, nil
 }

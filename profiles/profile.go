@@ -73,8 +73,11 @@ type Profile struct {
 	Mode            string   // default mode for its tasks; "" = executor
 	AllowedTools    []string // merged into the mode's (disallowed wins)
 	DisallowedTools []string
-	Source          Source
-	Path            string // the file; "" for built-ins
+	// Skills are the skills a task of this profile gets when task/create
+	// names none (and a client pre-selects).
+	Skills []string
+	Source Source
+	Path   string // the file; "" for built-ins
 
 	tmpl     *template.Template // the body is the template named "body"
 	bodyLine int                // file line where the body starts
@@ -350,7 +353,7 @@ var sampleData = Data{
 }
 
 // profileKeys are the frontmatter keys of a profile file.
-var profileKeys = []string{"name", "description", "taskTypes", "mode", "allowedTools", "disallowedTools"}
+var profileKeys = []string{"name", "description", "taskTypes", "mode", "allowedTools", "disallowedTools", "skills"}
 
 // parseProfile reads one profile file. On error, name and types say what it
 // would have been (types nil and typesKnown false when the frontmatter is
@@ -413,6 +416,14 @@ func parseProfile(path string, data []byte, src Source) (p *Profile, name string
 			p.AllowedTools = rules
 		} else {
 			p.DisallowedTools = rules
+		}
+	}
+	if p.Skills, line, err = doc.list("skills"); err != nil {
+		return nil, name, types, true, err
+	}
+	for _, s := range p.Skills {
+		if !nameRE.MatchString(s) {
+			return nil, name, types, true, doc.errAt(line, fmt.Sprintf("skills: %q is not a skill name", s))
 		}
 	}
 	if strings.TrimSpace(doc.body) == "" {

@@ -556,6 +556,9 @@ type Profile struct {
 	Description string     `json:"description"`
 	TaskTypes   []TaskType `json:"taskTypes"`
 	Source      Source     `json:"source"`
+	// Skills are the profile's default skills: a task of the profile
+	// created without skills gets them (familiar's addition, issue 26).
+	Skills []string `json:"skills,omitempty"`
 }
 
 func (p Profile) MarshalJSON() ([]byte, error) {
@@ -573,6 +576,9 @@ type Skill struct {
 	Mode        Mode   `json:"mode,omitempty"`
 	Source      Source `json:"source"`
 	Path        string `json:"path"`
+	// DefaultFor names the profiles whose default skills include this one,
+	// for a client to pre-select (familiar's addition, issue 26).
+	DefaultFor []string `json:"defaultFor,omitempty"`
 }
 
 type SkillsGetParams struct {

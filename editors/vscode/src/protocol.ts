@@ -286,6 +286,11 @@ export interface Profile {
   description: string;
   taskTypes: TaskType[];
   source: Source;
+  /**
+   * Skills are the profile's default skills: a task of the profile
+   * created without skills gets them (familiar's addition, issue 26).
+   */
+  skills?: string[];
 }
 
 export interface QueueCancelParams {
@@ -484,6 +489,11 @@ export interface SkillDetail {
   mode?: Mode;
   source: Source;
   path: string;
+  /**
+   * DefaultFor names the profiles whose default skills include this one,
+   * for a client to pre-select (familiar's addition, issue 26).
+   */
+  defaultFor?: string[];
   content: string;
 }
 
@@ -493,6 +503,11 @@ export interface Skill {
   mode?: Mode;
   source: Source;
   path: string;
+  /**
+   * DefaultFor names the profiles whose default skills include this one,
+   * for a client to pre-select (familiar's addition, issue 26).
+   */
+  defaultFor?: string[];
 }
 
 export interface SkillsListParams {
