@@ -64,7 +64,7 @@ type taskView struct {
 	merge      *mergeRecord
 	finishedAt time.Time
 	agentPhase agentPhase
-	warm       bool // the agent stays after a finished turn (warmAgentSec)
+	warm       bool                // the agent stays after a finished turn (warmAgentSec)
 	steps      []protocol.ToolCall // a copy of the tool calls so far (task/get)
 }
 

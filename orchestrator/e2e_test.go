@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1195,5 +1196,48 @@ func TestAuditorRunsTheRepositorysTestCommands(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(got.Worktree.Path, "audit.txt")); err == nil {
 		t.Error("the auditor wrote audit.txt")
+	}
+}
+
+// TestWarmAgentTakesFollowUp: with warmAgentSec, the claude of a finished
+// task stays, and task/send types the follow-up into that same process
+// (no new claude resuming the session), with the conversation whole; both
+// drivers. Closing familiar stops the warm claude like any other.
+func TestWarmAgentTakesFollowUp(t *testing.T) {
+	for _, driver := range []protocol.Driver{protocol.DriverPTY, protocol.DriverStream} {
+		t.Run(string(driver), func(t *testing.T) {
+			warm := 600
+			e := open(t, nil, &protocol.SettingsUpdate{WarmAgentSec: &warm, DefaultDriver: &driver})
+			ctx := context.Background()
+			task := e.create(t, "warm", "first words\n@@TEXT First answer.", 0)
+			t0 := time.Now()
+			e.notes.wait(t, "first completed", is(protocol.NotifyTaskCompleted, task.ID, "First answer"))
+			t.Logf("first turn done after %v", time.Since(t0))
+			first := e.get(t, task.ID)
+			if first.Status != protocol.StatusMerging || first.Agent == nil || first.Agent.PID == 0 {
+				t.Fatalf("after the first turn: status %s agent %+v", first.Status, first.Agent)
+			}
+			if err := syscall.Kill(first.Agent.PID, 0); err != nil {
+				t.Fatalf("the warm claude (pid %d) is gone: %v", first.Agent.PID, err)
+			}
+			if _, err := e.o.TaskSend(ctx, &protocol.TaskSendParams{ID: task.ID, Text: "one more thing\n@@TEXT Second answer."}); err != nil {
+				scr, _ := e.o.TaskScreen(ctx, &protocol.TaskIDParams{ID: task.ID})
+				t.Fatalf("%v; screen: %+v", err, scr)
+			}
+			t.Logf("follow-up taken after %v", time.Since(t0))
+			e.notes.wait(t, "second completed", is(protocol.NotifyTaskCompleted, task.ID, "Second answer"))
+			t.Logf("follow-up done after %v", time.Since(t0))
+			second := e.get(t, task.ID)
+			if second.Agent == nil || second.Agent.PID != first.Agent.PID {
+				t.Errorf("the follow-up ran in another claude: %+v, first %+v", second.Agent, first.Agent)
+			}
+			var last string
+			for _, r := range e.api.MainRequests() {
+				last = string(r.Raw)
+			}
+			if !strings.Contains(last, "first words") || !strings.Contains(last, "one more thing") {
+				t.Errorf("the follow-up's request lost the conversation:\n%.2000s", last)
+			}
+		})
 	}
 }

@@ -325,10 +325,10 @@ type (
 	effArmWarm        struct{ after time.Duration } // → inWarmOver
 	effDisarmWarm     struct{}
 	// effWarmGone: a warm agent exited; its slot is free for the queue.
-	effWarmGone struct{}
-	effBackoff        struct{ after time.Duration } // → inBackoffDone
-	effCheckpoint     struct{ message string }
-	effComplete       struct{ turn agent.TurnEnded } // git: leftovers, files, commits → inCompleted
+	effWarmGone   struct{}
+	effBackoff    struct{ after time.Duration } // → inBackoffDone
+	effCheckpoint struct{ message string }
+	effComplete   struct{ turn agent.TurnEnded } // git: leftovers, files, commits → inCompleted
 	// effSlotFreed: a live task left the live states after ranFor;
 	// succeeded when it finished its work (→ merging), the runs the
 	// queue's estimates learn from.
