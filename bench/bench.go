@@ -23,10 +23,11 @@ const (
 	ScenarioStart      = "start"
 	ScenarioScale      = "scale"
 	ScenarioCompare    = "compare"
+	ScenarioFollowUp   = "followup"
 )
 
 // Scenarios lists every scenario.
-var Scenarios = []string{ScenarioDetect, ScenarioOverhead, ScenarioThroughput, ScenarioStart, ScenarioScale, ScenarioCompare}
+var Scenarios = []string{ScenarioDetect, ScenarioOverhead, ScenarioThroughput, ScenarioStart, ScenarioScale, ScenarioCompare, ScenarioFollowUp}
 
 // Options configure Run. The zero value of each field means its default.
 type Options struct {
@@ -115,6 +116,7 @@ type Report struct {
 	TaskStart     *TaskStartResult   `json:"taskStart,omitempty"`
 	Scale         *ScaleResult       `json:"scale,omitempty"`
 	Compare       []CompareResult    `json:"compare,omitempty"`
+	FollowUp      []FollowUpResult   `json:"followUp,omitempty"`
 	// Skipped says what did not run here and why.
 	Skipped     []string           `json:"skipped,omitempty"`
 	DurationSec float64            `json:"durationSec"`
@@ -187,6 +189,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		ScenarioStart:      r.taskStart,
 		ScenarioScale:      r.scale,
 		ScenarioCompare:    r.compare,
+		ScenarioFollowUp:   r.followUp,
 	}
 	for _, name := range Scenarios {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, name) {

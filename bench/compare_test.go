@@ -54,3 +54,50 @@ func TestCompareOneRound(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowUpOneRound runs the follow-up scenario's machinery once per
+// system with the real claude: each reports one figure, a warm familiar
+// holds its claude between turns and a cold one holds nothing.
+func TestFollowUpOneRound(t *testing.T) {
+	claude := testenv.Claude(t)
+	testenv.Git(t)
+	t.Setenv("HOME", t.TempDir())
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := agent.FindCLI(context.Background(), claude, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{ModuleRoot: root, CompareRuns: 1, Out: io.Discard, Log: io.Discard}
+	if err := opts.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{opts: opts, report: &Report{}, tmp: tmp, moduleRoot: root, claude: cli}
+	if err := r.followUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.report.FollowUp) != 5 {
+		t.Fatalf("%d systems, want 5: %+v", len(r.report.FollowUp), r.report.FollowUp)
+	}
+	for _, f := range r.report.FollowUp {
+		if f.Skipped != "" {
+			if f.System != SystemAgentACP {
+				t.Errorf("%s skipped: %s", f.System, f.Skipped)
+			}
+			continue
+		}
+		if f.FirstRequest.N != 1 || f.FirstRequest.P50 <= 0 {
+			t.Errorf("%s: %+v, want one positive figure", f.System, f.FirstRequest)
+		}
+		warm := f.System == SystemFamiliarStreamWarm || f.System == SystemFamiliarPTYWarm || f.System == SystemAgentACP
+		if warm != (f.IdleRSSMiB > 0) {
+			t.Errorf("%s holds %.1f MiB between turns", f.System, f.IdleRSSMiB)
+		}
+	}
+}

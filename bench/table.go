@@ -25,6 +25,8 @@ func printScenario(w io.Writer, rep *Report, name string) {
 		tableScale(&b, rep)
 	case ScenarioCompare:
 		tableCompare(&b, rep)
+	case ScenarioFollowUp:
+		tableFollowUp(&b, rep)
 	}
 	if b.Len() > 0 {
 		fmt.Fprintln(w, b.String())
@@ -215,6 +217,23 @@ func tableCompare(w io.Writer, rep *Report) {
 			continue
 		}
 		t.row(c.System, c.Detect.N, c.Detect.P50, c.Detect.P95, c.Continue.P50, c.Continue.P95)
+	}
+	t.flush()
+}
+
+func tableFollowUp(w io.Writer, rep *Report) {
+	if len(rep.FollowUp) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Follow-ups: a prompt on a session whose turn ended → its model request (the first text comes with the reply), and the memory the session holds between turns, claude %s, %d rounds each, interleaved\n\n",
+		rep.ClaudeVersion, rep.Options.CompareRuns)
+	t := newTable(w, "system", "runs", "p50 ms", "p95 ms", "idle RSS MiB")
+	for _, f := range rep.FollowUp {
+		if f.Skipped != "" {
+			t.row(f.System, 0, "skipped: "+f.Skipped, "", "")
+			continue
+		}
+		t.row(f.System, f.FirstRequest.N, f.FirstRequest.P50, f.FirstRequest.P95, f.IdleRSSMiB)
 	}
 	t.flush()
 }
