@@ -425,6 +425,9 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay boo
 	if t.Model != "" {
 		s.model = t.Model
 	}
+	if d := t.Directives; d != nil {
+		s.think, s.elevated = d.Think, d.Elevated
+	}
 	s.sawTask(*t)
 	if replay {
 		if err := s.replay(ctx, t); err != nil {

@@ -30,7 +30,7 @@ var modelChoices = []struct{ id, name, desc string }{
 
 func (s *session) configOptions() []any {
 	s.mu.Lock()
-	mode, model := s.mode, s.model
+	mode, model, think, elevated := s.mode, s.model, s.think, s.elevated
 	s.mu.Unlock()
 	var modeOpts, modelOpts []any
 	for _, m := range modes(mode).AvailableModes {
@@ -51,7 +51,57 @@ func (s *session) configOptions() []any {
 			"description": "What the task's agent may do.", "currentValue": mode, "options": modeOpts},
 		map[string]any{"id": "model", "name": "Model", "category": "model", "type": "select",
 			"description": "The model claude runs the session's task on; chosen before its first prompt.", "currentValue": model, "options": modelOpts},
+		map[string]any{"id": optThink, "name": "Thinking", "category": "thought_level", "type": "select",
+			"description":  "Whether the agent thinks step by step at claude's high effort (the think directive); chosen before the first prompt.",
+			"currentValue": onOff(think), "options": []any{
+				map[string]any{"value": valueOff, "name": "Normal", "description": "claude's own effort."},
+				map[string]any{"value": valueOn, "name": "Think", "description": "Think step by step before acting, at high effort."},
+			}},
+		map[string]any{"id": optElevated, "name": "Elevated", "type": "select",
+			"description":  "Elevated: the agent runs every tool call no deny rule matches without asking you; a deny rule still wins. Chosen before the first prompt.",
+			"currentValue": onOff(elevated), "options": []any{
+				map[string]any{"value": valueOff, "name": "Ask", "description": "Tool calls the policy does not allow are asked."},
+				map[string]any{"value": valueOn, "name": "Elevated", "description": "Nothing is asked: every call no deny rule matches runs."},
+			}},
 	}
+}
+
+// The think and elevated options (task/create's directives): on or off.
+const (
+	optThink    = "think"
+	optElevated = "elevated"
+	valueOn     = "on"
+	valueOff    = "off"
+)
+
+func onOff(b bool) string {
+	if b {
+		return valueOn
+	}
+	return valueOff
+}
+
+// setDirective sets the think or elevated directive of the session's next
+// task. Directives are fixed when a task is created, so a session whose
+// task runs keeps its own.
+func (s *session) setDirective(id, v string) error {
+	if v != valueOn && v != valueOff {
+		return invalidParams("value", fmt.Sprintf("Option %q is on or off, not %q.", id, v))
+	}
+	on := v == valueOn
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := &s.think
+	if id == optElevated {
+		cur = &s.elevated
+	}
+	if s.taskID != "" && *cur != on {
+		return &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf(
+			"This session's task was created with %s %s, which holds for the task. Start a new session for %s %s.", id, onOff(*cur), id, v),
+			Data: map[string]string{"field": "value"}}
+	}
+	*cur = on
+	return nil
 }
 
 // setConfig is session/set_config_option; it answers every option as it
@@ -70,10 +120,14 @@ func (s *session) setConfig(ctx context.Context, p setConfigParams) (any, error)
 		if err := s.setModel(v); err != nil {
 			return nil, err
 		}
+	case optThink, optElevated:
+		if err := s.setDirective(p.ConfigID, v); err != nil {
+			return nil, err
+		}
 	case "":
 		return nil, invalidParams("configId", "configId is required.")
 	default:
-		return nil, invalidParams("configId", fmt.Sprintf("Unknown config option %q: mode or model.", p.ConfigID))
+		return nil, invalidParams("configId", fmt.Sprintf("Unknown config option %q: mode, model, think or elevated.", p.ConfigID))
 	}
 	return map[string]any{"configOptions": s.configOptions()}, nil
 }

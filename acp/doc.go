@@ -17,8 +17,10 @@
 //	request_permission     a permission question that policy left to a person
 //	session/cancel         task/interrupt: ends the turn, keeps the task
 //	session/set_mode       task/setMode: executor, architect, auditor
-//	session/set_config_option  the mode (as set_mode) and the model (task/create's model;
-//	                       chosen before the first prompt: claude keeps its model for a session)
+//	session/set_config_option  the mode (as set_mode), the model (task/create's model;
+//	                       chosen before the first prompt: claude keeps its model for a session),
+//	                       think (category thought_level) and elevated, on or off: task/create's
+//	                       directives, chosen before the first prompt too
 //	session/load, /list    replayed from the store (task/events, task/list); the first user
 //	                       message is the person's own text (the task's description); list
 //	                       entries carry _meta.familiar {taskId, status, state (in words)}

@@ -405,7 +405,8 @@ func (w *world) stateDir() string {
 // ACP v1 beyond the core, each validated against schema.json: auth methods
 // (a terminal one for a client that runs it), authenticate refusing an
 // unknown method id, the mode and the model as config options (the model
-// reaching claude as --model), usage updates with cost, logout.
+// reaching claude as --model), the think and elevated directives (think
+// reaching claude's system prompt), usage updates with cost, logout.
 func TestACPV1Methods(t *testing.T) {
 	w := newWorld(t)
 	w.run("v1")
@@ -416,6 +417,10 @@ func TestACPV1Methods(t *testing.T) {
 	// claude resolves the alias to a model id of the family.
 	if m := reqs[0].Model; !strings.Contains(m, "haiku") {
 		t.Errorf("the session's model haiku reached the API as %q", m)
+	}
+	// The think option reached claude as the think directive's prompt.
+	if !strings.Contains(reqs[0].System, "Think step by step") {
+		t.Errorf("the think option did not reach the model; system prompt:\n%s", reqs[0].System)
 	}
 }
 

@@ -23,6 +23,8 @@ type session struct {
 	mu        sync.Mutex
 	mode      string          // guarded by mu
 	model     string          // guarded by mu; a model alias, or modelDefault
+	think     bool            // guarded by mu; the next task's think directive
+	elevated  bool            // guarded by mu; the next task's elevated directive
 	taskID    string          // guarded by mu
 	worktree  string          // guarded by mu; the task's worktree, once it has one
 	unfollow  func()          // guarded by mu
@@ -215,10 +217,13 @@ func (s *session) create(ctx context.Context, text string) error {
 		title = string([]rune(title)[:80]) + "…"
 	}
 	s.mu.Lock()
-	mode, model := s.mode, s.model
+	mode, model, think, elevated := s.mode, s.model, s.think, s.elevated
 	s.mu.Unlock()
 	p := &protocol.TaskCreateParams{Title: title, Description: text, Mode: protocol.Mode(mode), McpServers: s.mcp,
 		Driver: protocol.Driver(s.a.opts.Driver)}
+	if think || elevated {
+		p.Directives = &protocol.Directives{Think: think, Elevated: elevated}
+	}
 	if model != modelDefault {
 		p.Model = model
 	}

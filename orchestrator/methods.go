@@ -98,6 +98,10 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 		t.T.Profile = s.DefaultProfile // "" = chosen by the task's type
 	}
 	t.PromptOverride, t.Hints, t.Directives = p.PromptOverride, p.Hints, p.Directives
+	if d := p.Directives; d != nil && (d.Think || d.Verbose || d.Elevated) {
+		c := *d
+		t.T.Directives = &c
+	}
 	t.Skills, t.McpServers, t.NoProgressTimeoutSec, t.Policy = p.Skills, p.McpServers, p.NoProgressTimeoutSec, p.PermissionPolicy
 	t.CommandTimeoutSec, t.MaxBudgetUsd = p.CommandTimeoutSec, p.MaxBudgetUsd
 	t.BaseRef = p.BaseRef

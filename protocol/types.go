@@ -21,8 +21,11 @@ type Task struct {
 	Priority           int      `json:"priority"`
 	Driver             Driver   `json:"driver"`
 	// Model is task/create's model ("" = claude's own choice).
-	Model  string `json:"model,omitempty"`
-	Status Status `json:"status"`
+	Model string `json:"model,omitempty"`
+	// Directives are task/create's (familiar's addition, issue 26: a
+	// client shows them, and familiar acp's think and elevated options).
+	Directives *Directives `json:"directives,omitempty"`
+	Status     Status      `json:"status"`
 	// Activity is meaningful while Status is running.
 	Activity Activity `json:"activity"`
 	// ActivityDetail says in words what the agent is doing: the command it

@@ -274,6 +274,15 @@ const scenarios = {
       expect(unknown.code === -32602 && unknown.data?.field === "configId", "unknown option: " + JSON.stringify(unknown));
       const badModel = await rpcError(ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "model", value: "gpt" }), "an unknown model");
       expect(badModel.code === -32602 && badModel.data?.field === "value", "unknown model: " + JSON.stringify(badModel));
+      // The think and elevated directives (issue 26), off at first.
+      expect(configValue(res.configOptions, "think") === "off" && configValue(res.configOptions, "elevated") === "off", "directives " + JSON.stringify(res.configOptions));
+      expect(res.configOptions.find((o) => o.id === "think").category === "thought_level", "think's category " + JSON.stringify(res.configOptions));
+      const th = await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "think", value: "on" });
+      expect(configValue(th.configOptions, "think") === "on", "after setting think: " + JSON.stringify(th));
+      const el = await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "elevated", value: "on" });
+      expect(configValue(el.configOptions, "elevated") === "on" && /deny rule still wins/.test(el.configOptions.find((o) => o.id === "elevated").description), "after setting elevated: " + JSON.stringify(el));
+      const badDirective = await rpcError(ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "think", value: "maybe" }), "think neither on nor off");
+      expect(badDirective.code === -32602 && badDirective.data?.field === "value", "think maybe: " + JSON.stringify(badDirective));
 
       const stop = await prompt(ctx, s, "hello\n@@TEXT Hi.");
       expect(stop === "end_turn" && text(s).includes("Hi."), "stopReason " + stop, s);
@@ -281,6 +290,8 @@ const scenarios = {
       expect(usage.length > 0 && usage.every((u) => u.cost?.currency === "USD" && u.used > 0), "usage updates " + JSON.stringify(usage), s);
       const late = await rpcError(ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "model", value: "opus" }), "a model change once the task runs");
       expect(/keeps its model/.test(late.message), "model change refused: " + JSON.stringify(late));
+      const lateElevated = await rpcError(ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "elevated", value: "off" }), "elevated changed once the task runs");
+      expect(/holds for the task/.test(lateElevated.message), "elevated change refused: " + JSON.stringify(lateElevated));
       await ctx.request(acp.methods.agent.logout, {});
       process.stdout.write(JSON.stringify({ sessionId: s.id }) + "\n");
     }, { auth: { terminal: true } });

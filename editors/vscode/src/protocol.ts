@@ -547,6 +547,11 @@ export interface Task {
   driver: Driver;
   /** Model is task/create's model ("" = claude's own choice). */
   model?: string;
+  /**
+   * Directives are task/create's (familiar's addition, issue 26: a
+   * client shows them, and familiar acp's think and elevated options).
+   */
+  directives?: Directives;
   status: Status;
   /** Activity is meaningful while Status is running. */
   activity: Activity;
@@ -620,6 +625,13 @@ export interface Task {
   startedAt?: string;
   finishedAt?: string;
   updatedAt: string;
+}
+
+/** Directives switch on agent behaviours for one task. */
+export interface Directives {
+  think?: boolean;
+  verbose?: boolean;
+  elevated?: boolean;
 }
 
 /** Worktree is the git worktree a task works in. */
@@ -863,13 +875,6 @@ export interface TaskCreateParams {
 export interface Hints {
   files?: string[];
   notes?: string;
-}
-
-/** Directives switch on agent behaviours for one task. */
-export interface Directives {
-  think?: boolean;
-  verbose?: boolean;
-  elevated?: boolean;
 }
 
 export interface TaskDiffParams {
