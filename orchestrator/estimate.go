@@ -69,6 +69,24 @@ func (h *durationHistory) expected(profile string, typ protocol.TaskType) time.D
 	return defaultExpected
 }
 
+// historyOf is the history of the tasks read back from the store: each
+// successful run (merging or merged, with its start and end), oldest end
+// first, so the latest runs are the ones kept.
+func historyOf(tasks []protocol.Task) durationHistory {
+	var done []protocol.Task
+	for _, t := range tasks {
+		if (t.Status == protocol.StatusMerging || t.Status == protocol.StatusMerged) && !t.StartedAt.IsZero() && t.FinishedAt.After(t.StartedAt) {
+			done = append(done, t)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].FinishedAt.Before(done[j].FinishedAt) })
+	var h durationHistory
+	for _, t := range done {
+		h.add(t.Profile, t.Type, t.FinishedAt.Sub(t.StartedAt))
+	}
+	return h
+}
+
 func median(s []time.Duration) time.Duration {
 	c := slices.Clone(s)
 	slices.Sort(c)

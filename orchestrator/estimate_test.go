@@ -179,3 +179,30 @@ func TestUndoableUntil(t *testing.T) {
 		t.Errorf("running = %v", got)
 	}
 }
+
+// The history is read back from the store's tasks: only successful runs,
+// the latest kept (a new familiar, such as a background one that idled out,
+// no longer starts from the default).
+func TestHistoryOfStoredTasks(t *testing.T) {
+	t0 := testEnv.now
+	run := func(st protocol.Status, profile string, start, secs int) protocol.Task {
+		s := t0.Add(time.Duration(start) * time.Second)
+		return protocol.Task{Status: st, Profile: profile, Type: protocol.TaskTypeFix, StartedAt: s, FinishedAt: s.Add(time.Duration(secs) * time.Second)}
+	}
+	var tasks []protocol.Task
+	// historyKeep+2 runs of 40 s after two old ones of 500 s: the old fall out.
+	tasks = append(tasks, run(protocol.StatusMerged, "default", 0, 500), run(protocol.StatusMerging, "default", 1, 500))
+	for i := range historyKeep + 2 {
+		tasks = append(tasks, run(protocol.StatusMerged, "default", 1000+i, 40))
+	}
+	// Not successes: a timeout, a cancel, a task still running.
+	tasks = append(tasks, run(protocol.StatusBlocked, "slow", 0, 900), run(protocol.StatusCancelled, "slow", 0, 900),
+		protocol.Task{Status: protocol.StatusRunning, Profile: "slow", StartedAt: t0})
+	h := historyOf(tasks)
+	if got := h.expected("default", protocol.TaskTypeFix); got != 40*time.Second {
+		t.Errorf("default = %v", got)
+	}
+	if got := h.expected("slow", protocol.TaskTypeImplement); got != 40*time.Second {
+		t.Errorf("slow (no success of its own: any task's) = %v", got)
+	}
+}

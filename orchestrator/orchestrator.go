@@ -190,7 +190,7 @@ func (o *Orchestrator) load() error {
 	}
 	var (
 		loaded []*actor
-		done   []protocol.Task // successful runs, for the estimates
+		done   []protocol.Task // for the estimates' history
 	)
 	o.mu.Lock()
 	for _, rec := range recs {
@@ -199,20 +199,14 @@ func (o *Orchestrator) load() error {
 			o.logger.Error("skipping unreadable task", "id", rec.ID, "err", err)
 			continue
 		}
-		if t := p.T; (t.Status == protocol.StatusMerging || t.Status == protocol.StatusMerged) && !t.StartedAt.IsZero() && t.FinishedAt.After(t.StartedAt) {
-			done = append(done, t)
-		}
+		done = append(done, p.T)
 		a := newActor(o, p)
 		o.tasks[p.T.ID] = a
 		o.order[p.T.ID] = queueKey{priority: p.T.Priority, seq: p.Seq}
 		o.nextSeq = max(o.nextSeq, p.Seq)
 		loaded = append(loaded, a)
 	}
-	// Oldest first, so the history keeps the latest runs.
-	sort.Slice(done, func(i, j int) bool { return done[i].FinishedAt.Before(done[j].FinishedAt) })
-	for _, t := range done {
-		o.history.add(t.Profile, t.Type, t.FinishedAt.Sub(t.StartedAt))
-	}
+	o.history = historyOf(done)
 	o.mu.Unlock()
 	for _, a := range loaded {
 		if _, err := a.call(context.Background(), inLoaded{}); err != nil {
