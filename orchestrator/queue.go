@@ -307,7 +307,9 @@ func (o *Orchestrator) queueReturned(id string) (ready bool, gone string) {
 	}
 	v := a.view()
 	switch s := v.T.Status; {
-	case s == protocol.StatusMerging && v.op == opNone && v.sess == nil && v.agentPhase == agentNone:
+	case s == protocol.StatusMerging && v.op == opNone:
+		// A warm claude (warmAgentSec) may still be up: the queue's
+		// operation lets it go first, as task/merge's does.
 		return true, ""
 	case s.HoldsWorktree() || s == protocol.StatusMerging:
 		return false, ""
