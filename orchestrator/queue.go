@@ -15,7 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-
 	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
