@@ -19,7 +19,8 @@ import (
 //     the exact rule: a prefix would allow more than it appears to.
 //   - Edit, Write, MultiEdit, NotebookEdit: Edit(dir/**) for the file's
 //     directory inside the working directory (Edit(./file) at its top), and
-//     Edit(//abs/dir/**) outside it.
+//     Edit(//abs/dir/**) outside it; then the file alone (Edit(./dir/file)),
+//     the narrower choice: allowing docs/a.md need not allow docs/b.md.
 //   - Read and the search tools: Read(…) the same way.
 //   - WebFetch: WebFetch(domain:host). Task and Agent: Task(type).
 //   - Any other tool, MCP tools included: the tool's name.
@@ -34,7 +35,8 @@ func GrantRules(d Dirs, tool string, input json.RawMessage) []string {
 			cands = bashGrants(*c.command)
 		}
 	case contains(editTools, tool):
-		cands = pathGrants("Edit", firstOf(c.filePath, c.notebookPath), false, c.dirs)
+		p := firstOf(c.filePath, c.notebookPath)
+		cands = append(pathGrants("Edit", p, false, c.dirs), fileGrant("Edit", p, c.dirs)...)
 	case contains(readTools, tool):
 		p, tree := firstOf(c.filePath, c.notebookPath), false
 		if tool == "Grep" || tool == "Glob" || tool == "LS" {
@@ -158,6 +160,26 @@ func pathGrants(ruleTool string, p *string, tree bool, d Dirs) []string {
 		return []string{ruleTool + "(./" + rel + "/**)"}
 	}
 	return []string{ruleTool + "(/" + dir + "/**)"}
+}
+
+// fileGrant is the rule for the one file p: Edit(./dir/file) inside the
+// working directory, Edit(//abs/file) outside it.
+func fileGrant(ruleTool string, p *string, d Dirs) []string {
+	if p == nil || *p == "" {
+		return nil
+	}
+	f := *p
+	if !path.IsAbs(f) {
+		if d.Work == "" {
+			return nil
+		}
+		f = path.Join(d.Work, f)
+	}
+	f = path.Clean(f)
+	if d.Work != "" && strings.HasPrefix(f, d.Work+"/") {
+		return []string{ruleTool + "(./" + strings.TrimPrefix(f, d.Work+"/") + ")"}
+	}
+	return []string{ruleTool + "(/" + f + ")"}
 }
 
 func firstOf(ps ...*string) *string {

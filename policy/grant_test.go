@@ -26,9 +26,11 @@ func TestGrantRules(t *testing.T) {
 		{"Bash", js(map[string]string{"command": "echo 1 > one.txt"}), []string{"Bash(echo 1 > one.txt)"}},
 		{"Bash", js(map[string]string{"command": "make && make install"}), []string{"Bash(make && make install)"}},
 		{"Bash", js(map[string]string{"command": "echo $(whoami)"}), []string{"Bash(echo $\\(whoami\\))"}},
-		{"Write", js(map[string]string{"file_path": "/w/task/src/api/x.go"}), []string{"Edit(./src/api/**)"}},
+		// The directory, then the file alone (allow_always_exact).
+		{"Write", js(map[string]string{"file_path": "/w/task/src/api/x.go"}), []string{"Edit(./src/api/**)", "Edit(./src/api/x.go)"}},
+		{"Write", js(map[string]string{"file_path": "docs/a.md"}), []string{"Edit(./docs/**)", "Edit(./docs/a.md)"}},
 		{"Edit", js(map[string]string{"file_path": "/w/task/README.md"}), []string{"Edit(./README.md)"}},
-		{"Edit", js(map[string]string{"file_path": "/etc/hosts"}), []string{"Edit(//etc/**)"}},
+		{"Edit", js(map[string]string{"file_path": "/etc/hosts"}), []string{"Edit(//etc/**)", "Edit(//etc/hosts)"}},
 		{"Read", js(map[string]string{"file_path": "/w/task/docs/a.md"}), []string{"Read(./docs/**)"}},
 		{"Grep", js(map[string]string{"pattern": "x"}), []string{"Read(./**)"}},
 		{"WebFetch", js(map[string]string{"url": "https://Go.dev/doc"}), []string{"WebFetch(domain:go.dev)"}},
@@ -54,5 +56,9 @@ func TestGrantRules(t *testing.T) {
 	// A granted prefix does not allow a redirect through the same program.
 	if v := DecideIn(d, Policy{Allow: []string{"Bash(npm test:*)"}}, false, "Bash", js(map[string]string{"command": "npm test > /etc/passwd"})).Verdict; v == Allow {
 		t.Error("Bash(npm test:*) allowed a redirect to a file")
+	}
+	// The file's own rule allows that file only, not its neighbour.
+	if v := DecideIn(d, Policy{Allow: []string{"Edit(./docs/a.md)"}}, false, "Write", js(map[string]string{"file_path": "/w/task/docs/b.md"})).Verdict; v == Allow {
+		t.Error("Edit(./docs/a.md) allowed docs/b.md")
 	}
 }
