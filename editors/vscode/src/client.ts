@@ -10,7 +10,7 @@ import * as rpc from 'vscode-jsonrpc/node';
 import { Emitter } from 'vscode-jsonrpc';
 import type {
   Event, InitializeResult, TaskOutputResult, ServerMessageNotification, SettingsUpdate, Task, TaskCompletedNotification,
-  TaskOutputNotification, TaskQuestionNotification, TaskQuestionResolvedNotification, TaskUpdatedNotification,
+  TaskOutputNotification, TaskQuestionNotification, TaskTranscriptNotification, TaskQuestionResolvedNotification, TaskUpdatedNotification,
 } from './protocol';
 import { newerOrSame } from './model';
 
@@ -62,6 +62,7 @@ export class FamiliarClient {
   private readonly _onResolved = new Emitter<[TaskQuestionResolvedNotification, Meta]>();
   private readonly _onCompleted = new Emitter<[TaskCompletedNotification, Meta]>();
   private readonly _onMessage = new Emitter<[ServerMessageNotification, Meta]>();
+  private readonly _onTranscript = new Emitter<TaskTranscriptNotification>();
   private readonly _onSeq = new Emitter<number>();
   private readonly _onExit = new Emitter<{ code: number | null; signal: string | null; stderrTail: string }>();
   /** Connection state changes. */
@@ -75,6 +76,8 @@ export class FamiliarClient {
   readonly onQuestionResolved = this._onResolved.event;
   readonly onCompleted = this._onCompleted.event;
   readonly onServerMessage = this._onMessage.event;
+  /** task/transcript: one entry of a task's structured transcript (live, and replayed after a reconnect). */
+  readonly onTranscript = this._onTranscript.event;
   /** lastSeq advanced (persist it to replay after a reload). */
   readonly onSeq = this._onSeq.event;
   /** The familiar process ended without being asked to. */
@@ -125,7 +128,7 @@ export class FamiliarClient {
     const conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout!, { charset: 'utf-8', contentTypeDecoder: outputSkippingDecoder }), new rpc.StreamMessageWriter(proc.stdin!));
     this.conn = conn;
     const notify = (method: string) => conn.onNotification(method, (params: any) => this.notification(method, params));
-    for (const m of ['task/updated', 'task/output', 'task/question', 'task/questionResolved', 'task/completed', 'server/message', 'skills/changed', 'task/hook']) notify(m);
+    for (const m of ['task/updated', 'task/output', 'task/question', 'task/questionResolved', 'task/completed', 'server/message', 'skills/changed', 'task/hook', 'task/transcript']) notify(m);
     let lost = false;
     const onLost = () => {
       if (lost || gen !== this.generation) return;
@@ -253,6 +256,10 @@ export class FamiliarClient {
         return;
       case 'server/message':
         this._onMessage.fire([params, meta]);
+        return;
+      case 'task/transcript':
+        // Replayed ones too: a task view open across a reconnect dedupes by seq.
+        this._onTranscript.fire(params);
         return;
     }
   }

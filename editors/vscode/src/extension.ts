@@ -11,13 +11,15 @@ import { ChildProcess, spawn } from 'child_process';
 import { BinaryError, describeSource, resolveFamiliar } from './binary';
 import { FamiliarClient } from './client';
 import { clock, counts, plural, secondsLeft, EndAnnouncer, endNotice, TaskEnd, stillEnded, taskLabel } from './model';
-import type { Mode, Policy, SettingsUpdate, Task, TaskCompletedNotification, TaskCreateParams, TaskResult, TaskTextResult, TaskType } from './protocol';
+import type { Policy, SettingsUpdate, Task, TaskCompletedNotification, TaskCreateParams, TaskResult, TaskTextResult } from './protocol';
 import { Code } from './protocol';
 import { TaskTree, Node } from './tree';
 import { DetailsProvider } from './details';
 import { Changes, TextProvider } from './changes';
 import { Terminals } from './terminals';
 import { Questions } from './questions';
+import { TaskViews } from './taskview';
+import { NewTaskForm } from './newtask';
 import { error, gitTop, info, run, slug, trace, traceFile, warn } from './ui';
 
 let ext: Familiar | undefined;
@@ -67,13 +69,17 @@ export class Familiar implements vscode.Disposable {
   readonly texts = new TextProvider();
   readonly ends = new EndAnnouncer();
   private readonly details = new DetailsProvider(this);
+  readonly taskViews: TaskViews;
+  private readonly newTaskForm: NewTaskForm;
   private ticker?: NodeJS.Timeout;
   private seqSave?: NodeJS.Timeout;
   undoWindowSec = 300;
   private lastShown?: string;
 
   constructor(private readonly context: vscode.ExtensionContext) {
-    this.disposables.push(this.terminals);
+    this.taskViews = new TaskViews(this, context.extensionUri);
+    this.newTaskForm = new NewTaskForm(this, context.workspaceState, context.extensionUri);
+    this.disposables.push(this.terminals, this.taskViews);
     this.log = vscode.window.createOutputChannel('Familiar', { log: true });
     this.status = vscode.window.createStatusBarItem('familiar.status', vscode.StatusBarAlignment.Left, 50);
     this.status.name = 'Familiar';
@@ -127,7 +133,9 @@ export class Familiar implements vscode.Disposable {
     reg('familiar.refresh', () => this.reconnect());
     reg('familiar.reconnect', () => this.reconnect());
     reg('familiar.openTerminal', (a) => this.terminals.openTerminal(id(a)));
-    reg('familiar.showTask', (a) => this.showTask(id(a)));
+    reg('familiar.showTask', (a) => this.showTask(id(a), typeof a === 'string'));
+    reg('familiar.openTask', (a) => this.showTask(id(a), false));
+    reg('familiar.showDetails', (a) => this.showDetails(id(a)));
     reg('familiar.answer', (a) => this.questions.answer(id(a)));
     reg('familiar.answerPrompt', (taskId: string, questionId: string, choice: string) => this.questions.answerPrompt(taskId, questionId, choice));
     reg('familiar.showChanges', (a) => this.changes.showChanges(id(a)));
@@ -236,6 +244,7 @@ export class Familiar implements vscode.Disposable {
     });
     this.client = client;
     client.onState((s) => {
+      if (s === 'connected') this.firstConnected.resolve(client);
       this.updateStatus();
       if (s === 'connected' && client.reconnects > 0) vscode.window.setStatusBarMessage('$(check) Familiar: reconnected', 4000);
     });
@@ -273,7 +282,9 @@ export class Familiar implements vscode.Disposable {
         if (!t?.pendingQuestion || t.pendingQuestion.id !== p.questionId) this.questions.closePrompt(key, 'elsewhere');
       }
     });
+    client.onTranscript((n) => this.taskViews.transcript(n));
     client.onTask((t) => {
+      this.taskViews.taskChanged(t);
       if (t.status === 'waiting' && t.pendingQuestion) trace({ ev: 'waiting', task: t.id, question: t.pendingQuestion.id, updatedAt: t.updatedAt });
       this.tree.taskChanged(t.id);
       this.details.changed(t.id);
@@ -478,62 +489,9 @@ export class Familiar implements vscode.Disposable {
 
   // ---- new task ----
 
+  /** New Task: the form, with what the editor adds this time (shown there, removable). */
   private async newTask(fromEditor: boolean, uri?: vscode.Uri) {
-    const client = await this.whenConnected();
-    const hints = this.editorHints(fromEditor, uri);
-    const steps = 5;
-    const where = hints?.files?.length ? ` — with ${hints.files.join(', ')}${hints.notes ? ' (selection)' : ''}` : '';
-    // Each step's outcome, for the UI tests' trace: a step that never
-    // returns, or returns dismissed, says where a stuck New Task stopped.
-    const answered = <T>(step: number, v: T): T => {
-      trace({ ev: 'newTask', step, answered: v !== undefined });
-      return v;
-    };
-    const title = await vscode.window.showInputBox({
-      title: `Familiar: New Task (1/${steps})${where}`, prompt: 'A short title for the task', ignoreFocusOut: true,
-      validateInput: (v) => (v.trim() ? undefined : 'The task needs a title.'),
-    }).then((v) => answered(1, v));
-    if (title === undefined) return;
-    const description = await vscode.window.showInputBox({
-      title: `Familiar: New Task (2/${steps})`, prompt: 'What should the agent do? (Enter to use the title)', ignoreFocusOut: true,
-    }).then((v) => answered(2, v));
-    if (description === undefined) return;
-    const types: { label: TaskType; description: string }[] = [
-      { label: 'implement', description: 'build something new' },
-      { label: 'fix', description: 'fix a bug' },
-      { label: 'refactor', description: 'change structure, not behaviour' },
-      { label: 'test', description: 'write or repair tests' },
-      { label: 'custom', description: 'the default profile' },
-    ];
-    const type = await vscode.window.showQuickPick(types, { title: `Familiar: New Task (3/${steps}) — type`, ignoreFocusOut: true }).then((v) => answered(3, v));
-    if (!type) return;
-    const defMode = vscode.workspace.getConfiguration('familiar').get<Mode>('defaultMode', 'executor');
-    const modes: { label: Mode; description: string }[] = [
-      { label: 'executor', description: 'changes code and runs commands' },
-      { label: 'architect', description: 'plans only' },
-      { label: 'auditor', description: 'reviews and runs tests, changes nothing' },
-    ];
-    modes.sort((a, b) => (a.label === defMode ? -1 : b.label === defMode ? 1 : 0));
-    const mode = await vscode.window.showQuickPick(modes, { title: `Familiar: New Task (4/${steps}) — mode`, ignoreFocusOut: true }).then((v) => answered(4, v));
-    if (!mode) return;
-    const criteria = await vscode.window.showInputBox({
-      title: `Familiar: New Task (5/${steps})`, prompt: 'Acceptance criteria, separated by ";" (optional)', ignoreFocusOut: true,
-    }).then((v) => answered(5, v));
-    if (criteria === undefined) return;
-    const params: TaskCreateParams = {
-      title: title.trim(),
-      description: description.trim() || title.trim(),
-      type: type.label,
-      mode: mode.label,
-      acceptanceCriteria: criteria.split(';').map((s) => s.trim()).filter(Boolean),
-      hints,
-    };
-    const t = await client.request<Task>('task/create', params);
-    client.tasks.set(t.id, client.tasks.get(t.id) ?? t);
-    this.tree.refresh();
-    this.updateStatus();
-    vscode.window.setStatusBarMessage(`$(check) Familiar: queued "${t.title}"`, 4000);
-    void vscode.commands.executeCommand('workbench.view.extension.familiar');
+    await this.newTaskForm.open(this.editorHints(fromEditor, uri));
   }
 
   /** The current file and selection as hints.files / hints.notes. */
@@ -554,7 +512,17 @@ export class Familiar implements vscode.Disposable {
 
   // ---- details ----
 
-  private async showTask(id: string) {
+  /** The task view (a tree click: in the preview tab, the focus kept in the tree). */
+  private async showTask(id: string, preview: boolean) {
+    this.lastShown = id;
+    const t = this.task(id);
+    if (!t) throw new Error('That task is gone.');
+    await this.taskViews.open(id, preview);
+    if (t.status === 'waiting' && t.pendingQuestion) this.questions.prompt(t, t.pendingQuestion);
+  }
+
+  /** The details as a read-only document (for copying, searching). */
+  private async showDetails(id: string) {
     this.lastShown = id;
     const t = this.task(id);
     if (!t) throw new Error('That task is gone.');
@@ -685,9 +653,23 @@ export class Familiar implements vscode.Disposable {
    * (the first seconds of a window, or a reconnect) waits for it rather than
    * fail.
    */
+  /** Resolves when a client first connects (a task view restored at a window's start waits for it). */
+  readonly firstConnected = deferred<FamiliarClient>();
+
   async whenConnected(timeoutMs = 60000): Promise<FamiliarClient> {
     const c = this.client;
-    if (!c || c.state === 'stopped') return this.connected();
+    if (!c) {
+      // The window is starting: the client comes once familiar is found.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('familiar is not connected yet.')), timeoutMs); });
+      try {
+        await Promise.race([this.firstConnected.promise, late]);
+      } finally {
+        clearTimeout(timer);
+      }
+      return this.connected();
+    }
+    if (c.state === 'stopped') return this.connected();
     if (c.state === 'connected') return c;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => { sub.dispose(); reject(new Error('familiar is not connected yet.')); }, timeoutMs);
@@ -706,4 +688,10 @@ export class Familiar implements vscode.Disposable {
     this.log.error(msg);
     void error(`Familiar: ${msg}`);
   }
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => { resolve = r; });
+  return { promise, resolve };
 }

@@ -330,7 +330,7 @@ function localClock(iso: string): string {
 
 export function questionSummary(q?: Question, worktree?: string): string {
   if (!q) return 'waiting on you';
-  if (q.kind === 'permission') return `asks to use ${q.tool ?? 'a tool'}${permissionDetail(q, worktree) ? ': ' + truncate(permissionDetail(q, worktree), 40) : ''}`;
+  if (q.kind === 'permission') return `asks to ${truncate(permissionWhat(q, worktree), 50)}`;
   return `asks: ${truncate(q.text, 50)}`;
 }
 

@@ -5,10 +5,12 @@ import type { Familiar } from './extension';
 import { OutputPump } from './pump';
 import { Code } from './protocol';
 import { statusText, taskLabel, typed, withoutResumeHint } from './model';
-import type { Status } from './protocol';
+import type { Status, Task } from './protocol';
+import { Item, itemAsText } from './transcript';
 
 export class Terminals implements vscode.Disposable {
-  private readonly terminals = new Map<string, { term: vscode.Terminal; pump: OutputPump }>();
+  // pump: the output log's pager, or for a stream task the feed's subscription.
+  private readonly terminals = new Map<string, { term: vscode.Terminal; pump: { dispose(): void; wake(): void } }>();
   private readonly sub: vscode.Disposable;
 
   constructor(private readonly f: Familiar) {
@@ -40,6 +42,7 @@ export class Terminals implements vscode.Disposable {
     }
     const client = this.f.connected();
     const t = this.f.task(id);
+    if (t?.driver === 'stream') return this.openStream(id, t);
     const write = new vscode.EventEmitter<string>();
     const close = new vscode.EventEmitter<number | void>();
     const pump = new OutputPump((offset, limit) => client.output(id, offset, limit), (d) => write.fire(withoutResumeHint(d)), {
@@ -77,6 +80,60 @@ export class Terminals implements vscode.Disposable {
     // Named by the task: several "Familiar: …" terminals cannot be told apart in the list.
     const term = vscode.window.createTerminal({ name: t ? taskLabel(t) : id, pty, iconPath: new vscode.ThemeIcon('hubot') });
     this.terminals.set(id, { term, pump });
+    term.show();
+  }
+
+  /**
+   * A stream-driver task's terminal: its raw output is stream-json, so the
+   * terminal shows the conversation from task/transcript as text instead
+   * (the task view's feed), and follows it: text as it streams, a line per
+   * finished tool call, the plan when it changes.
+   */
+  private openStream(id: string, t: Task) {
+    const write = new vscode.EventEmitter<string>();
+    const written = new Map<string, number>();
+    const wt = () => this.f.task(id)?.worktree?.path;
+    const show = (it: Item) => {
+      if (it.kind === 'text' || it.kind === 'thinking' || it.kind === 'prompt') {
+        if (it.kind !== 'text') {
+          if (!written.has(it.key)) write.fire(itemAsText(it, wt()));
+          written.set(it.key, 1);
+          return;
+        }
+        const text = it.text ?? '';
+        const from = written.get(it.key) ?? 0;
+        if (text.length > from) write.fire(text.slice(from).replace(/\r?\n/g, '\r\n'));
+        written.set(it.key, text.length);
+        return;
+      }
+      if (it.kind === 'tool') {
+        const done = it.call!.status === 'completed' || it.call!.status === 'failed';
+        if (done && written.get(it.key) !== 2) { write.fire('\r\n' + itemAsText(it, wt())); written.set(it.key, 2); }
+        return;
+      }
+      if (it.kind === 'plan') write.fire('\r\n' + itemAsText(it, wt()));
+    };
+    let sub: vscode.Disposable | undefined;
+    let hinted = false;
+    const pty: vscode.Pseudoterminal = {
+      onDidWrite: write.event,
+      open: () => {
+        write.fire(`\x1b[2m[familiar: "${taskLabel(t)}" runs under the stream driver: its conversation, as text]\x1b[0m\r\n`);
+        const feed = this.f.taskViews.feed(id);
+        feed.loaded.then(() => {
+          for (const it of feed.transcript.items) show(it);
+          sub = feed.listen(show);
+        }, (err) => write.fire(`\r\n[familiar: cannot read the conversation: ${err.message}]\r\n`));
+      },
+      close: () => sub?.dispose(),
+      handleInput: (data) => {
+        if (!typed(data) || hinted) return;
+        hinted = true;
+        write.fire('\r\n\x1b[2m[familiar: a stream task takes no typing; answer its questions, or use Continue… for a follow-up]\x1b[0m\r\n');
+      },
+    };
+    const term = vscode.window.createTerminal({ name: taskLabel(t), pty, iconPath: new vscode.ThemeIcon('hubot') });
+    this.terminals.set(id, { term, pump: { dispose: () => sub?.dispose(), wake: () => undefined } });
     term.show();
   }
 

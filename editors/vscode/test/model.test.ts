@@ -34,7 +34,7 @@ test('describes activity, elapsed, queue position, ETA, cost and countdown', () 
   assert.equal(describe({
     ...base, status: 'waiting',
     pendingQuestion: { id: 'q', kind: 'permission', text: '', tool: 'Bash', input: { command: 'ls' }, options: [], allowText: false, expiresAt: '2026-01-01T00:02:00Z' },
-  }, now), 'asks to use Bash: ls · 0:45 left');
+  }, now), 'asks to run Bash: ls · 0:45 left');
   assert.equal(duration(3700), '1h 1m');
   assert.equal(describe({ ...base, activity: 'running_command', startedAt: '2026-01-01T00:00:00Z' }, now, true), 'running a command · 1m');
 });

@@ -271,15 +271,35 @@ export class Session {
     await input.press('Enter');
   }
 
-  /** Runs "Familiar: New Task" and fills its five steps. */
+  /** Runs "Familiar: New Task" and fills its form (type, mode: values of the selects; criteria one per line). */
   async newTask(title, description, { type = '', mode = '', criteria = '' } = {}) {
     await this.command('Familiar: New Task');
-    await this.answerInput(title, { expectTitle: 'New Task (1/5)' });
-    await this.answerInput(description, { expectTitle: 'New Task (2/5)' });
-    await this.answerInput(type, { expectTitle: 'New Task (3/5)', pick: true });
-    await this.answerInput(mode, { expectTitle: 'New Task (4/5)', pick: true });
-    await this.answerInput(criteria, { expectTitle: 'New Task (5/5)' });
-    await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    const f = await this.formFrame();
+    await f.locator('#title').fill(title);
+    // fill() puts the text in as a paste does, newlines included.
+    await f.locator('#description').fill(description);
+    if (type) await f.locator('#type').selectOption(type);
+    if (mode) await f.locator('#mode').selectOption(mode);
+    if (criteria) await f.locator('#criteria').fill(criteria);
+    await f.locator('#create').click();
+    await waitFor('the New Task form to close', async () => !(await this.formFrame(0).catch(() => undefined)), 30000, 100);
+  }
+
+  /** The frame of the New Task form (a webview: an iframe in an iframe). */
+  async formFrame(timeoutMs = 30000) {
+    const find = async () => {
+      for (const fr of this.page.frames()) {
+        if (fr.isDetached()) continue;
+        if (await fr.locator('form#form #title').count().catch(() => 0)) return fr;
+      }
+      return undefined;
+    };
+    if (!timeoutMs) {
+      const fr = await find();
+      if (!fr) throw new Error('no New Task form');
+      return fr;
+    }
+    return waitFor('the New Task form', find, timeoutMs, 100);
   }
 
   /** Shows the Familiar view (its activity bar entry). */

@@ -1,0 +1,209 @@
+// The task view's page. Everything it shows comes from agents and
+// repositories: it is put in with textContent and DOM nodes, never as HTML.
+// It talks to the extension by messages only.
+(function () {
+  'use strict';
+  const vscode = acquireVsCodeApi();
+  const head = document.getElementById('head');
+  const log = document.getElementById('log');
+  const nodes = new Map();
+  let id = (vscode.getState() || {}).id;
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function button(label, onClick, cls) {
+    const b = el('button', cls || '', label);
+    b.type = 'button';
+    b.addEventListener('click', onClick);
+    return b;
+  }
+
+  // Markdown, the little agents write: fenced code, headings, lists,
+  // paragraphs, `code`, **bold**, *em*. Built as nodes, so nothing in the
+  // text can become markup.
+  function inline(parent, s) {
+    const re = /(`[^`]+`|\*\*[^*]+\*\*|\*[^*\s][^*]*\*)/g;
+    let last = 0, m;
+    while ((m = re.exec(s))) {
+      if (m.index > last) parent.appendChild(document.createTextNode(s.slice(last, m.index)));
+      const t = m[0];
+      if (t[0] === '`') parent.appendChild(el('code', '', t.slice(1, -1)));
+      else if (t.startsWith('**')) parent.appendChild(el('strong', '', t.slice(2, -2)));
+      else parent.appendChild(el('em', '', t.slice(1, -1)));
+      last = m.index + t.length;
+    }
+    if (last < s.length) parent.appendChild(document.createTextNode(s.slice(last)));
+  }
+
+  function markdown(text) {
+    const box = el('div', 'md');
+    const lines = text.split('\n');
+    let i = 0, para = [], list = null;
+    const flush = () => {
+      if (para.length) { const p = el('p'); inline(p, para.join(' ')); box.appendChild(p); para = []; }
+      list = null;
+    };
+    while (i < lines.length) {
+      const l = lines[i];
+      const fence = /^\s*```/.exec(l);
+      if (fence) {
+        flush();
+        const code = [];
+        i++;
+        while (i < lines.length && !/^\s*```/.test(lines[i])) code.push(lines[i++]);
+        i++;
+        box.appendChild(el('pre', 'code', code.join('\n')));
+        continue;
+      }
+      const h = /^(#{1,6})\s+(.*)$/.exec(l);
+      const li = /^\s*(?:[-*+]|\d+[.)])\s+(.*)$/.exec(l);
+      if (h) { flush(); const e = el('h' + Math.min(6, h[1].length + 2)); inline(e, h[2]); box.appendChild(e); }
+      else if (li) {
+        if (para.length) { const p = el('p'); inline(p, para.join(' ')); box.appendChild(p); para = []; }
+        if (!list) { list = el(/^\s*\d/.test(l) ? 'ol' : 'ul'); box.appendChild(list); }
+        const e = el('li'); inline(e, li[1]); list.appendChild(e);
+      } else if (!l.trim()) flush();
+      else { list = null; para.push(l); }
+      i++;
+    }
+    flush();
+    return box;
+  }
+
+  function render(it) {
+    let n;
+    switch (it.kind) {
+      case 'prompt': {
+        // The first prompt carries the profile's whole template: folded to
+        // its first line, open on a click.
+        n = el('details', 'item prompt');
+        const text = it.text || '';
+        const first = (text.split('\n').find((l) => l.trim()) || '').trim();
+        const s = el('summary');
+        s.appendChild(el('span', 'who', 'Prompt '));
+        s.appendChild(el('span', 'first', first.length > 160 ? first.slice(0, 159) + '…' : first));
+        n.appendChild(s);
+        n.appendChild(markdown(text));
+        if (text.length < 400) n.open = true;
+        break;
+      }
+      case 'text':
+        n = el('div', 'item text');
+        n.appendChild(markdown(it.text || ''));
+        break;
+      case 'thinking': {
+        n = el('details', 'item thinking');
+        n.appendChild(el('summary', '', 'Thinking'));
+        n.appendChild(el('div', 'pre', it.text || ''));
+        break;
+      }
+      case 'tool': {
+        const r = it.row;
+        n = el('details', 'item tool status-' + r.status);
+        const s = el('summary');
+        s.appendChild(el('span', 'mark', r.status === 'completed' ? '✓' : r.status === 'failed' ? '✗' : '…'));
+        s.appendChild(el('span', 'title', r.title));
+        s.appendChild(el('span', 'status', r.status));
+        if (r.duration) s.appendChild(el('span', 'dur', r.duration));
+        if (r.files.length) s.appendChild(el('span', 'files', r.files.join(', ')));
+        n.appendChild(s);
+        (it.diffs || []).forEach((d, i) => {
+          const box = el('div', 'diff');
+          const bar = el('div', 'diffbar');
+          bar.appendChild(el('span', 'path', d.path));
+          bar.appendChild(button('Open in diff editor', () => vscode.postMessage({ type: 'openDiff', key: it.key, index: i }), 'link'));
+          box.appendChild(bar);
+          const pre = el('pre', 'lines');
+          for (const [op, line] of d.lines) pre.appendChild(el('div', op === '+' ? 'add' : op === '-' ? 'del' : 'ctx', op + ' ' + line));
+          box.appendChild(pre);
+          n.appendChild(box);
+        });
+        // An edit shows its diff at once; other calls open on a click.
+        if ((it.diffs || []).length) n.open = true;
+        if (it.input) { n.appendChild(el('div', 'label', 'Input')); n.appendChild(el('pre', 'code', it.input)); }
+        if (it.result) {
+          n.appendChild(el('div', 'label', it.resultWhole ? 'Result (its start)' : 'Result'));
+          n.appendChild(el('pre', 'code', it.result));
+          if (it.resultWhole) n.appendChild(button('Open the whole result', () => vscode.postMessage({ type: 'openResult', key: it.key }), 'link'));
+        }
+        break;
+      }
+      case 'plan': {
+        n = el('div', 'item plan');
+        n.appendChild(el('div', 'who', 'Plan'));
+        const ul = el('ul', 'checklist');
+        for (const p of it.plan || []) {
+          const li = el('li', 'plan-' + p.status);
+          li.appendChild(el('span', 'box', p.status === 'completed' ? '☑' : p.status === 'in_progress' ? '◐' : '☐'));
+          li.appendChild(el('span', '', ' ' + p.content));
+          ul.appendChild(li);
+        }
+        n.appendChild(ul);
+        break;
+      }
+      case 'turn':
+        n = el('div', 'item turn', it.usage);
+        break;
+      default:
+        n = el('div', 'item');
+    }
+    n.dataset.key = it.key;
+    return n;
+  }
+
+  function put(it) {
+    const old = nodes.get(it.key);
+    const n = render(it);
+    // Keep a call's row open or closed as the person left it.
+    if (old && old.tagName === 'DETAILS' && n.tagName === 'DETAILS' && !(it.diffs || []).length) n.open = old.open;
+    nodes.set(it.key, n);
+    const atEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+    if (old) old.replaceWith(n);
+    else log.appendChild(n);
+    if (atEnd && !old) window.scrollTo(0, document.body.scrollHeight);
+  }
+
+  function showHead(h) {
+    head.textContent = '';
+    head.appendChild(el('h1', '', h.title));
+    head.appendChild(el('div', 'state', h.state));
+    if (h.question) head.appendChild(el('div', 'question', 'Waiting on you: ' + h.question));
+    const dl = el('dl', 'facts');
+    for (const [k, v] of h.facts) { dl.appendChild(el('dt', '', k)); dl.appendChild(el('dd', '', v)); }
+    if (h.cost) { dl.appendChild(el('dt', '', 'Used')); dl.appendChild(el('dd', 'cost', h.cost)); }
+    head.appendChild(dl);
+    const bar = el('div', 'actions');
+    for (const a of h.actions) bar.appendChild(button(a.label, () => vscode.postMessage({ type: 'command', command: a.command })));
+    head.appendChild(bar);
+  }
+
+  window.addEventListener('message', (e) => {
+    const m = e.data;
+    switch (m.type) {
+      case 'head':
+        if (m.id !== id) { id = m.id; vscode.setState({ id }); }
+        showHead(m.head);
+        break;
+      case 'reset':
+        log.textContent = '';
+        nodes.clear();
+        for (const it of m.items) put(it);
+        if (!m.items.length) log.appendChild(el('div', 'empty', 'Nothing yet: the conversation shows here as the agent works.'));
+        window.scrollTo(0, document.body.scrollHeight);
+        requestAnimationFrame(() => vscode.postMessage({ type: 'rendered', items: m.items.length }));
+        break;
+      case 'items': {
+        const empty = log.querySelector('.empty');
+        if (empty) empty.remove();
+        for (const it of m.items) put(it);
+        break;
+      }
+    }
+  });
+  vscode.postMessage({ type: 'ready' });
+})();

@@ -1,0 +1,35 @@
+// New Task's draft and the task/create params it makes. Pure, for the fast tests.
+
+import type { Mode, TaskCreateParams, TaskType } from './protocol';
+
+/** What the form holds; the draft kept between openings. */
+export interface Draft {
+  title: string;
+  description: string;
+  type: TaskType;
+  mode: Mode;
+  profile: string;
+  skills: string[];
+  criteria: string;
+  priority: number;
+  files: string[];
+  notes: string;
+}
+
+/** The task/create params of a form's draft: criteria one per line, empty fields left out. */
+export function createParams(d: Draft): TaskCreateParams {
+  const title = d.title.trim();
+  const p: TaskCreateParams = {
+    title,
+    // Kept as typed (newlines included); a task needs a description, and the title says it when empty.
+    description: d.description.trim() ? d.description.replace(/\s+$/, '') : title,
+    type: d.type,
+    mode: d.mode,
+    acceptanceCriteria: d.criteria.split('\n').map((s) => s.replace(/^\s*[-*]\s+/, '').trim()).filter(Boolean),
+  };
+  if (d.profile) p.profile = d.profile;
+  if (d.skills.length) p.skills = d.skills;
+  if (d.priority) p.priority = d.priority;
+  if (d.files.length || d.notes) p.hints = { ...(d.files.length ? { files: d.files } : {}), ...(d.notes ? { notes: d.notes } : {}) };
+  return p;
+}

@@ -1,0 +1,247 @@
+// A task's structured transcript (task/transcript) as the task view and the
+// stream driver's terminal show it: chunks of one response joined, each tool
+// call one item updated in place, the plan one checklist, usage summed per
+// turn. Pure: no VS Code, so the fast tests cover it.
+
+import type { PlanItem, Task, ToolCall, TranscriptEntry, Usage } from './protocol';
+import { duration, money, relPath, statusText, taskLabel, truncate, undoable } from './model';
+
+export type ItemKind = 'prompt' | 'text' | 'thinking' | 'tool' | 'plan' | 'turn';
+
+/** One row of the view. key is stable across updates of the same row. */
+export interface Item {
+  key: string;
+  kind: ItemKind;
+  at: string;
+  text?: string;
+  call?: ToolCall;
+  plan?: PlanItem[];
+  /** A turn's usage: its responses summed. */
+  usage?: Usage;
+}
+
+export class Transcript {
+  readonly items: Item[] = [];
+  private readonly byKey = new Map<string, Item>();
+  /** The last seq applied: a replayed entry at or below it is not applied twice. */
+  lastSeq = 0;
+  private n = 0;
+  private turn?: Item;
+  /** The session's running total, from the last usage entry. */
+  total?: Usage;
+
+  /** Applies one entry; returns the item it added or changed. */
+  add(e: TranscriptEntry, seq = 0): Item | undefined {
+    if (seq) {
+      if (seq <= this.lastSeq) return undefined;
+      this.lastSeq = seq;
+    }
+    switch (e.kind) {
+      case 'prompt':
+        this.turn = undefined;
+        return this.push({ key: `p${++this.n}`, kind: 'prompt', at: e.at, text: e.text ?? '' });
+      case 'text':
+      case 'thinking': {
+        // Chunks of one response's block share messageId and follow each other.
+        const last = this.items[this.items.length - 1];
+        if (last && last.kind === e.kind && e.messageId && last.key.startsWith(`${e.kind}:${e.messageId}:`)) {
+          last.text = (last.text ?? '') + (e.text ?? '');
+          return last;
+        }
+        return this.push({ key: `${e.kind}:${e.messageId ?? ''}:${++this.n}`, kind: e.kind, at: e.at, text: e.text ?? '' });
+      }
+      case 'tool_call': {
+        if (!e.toolCall) return undefined;
+        const key = `tool:${e.toolCall.id}`;
+        const old = this.byKey.get(key);
+        if (old) {
+          old.call = e.toolCall;
+          return old;
+        }
+        return this.push({ key, kind: 'tool', at: e.at, call: e.toolCall });
+      }
+      case 'plan': {
+        const old = this.byKey.get('plan');
+        if (old) {
+          old.plan = e.plan ?? [];
+          return old;
+        }
+        return this.push({ key: 'plan', kind: 'plan', at: e.at, plan: e.plan ?? [] });
+      }
+      case 'usage': {
+        if (!e.usage) return undefined;
+        if (e.usage.total) this.total = e.usage.total;
+        if (!this.turn) {
+          this.turn = this.push({ key: `turn${++this.n}`, kind: 'turn', at: e.at, usage: zeroUsage() });
+        }
+        addUsage(this.turn.usage!, e.usage);
+        return this.turn;
+      }
+    }
+    return undefined;
+  }
+
+  private push(it: Item): Item {
+    this.items.push(it);
+    this.byKey.set(it.key, it);
+    return it;
+  }
+}
+
+function zeroUsage(): Usage {
+  return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, responses: 0 };
+}
+
+function addUsage(into: Usage, u: Usage) {
+  into.inputTokens += u.inputTokens;
+  into.outputTokens += u.outputTokens;
+  into.cacheReadTokens += u.cacheReadTokens;
+  into.cacheWriteTokens += u.cacheWriteTokens;
+  into.costUsd += u.costUsd;
+  into.responses = (into.responses ?? 0) + (u.responses || 1);
+  if (u.model) into.model = u.model;
+}
+
+/** "1.2k in · 340 out · $0.004": a usage in a line. */
+export function usageText(u: Usage): string {
+  const k = (n: number) => (n >= 10000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n));
+  const parts = [`${k(u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens)} tokens in`, `${k(u.outputTokens)} out`];
+  if (u.costUsd) parts.push(money(u.costUsd));
+  return parts.join(' · ');
+}
+
+/** A tool call's row: its title with files relative to the worktree, its status and duration. */
+export function callRow(c: ToolCall, worktree?: string): { title: string; status: string; duration: string; files: string[] } {
+  const files = (c.files ?? []).map((f) => relPath(f, worktree));
+  let title = c.title || c.name;
+  if (worktree) title = title.split(worktree.replace(/\/+$/, '') + '/').join('');
+  return {
+    title,
+    status: c.status,
+    duration: c.durationMs ? (c.durationMs < 1000 ? `${c.durationMs} ms` : duration(c.durationMs / 1000)) : '',
+    files,
+  };
+}
+
+/** The text of a transcript as a terminal shows it (the stream driver's): words, never JSON lines. */
+export function itemAsText(it: Item, worktree?: string): string {
+  switch (it.kind) {
+    case 'prompt': return `\x1b[1m> ${oneBlock(it.text ?? '')}\x1b[0m\r\n`;
+    case 'text': return `${oneBlock(it.text ?? '')}\r\n`;
+    case 'thinking': return `\x1b[2m(thinking) ${truncate(it.text ?? '', 200)}\x1b[0m\r\n`;
+    case 'tool': {
+      const r = callRow(it.call!, worktree);
+      const mark = r.status === 'completed' ? '✓' : r.status === 'failed' ? '✗' : '…';
+      return `\x1b[36m${mark} ${r.title}\x1b[0m${r.duration ? ` \x1b[2m${r.duration}\x1b[0m` : ''}\r\n`;
+    }
+    case 'plan': return (it.plan ?? []).map((p) => `${p.status === 'completed' ? '[x]' : p.status === 'in_progress' ? '[~]' : '[ ]'} ${p.content}`).join('\r\n') + '\r\n';
+    case 'turn': return `\x1b[2m${usageText(it.usage!)}\x1b[0m\r\n`;
+  }
+}
+
+function oneBlock(s: string): string {
+  return s.replace(/\r?\n/g, '\r\n');
+}
+
+/** The task view's header: the task's state in words. */
+export interface Header {
+  title: string;
+  state: string;
+  facts: [string, string][];
+  actions: { command: string; label: string }[];
+  cost?: string;
+  question?: string;
+}
+
+export function header(t: Task, now: number, total?: Usage): Header {
+  const facts: [string, string][] = [];
+  const activity = t.status === 'running' ? t.activityDetail || t.activity.replace('_', ' ') : '';
+  facts.push(['Mode', t.mode], ['Type', t.type], ['Driver', t.driver]);
+  if (t.worktree) facts.push(['Branch', t.worktree.branch], ['Worktree', t.worktree.path]);
+  if (t.status === 'queued' && t.queuePosition !== undefined) facts.push(['Queue', `#${t.queuePosition}`]);
+  if (t.status === 'queued' && t.estimatedStartSec !== undefined) facts.push(['Starts in', `~${duration(t.estimatedStartSec)}`]);
+  if (t.blocked) facts.push(['Blocked', t.blocked.detail || t.blocked.reason]);
+  const u = t.usage ?? total;
+  const none = !!t.result?.noChanges;
+  const live = ['running', 'waiting', 'starting', 'paused', 'queued'].includes(t.status);
+  const a: [boolean, string, string][] = [
+    [t.status === 'waiting', 'answer', 'Answer…'],
+    [['running', 'waiting', 'starting'].includes(t.status), 'pause', 'Pause'],
+    [t.status === 'paused', 'resume', 'Resume'],
+    [['blocked', 'merging', 'merged', 'cancelled'].includes(t.status), 'continue', 'Continue…'],
+    [!none && !!t.worktree && t.status !== 'queued', 'showChanges', 'Show Changes'],
+    [t.status === 'merging' && !none, 'merge', 'Merge…'],
+    [undoable(t, now), 'undo', 'Undo'],
+    [t.driver === 'pty' || live, 'openTerminal', 'Terminal'],
+    [['blocked', 'cancelled'].includes(t.status), 'retry', 'Retry'],
+    [live, 'cancel', 'Cancel…'],
+    [['blocked', 'cancelled', 'merged', 'merging'].includes(t.status), 'remove', 'Remove…'],
+  ];
+  return {
+    title: taskLabel(t),
+    state: statusText(t.status) + (activity ? ` — ${activity}` : ''),
+    facts,
+    actions: a.filter(([ok]) => ok).map(([, command, label]) => ({ command, label })),
+    cost: u ? usageText(u) : t.result?.costUsd !== undefined ? money(t.result.costUsd) : undefined,
+    question: t.pendingQuestion ? truncate(t.pendingQuestion.text, 300) : undefined,
+  };
+}
+
+/**
+ * A line diff for showing an edit in the view: [' ' | '-' | '+', line][],
+ * by longest common subsequence; a large edit (over 500 lines a side) is
+ * shown as all removed then all added (the diff editor is a click away).
+ */
+export function lineDiff(before: string, after: string): [string, string][] {
+  const a = before === '' ? [] : before.replace(/\n$/, '').split('\n');
+  const b = after === '' ? [] : after.replace(/\n$/, '').split('\n');
+  if (a.length > 500 || b.length > 500) return [...a.map((l) => ['-', l] as [string, string]), ...b.map((l) => ['+', l] as [string, string])];
+  const n = a.length, m = b.length;
+  const lcs: number[][] = Array.from({ length: n + 1 }, () => new Array(m + 1).fill(0));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out: [string, string][] = [];
+  let i = 0, j = 0;
+  while (i < n && j < m) {
+    if (a[i] === b[j]) { out.push([' ', a[i]]); i++; j++; }
+    else if (lcs[i + 1][j] >= lcs[i][j + 1]) out.push(['-', a[i++]]);
+    else out.push(['+', b[j++]]);
+  }
+  while (i < n) out.push(['-', a[i++]]);
+  while (j < m) out.push(['+', b[j++]]);
+  return out;
+}
+
+/** What the webview is sent for one item: everything it shows, as plain data. */
+export interface ItemView {
+  key: string;
+  kind: ItemKind;
+  text?: string;
+  row?: { title: string; status: string; duration: string; files: string[]; kind: string };
+  input?: string;
+  result?: string;
+  resultWhole?: boolean;
+  diffs?: { path: string; lines: [string, string][] }[];
+  plan?: PlanItem[];
+  usage?: string;
+}
+
+export function itemView(it: Item, worktree?: string): ItemView {
+  switch (it.kind) {
+    case 'tool': {
+      const c = it.call!;
+      let input = c.input === undefined ? '' : JSON.stringify(c.input, null, 2);
+      if (input.length > 4000) input = input.slice(0, 4000) + '\n[clipped here: the whole input is in the task\'s log]';
+      return {
+        key: it.key, kind: it.kind,
+        row: { ...callRow(c, worktree), kind: c.kind },
+        input,
+        result: c.result,
+        resultWhole: !!c.resultRef,
+        diffs: (c.diffs ?? []).map((d) => ({ path: relPath(d.path, worktree), lines: lineDiff(d.oldText, d.newText) })),
+      };
+    }
+    case 'turn': return { key: it.key, kind: it.kind, usage: usageText(it.usage!) };
+    case 'plan': return { key: it.key, kind: it.kind, plan: it.plan };
+    default: return { key: it.key, kind: it.kind, text: it.text };
+  }
+}
