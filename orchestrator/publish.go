@@ -94,6 +94,9 @@ func (p *publisher) publishUnstored(taskID string, n protocol.Notification) {
 }
 
 func (p *publisher) send(batch []pending) {
+	if p.sendTogether(batch) {
+		return
+	}
 	// Notifications up to each audit entry go first, so the log's order
 	// follows what clients saw.
 	start := 0
@@ -153,6 +156,53 @@ func (p *publisher) sendNotifications(batch []pending) {
 		}
 		evs, kept = tevs, titems
 	}
+	p.notify(kept, evs, seqs)
+}
+
+// sendTogether writes a batch's audit entries and notifications in one
+// commit, then sends the notifications: a question announced after the
+// status change it caused (audited) waited for two commits in turn, the
+// audit's and its own, which was the stream driver's detect tail under load
+// (issue 29). Every notification is still durable before a client sees it.
+// It reports false, having sent nothing, for a batch without audit entries
+// or when that commit fails (send then writes piece by piece, so what can
+// be written still is).
+func (p *publisher) sendTogether(batch []pending) bool {
+	var audits []store.AuditEntry
+	for _, item := range batch {
+		if item.audit != nil {
+			audits = append(audits, *item.audit)
+		}
+	}
+	if len(audits) == 0 {
+		return false
+	}
+	evs := make([]store.NewEvent, 0, len(batch))
+	kept := make([]pending, 0, len(batch))
+	for _, item := range batch {
+		if item.audit != nil {
+			continue
+		}
+		data, err := json.Marshal(item.n)
+		if err != nil {
+			p.logger.Error("encode notification", "method", item.n.Method(), "err", err)
+			continue
+		}
+		_, transient := item.n.(protocol.TaskOutputNotification)
+		evs = append(evs, store.NewEvent{TaskID: item.taskID, Kind: item.n.Method(), Data: data, Transient: transient || item.unstored})
+		kept = append(kept, item)
+	}
+	seqs, err := p.st.AppendBatch(context.Background(), audits, evs)
+	if err != nil {
+		p.logger.Warn("persist a batch in one commit; writing it piece by piece", "audits", len(audits), "events", len(evs), "err", err)
+		return false
+	}
+	p.notify(kept, evs, seqs)
+	return true
+}
+
+// notify sends each kept notification with the seq the store gave it.
+func (p *publisher) notify(kept []pending, evs []store.NewEvent, seqs []uint64) {
 	if p.notifier == nil {
 		return
 	}

@@ -35,49 +35,63 @@ type auditValue struct {
 // sequence of its own, unrelated to event seqs) once it is durable. If ctx
 // ends first, see Cancellation in the package doc.
 func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (uint64, error) {
+	v, err := s.encodeAudit(e)
+	if err != nil {
+		return 0, err
+	}
+	var seq uint64
+	err = s.submit(ctx, func(tx *bolt.Tx) error {
+		n, err := appendAuditTx(tx, e.TaskID, v)
+		seq = n
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: append audit %s: %w", e.Action, err)
+	}
+	return seq, nil
+}
+
+// encodeAudit validates an entry and encodes its value, in the caller's
+// goroutine (the writer is shared).
+func (s *Store) encodeAudit(e AuditEntry) ([]byte, error) {
 	if e.Action == "" {
-		return 0, fmt.Errorf("store: append audit: %w: empty action", ErrInvalid)
+		return nil, fmt.Errorf("store: append audit: %w: empty action", ErrInvalid)
 	}
 	if len(e.TaskID) > maxIDLen {
-		return 0, fmt.Errorf("store: append audit %s: %w: task id is %d bytes", e.Action, ErrInvalid, len(e.TaskID))
+		return nil, fmt.Errorf("store: append audit %s: %w: task id is %d bytes", e.Action, ErrInvalid, len(e.TaskID))
 	}
 	if err := validJSON("audit data", e.Data); err != nil {
-		return 0, fmt.Errorf("store: append audit %s: %w", e.Action, err)
+		return nil, fmt.Errorf("store: append audit %s: %w", e.Action, err)
 	}
 	if e.At.IsZero() {
 		e.At = s.clock.Now()
 	}
 	v, err := json.Marshal(auditValue{At: e.At.UTC(), TaskID: e.TaskID, Action: e.Action, Actor: e.Actor, Data: e.Data})
 	if err != nil {
-		return 0, fmt.Errorf("store: append audit %s: %w", e.Action, err)
+		return nil, fmt.Errorf("store: append audit %s: %w", e.Action, err)
 	}
+	return v, nil
+}
 
-	var seq uint64
-	err = s.submit(ctx, func(tx *bolt.Tx) error {
-		audit := tx.Bucket(bucketAudit)
-		n, err := audit.NextSequence()
-		if err != nil {
-			return err
-		}
-		if err := audit.Put(u64(n), v); err != nil {
-			return err
-		}
-		if e.TaskID != "" {
-			tb, err := tx.Bucket(bucketAuditByTask).CreateBucketIfNotExists([]byte(e.TaskID))
-			if err != nil {
-				return err
-			}
-			if err := tb.Put(u64(n), []byte{}); err != nil {
-				return err
-			}
-		}
-		seq = n
-		return nil
-	})
+func appendAuditTx(tx *bolt.Tx, taskID string, v []byte) (uint64, error) {
+	audit := tx.Bucket(bucketAudit)
+	n, err := audit.NextSequence()
 	if err != nil {
-		return 0, fmt.Errorf("store: append audit %s: %w", e.Action, err)
+		return 0, err
 	}
-	return seq, nil
+	if err := audit.Put(u64(n), v); err != nil {
+		return 0, err
+	}
+	if taskID != "" {
+		tb, err := tx.Bucket(bucketAuditByTask).CreateBucketIfNotExists([]byte(taskID))
+		if err != nil {
+			return 0, err
+		}
+		if err := tb.Put(u64(n), []byte{}); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // AuditFilter selects audit entries. Zero fields select everything.

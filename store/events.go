@@ -108,6 +108,68 @@ func (s *Store) AppendEvents(ctx context.Context, evs []NewEvent) ([]uint64, err
 	return seqs, nil
 }
 
+// AppendBatch appends audit entries and events in one transaction (one
+// commit, one fsync) and returns the events' seqs as AppendEvents does. A
+// publisher whose batch holds both — a status change is audited, then
+// announced with the question that caused it — waits for one commit
+// instead of one per audit entry and one for the events (issue 29: the
+// question's detect tail).
+func (s *Store) AppendBatch(ctx context.Context, audits []AuditEntry, evs []NewEvent) ([]uint64, error) {
+	if len(audits) == 0 {
+		return s.AppendEvents(ctx, evs)
+	}
+	vals := make([][]byte, len(audits))
+	for i, a := range audits {
+		v, err := s.encodeAudit(a)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	tails := make([][]byte, len(evs))
+	for i, e := range evs {
+		if e.Transient {
+			continue
+		}
+		tail, err := encodeEventTail(e.TaskID, e.Kind, e.Data)
+		if err != nil {
+			return nil, err
+		}
+		tails[i] = tail
+	}
+	seqs := make([]uint64, len(evs))
+	var ceiling uint64
+	err := s.submit(ctx, func(tx *bolt.Tx) error {
+		for i, a := range audits {
+			if _, err := appendAuditTx(tx, a.TaskID, vals[i]); err != nil {
+				return err
+			}
+		}
+		for i, e := range evs {
+			n, err := s.nextSeqTx(tx)
+			if err != nil {
+				return err
+			}
+			seqs[i] = n
+			if e.Transient {
+				continue
+			}
+			if err := appendEventTx(tx, n, s.clock.Now().UTC(), e.TaskID, tails[i]); err != nil {
+				return err
+			}
+		}
+		ceiling = tx.Bucket(bucketEvents).Sequence()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: append %d audit entries and %d events: %w", len(audits), len(evs), err)
+	}
+	if len(seqs) > 0 {
+		s.committed(seqs[len(seqs)-1], ceiling)
+	}
+	return seqs, nil
+}
+
 // encodeEventTail validates an event and encodes everything but the fields
 // the writer assigns, in the caller's goroutine: encoding validates and
 // compacts data, which is linear in its size, and the writer is shared by
