@@ -241,3 +241,40 @@ func zombie(pid int) bool {
 	i := strings.LastIndexByte(string(b), ')')
 	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
+
+// TestQueueCancelStopsAfterTheCurrentStep: queue/cancel while the first
+// task's verify runs lets that task finish its step (merged), and the queue
+// ends cancelled without touching the second.
+func TestQueueCancelStopsAfterTheCurrentStep(t *testing.T) {
+	e := openQueue(t, 60)
+	ctx := context.Background()
+	a := finished(t, e, "A", writes(`printf 'A\n' > a.txt`, ""), 2)
+	b := finished(t, e, "B", writes(`printf 'B\n' > b.txt`, ""), 1)
+	gate := filepath.Join(t.TempDir(), "gate")
+	// The verify waits for the test to open the gate, so the cancel comes
+	// while A's step runs.
+	verify := "while ! test -f " + gate + "; do sleep 0.05; done"
+	q, err := e.o.QueueMerge(ctx, &protocol.QueueMergeParams{Verify: &verify})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "A verifying", is(protocol.NotifyQueueUpdated, `"taskId":"`+a.ID+`","title":"A","state":"verifying"`))
+	if c, err := e.o.QueueCancel(ctx, &protocol.QueueCancelParams{}); err != nil || c.ID != q.ID {
+		t.Fatalf("queue/cancel = %+v, %v", c, err)
+	}
+	os.WriteFile(gate, nil, 0o644)
+	var end protocol.QueueUpdatedNotification
+	json.Unmarshal(e.notes.wait(t, "the queue cancelled", queueNote(protocol.QueueCancelled)).params, &end)
+	if it := end.Queue.Items; it[0].State != protocol.QueueItemMerged || it[1].State != protocol.QueueItemCancelled || it[1].Attempts != 0 {
+		t.Errorf("items = %+v", it)
+	}
+	if got := e.get(t, b.ID); got.Status != protocol.StatusMerging {
+		t.Errorf("B is %s", got.Status)
+	}
+	if _, err := os.Stat(filepath.Join(e.repo, "a.txt")); err != nil {
+		t.Error("A's step did not finish")
+	}
+	if _, err := e.o.QueueCancel(ctx, &protocol.QueueCancelParams{}); err == nil {
+		t.Error("queue/cancel with no queue running succeeded")
+	}
+}
