@@ -220,7 +220,7 @@ func (s *session) create(ctx context.Context, text string) error {
 	mode, model, think, elevated := s.mode, s.model, s.think, s.elevated
 	s.mu.Unlock()
 	p := &protocol.TaskCreateParams{Title: title, Description: text, Mode: protocol.Mode(mode), McpServers: s.mcp,
-		Driver: protocol.Driver(s.a.opts.Driver)}
+		Driver: protocol.Driver(s.a.opts.Driver), WarmAgentSec: &acpWarmSec}
 	if think || elevated {
 		p.Directives = &protocol.Directives{Think: think, Elevated: elevated}
 	}
@@ -851,3 +851,10 @@ func choiceText(q protocol.Question) string {
 	b.WriteString("\n\nAnswer with a number or your own words.")
 	return b.String()
 }
+
+// acpWarmSec keeps an ACP session's claude after each prompt's turn: the
+// editor shows the conversation and its next prompt is a follow-up, which
+// a warm claude takes at once (a new one resuming the session costs
+// 1.2–1.6 s before the first text; issue 29). It holds a slot and gives
+// way to queued tasks like any warm agent.
+var acpWarmSec = 600

@@ -784,9 +784,13 @@ func (st *stepper) apply(in input) error {
 			// Announced by announceEnd. The finished agent would hold ~200 MB while idle: let it go,
 			// unless warmAgentSec keeps it for a follow-up. Its session is kept either way, so
 			// task/send continues the conversation.
-			if st.e.warmFor > 0 && s.agent == agentUp {
+			warmFor := st.e.warmFor
+			if s.WarmAgentSec != nil {
+				warmFor = time.Duration(*s.WarmAgentSec) * time.Second
+			}
+			if warmFor > 0 && s.agent == agentUp {
 				s.warm = true
-				st.emit(effArmWarm{after: st.e.warmFor})
+				st.emit(effArmWarm{after: warmFor})
 			} else {
 				st.stopAgent(stopIntent{kind: stopRelease}, false)
 			}

@@ -103,7 +103,7 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 		t.T.Directives = &c
 	}
 	t.Skills, t.McpServers, t.NoProgressTimeoutSec, t.Policy = p.Skills, p.McpServers, p.NoProgressTimeoutSec, p.PermissionPolicy
-	t.CommandTimeoutSec, t.MaxBudgetUsd = p.CommandTimeoutSec, p.MaxBudgetUsd
+	t.CommandTimeoutSec, t.MaxBudgetUsd, t.WarmAgentSec = p.CommandTimeoutSec, p.MaxBudgetUsd, p.WarmAgentSec
 	t.BaseRef = p.BaseRef
 	if err := mcp.ValidateAll(mcpServers(p.McpServers)); err != nil {
 		return nil, protocol.InvalidParams("mcpServers", err.Error())

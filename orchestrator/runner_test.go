@@ -512,3 +512,49 @@ func TestRunnerWarmAgentTakesFollowUpsAndGivesWay(t *testing.T) {
 	})
 	r.status(t, a.ID, protocol.StatusMerging)
 }
+
+// A task's own warmAgentSec (what familiar acp asks for its sessions)
+// keeps its claude with the setting at 0; another task's goes.
+func TestRunnerTaskWarmAgentSecOverridesTheSetting(t *testing.T) {
+	r := newRunner(t, protocol.DefaultSettings()) // warmAgentSec 0
+	ctx := context.Background()
+	warmSec := 600
+	a, err := r.o.TaskCreate(ctx, &protocol.TaskCreateParams{Title: "acp", Description: "do it", WarmAgentSec: &warmSec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0 := r.session(t, 0)
+	r.status(t, a.ID, protocol.StatusRunning)
+	b := create(t, r.o, "plain")
+	s1 := r.session(t, 1)
+	r.status(t, b.ID, protocol.StatusRunning)
+	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
+	s1.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
+	r.status(t, a.ID, protocol.StatusMerging)
+	r.status(t, b.ID, protocol.StatusMerging)
+	select {
+	case <-s1.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the plain task's claude was kept")
+	}
+	select {
+	case <-s0.Done():
+		t.Fatal("the task that asked for warmAgentSec lost its claude")
+	default:
+	}
+	if _, err := r.o.TaskSend(ctx, &protocol.TaskSendParams{ID: a.ID, Text: "more"}); err != nil {
+		t.Fatal(err)
+	}
+	r.status(t, a.ID, protocol.StatusRunning)
+	r.mu.Lock()
+	n := len(r.sessions)
+	r.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d claudes started, want the warm one to take the follow-up", n)
+	}
+	// Checked where every request's params are (jsonrpc's method table).
+	bad := -1
+	if err := (&protocol.TaskCreateParams{Title: "x", Description: "y", WarmAgentSec: &bad}).Validate(); err == nil || !strings.Contains(err.Error(), "warmAgentSec") {
+		t.Errorf("a negative warmAgentSec: %v, want an error naming the field", err)
+	}
+}

@@ -22,6 +22,7 @@ type persisted struct {
 	NoProgressTimeoutSec *int                          `json:"noProgressTimeoutSec,omitempty"`
 	CommandTimeoutSec    *int                          `json:"commandTimeoutSec,omitempty"`
 	MaxBudgetUsd         *float64                      `json:"maxBudgetUsd,omitempty"`
+	WarmAgentSec         *int                          `json:"warmAgentSec,omitempty"` // the task's own, over the setting
 	Policy               *protocol.Policy              `json:"permissionPolicy,omitempty"`
 	BaseRef              string                        `json:"baseRef,omitempty"`
 	RepoRoot             string                        `json:"repoRoot,omitempty"`

@@ -262,6 +262,11 @@ type TaskCreateParams struct {
 	// model's full name); "" leaves claude's own choice (familiar's
 	// addition, for ACP's model config option).
 	Model string `json:"model,omitempty"`
+	// WarmAgentSec overrides the setting for this task: how long its claude
+	// stays after a turn that finished it, for a follow-up (familiar's
+	// addition; ACP sessions, whose editor shows the conversation, ask for
+	// it).
+	WarmAgentSec *int `json:"warmAgentSec,omitempty"`
 }
 
 // Hints point the agent at files and facts the person already knows about.

@@ -192,6 +192,7 @@ func (p *TaskCreateParams) Validate() error {
 	}
 	c.intPtrRange("noProgressTimeoutSec", p.NoProgressTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
 	c.intPtrRange("commandTimeoutSec", p.CommandTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
+	c.intPtrRange("warmAgentSec", p.WarmAgentSec, 0, MaxTimeoutSec)
 	budget(&c, "maxBudgetUsd", p.MaxBudgetUsd)
 	if p.PermissionPolicy != nil {
 		p.PermissionPolicy.validate(&c, "permissionPolicy")

@@ -869,6 +869,13 @@ export interface TaskCreateParams {
    * addition, for ACP's model config option).
    */
   model?: string;
+  /**
+   * WarmAgentSec overrides the setting for this task: how long its claude
+   * stays after a turn that finished it, for a follow-up (familiar's
+   * addition; ACP sessions, whose editor shows the conversation, ask for
+   * it).
+   */
+  warmAgentSec?: number;
 }
 
 /** Hints point the agent at files and facts the person already knows about. */
