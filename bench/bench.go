@@ -24,10 +24,11 @@ const (
 	ScenarioScale      = "scale"
 	ScenarioCompare    = "compare"
 	ScenarioFollowUp   = "followup"
+	ScenarioFirst      = "firstrequest"
 )
 
 // Scenarios lists every scenario.
-var Scenarios = []string{ScenarioDetect, ScenarioOverhead, ScenarioThroughput, ScenarioStart, ScenarioScale, ScenarioCompare, ScenarioFollowUp}
+var Scenarios = []string{ScenarioDetect, ScenarioOverhead, ScenarioThroughput, ScenarioStart, ScenarioScale, ScenarioCompare, ScenarioFollowUp, ScenarioFirst}
 
 // Options configure Run. The zero value of each field means its default.
 type Options struct {
@@ -104,19 +105,20 @@ func (o *Options) defaults() error {
 
 // Report is everything one Run measured; it is what the JSON file holds.
 type Report struct {
-	Date          string             `json:"date"`
-	Commit        string             `json:"commit,omitempty"`
-	Machine       Machine            `json:"machine"`
-	ClaudeVersion string             `json:"claudeVersion,omitempty"`
-	Options       ReportOptions      `json:"options"`
-	Detection     []DetectionResult  `json:"detectionLatency,omitempty"`
-	Overhead      []OverheadResult   `json:"overhead,omitempty"`
-	Throughput    []ThroughputResult `json:"throughput,omitempty"`
-	ScreenModel   []ScreenResult     `json:"screenModel,omitempty"`
-	TaskStart     *TaskStartResult   `json:"taskStart,omitempty"`
-	Scale         *ScaleResult       `json:"scale,omitempty"`
-	Compare       []CompareResult    `json:"compare,omitempty"`
-	FollowUp      []FollowUpResult   `json:"followUp,omitempty"`
+	Date          string               `json:"date"`
+	Commit        string               `json:"commit,omitempty"`
+	Machine       Machine              `json:"machine"`
+	ClaudeVersion string               `json:"claudeVersion,omitempty"`
+	Options       ReportOptions        `json:"options"`
+	Detection     []DetectionResult    `json:"detectionLatency,omitempty"`
+	Overhead      []OverheadResult     `json:"overhead,omitempty"`
+	Throughput    []ThroughputResult   `json:"throughput,omitempty"`
+	ScreenModel   []ScreenResult       `json:"screenModel,omitempty"`
+	TaskStart     *TaskStartResult     `json:"taskStart,omitempty"`
+	Scale         *ScaleResult         `json:"scale,omitempty"`
+	Compare       []CompareResult      `json:"compare,omitempty"`
+	FollowUp      []FollowUpResult     `json:"followUp,omitempty"`
+	FirstRequest  []FirstRequestResult `json:"firstRequest,omitempty"`
 	// Skipped says what did not run here and why.
 	Skipped     []string           `json:"skipped,omitempty"`
 	DurationSec float64            `json:"durationSec"`
@@ -190,6 +192,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		ScenarioScale:      r.scale,
 		ScenarioCompare:    r.compare,
 		ScenarioFollowUp:   r.followUp,
+		ScenarioFirst:      r.firstRequest,
 	}
 	for _, name := range Scenarios {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, name) {

@@ -101,3 +101,45 @@ func TestFollowUpOneRound(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstRequestOneRound runs the start scenario's machinery once per
+// system with the real claude: each reports one positive figure.
+func TestFirstRequestOneRound(t *testing.T) {
+	claude := testenv.Claude(t)
+	testenv.Git(t)
+	t.Setenv("HOME", t.TempDir())
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := agent.FindCLI(context.Background(), claude, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{ModuleRoot: root, StartRuns: 1, Out: io.Discard, Log: io.Discard}
+	if err := opts.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{opts: opts, report: &Report{}, tmp: tmp, moduleRoot: root, claude: cli}
+	if err := r.firstRequest(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.report.FirstRequest) != 6 {
+		t.Fatalf("%d systems, want 6: %+v", len(r.report.FirstRequest), r.report.FirstRequest)
+	}
+	for _, f := range r.report.FirstRequest {
+		if f.Skipped != "" {
+			if f.System != SystemAgentACP {
+				t.Errorf("%s skipped: %s", f.System, f.Skipped)
+			}
+			continue
+		}
+		if f.First.N != 1 || f.First.P50 <= 0 {
+			t.Errorf("%s: %+v, want one positive figure", f.System, f.First)
+		}
+	}
+}

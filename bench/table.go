@@ -27,6 +27,8 @@ func printScenario(w io.Writer, rep *Report, name string) {
 		tableCompare(&b, rep)
 	case ScenarioFollowUp:
 		tableFollowUp(&b, rep)
+	case ScenarioFirst:
+		tableFirstRequest(&b, rep)
 	}
 	if b.Len() > 0 {
 		fmt.Fprintln(w, b.String())
@@ -234,6 +236,23 @@ func tableFollowUp(w io.Writer, rep *Report) {
 			continue
 		}
 		t.row(f.System, f.FirstRequest.N, f.FirstRequest.P50, f.FirstRequest.P95, f.IdleRSSMiB)
+	}
+	t.flush()
+}
+
+func tableFirstRequest(w io.Writer, rep *Report) {
+	if len(rep.FirstRequest) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### A new session's start: the client asks for it → the model's first request (familiar from task/create; the floors and the adapter from their spawn), claude %s, %d starts each, interleaved\n\n",
+		rep.ClaudeVersion, rep.Options.StartRuns)
+	t := newTable(w, "system", "runs", "p50 ms", "p95 ms")
+	for _, f := range rep.FirstRequest {
+		if f.Skipped != "" {
+			t.row(f.System, 0, "skipped: "+f.Skipped, "")
+			continue
+		}
+		t.row(f.System, f.First.N, f.First.P50, f.First.P95)
 	}
 	t.flush()
 }

@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/familiar-dev/familiar/demomodel"
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// FirstRequestResult is a new session's start: from the client asking for
+// it to the model's first request, for each system. Beside the interactive
+// CLI started bare (the TUI floor: its hooks only) and with every hook
+// familiar subscribes to, it splits the PTY driver's start into the CLI's
+// own start-up, what familiar's hooks cost it, and familiar's part (the
+// worktree, the config dir, settings, MCP config and trust seeding).
+type FirstRequestResult struct {
+	System  string `json:"system"`
+	First   Dist   `json:"firstRequest"`
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// firstRequest starts StartRuns fresh sessions of each system, interleaved,
+// each with the compare scenario's first prompt, and times its first model
+// request. familiar's clock starts at task/create (its workspace is open,
+// as a running familiar's is); the floors' at the spawn of claude; the
+// adapter's at its spawn (ACP's initialize and session/new are part of
+// what a client waits for).
+func (r *runner) firstRequest(ctx context.Context) error {
+	if r.claude.Path == "" {
+		return errSkip("the claude CLI is not installed (" + r.claudeErr + ")")
+	}
+	type entry struct {
+		name  string
+		start func(ctx context.Context, api *demomodel.Server) (contender, error)
+		// startsOnAsk: the session's claude starts at ask(0) (familiar, the
+		// TUI floors), so the clock starts there.
+		startsOnAsk bool
+		res         FirstRequestResult
+		lat         []time.Duration
+	}
+	entries := []*entry{
+		{name: SystemFamiliarPTY, startsOnAsk: true, start: func(ctx context.Context, api *demomodel.Server) (contender, error) {
+			return r.startFamiliar(ctx, api, protocol.DriverPTY)
+		}},
+		{name: SystemFamiliarStream, startsOnAsk: true, start: func(ctx context.Context, api *demomodel.Server) (contender, error) {
+			return r.startFamiliar(ctx, api, protocol.DriverStream)
+		}},
+		{name: SystemTUIFloor, startsOnAsk: true, start: r.startTUIFloor("PermissionRequest", false)},
+		{name: SystemTUIFloorAllHooks, startsOnAsk: true, start: r.startTUIFloor("PermissionRequest", true)},
+		{name: SystemStreamFloor, start: r.startStreamFloor},
+		{name: SystemAgentACP, start: r.startACP(agentACP)},
+	}
+	var kept []*entry
+	for _, e := range entries {
+		if r.compared(e.name) {
+			e.res.System = e.name
+			kept = append(kept, e)
+		}
+	}
+	one := func(ctx context.Context, e *entry) (time.Duration, error) {
+		api, err := demomodel.Listen(demomodel.PromptScript())
+		if err != nil {
+			return 0, err
+		}
+		defer api.Close()
+		t0 := time.Now()
+		c, err := e.start(ctx, api)
+		if err != nil {
+			return 0, err
+		}
+		defer c.close()
+		if e.startsOnAsk {
+			t0 = time.Now()
+		}
+		if _, err := c.ask(ctx, 0); err != nil {
+			return 0, err
+		}
+		reqs := api.MainRequests()
+		if len(reqs) == 0 {
+			return 0, fmt.Errorf("asked with no model request")
+		}
+		return reqs[0].At.Sub(t0), nil
+	}
+	for i := range r.opts.StartRuns {
+		for _, e := range kept {
+			if e.res.Skipped != "" {
+				continue
+			}
+			d, err := one(ctx, e)
+			switch {
+			case isSkip(err):
+				e.res.Skipped = err.Error()
+				r.skip("first request " + e.name + ": " + err.Error())
+				continue
+			case err != nil:
+				return fmt.Errorf("%s, round %d: %w", e.name, i, err)
+			}
+			e.lat = append(e.lat, d)
+		}
+	}
+	for _, e := range kept {
+		e.res.First = distOf(e.lat)
+		if e.res.Skipped == "" {
+			r.logf("first request %s: p50 %.1f / p95 %.1f ms (%d runs)", e.name, e.res.First.P50, e.res.First.P95, e.res.First.N)
+		}
+		r.report.FirstRequest = append(r.report.FirstRequest, e.res)
+	}
+	return nil
+}
