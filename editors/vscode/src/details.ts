@@ -2,7 +2,7 @@
 
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
-import { activityText, describe, money, reasonText, statusText, taskLabel } from './model';
+import { activityText, describe, money, reasonText, taskStatusText, taskLabel } from './model';
 
 /** The read-only details document a tree click opens. */
 export class DetailsProvider implements vscode.TextDocumentContentProvider {
@@ -26,7 +26,7 @@ export class DetailsProvider implements vscode.TextDocumentContentProvider {
     const lines = [
       `# ${taskLabel(t)}`,
       '',
-      `Status:   ${statusText(t.status)}${t.status === 'running' && (t.activityDetail || activityText(t.activity)) ? ` (${t.activityDetail || activityText(t.activity)})` : ''}`,
+      `Status:   ${taskStatusText(t)}${t.status === 'running' && (t.activityDetail || activityText(t.activity)) ? ` (${t.activityDetail || activityText(t.activity)})` : ''}`,
       `          ${describe(t, now)}`,
       `Type:     ${t.type} · mode ${t.mode} · driver ${t.driver} · attempt ${t.attempt}`,
       `Id:       ${t.id}`,

@@ -74,6 +74,12 @@ export function statusText(s: Status): string {
   return ({ merging: 'ready to merge', running: 'running', starting: 'starting', queued: 'queued', waiting: 'waiting on you', paused: 'paused', merged: 'merged', blocked: 'blocked', cancelled: 'cancelled' } as Record<string, string>)[s] ?? s;
 }
 
+/** A task's status in words: a task that finished having changed nothing is done, whatever its status. */
+export function taskStatusText(t: Pick<Task, 'status' | 'result'>): string {
+  if (t.result?.noChanges && (t.status === 'merging' || t.status === 'merged')) return 'done, no changes';
+  return statusText(t.status);
+}
+
 /** A task's title as the tree and tabs show it: a retry says which attempt it is. */
 export function taskLabel(t: Pick<Task, 'title' | 'attempt'>): string {
   return t.attempt > 1 ? `${t.title} (attempt ${t.attempt})` : t.title;

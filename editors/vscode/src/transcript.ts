@@ -4,7 +4,7 @@
 // turn. Pure: no VS Code, so the fast tests cover it.
 
 import type { PlanItem, Task, ToolCall, TranscriptEntry, Usage } from './protocol';
-import { duration, money, relPath, statusText, taskLabel, truncate, undoable } from './model';
+import { duration, money, relPath, taskLabel, taskStatusText, truncate, undoable } from './model';
 
 export type ItemKind = 'prompt' | 'text' | 'thinking' | 'tool' | 'plan' | 'turn';
 
@@ -179,7 +179,7 @@ export function header(t: Task, now: number, total?: Usage): Header {
   ];
   return {
     title: taskLabel(t),
-    state: statusText(t.status) + (activity ? ` — ${activity}` : ''),
+    state: taskStatusText(t) + (activity ? ` — ${activity}` : ''),
     facts,
     actions: a.filter(([ok]) => ok).map(([, command, label]) => ({ command, label })),
     cost: u ? usageText(u) : t.result?.costUsd !== undefined ? money(t.result.costUsd) : undefined,

@@ -2,7 +2,7 @@
 
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
-import { describe, GroupId, groups, groupOfTask, statusText, taskLabel, tasksIn, truncate, undoable } from './model';
+import { describe, GroupId, groups, groupOfTask, taskStatusText, taskLabel, tasksIn, truncate, undoable } from './model';
 import type { Task } from './protocol';
 import { escapeMd } from './ui';
 
@@ -120,13 +120,13 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     item.contextValue = flags.join(' ');
     item.command = { command: 'familiar.showTask', title: 'Show Details', arguments: [t.id] };
     const md = new vscode.MarkdownString(undefined, true);
-    md.appendMarkdown(`**${escapeMd(taskLabel(t))}** — ${statusText(t.status)}\n\n`);
+    md.appendMarkdown(`**${escapeMd(taskLabel(t))}** — ${taskStatusText(t)}\n\n`);
     md.appendText(truncate(t.description, 300) + '\n\n');
     md.appendMarkdown(`${t.type} · ${t.mode} · attempt ${t.attempt}${t.worktree ? ` · \`${t.worktree.branch}\`` : ''}`);
     if (t.blocked?.detail) md.appendMarkdown('\n\n').appendText(truncate(t.blocked.detail, 500));
     if (t.result?.summary) md.appendMarkdown('\n\n').appendText(truncate(t.result.summary, 500));
     item.tooltip = md;
-    item.accessibilityInformation = { label: `${taskLabel(t)}, ${statusText(t.status)}, ${item.description}` };
+    item.accessibilityInformation = { label: `${taskLabel(t)}, ${taskStatusText(t)}, ${item.description}` };
     return item;
   }
 

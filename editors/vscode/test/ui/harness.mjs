@@ -348,8 +348,10 @@ export class Session {
   /** The tree row whose accessible label carries the task's status. */
   async waitTaskStatus(title, status, timeoutMs = 120000) {
     // A row's label says the status in words (model.ts statusText).
-    const words = { merging: 'ready to merge', waiting: 'waiting on you' }[status] ?? status;
-    await this.page.locator(`.monaco-list-row[aria-label^="${title}, ${words}"]`).first().waitFor({ state: 'attached', timeout: timeoutMs });
+    // (A task that changed nothing is "done, no changes" whatever its status.)
+    const words = { merging: ['ready to merge', 'done, no changes'], merged: ['merged', 'done, no changes'], waiting: ['waiting on you'] }[status] ?? [status];
+    const sel = words.map((w) => `.monaco-list-row[aria-label^="${title}, ${w}"]`).join(', ');
+    await this.page.locator(sel).first().waitFor({ state: 'attached', timeout: timeoutMs });
   }
 
   traceLines() {

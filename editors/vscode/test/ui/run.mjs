@@ -37,6 +37,36 @@ async function withSession(name, opts, fn) {
   }
 }
 
+/**
+ * New Task's form: Escape keeps the draft (New Task brings it back), and a
+ * pasted three-line description reaches the task with its three lines.
+ */
+async function newTaskForm(s) {
+  await s.command('Familiar: New Task');
+  let f = await s.formFrame();
+  await f.locator('#title').fill('Kept draft');
+  await f.locator('#description').fill('typed before Escape');
+  await s.shot('new-task-form');
+  await f.locator('#description').press('Escape');
+  await waitFor('the form to close', async () => !(await s.formFrame(0).catch(() => undefined)), 30000, 100);
+  await s.command('Familiar: New Task');
+  f = await s.formFrame();
+  await waitFor('the draft back in the form', async () => (await f.locator('#title').inputValue()) === 'Kept draft', 15000);
+  if ((await f.locator('#description').inputValue()) !== 'typed before Escape') throw new Error('the draft lost its description');
+  await f.locator('#discard').click();
+  await waitFor('the form to close', async () => !(await s.formFrame(0).catch(() => undefined)), 30000, 100);
+  const three = 'first line\nsecond line\nthird line';
+  await s.newTask('Three lines', three);
+  const rpc = await socketClient(s);
+  try {
+    const { tasks } = await rpc.request('task/list', {});
+    const t = tasks.find((x) => x.title === 'Three lines');
+    if (!t || t.description !== three) throw new Error(`the description is ${JSON.stringify(t?.description)}, not the three lines`);
+  } finally {
+    rpc.close();
+  }
+}
+
 /** The page inside the last task view (a webview: an iframe in an iframe). */
 function view(s) {
   return s.page.locator('iframe.webview.ready').last().contentFrame().locator('#active-frame').contentFrame();
@@ -52,6 +82,7 @@ const scenarios = {
     await withSession('main', { env: model.env, files: { 'latency-script.txt': script } }, async (s) => {
       await s.ready();
       await s.shot('workbench');
+      await newTaskForm(s);
       const title = 'Write hello';
       await s.newTask(title, bashTask('hello.txt', 'hello from the agent'));
       await s.treeRow(title).waitFor({ timeout: 60000 });
