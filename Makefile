@@ -1,7 +1,7 @@
 # The two commands of the README. Both work on a fresh machine with Go, git
 # and npm: the pinned claude CLI is installed into ./.tools first.
 
-.PHONY: demo test tools vscode-test vsix dist
+.PHONY: demo test tools vscode-test vsix dist canary
 
 tools:
 	bash .ci/run-tools
@@ -25,3 +25,9 @@ vsix:
 # version stamped, and one VS Code extension per platform with its binary.
 dist:
 	bash .ci/dist
+
+# The newest published claude (npm's latest, into .tools/canary) against the
+# end-to-end subset, reporting which behaviours still hold. Not part of
+# `make test`: a release familiar did not see must not block its CI.
+canary:
+	bash .ci/canary

@@ -29,9 +29,9 @@ func fakeCLI(t *testing.T, version string) string {
 func TestFindCLI(t *testing.T) {
 	ctx := context.Background()
 	t.Run("newer than tested: runs with a warning", func(t *testing.T) {
-		c, err := FindCLI(ctx, fakeCLI(t, "2.1.331"), "")
-		if err != nil || c.Version != "2.1.331" || c.Support != SupportNewerUntested ||
-			!strings.Contains(c.Warning, "2.1.331") || !strings.Contains(c.Warning, NewestTested) {
+		c, err := FindCLI(ctx, fakeCLI(t, "2.1.333"), "")
+		if err != nil || c.Version != "2.1.333" || c.Support != SupportNewerUntested ||
+			!strings.Contains(c.Warning, "2.1.333") || !strings.Contains(c.Warning, NewestTested) {
 			t.Fatalf("FindCLI = %+v, %v", c, err)
 		}
 	})

@@ -55,7 +55,7 @@ func Run(ctx context.Context, o Options) int {
 	cli, err := agent.FindCLI(ctx, o.ClaudePath, o.ToolsDir)
 	if err != nil {
 		fmt.Fprintf(out, "familiar demo needs the claude CLI: %v\n", err)
-		fmt.Fprintf(out, "Install it with: bash .ci/run-tools   (or: npm install --prefix .tools @anthropic-ai/claude-code@%s)\n", agent.NewestTested)
+		fmt.Fprintf(out, "Install it with: bash .ci/run-tools   (or: npm install --prefix .tools @anthropic-ai/claude-code@%s)\n", agent.PinnedVersion)
 		return batch.ExitFailed
 	}
 	root, err := os.MkdirTemp("", "familiar-demo-")

@@ -100,7 +100,7 @@ func checkClaude(ctx context.Context, o Options) Check {
 	cli, err := agent.FindCLI(ctx, o.ClaudePath, o.ToolsDir)
 	if err != nil {
 		c.Detail = err.Error()
-		c.Hint = fmt.Sprintf("npm install --prefix .tools @anthropic-ai/claude-code@%s (or set FAMILIAR_CLAUDE)", agent.NewestTested)
+		c.Hint = fmt.Sprintf("npm install --prefix .tools @anthropic-ai/claude-code@%s (or set FAMILIAR_CLAUDE)", agent.PinnedVersion)
 		return c
 	}
 	c.OK = true

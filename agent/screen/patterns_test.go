@@ -158,7 +158,7 @@ var recordedScreens = []struct {
 	{"not-logged-in", screen.Classification{State: screen.Failed, Pattern: "login-error",
 		Text: "Not logged in · Please run /login"}},
 	{"usage-limit", screen.Classification{State: screen.Failed, Pattern: "usage-limit",
-		Text: "You've hit your 5-hour limit · resets Nov 25, 7:33pm (UTC)"}},
+		Text: "You've hit your 5-hour limit · resets 7:33pm (UTC)"}},
 	{"dialog-api-key", screen.Classification{State: screen.Dialog, Pattern: "api-key",
 		Title: "Detected a custom API key in your environment", Text: "Do you want to use this API key?",
 		Detail:  "ANTHROPIC_API_KEY: sk-ant-...api-0123456789abcdef",
@@ -178,10 +178,19 @@ var recordedScreens = []struct {
 // above its description, multi-select questions put descriptions at the
 // option's indent (not kept), and dialogs number their options. Up to
 // 2.1.300: the review tab ends with "Ready to submit your answers?".
+var usageLimit330 = screen.Classification{State: screen.Failed, Pattern: "usage-limit",
+	Text: "You've hit your 5-hour limit · resets Nov 25, 7:33pm (UTC)"}
+
 var olderScreens = []struct {
 	version, name string
 	want          screen.Classification
 }{
+	// 2.1.330 named the day of a reset in the past; 2.1.332 (which also
+	// says it will continue by itself) does not. The older versions show
+	// 2.1.330's screen.
+	{"2.1.330", "usage-limit", usageLimit330},
+	{"2.1.300", "usage-limit", usageLimit330},
+	{"2.1.200", "usage-limit", usageLimit330},
 	{"2.1.200", "idle", screen.Classification{State: screen.Idle, Pattern: "idle",
 		Detail: "? for shortcuts · ← for agents"}},
 	{"2.1.200", "idle-after-turn", screen.Classification{State: screen.Idle, Pattern: "idle",
