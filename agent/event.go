@@ -160,6 +160,8 @@ type TurnEnded struct {
 type Exited struct {
 	Code   int    `json:"code"`
 	Signal string `json:"signal,omitempty"` // "SIGKILL", "SIGTERM", … when a signal ended it
+	// Refusal is set when claude refused to start (StartupRefusal).
+	Refusal *StartupRefusal `json:"refusal,omitempty"`
 }
 
 // HookEvent is a raw hook payload as the CLI sent it.

@@ -58,8 +58,12 @@ type Options struct {
 	AppendSystemPrompt string
 	AllowedTools       []string
 	DisallowedTools    []string
-	MCPConfigPath      string   // written by package mcp; passed with --strict-mcp-config
-	ExtraArgs          []string // e.g. --effort for the think directive
+	MCPConfigPath      string // written by package mcp; passed with --strict-mcp-config
+	// NoSideload: the user's own MCP servers are not passed on either
+	// (managed settings' disableSideloadFlags refuses a claude started
+	// with any).
+	NoSideload bool
+	ExtraArgs  []string // e.g. --effort for the think directive
 
 	Env      []string          // base environment; nil = os.Environ()
 	ExtraEnv map[string]string // wins over Env
@@ -178,7 +182,7 @@ func (o *Options) prepareConfig(settings map[string]any) (string, error) {
 	if err := layerUserConfig(o.ConfigDir, user); err != nil {
 		return "", err
 	}
-	if servers := user.userMCPServers(o.RepoRoot); len(servers) > 0 {
+	if servers := user.userMCPServers(o.RepoRoot); len(servers) > 0 && !o.NoSideload {
 		if o.MCPConfigPath == "" {
 			empty := filepath.Join(o.ConfigDir, "familiar-mcp-empty.json")
 			if err := writeFileAtomic(empty, []byte(`{"mcpServers":{}}`), 0o600); err != nil {

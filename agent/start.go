@@ -28,6 +28,14 @@ func (a procAdapter) exitStatus() Exited {
 	if st.Signaled() {
 		x.Signal = procs.SignalName(st.Signal)
 	}
+	if x.Code != 0 {
+		// What claude wrote last: its terminal, or stdout and stderr.
+		out := string(a.p.Output().Tail().Data)
+		if e := a.p.Stderr(); e != nil {
+			out += "\n" + string(e.Tail().Data)
+		}
+		x.Refusal = startupRefusal(out)
+	}
 	return x
 }
 

@@ -313,3 +313,36 @@ func TestStartCalledOffIsNotTransient(t *testing.T) {
 		t.Errorf("message %q", err)
 	}
 }
+
+// The startup refusals as claude 2.1.332 writes them: on stderr (-p) or its
+// terminal, where escape sequences and line ends cut them up.
+func TestStartupRefusal(t *testing.T) {
+	sideload := "--mcp-config is disabled by your organization's managed settings (disableSideloadFlags). Plugins, custom agents, " +
+		"and MCP servers can only be loaded from sources your administrator has approved. Ask your administrator to remove " +
+		"disableSideloadFlags from managed settings, or use an approved marketplace / settings file instead.\n"
+	held := "Error: That session is running in the background (j-4f2a). Run `claude attach j-4f2a` to open it, " +
+		"or `claude stop j-4f2a` first to resume it here. Add --fork-session to branch off a copy instead.\n"
+	for _, tc := range []struct {
+		name, out, reason, starts string
+	}{
+		{"sideload on stderr", sideload, RefusalSideload, "--mcp-config is disabled"},
+		{"sideload on a terminal", "\x1b[?25l\x1b[31m--mcp-config is disabled by your\r\n organization's managed settings\x1b[39m (disableSideloadFlags). Ask your administrator.\r\n",
+			RefusalSideload, "--mcp-config is disabled"},
+		{"held by the background daemon", "some output\n" + held, RefusalSessionHeld, "Error: That session is running"},
+		{"anything else", "Error: something else broke\n", "", ""},
+		{"the words alone are not a refusal", "we discussed running in the background\n", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startupRefusal(tc.out)
+			if tc.reason == "" {
+				if r != nil {
+					t.Fatalf("refusal %+v", r)
+				}
+				return
+			}
+			if r == nil || r.Reason != tc.reason || !strings.HasPrefix(r.Message, tc.starts) || strings.ContainsAny(r.Message, "\x1b\r\n") || r.Fix() == "" {
+				t.Fatalf("refusal %+v", r)
+			}
+		})
+	}
+}

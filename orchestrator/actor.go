@@ -507,7 +507,12 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		r.Message = o.maskString(r.Message)
 		in = inAPIRetry{retry: r}
 	case agent.EventExited:
-		in = inExited{code: ev.Exit.Code, signal: ev.Exit.Signal}
+		in = inExited{code: ev.Exit.Code, signal: ev.Exit.Signal, refusal: ev.Exit.Refusal}
+		if r := ev.Exit.Refusal; r != nil {
+			masked := *r
+			masked.Message = o.maskString(r.Message)
+			in = inExited{code: ev.Exit.Code, signal: ev.Exit.Signal, refusal: &masked}
+		}
 	default:
 		return
 	}
@@ -526,6 +531,12 @@ var activities = map[string]protocol.Activity{
 	agent.ActivityRunningCommand: protocol.ActivityRunningCommand,
 	agent.ActivityUnknown:        protocol.ActivityUnknown,
 	agent.ActivityStopped:        protocol.ActivityStopped,
+}
+
+// refusalReasons ties claude's startup refusals to the blocked reasons.
+var refusalReasons = map[string]protocol.BlockedReason{
+	agent.RefusalSideload:    protocol.BlockedSideloadDisabled,
+	agent.RefusalSessionHeld: protocol.BlockedSessionHeld,
 }
 
 // questionKinds ties the agent's question kinds to the protocol's.

@@ -1241,3 +1241,43 @@ func TestWarmAgentTakesFollowUp(t *testing.T) {
 		})
 	}
 }
+
+// TestSideloadRefusal: an administrator's disableSideloadFlags (given here
+// with --managed-settings) makes claude 2.1.331+ refuse a start that names
+// MCP servers on its command line, as familiar passes them. A task with
+// servers of its own is blocked{sideload_flags_disabled} with claude's words
+// and the fix; a task that has none of its own (the settings' only) starts
+// again without them and says what it lost (issue 27).
+func TestSideloadRefusal(t *testing.T) {
+	cli, err := agent.FindCLI(context.Background(), testenv.Claude(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if agent.CompareVersions(cli.Version, "2.1.331") < 0 {
+		t.Skipf("claude %s has no disableSideloadFlags (2.1.331 and newer)", cli.Version)
+	}
+	server := protocol.McpServer{Type: "stdio", Command: "true"}
+	e := open(t, nil, &protocol.SettingsUpdate{McpServers: map[string]protocol.McpServer{"shared": server}})
+	e.startHook = func(o *agent.Options) {
+		o.ExtraArgs = append(o.ExtraArgs, "--managed-settings", `{"disableSideloadFlags":true}`)
+	}
+	t.Run("the task's own servers: blocked", func(t *testing.T) {
+		task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{
+			Title: "own server", Description: "hi\n@@TEXT Hi.", McpServers: map[string]protocol.McpServer{"own": server},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.notes.wait(t, "blocked", statusIs(task.ID, protocol.StatusBlocked))
+		b := e.get(t, task.ID).Blocked
+		if b == nil || b.Reason != protocol.BlockedSideloadDisabled || !strings.Contains(b.Detail, "--mcp-config is disabled") ||
+			!strings.Contains(b.Detail, "ask your administrator") {
+			t.Fatalf("blocked = %+v", b)
+		}
+	})
+	t.Run("none of its own: starts without them", func(t *testing.T) {
+		task := e.create(t, "no server of its own", "hi\n@@TEXT Hi.", 0)
+		e.notes.wait(t, "what it lost", is(protocol.NotifyServerMessage, task.ID, "disableSideloadFlags", "shared"))
+		e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID, `"status":"merging"`))
+	})
+}

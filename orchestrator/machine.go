@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
@@ -147,6 +148,9 @@ type env struct {
 	// warmFor: the setting warmAgentSec; a finished turn's claude stays
 	// this long for a follow-up (0 = let it go at once).
 	warmFor time.Duration
+	// sessionMCP names the settings' MCP servers, which a start without
+	// sideloaded parts loses.
+	sessionMCP []string
 }
 
 // Inputs. Commands come from clients; the rest are what the agent or a
@@ -200,6 +204,8 @@ type (
 	inExited struct {
 		code   int
 		signal string
+		// refusal: claude refused to start (agent.StartupRefusal).
+		refusal *agent.StartupRefusal
 	}
 
 	// cmdCancel: by the person, or with a detail by familiar itself
@@ -849,6 +855,22 @@ func (st *stepper) apply(in input) error {
 				detail = "claude was killed by signal " + in.signal
 			}
 			intent = stopIntent{kind: stopBlock, reason: protocol.BlockedAgentExited, detail: detail}
+			if r := in.refusal; r != nil {
+				// A refusal a retry does not fix: its own reason, and what
+				// to do about it.
+				intent = stopIntent{kind: stopBlock, reason: refusalReasons[r.Reason],
+					detail: "claude refused to start: " + r.Message + " — " + r.Fix()}
+				if r.Reason == agent.RefusalSideload && !s.NoSideload && len(s.McpServers) == 0 {
+					// Only servers the task did not ask for were refused
+					// (the settings' and the user's own): it starts again
+					// without them, and the person is told what it lost.
+					s.NoSideload = true
+					intent = stopIntent{kind: stopSwitch}
+					st.emit(effPublish{protocol.ServerMessageNotification{Level: protocol.LevelWarning,
+						Text: fmt.Sprintf("task %s: %s", s.T.ID, sideloadLost(st.e.sessionMCP))}})
+					st.emit(effPersist{})
+				}
+			}
 		}
 		st.settleStopped(intent)
 
@@ -1478,4 +1500,15 @@ func conflictsEqual(a, b []protocol.TaskConflict) bool {
 		}
 	}
 	return true
+}
+
+// sideloadLost says what a task started without its sideloaded parts has
+// lost: the settings' MCP servers (named) and the user's own.
+func sideloadLost(settings []string) string {
+	lost := "the MCP servers of your own claude configuration"
+	if len(settings) > 0 {
+		lost = "the MCP servers of familiar's settings (" + strings.Join(settings, ", ") + ") and " + lost
+	}
+	return "claude refused to start with MCP servers passed on its command line (your organization's managed settings set " +
+		"disableSideloadFlags); the task needs none of its own, so it starts again without " + lost
 }

@@ -380,6 +380,38 @@ func TestTransitions(t *testing.T) {
 			}},
 		{name: "exit of a released agent changes nothing", from: mk(protocol.StatusMerging, agentStopping, withStop(stopRelease)), in: inExited{},
 			status: protocol.StatusMerging, gone: true},
+		// Startup refusals (claude 2.1.331+): their own reasons, the fix in words.
+		{name: "refused: session held by claude's background agents", from: mk(running, agentUp),
+			in:     inExited{code: 1, refusal: &agent.StartupRefusal{Reason: agent.RefusalSessionHeld, Message: "That session is running in the background (j1)."}},
+			status: protocol.StatusBlocked, check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedSessionHeld || !strings.Contains(s.T.Blocked.Detail, "running in the background (j1)") ||
+					!strings.Contains(s.T.Blocked.Detail, "claude stop") {
+					t.Errorf("blocked %+v", s.T.Blocked)
+				}
+			}},
+		{name: "refused sideloading, the task needs none of its own: starts again without", from: mk(running, agentUp),
+			in:     inExited{code: 1, refusal: &agent.StartupRefusal{Reason: agent.RefusalSideload, Message: "--mcp-config is disabled"}},
+			status: protocol.StatusStarting, phase: agentStarting, check: func(t *testing.T, s state) {
+				if !s.NoSideload {
+					t.Error("the next start still sideloads")
+				}
+			}},
+		{name: "refused sideloading again: blocked", from: mk(running, agentUp, func(s *state) { s.NoSideload = true }),
+			in:     inExited{code: 1, refusal: &agent.StartupRefusal{Reason: agent.RefusalSideload, Message: "--mcp-config is disabled"}},
+			status: protocol.StatusBlocked, check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedSideloadDisabled || !strings.Contains(s.T.Blocked.Detail, "disableSideloadFlags") {
+					t.Errorf("blocked %+v", s.T.Blocked)
+				}
+			}},
+		{name: "refused sideloading a task's own MCP servers: blocked", from: mk(running, agentUp, func(s *state) {
+			s.McpServers = map[string]protocol.McpServer{"db": {Command: "db-mcp"}}
+		}),
+			in:     inExited{code: 1, refusal: &agent.StartupRefusal{Reason: agent.RefusalSideload, Message: "--mcp-config is disabled"}},
+			status: protocol.StatusBlocked, check: func(t *testing.T, s state) {
+				if s.T.Blocked.Reason != protocol.BlockedSideloadDisabled || s.NoSideload {
+					t.Errorf("blocked %+v, noSideload %v", s.T.Blocked, s.NoSideload)
+				}
+			}},
 		{name: "unexpected exit names the signal", from: mk(running, agentUp), in: inExited{signal: "SIGKILL"},
 			status: protocol.StatusBlocked, check: func(t *testing.T, s state) {
 				if s.T.Blocked.Reason != protocol.BlockedAgentExited || s.T.Blocked.Detail != "claude was killed by signal SIGKILL" {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -273,6 +274,7 @@ func (o *Orchestrator) env() env {
 		repoRoot:         o.cfg.Repo.Root(),
 		dataDir:          o.cfg.DataDir,
 		maxBudgetUSD:     s.MaxBudgetUsd,
+		sessionMCP:       slices.Sorted(maps.Keys(s.McpServers)),
 
 		resumeAfterUsageLimit: s.ResumeAfterUsageLimit,
 		warmFor:               time.Duration(s.WarmAgentSec) * time.Second,

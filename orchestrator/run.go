@@ -249,7 +249,11 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 	if err := o.installSkills(configDir, p.Skills); err != nil {
 		return agent.Options{}, err
 	}
-	mcpPath, err := o.prepareMCP(ctx, id, dir, p.T.Worktree.Path, s.McpServers, p.McpServers)
+	sessionMCP := s.McpServers
+	if p.NoSideload {
+		sessionMCP = nil // claude refused them; the task has none of its own
+	}
+	mcpPath, err := o.prepareMCP(ctx, id, dir, p.T.Worktree.Path, sessionMCP, p.McpServers)
 	if err != nil {
 		return agent.Options{}, err
 	}
@@ -279,6 +283,7 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 		DisallowedTools:    spec.Flags.DisallowedTools,
 		ExtraArgs:          withModel(spec.Flags.ExtraArgs, p.T.Model),
 		MCPConfigPath:      mcpPath,
+		NoSideload:         p.NoSideload,
 		Hooks:              o.cfg.Hooks,
 		// The CLI fails open when a hook times out: keep it well above the
 		// approval timeout, which familiar enforces itself.

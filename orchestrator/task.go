@@ -33,9 +33,13 @@ type persisted struct {
 	FollowUp             string                        `json:"followUp,omitempty"` // prompt for the next start (task/send on a finished task)
 	Prior                *priorAttempt                 `json:"prior,omitempty"`    // what the previous attempt left (retry)
 	StartFailures        int                           `json:"startFailures,omitempty"`
-	Turns                int                           `json:"turns,omitempty"` // turns ended, for checkpoint messages
-	Merge                *mergeRecord                  `json:"merge,omitempty"` // the last merge, for undo
-	Seq                  int64                         `json:"seq"`             // FIFO order within a priority
+	// NoSideload: claude refused familiar's --mcp-config (managed settings'
+	// disableSideloadFlags) and the task can work without it: later starts
+	// pass no MCP servers (the settings' nor the user's own).
+	NoSideload bool         `json:"noSideload,omitempty"`
+	Turns      int          `json:"turns,omitempty"` // turns ended, for checkpoint messages
+	Merge      *mergeRecord `json:"merge,omitempty"` // the last merge, for undo
+	Seq        int64        `json:"seq"`             // FIFO order within a priority
 }
 
 // priorAttempt is what a retry tells the agent about the attempt before.

@@ -133,11 +133,20 @@ const (
 	// BlockedCancelled: familiar cancelled the task, not the person (e.g.
 	// familiar run stopping a file's tasks when one of them is invalid).
 	BlockedCancelled BlockedReason = "cancelled"
+	// BlockedSideloadDisabled: claude refused to start because managed
+	// settings set disableSideloadFlags and the task has MCP servers of
+	// its own; Detail has claude's words and the fix (issue 27).
+	BlockedSideloadDisabled BlockedReason = "sideload_flags_disabled"
+	// BlockedSessionHeld: claude refused to start because the session is
+	// running in Claude Code's own background agents (claude --bg); Detail
+	// says how to stop it there.
+	BlockedSessionHeld BlockedReason = "session_held_by_background"
 )
 
 var BlockedReasons = []BlockedReason{BlockedTimeout, BlockedAgentFailed, BlockedAgentExited,
 	BlockedStartFailed, BlockedInterrupted, BlockedCancelledByUser,
-	BlockedAPIError, BlockedAuth, BlockedUsageLimit, BlockedBudget, BlockedCancelled, BlockedMerge}
+	BlockedAPIError, BlockedAuth, BlockedUsageLimit, BlockedBudget, BlockedCancelled, BlockedMerge,
+	BlockedSideloadDisabled, BlockedSessionHeld}
 
 func (r BlockedReason) Valid() bool { return slices.Contains(BlockedReasons, r) }
 

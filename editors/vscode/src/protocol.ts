@@ -28,7 +28,7 @@ export type Driver = 'pty' | 'stream';
 export type QuestionKind = 'permission' | 'choice' | 'question' | 'dialog';
 
 /** BlockedReason says why a task could not finish. */
-export type BlockedReason = 'timeout' | 'agent_failed' | 'agent_exited' | 'start_failed' | 'interrupted' | 'cancelled_by_user' | 'api_error' | 'auth' | 'usage_limit' | 'budget' | 'cancelled' | 'merge';
+export type BlockedReason = 'timeout' | 'agent_failed' | 'agent_exited' | 'start_failed' | 'interrupted' | 'cancelled_by_user' | 'api_error' | 'auth' | 'usage_limit' | 'budget' | 'cancelled' | 'merge' | 'sideload_flags_disabled' | 'session_held_by_background';
 
 /** DecidedBy says who answered a question. */
 export type DecidedBy = 'user' | 'policy' | 'timeout' | 'agent';
