@@ -308,6 +308,7 @@ func (s *Session) Interrupt() error {
 	if s.stream != nil {
 		return s.stream.interrupt()
 	}
+	s.pty.interruptSent()
 	_, err := s.proc.Write([]byte{0x1b})
 	return err
 }
@@ -316,6 +317,9 @@ func (s *Session) Interrupt() error {
 func (s *Session) Input(raw []byte) error {
 	if s.stream != nil {
 		return errors.New("the stream driver has no terminal; use SendPrompt")
+	}
+	if len(raw) == 1 && raw[0] == 0x1b {
+		s.pty.interruptSent() // Esc typed in the editor's terminal
 	}
 	_, err := s.proc.Write(raw)
 	return err

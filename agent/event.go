@@ -138,13 +138,16 @@ type Resolution struct {
 
 // TurnEnded reports the end of a turn.
 type TurnEnded struct {
-	LastMessage     string  `json:"lastMessage"`
-	BackgroundTasks int     `json:"backgroundTasks"`
-	Failed          bool    `json:"failed,omitempty"` // StopFailure / error result
-	Error           string  `json:"error,omitempty"`
-	CostUSD         float64 `json:"costUsd,omitempty"` // this turn's, as the CLI counts it (stream driver)
-	InputTokens     int     `json:"inputTokens,omitempty"`
-	OutputTokens    int     `json:"outputTokens,omitempty"`
+	LastMessage     string `json:"lastMessage"`
+	BackgroundTasks int    `json:"backgroundTasks"`
+	Failed          bool   `json:"failed,omitempty"` // StopFailure / error result
+	// Interrupted: the turn ended because it was interrupted (Esc); no
+	// Stop hook fires then, the screen said so.
+	Interrupted  bool    `json:"interrupted,omitempty"`
+	Error        string  `json:"error,omitempty"`
+	CostUSD      float64 `json:"costUsd,omitempty"` // this turn's, as the CLI counts it (stream driver)
+	InputTokens  int     `json:"inputTokens,omitempty"`
+	OutputTokens int     `json:"outputTokens,omitempty"`
 	// Asks is the id of the prose question the turn ended with, if any.
 	Asks string `json:"asks,omitempty"`
 	// Failure says why a Failed turn failed, when claude said (the API gave

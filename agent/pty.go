@@ -30,6 +30,9 @@ type ptyDriver struct {
 	fallback  *pendingQuestion      // guarded by mu; a question read from the screen
 	typingMu  sync.Mutex            // one prompt typed at a time
 	hookHeard bool                  // guarded by mu; any hook arrived (hooks are working)
+	// interrupted: an Esc went to claude and its screen has not yet shown
+	// the end of the turn (Idle or Interrupted).
+	interrupted bool // guarded by mu
 	// hookAsks counts the questions PermissionRequest hooks asked, and
 	// lastHookAsk is when the last one was: a dialog whose hook question
 	// was asked (and maybe answered) before the screen was read is no
@@ -235,25 +238,28 @@ func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
 		if !heard {
 			s.setActivity(Activity{State: ActivityThinking})
 		}
-	case screen.Interrupted:
-		// No hook fires for an interrupt (CLAUDE-CLI.md Part B §1.1): the turn
-		// is over and the CLI asks what to do instead.
-		s.resolveElsewhere(func(p *pendingQuestion) bool { return p.source != "interrupted" }, "agent")
-		s.commandEnded("") // the CLI killed it
+	case screen.Idle:
+		// An interrupt that brings back the idle prompt without
+		// "Interrupted" (2.1.200 does) ends the turn as "Interrupted"
+		// does on newer versions: no Stop fires on an interrupted turn
+		// (CLAUDE-CLI.md Part B §5), so nothing else would.
+		d.mu.Lock()
+		interrupted := d.interrupted
+		d.interrupted = false
+		d.mu.Unlock()
 		s.mu.Lock()
-		s.inTurn = false
-		s.notifyLocked()
+		inTurn := s.inTurn
 		s.mu.Unlock()
-		s.setActivity(Activity{State: ActivityIdle, Detail: "interrupted"})
-		p := &pendingQuestion{
-			q:      Question{Kind: KindQuestion, Text: c.Text, AllowText: true},
-			source: "interrupted",
+		// In a turn by the hooks, or by the screen (2.1.200 sent no
+		// UserPromptSubmit for a prompt given on its command line).
+		if interrupted && (inTurn || prev.State == screen.Working || isDialog(prev.State)) {
+			d.interruptedTurn("")
 		}
-		if p.q.Text == "" {
-			p.q.Text = "Interrupted · What should Claude do instead?"
-		}
-		s.qs.add(p)
-		s.emit(Event{Kind: EventQuestion, Question: &p.q})
+	case screen.Interrupted:
+		d.mu.Lock()
+		d.interrupted = false
+		d.mu.Unlock()
+		d.interruptedTurn(c.Text)
 	case screen.Permission, screen.Choice, screen.Dialog:
 		s.wg.Add(1)
 		go d.screenFallback(c)
@@ -478,6 +484,9 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	s.tr.poke()
 	switch event {
 	case "UserPromptSubmit":
+		d.mu.Lock()
+		d.interrupted = false // an interrupt before this turn is not this turn's
+		d.mu.Unlock()
 		s.mu.Lock()
 		s.retry = APIRetry{} // a new turn's retries count from 1
 		s.inTurn = true
@@ -629,4 +638,35 @@ func jsonEqual(a, b json.RawMessage) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
+}
+
+// interruptSent notes an Esc sent to claude: the idle prompt that follows
+// ends the turn.
+func (d *ptyDriver) interruptSent() {
+	d.mu.Lock()
+	d.interrupted = true
+	d.mu.Unlock()
+}
+
+// interruptedTurn ends a turn that was interrupted: no hook fires for an
+// interrupt (CLAUDE-CLI.md Part B §1.1): the turn is over and the CLI asks
+// what to do instead (text is its words, "" where it shows none).
+func (d *ptyDriver) interruptedTurn(text string) {
+	s := d.s
+	s.resolveElsewhere(func(p *pendingQuestion) bool { return p.source != "interrupted" }, "agent")
+	s.commandEnded("") // the CLI killed it
+	s.mu.Lock()
+	s.inTurn = false
+	s.notifyLocked()
+	s.mu.Unlock()
+	s.setActivity(Activity{State: ActivityIdle, Detail: "interrupted"})
+	p := &pendingQuestion{
+		q:      Question{Kind: KindQuestion, Text: text, AllowText: true},
+		source: "interrupted",
+	}
+	if p.q.Text == "" {
+		p.q.Text = "Interrupted · What should Claude do instead?"
+	}
+	s.qs.add(p)
+	s.emit(Event{Kind: EventQuestion, Question: &p.q})
 }
