@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/familiar-dev/familiar/agent/screen"
 )
@@ -33,6 +34,9 @@ type ptyDriver struct {
 	// interrupted: an Esc went to claude and its screen has not yet shown
 	// the end of the turn (Idle or Interrupted).
 	interrupted bool // guarded by mu
+	// restored: the interrupted prompt claude put back into its input box,
+	// cleared before the next prompt is typed.
+	restored string // guarded by mu
 	// hookAsks counts the questions PermissionRequest hooks asked, and
 	// lastHookAsk is when the last one was: a dialog whose hook question
 	// was asked (and maybe answered) before the screen was read is no
@@ -240,19 +244,21 @@ func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
 		}
 	case screen.Idle:
 		// An interrupt that brings back the idle prompt without
-		// "Interrupted" (2.1.200 does) ends the turn as "Interrupted"
-		// does on newer versions: no Stop fires on an interrupted turn
-		// (CLAUDE-CLI.md Part B §5), so nothing else would.
+		// "Interrupted" (2.1.200 always, newer versions before any answer)
+		// ends the turn as "Interrupted" does: no Stop fires on an
+		// interrupted turn (CLAUDE-CLI.md Part B §5), so nothing else
+		// would. Whether a turn ran is not asked of the hooks (2.1.200
+		// sent no UserPromptSubmit for a prompt on its command line) nor of
+		// the last settled screen (a spinner's reading may never settle):
+		// the Esc was sent while claude worked.
 		d.mu.Lock()
 		interrupted := d.interrupted
-		d.interrupted = false
+		if interrupted {
+			d.interrupted = false
+			d.restored = c.Text // the interrupted prompt, back in the input box
+		}
 		d.mu.Unlock()
-		s.mu.Lock()
-		inTurn := s.inTurn
-		s.mu.Unlock()
-		// In a turn by the hooks, or by the screen (2.1.200 sent no
-		// UserPromptSubmit for a prompt given on its command line).
-		if interrupted && (inTurn || prev.State == screen.Working || isDialog(prev.State)) {
+		if interrupted {
 			d.interruptedTurn("")
 		}
 	case screen.Interrupted:
@@ -441,6 +447,19 @@ func (d *ptyDriver) sendPrompt(ctx context.Context, text string) error {
 	}
 	if !s.waitFor(ctx, readyTimeout, ready) {
 		return fmt.Errorf("%w: the idle prompt did not appear within %s (screen: %s)", ErrNotReady, readyTimeout, d.current().State)
+	}
+	d.mu.Lock()
+	restored := d.restored
+	d.restored = ""
+	d.mu.Unlock()
+	if c := d.current(); restored != "" && c.State == screen.Idle && c.Text != "" {
+		// An interrupt before any answer puts the prompt back into the
+		// input box (interrupted-early): typed after it, the new prompt
+		// would join it. Backspace it away first.
+		n := utf8.RuneCountInString(c.Text) + strings.Count(c.Text, "\n") + 2
+		if err := d.pressUntil(ctx, bytes.Repeat([]byte{0x7f}, n), func() bool { return d.current().Text == "" }); err != nil {
+			return fmt.Errorf("clear the interrupted prompt: %w", err)
+		}
 	}
 	s.mu.Lock()
 	epoch := s.turnEpoch
