@@ -1281,3 +1281,45 @@ func TestSideloadRefusal(t *testing.T) {
 		e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID, `"status":"merging"`))
 	})
 }
+
+// TestArchitectPlanApprovedGoesOn: an architect task plans in claude's plan
+// mode; the person approves the plan by switching the task to executor and
+// saying go, and the same conversation goes on and edits, on every
+// supported claude and both drivers. Approval never passes through an
+// ExitPlanMode answer, which claude ignores from a PermissionRequest hook
+// since 2.1.199 (anthropics/claude-code#74256): architect mode removes the
+// tool, and the switch restarts claude out of plan mode (issue 27).
+func TestArchitectPlanApprovedGoesOn(t *testing.T) {
+	for _, d := range []protocol.Driver{protocol.DriverPTY, protocol.DriverStream} {
+		t.Run(string(d), func(t *testing.T) {
+			e := open(t, nil, &protocol.SettingsUpdate{PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAllow}})
+			ctx := context.Background()
+			task, err := e.o.TaskCreate(ctx, &protocol.TaskCreateParams{
+				Title: "plan first", Mode: protocol.ModeArchitect, Driver: d,
+				Description: "plan it\n@@TEXT Plan: write approved.txt with the word yes.",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.notes.wait(t, "the plan", is(protocol.NotifyTaskCompleted, task.ID))
+			session := e.get(t, task.ID).Agent.SessionID
+			if _, err := e.o.TaskSetMode(ctx, &protocol.TaskSetModeParams{ID: task.ID, Mode: protocol.ModeExecutor}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.o.TaskSend(ctx, &protocol.TaskSendParams{ID: task.ID,
+				Text: "The plan is approved: go.\n@@TOOL Write {\"file_path\":\"approved.txt\",\"content\":\"yes\\n\"}\n@@TEXT Wrote approved.txt."}); err != nil {
+				t.Fatal(err)
+			}
+			e.notes.wait(t, "done after approval", func(x note) bool {
+				return is(protocol.NotifyTaskCompleted, task.ID, "Wrote approved.txt")(x) || statusIs(task.ID, protocol.StatusBlocked)(x)
+			})
+			got := e.get(t, task.ID)
+			if b, err := os.ReadFile(filepath.Join(got.Worktree.Path, "approved.txt")); err != nil || string(b) != "yes\n" {
+				t.Fatalf("approved.txt = %q, %v (task %s, blocked %+v)", b, err, got.Status, got.Blocked)
+			}
+			if got.Agent.SessionID != session {
+				t.Error("the approval started a new conversation")
+			}
+		})
+	}
+}
