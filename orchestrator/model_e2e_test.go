@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -375,11 +376,24 @@ func TestTimeoutDenyReachesClaudeAfterSIGCONT(t *testing.T) {
 
 func TestUsageLimitBlocksHoldsTheQueueAndResumes(t *testing.T) {
 	defer orchestrator.SetResetSlack(time.Second)()
-	reset := time.Now().Add(20 * time.Second).Truncate(time.Second)
-	limited := true
+	// The limit holds for 15 s from the model's first request, not from the
+	// test's start: a claude that took longer than the window to start
+	// (44 s at load 28) never saw the limit, and the test waited for a block
+	// that could not come.
+	var mu sync.Mutex
+	var reset time.Time // guarded by mu; set at the first request
+	resetAt := func() time.Time { mu.Lock(); defer mu.Unlock(); return reset }
 	e := openWith(t, nil, &protocol.SettingsUpdate{MaxConcurrent: intp(1)}, func(r fakeapi.Request) fakeapi.Reply {
-		if !r.IsSideRequest() && limited && time.Now().Before(reset) {
-			return fakeapi.UsageLimitReply(reset)
+		if !r.IsSideRequest() {
+			mu.Lock()
+			if reset.IsZero() {
+				reset = time.Now().Add(15 * time.Second).Truncate(time.Second)
+			}
+			rs := reset
+			mu.Unlock()
+			if time.Now().Before(rs) {
+				return fakeapi.UsageLimitReply(rs)
+			}
 		}
 		return fakeapi.PromptScript()(r)
 	})
@@ -390,20 +404,21 @@ func TestUsageLimitBlocksHoldsTheQueueAndResumes(t *testing.T) {
 	}
 	task := e.create(t, "limited", "@@TEXT finished after the limit", 0)
 	e.notes.wait(t, "blocked{usage_limit}", blockedIs(task.ID, protocol.BlockedUsageLimit))
+	limitEnds := resetAt()
 	got := e.get(t, task.ID)
-	if !got.Blocked.ResetsAt.Equal(reset) {
-		t.Errorf("resets at %s, want %s", got.Blocked.ResetsAt, reset)
+	if !got.Blocked.ResetsAt.Equal(limitEnds) {
+		t.Errorf("resets at %s, want %s", got.Blocked.ResetsAt, limitEnds)
 	}
 	second := e.create(t, "waits", "@@TEXT second done", 0)
-	if time.Now().Before(reset) {
+	if time.Now().Before(limitEnds) {
 		if s := e.get(t, second.ID).Status; s != protocol.StatusQueued {
 			t.Errorf("a task started into a known limit: %s", s)
 		}
 	}
 	e.notes.wait(t, "resumed and finished", statusIs(task.ID, protocol.StatusMerging))
 	e.notes.wait(t, "second finished", statusIs(second.ID, protocol.StatusMerging))
-	if s := e.get(t, second.ID); s.StartedAt.Before(reset) {
-		t.Errorf("the second task started at %s, before the reset %s", s.StartedAt, reset)
+	if s := e.get(t, second.ID); s.StartedAt.Before(limitEnds) {
+		t.Errorf("the second task started at %s, before the reset %s", s.StartedAt, limitEnds)
 	}
 }
 
