@@ -196,3 +196,24 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// A sentence is the last of its paragraph when only asides follow it; each
+// is read once, so a report of thousands of sentences (a summary over the
+// 30 KB clip) is classified in one pass rather than one per pair.
+func TestLastSentence(t *testing.T) {
+	ss := sentences(parse("Should I go on? Thanks! (No rush). The build is green. Shall I merge? Cheers."))
+	want := map[string]bool{"Should I go on?": false, "Thanks!": false, "(No rush).": false,
+		"The build is green.": false, "Shall I merge?": true, "Cheers.": true}
+	if len(ss) != len(want) {
+		t.Fatalf("sentences = %+v", ss)
+	}
+	for _, s := range ss {
+		if s.last != want[s.text] {
+			t.Errorf("%q: last = %v", s.text, s.last)
+		}
+	}
+	long := strings.Repeat("Summary line with a secret-free ✓ mark.\n", 5000) + "Shall I merge it?"
+	if v := Classify(long); v.Kind != Question {
+		t.Errorf("long report ending in a question: %+v", v)
+	}
+}
