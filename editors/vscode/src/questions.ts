@@ -183,9 +183,22 @@ export class Questions {
       q.kind === 'question' && q.options.length ? 'Other answer…' : 'Answer…',
       ...(q.closing ? ['Mark done'] : []),
     ];
+    // A question cut at 30 KB says so, and Read all… opens it whole (task/text).
+    const clipped = q.truncated && !!q.textRef;
     const text = q.truncated ? `${truncate(q.text, 200)} [clipped]` : truncate(q.text, 200);
-    const pick = await this.toastPrompt(p, `Familiar · "${taskLabel(t)}" asks: ${text}`, choices,
-      () => (q.expiresAt ? `${roughly(secondsLeft(q.expiresAt, Date.now()) ?? 0)} left` : ''));
+    if (clipped) choices.unshift('Read all…');
+    const status = () => (q.expiresAt ? `${roughly(secondsLeft(q.expiresAt, Date.now()) ?? 0)} left` : '');
+    let pick = await this.toastPrompt(p, `Familiar · "${taskLabel(t)}" asks: ${text}`, choices, status);
+    while (pick === 'Read all…') {
+      if (this.stale(t, q, p)) return;
+      try {
+        const whole = await this.f.text(t.id, q.textRef!);
+        await vscode.window.showTextDocument(this.f.texts.put(whole, 'question.md'), { preview: true });
+      } catch (err: any) {
+        this.f.fail(err);
+      }
+      pick = await this.toastPrompt(p, `Familiar · "${taskLabel(t)}" asks: ${text}`, choices.filter((c) => c !== 'Read all…'), status);
+    }
     if (!pick || this.stale(t, q, p)) return;
     if (pick.startsWith('option:')) return this.respond(t, q, { optionId: pick.slice('option:'.length) });
     if (pick === 'Mark done') return this.markDone(t, q);

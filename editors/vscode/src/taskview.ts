@@ -206,6 +206,11 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
             trace({ ev: 'taskview', task: id, items: m.items, entries: feed.entries, ms: Date.now() - opened });
             return;
           case 'command':
+            if (m.command === 'readSummary') {
+              const ref = task?.result?.summaryRef;
+              if (ref) await vscode.window.showTextDocument(this.f.texts.put(await this.f.text(id, ref), 'summary.md'), { preview: true });
+              return;
+            }
             if (typeof m.command === 'string' && /^[a-zA-Z]+$/.test(m.command)) await vscode.commands.executeCommand(`familiar.${m.command}`, id);
             return;
           case 'openDiff': {

@@ -175,6 +175,8 @@ export function header(t: Task, now: number, total?: Usage): Header {
     [t.driver === 'pty' || live, 'openTerminal', 'Terminal'],
     [['blocked', 'cancelled'].includes(t.status), 'retry', 'Retry'],
     [live, 'cancel', 'Cancel…'],
+    // A summary cut at 30 KB opens whole (task/text).
+    [!!t.result?.truncated && !!t.result.summaryRef, 'readSummary', 'Whole summary'],
     [['blocked', 'cancelled', 'merged', 'merging'].includes(t.status), 'remove', 'Remove…'],
   ];
   return {
