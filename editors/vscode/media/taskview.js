@@ -162,10 +162,8 @@
     // Keep a call's row open or closed as the person left it.
     if (old && old.tagName === 'DETAILS' && n.tagName === 'DETAILS' && !(it.diffs || []).length) n.open = old.open;
     nodes.set(it.key, n);
-    const atEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     if (old) old.replaceWith(n);
     else log.appendChild(n);
-    if (atEnd && !old) window.scrollTo(0, document.body.scrollHeight);
   }
 
   function showHead(h) {
@@ -189,18 +187,29 @@
         if (m.id !== id) { id = m.id; vscode.setState({ id }); }
         showHead(m.head);
         break;
-      case 'reset':
+      case 'reset': {
         log.textContent = '';
         nodes.clear();
-        for (const it of m.items) put(it);
+        // Built off the page and put in at once: one layout, not one per row.
+        const frag = document.createDocumentFragment();
+        for (const it of m.items) {
+          const n = render(it);
+          nodes.set(it.key, n);
+          frag.appendChild(n);
+        }
+        log.appendChild(frag);
         if (!m.items.length) log.appendChild(el('div', 'empty', 'Nothing yet: the conversation shows here as the agent works.'));
         window.scrollTo(0, document.body.scrollHeight);
         requestAnimationFrame(() => vscode.postMessage({ type: 'rendered', items: m.items.length }));
         break;
+      }
       case 'items': {
         const empty = log.querySelector('.empty');
         if (empty) empty.remove();
+        // Whether to follow the end is read once per batch (it forces a layout).
+        const atEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
         for (const it of m.items) put(it);
+        if (atEnd) window.scrollTo(0, document.body.scrollHeight);
         break;
       }
     }

@@ -162,6 +162,8 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     const post = (m: any) => void w.postMessage(m);
     const sendHead = () => task && post({ type: 'head', id, head: header(task, Date.now(), feed.transcript.total) });
     let ready = false;
+    // Where an opening's time goes (the UI test's figure): the page's start, familiar's answers.
+    const marks: Record<string, number> = {};
     const update = (t: Task) => {
       task = t;
       panel.title = taskLabel(t);
@@ -178,10 +180,12 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
       try {
         switch (m?.type) {
           case 'ready': {
+            marks.pageMs = Date.now() - opened;
             // task/get fills in what the list leaves out (steps, usage).
             const client = await this.f.whenConnected();
             const [t] = await Promise.all([client.request<Task>('task/get', { id }), feed.loaded]);
             task = t;
+            marks.loadedMs = Date.now() - opened;
             panel.title = taskLabel(t);
             ready = true;
             sendHead();
@@ -203,7 +207,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
             return;
           }
           case 'rendered':
-            trace({ ev: 'taskview', task: id, items: m.items, entries: feed.entries, ms: Date.now() - opened });
+            trace({ ev: 'taskview', task: id, items: m.items, entries: feed.entries, ms: Date.now() - opened, ...marks });
             return;
           case 'command':
             if (m.command === 'readSummary') {
