@@ -160,10 +160,21 @@ func openWith(t *testing.T, clk clock.Clock, settings *protocol.SettingsUpdate, 
 		}
 	})
 	e.ws, e.o = ws, ws.Orch
+	// Agents run at nice 0 here, the priority of the go test and the other
+	// sessions they share the machine with (as in familiar bench), unless a
+	// test sets agentNice: at the default 10 a PTY agent's session group got
+	// a tenth of an equal share, and at load 21 on 2 cores the pty variant of
+	// TestArchitectModeWriteRefusedByClaude took 16-63 s against 2.6-3.8 s
+	// at 0 (the stream agent shares the test's own group and was never held).
+	nice := protocol.SettingsUpdate{}
 	if settings != nil {
-		if _, err := e.o.UpdateSettings(context.Background(), settings); err != nil {
-			t.Fatal(err)
-		}
+		nice = *settings
+	}
+	if nice.AgentNice == nil {
+		nice.AgentNice = intp(0)
+	}
+	if _, err := e.o.UpdateSettings(context.Background(), &nice); err != nil {
+		t.Fatal(err)
 	}
 	return e
 }
