@@ -162,29 +162,6 @@ func (s *session) setModel(model string) error {
 	return nil
 }
 
-// statusWords says a task status the way a person reads it: familiar's
-// status names ("merging" is a finished task whose work waits to be
-// merged) are not for the person.
-func statusWords(st protocol.Status) string {
-	switch st {
-	case protocol.StatusQueued:
-		return "queued"
-	case protocol.StatusStarting:
-		return "starting"
-	case protocol.StatusRunning:
-		return "working"
-	case protocol.StatusWaiting:
-		return "waiting for you"
-	case protocol.StatusPaused:
-		return "paused"
-	case protocol.StatusMerging:
-		return "finished, its work ready to merge"
-	case protocol.StatusMerged:
-		return "merged"
-	case protocol.StatusBlocked:
-		return "stopped"
-	case protocol.StatusCancelled:
-		return "cancelled"
-	}
-	return "in an unknown state"
-}
+// statusWords says a task status the way a person reads it (the
+// protocol's table: familiar's status names are not for the person).
+func statusWords(st protocol.Status) string { return st.Words() }

@@ -18,7 +18,7 @@ func TestStatusWords(t *testing.T) {
 		}
 	}
 	undo := commandDone("undo", &protocol.Task{Status: protocol.StatusMerging, Worktree: &protocol.Worktree{BaseRef: "main"}})
-	if undo != "The merge into main is undone; the task is finished, its work ready to merge." {
+	if undo != "The merge into main is undone; the task is ready to merge." {
 		t.Errorf("/undo says %q", undo)
 	}
 	if m := commandDone("merge", &protocol.Task{Status: protocol.StatusMerged, Worktree: &protocol.Worktree{BaseRef: "main"}}); !strings.HasPrefix(m, "Merged into main.") {

@@ -10,30 +10,10 @@ import "github.com/familiar-dev/familiar/protocol"
 // statusWords says a task's status; nothing says a finished task that
 // changed nothing (there is nothing to merge then).
 func statusWords(st protocol.Status, nothing bool) string {
-	switch st {
-	case protocol.StatusQueued:
-		return "queued"
-	case protocol.StatusStarting:
-		return "starting"
-	case protocol.StatusRunning:
-		return "working"
-	case protocol.StatusWaiting:
-		return "waiting for an answer"
-	case protocol.StatusPaused:
-		return "paused"
-	case protocol.StatusMerging:
-		if nothing {
-			return "finished, nothing to merge"
-		}
-		return "ready to merge"
-	case protocol.StatusMerged:
-		return "merged"
-	case protocol.StatusBlocked:
-		return "blocked"
-	case protocol.StatusCancelled:
-		return "cancelled"
+	if st == protocol.StatusMerging && nothing {
+		return "finished, nothing to merge"
 	}
-	return string(st)
+	return st.Words()
 }
 
 // activityWords says what a working agent does.

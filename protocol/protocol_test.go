@@ -300,3 +300,16 @@ func TestEveryStatusHasTraits(t *testing.T) {
 		t.Error("an unknown status is in a set")
 	}
 }
+
+// Every status reads as words, and none by an internal name a person cannot
+// read ("merging" is a task ready to merge).
+func TestStatusWords(t *testing.T) {
+	for _, st := range Statuses {
+		if w := st.Words(); w == "" || w == string(StatusMerging) {
+			t.Errorf("%s reads %q", st, w)
+		}
+	}
+	if w := StatusMerging.Words(); w != "ready to merge" {
+		t.Errorf("merging reads %q", w)
+	}
+}

@@ -9,18 +9,33 @@ package protocol
 // statusTraits is what a Status means for the questions below.
 type statusTraits struct {
 	live, finished, resumable, undoable, holdsWorktree bool
+	// words is how a person reads the status: the names are the
+	// protocol's ("merging" is a finished task whose work waits to be
+	// merged, which tells a person nothing).
+	words string
 }
 
 var traitsOf = map[Status]statusTraits{
-	StatusQueued:    {holdsWorktree: true},
-	StatusStarting:  {live: true, holdsWorktree: true},
-	StatusRunning:   {live: true, holdsWorktree: true},
-	StatusWaiting:   {live: true, holdsWorktree: true},
-	StatusPaused:    {resumable: true},
-	StatusMerging:   {finished: true, undoable: true},
-	StatusMerged:    {finished: true, undoable: true},
-	StatusBlocked:   {finished: true, resumable: true, undoable: true},
-	StatusCancelled: {finished: true, undoable: true},
+	StatusQueued:    {holdsWorktree: true, words: "queued"},
+	StatusStarting:  {live: true, holdsWorktree: true, words: "starting"},
+	StatusRunning:   {live: true, holdsWorktree: true, words: "working"},
+	StatusWaiting:   {live: true, holdsWorktree: true, words: "waiting for an answer"},
+	StatusPaused:    {resumable: true, words: "paused"},
+	StatusMerging:   {finished: true, undoable: true, words: "ready to merge"},
+	StatusMerged:    {finished: true, undoable: true, words: "merged"},
+	StatusBlocked:   {finished: true, resumable: true, undoable: true, words: "blocked"},
+	StatusCancelled: {finished: true, undoable: true, words: "cancelled"},
+}
+
+// Words says the status as a person reads it ("ready to merge" for
+// merging); a status this familiar does not know is said as it is. A
+// finished task that changed nothing (Result.NoChanges) is the caller's to
+// say: "finished, nothing to merge".
+func (s Status) Words() string {
+	if w := traitsOf[s].words; w != "" {
+		return w
+	}
+	return string(s)
 }
 
 // Live: the task's agent is starting or at work (starting, running,

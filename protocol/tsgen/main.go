@@ -219,10 +219,10 @@ func Generate() ([]byte, error) {
 	// The sets of statuses, from protocol.Status's predicates, so the
 	// extension asks the questions the server does with the same answers.
 	b.WriteString("/** What each Status means (protocol.Status's predicates, protocol/status.go). */\n")
-	b.WriteString("export const StatusTraits: Record<Status, { live: boolean; finished: boolean; resumable: boolean; undoable: boolean; holdsWorktree: boolean }> = {\n")
+	b.WriteString("export const StatusTraits: Record<Status, { live: boolean; finished: boolean; resumable: boolean; undoable: boolean; holdsWorktree: boolean; words: string }> = {\n")
 	for _, s := range protocol.Statuses {
-		fmt.Fprintf(&b, "  %s: { live: %t, finished: %t, resumable: %t, undoable: %t, holdsWorktree: %t },\n",
-			s, s.Live(), s.Finished(), s.Resumable(), s.Undoable(), s.HoldsWorktree())
+		fmt.Fprintf(&b, "  %s: { live: %t, finished: %t, resumable: %t, undoable: %t, holdsWorktree: %t, words: %q },\n",
+			s, s.Live(), s.Finished(), s.Resumable(), s.Undoable(), s.HoldsWorktree(), s.Words())
 	}
 	b.WriteString("};\n")
 	return b.Bytes(), nil

@@ -1327,14 +1327,14 @@ export const OptionId = {
 } as const;
 
 /** What each Status means (protocol.Status's predicates, protocol/status.go). */
-export const StatusTraits: Record<Status, { live: boolean; finished: boolean; resumable: boolean; undoable: boolean; holdsWorktree: boolean }> = {
-  queued: { live: false, finished: false, resumable: false, undoable: false, holdsWorktree: true },
-  starting: { live: true, finished: false, resumable: false, undoable: false, holdsWorktree: true },
-  running: { live: true, finished: false, resumable: false, undoable: false, holdsWorktree: true },
-  waiting: { live: true, finished: false, resumable: false, undoable: false, holdsWorktree: true },
-  paused: { live: false, finished: false, resumable: true, undoable: false, holdsWorktree: false },
-  merging: { live: false, finished: true, resumable: false, undoable: true, holdsWorktree: false },
-  merged: { live: false, finished: true, resumable: false, undoable: true, holdsWorktree: false },
-  blocked: { live: false, finished: true, resumable: true, undoable: true, holdsWorktree: false },
-  cancelled: { live: false, finished: true, resumable: false, undoable: true, holdsWorktree: false },
+export const StatusTraits: Record<Status, { live: boolean; finished: boolean; resumable: boolean; undoable: boolean; holdsWorktree: boolean; words: string }> = {
+  queued: { live: false, finished: false, resumable: false, undoable: false, holdsWorktree: true, words: "queued" },
+  starting: { live: true, finished: false, resumable: false, undoable: false, holdsWorktree: true, words: "starting" },
+  running: { live: true, finished: false, resumable: false, undoable: false, holdsWorktree: true, words: "working" },
+  waiting: { live: true, finished: false, resumable: false, undoable: false, holdsWorktree: true, words: "waiting for an answer" },
+  paused: { live: false, finished: false, resumable: true, undoable: false, holdsWorktree: false, words: "paused" },
+  merging: { live: false, finished: true, resumable: false, undoable: true, holdsWorktree: false, words: "ready to merge" },
+  merged: { live: false, finished: true, resumable: false, undoable: true, holdsWorktree: false, words: "merged" },
+  blocked: { live: false, finished: true, resumable: true, undoable: true, holdsWorktree: false, words: "blocked" },
+  cancelled: { live: false, finished: true, resumable: false, undoable: true, holdsWorktree: false, words: "cancelled" },
 };
