@@ -196,7 +196,8 @@ func TestRunJSONKeepsProgressOffTheReport(t *testing.T) {
 	if !rep.OK || len(rep.Tasks) != 1 || rep.Tasks[0].Summary != "Hi." || rep.File != "tasks.yaml" {
 		t.Errorf("report = %+v", rep)
 	}
-	if !strings.Contains(log.String(), "ready to merge") || strings.Contains(log.String(), "merging") {
+	// The task only answers: it ends as a task that changed nothing.
+	if !strings.Contains(log.String(), "finished, nothing to merge") || strings.Contains(log.String(), "merging") {
 		t.Errorf("progress did not go to Log:\n%s", log.String())
 	}
 }
@@ -320,7 +321,7 @@ func TestRunMergeQueue(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(e.repo, "a.txt")); err == nil {
 			t.Error("a task that failed its verify was merged")
 		}
-		for _, want := range []string{"merge queue: Add a handedBack", "blocked    Add a", "exited with 3", "some tasks did not finish"} {
+		for _, want := range []string{"merge queue: Add a handed back to its agent", "blocked    Add a", "exited with 3", "some tasks did not finish"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("output lacks %q:\n%s", want, out.String())
 			}
