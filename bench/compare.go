@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
@@ -468,6 +469,13 @@ func startLines(cmd *exec.Cmd, onLine func(line []byte, at time.Time)) (stdin io
 	if err != nil {
 		return nil, nil, err
 	}
+	// A group of its own, so stopChild also waits for what it started: the
+	// adapter's claude outlived the adapter and wrote its session into the
+	// test's temporary directory as it was being removed.
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 	if err := cmd.Start(); err != nil {
 		return nil, nil, err
 	}
@@ -498,6 +506,26 @@ func stopChild(cmd *exec.Cmd, stdin io.Closer, readerDone <-chan struct{}) {
 	case <-time.After(10 * time.Second):
 		_ = cmd.Process.Kill()
 		<-exited
+	}
+	// Then the rest of its group (startLines made it one): the processes it
+	// started end once their parent has, or are killed after a while. The
+	// next measurement and the directory's removal then find none of them.
+	pgid := cmd.Process.Pid
+	gone := func(wait time.Duration) bool {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.Now().Add(wait)
+		for syscall.Kill(-pgid, 0) == nil {
+			if time.Now().After(deadline) {
+				return false
+			}
+			<-tick.C
+		}
+		return true
+	}
+	if !gone(10 * time.Second) {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		gone(2 * time.Second) // an unreaped zombie stays a member: not waited for longer
 	}
 }
 
