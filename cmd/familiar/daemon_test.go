@@ -107,6 +107,7 @@ func (r *daemonRig) window(extraEnv ...string) *familiarProc {
 		r.t.Fatal(err)
 	}
 	p.client = editor.New(r.t, stdout, stdin)
+	p.client.InitSettings = map[string]any{"agentNice": 0} // see startFamiliarIn
 	r.t.Cleanup(func() { p.close(r.t) })
 	return p
 }

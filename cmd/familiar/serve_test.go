@@ -121,6 +121,11 @@ func startFamiliarIn(t *testing.T, mode serveMode, repo string, api *fakeapi.Ser
 		t.Fatal(err)
 	}
 	p.client = editor.New(t, stdout, stdin)
+	// Agents run at the priority of the test's other work, as familiar
+	// bench runs them: at the default agentNice 10, each PTY agent's own
+	// session group got a tenth of a share at load 20, and a turn took
+	// 30–60 s instead of 3.
+	p.client.InitSettings = map[string]any{"agentNice": 0}
 	t.Cleanup(func() {
 		stdin.Close()
 		done := make(chan error, 1)

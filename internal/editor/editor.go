@@ -50,6 +50,11 @@ type Client struct {
 	changed   chan struct{}
 	readErr   error
 	done      chan struct{}
+
+	// InitSettings are settings the client adds to an initialize whose
+	// params (a map) do not set them: a harness's defaults, such as
+	// agentNice 0, which a test that is about them overrides.
+	InitSettings map[string]any
 }
 
 // New starts reading frames from r; requests go to w.
@@ -117,6 +122,9 @@ func (c *Client) WriteRaw(body []byte) {
 
 // Send sends a request and returns its id.
 func (c *Client) Send(method string, params any) string {
+	if method == "initialize" && len(c.InitSettings) > 0 {
+		params = withDefaults(params, c.InitSettings)
+	}
 	c.mu.Lock()
 	c.nextID++
 	id := strconv.Itoa(c.nextID)
@@ -250,4 +258,32 @@ func (c *Client) dump() string {
 		fmt.Fprintf(&b, "  %s %s\n", n.Method, p)
 	}
 	return b.String()
+}
+
+// withDefaults returns initialize params (a map) with each of defaults in
+// its settings unless the params set it; other params are sent as they are.
+func withDefaults(params any, defaults map[string]any) any {
+	p, ok := params.(map[string]any)
+	if !ok {
+		return params
+	}
+	out := make(map[string]any, len(p)+1)
+	for k, v := range p {
+		out[k] = v
+	}
+	settings := map[string]any{}
+	if s, ok := p["settings"].(map[string]any); ok {
+		for k, v := range s {
+			settings[k] = v
+		}
+	} else if p["settings"] != nil {
+		return params
+	}
+	for k, v := range defaults {
+		if _, set := settings[k]; !set {
+			settings[k] = v
+		}
+	}
+	out["settings"] = settings
+	return out
 }
