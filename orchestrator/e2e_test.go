@@ -680,19 +680,28 @@ func TestDiffMergeUndoMergeAgain(t *testing.T) {
 	if _, err := e.o.TaskMerge(ctx, &protocol.TaskMergeParams{ID: a.ID, Strategy: protocol.MergeSquash}); err != nil {
 		t.Fatalf("merge again: %v", err)
 	}
-	entries, _, err := e.ws.Store.Audit(storeAuditFilter(a.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var actions []string
-	for _, en := range entries {
-		actions = append(actions, en.Action)
-	}
-	got := strings.Join(actions, ",")
-	for _, want := range []string{"task.merged", "task.undone", "permission.decided"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("audit log lacks %s: %s", want, got)
+	// The publisher writes audit entries behind the replies: wait for them
+	// (under load the second merge's entry was not yet there when read at
+	// once).
+	var got string
+	ok := testenv.Eventually(30*time.Second, func() bool {
+		entries, _, err := e.ws.Store.Audit(storeAuditFilter(a.ID))
+		if err != nil {
+			t.Fatal(err)
 		}
+		var actions []string
+		merges := 0
+		for _, en := range entries {
+			actions = append(actions, en.Action)
+			if en.Action == "task.merged" {
+				merges++
+			}
+		}
+		got = strings.Join(actions, ",")
+		return merges == 2 && strings.Contains(got, "task.undone") && strings.Contains(got, "permission.decided")
+	})
+	if !ok {
+		t.Errorf("audit log lacks two task.merged, a task.undone and a permission.decided: %s", got)
 	}
 }
 
