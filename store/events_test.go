@@ -302,3 +302,42 @@ func BenchmarkAppendEventLoneCommit(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/event")
 }
+
+// BenchmarkTaskEventsAmongOthers reads one task's 500 events from a log
+// where 50 other tasks wrote 20 times as many: the per-task index makes the
+// read cost the task's events, not the log's (the task view's opening
+// reads its transcript this way).
+func BenchmarkTaskEventsAmongOthers(b *testing.B) {
+	for _, others := range []int{0, 10000} {
+		b.Run(fmt.Sprintf("others=%d", others), func(b *testing.B) {
+			s := benchStore(b)
+			ctx := context.Background()
+			var evs []NewEvent
+			for i := range 500 + others {
+				id := "task-long"
+				if others > 0 && i%21 != 0 {
+					id = fmt.Sprintf("task-%d", i%50)
+				}
+				evs = append(evs, NewEvent{TaskID: id, Kind: "task/transcript", Data: benchData})
+			}
+			for len(evs) > 0 {
+				n := min(len(evs), 1000)
+				if _, err := s.AppendEvents(ctx, evs[:n]); err != nil {
+					b.Fatal(err)
+				}
+				evs = evs[n:]
+			}
+			want := 500
+			if others > 0 {
+				want = (500 + others + 20) / 21
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				got, _, err := s.Events("task-long", 0, 10000)
+				if err != nil || len(got) != want {
+					b.Fatalf("Events: %d events, %v; want %d", len(got), err, want)
+				}
+			}
+		})
+	}
+}

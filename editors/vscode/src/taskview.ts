@@ -181,14 +181,18 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
         switch (m?.type) {
           case 'ready': {
             marks.pageMs = Date.now() - opened;
-            // task/get fills in what the list leaves out (steps, usage).
-            const client = await this.f.whenConnected();
-            const [t] = await Promise.all([client.request<Task>('task/get', { id }), feed.loaded]);
-            task = t;
-            marks.loadedMs = Date.now() - opened;
-            panel.title = taskLabel(t);
+            // The head shows at once from the task list's copy; task/get
+            // fills in what the list leaves out (steps, usage) when it comes,
+            // off the transcript's path: waiting for both held the rows
+            // back by the slower answer.
             ready = true;
             sendHead();
+            void this.f.whenConnected()
+              .then((client) => client.request<Task>('task/get', { id }))
+              .then((t) => { marks.taskGetMs = Date.now() - opened; if (!view.disposed && view.id === id) update(t); })
+              .catch(() => undefined);
+            await feed.loaded;
+            marks.loadedMs = Date.now() - opened;
             post({ type: 'reset', items: feed.transcript.items.map((it) => itemView(it, worktree())) });
             // Coalesced: a streaming response changes its text item with
             // every delta; the view gets each changed item at most ten
