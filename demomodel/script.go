@@ -135,6 +135,7 @@ func Sequence(replies ...Reply) Script {
 // (leading spaces allowed):
 //
 //	@@TOOL <Name> <json input>   a tool_use (input {} when left out)
+//	@@ALSO <Name> <json input>   one more tool_use in the step before, if it is a tool step
 //	@@TEXT <text>                a text answer; \n, \t and \\ are unescaped
 //	@@ERROR <status> <message>   an HTTP error status with that message
 //	@@DELAY <duration>           delays the next step (time.ParseDuration syntax)
@@ -149,6 +150,10 @@ const (
 	DirectiveDelay = "@@DELAY"
 	DirectiveThink = "@@THINK"
 	DirectivePace  = "@@PACE"
+	// DirectiveAlso lets one model turn call several tools, as a model does:
+	// a long transcript then costs a model round trip per turn, not per call
+	// (the UI test's 150-call task).
+	DirectiveAlso = "@@ALSO"
 )
 
 // PromptScript answers from directives embedded in the user's prompt, so an
@@ -230,6 +235,12 @@ func ParseDirectives(prompt string) []Reply {
 		switch word {
 		case DirectiveTool:
 			step = toolStep(rest)
+		case DirectiveAlso:
+			step = toolStep(rest)
+			if n := len(steps); n > 0 && len(steps[n-1].ToolUses) > 0 && len(step.ToolUses) > 0 {
+				steps[n-1].ToolUses = append(steps[n-1].ToolUses, step.ToolUses...)
+				continue
+			}
 		case DirectiveText:
 			step = Reply{Text: unescape(rest)}
 		case DirectiveError:

@@ -47,6 +47,15 @@ func TestParseDirectives(t *testing.T) {
 			want:   []Reply{{Thinking: "Hmm,\nlet me see.", Pace: 100 * time.Millisecond, Text: "Yes."}, {Text: "Again."}},
 		},
 		{
+			name:   "also adds a tool call to the tool step before, else is a step of its own",
+			prompt: "@@ALSO Bash {\"command\":\"echo 0\"}\n@@TOOL Bash {\"command\":\"echo 1\"}\n@@ALSO Bash {\"command\":\"echo 2\"}\n@@TEXT done",
+			want: []Reply{
+				{ToolUses: []ToolUse{{Name: "Bash", Input: json.RawMessage(`{"command":"echo 0"}`)}}},
+				{ToolUses: []ToolUse{{Name: "Bash", Input: json.RawMessage(`{"command":"echo 1"}`)}, {Name: "Bash", Input: json.RawMessage(`{"command":"echo 2"}`)}}},
+				{Text: "done"},
+			},
+		},
+		{
 			name:   "directive must start the line",
 			prompt: "say @@TEXT no\n@@TEXTUAL no\n@@TEXT yes",
 			want:   []Reply{{Text: "yes"}},

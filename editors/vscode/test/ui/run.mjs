@@ -345,13 +345,17 @@ const scenarios = {
         if (/"type":\s*"/.test(screen)) throw new Error('the stream task\'s terminal shows JSON lines');
         await s.shot('stream-terminal');
 
-        // A 500-entry transcript: the task view's open time.
-        const steps = Number(process.env.FAMILIAR_UI_VIEW_STEPS ?? 150);
+        // A 500-entry transcript: the task view's open time. Ten tool calls
+        // a model turn (@@ALSO), as a model calls them: the transcript is as
+        // long, the model round trips a tenth (one a call took 2-5 min here
+        // under load). 240 calls: a call and its end each, a turn's usage,
+        // the prompt and the answer make 506 entries.
+        const steps = Number(process.env.FAMILIAR_UI_VIEW_STEPS ?? 240);
         await rpc2.request('task/create', { title: 'Long', permissionPolicy: { default: 'allow' },
-          description: Array.from({ length: steps }, (_, i) => `@@TOOL Bash {"command":"echo step ${i + 1}"}`).join('\n') + '\n@@TEXT Done with every step.' });
+          description: Array.from({ length: steps }, (_, i) => `${i % 10 ? '@@ALSO' : '@@TOOL'} Bash {"command":"echo step ${i + 1}"}`).join('\n') + '\n@@TEXT Done with every step.' });
         await s.waitTaskStatus('Long', 'merging', 900000);
         await s.treeRow('Long').click();
-        const opened = await waitFor('the long task view', () => s.traceLines().filter((l) => l.ev === 'taskview').find((l) => l.entries >= steps), 60000);
+        const opened = await waitFor('the long task view', () => s.traceLines().filter((l) => l.ev === 'taskview').find((l) => l.entries >= 2 * steps), 60000);
         log(`view: ${opened.entries} transcript entries, ${opened.items} rows shown in ${opened.ms} ms (page up ${opened.pageMs} ms, familiar's answers ${opened.loadedMs} ms; load ${os.loadavg()[0].toFixed(1)})`);
         fs.writeFileSync(path.join(artifacts, 'taskview.json'), JSON.stringify({ entries: opened.entries, rows: opened.items, openMs: opened.ms, pageMs: opened.pageMs, loadedMs: opened.loadedMs, loadavg: os.loadavg() }, null, 2));
         await s.shot('long-task-view');
