@@ -178,7 +178,9 @@ const scenarios = {
       const toasts = s.page.locator('.notifications-toasts .notification-toast', { hasText: ask });
       const before = await toasts.count();
       await waitFor('the resumed task to ask again or finish', async () => {
-        if (await s.page.locator(`.monaco-list-row[aria-label^="${title}, ready to merge"]`).count()) return true;
+        // Finished: ready to merge, or done with nothing to merge (the
+        // resumed turn may change nothing).
+        if (await s.page.locator(`.monaco-list-row[aria-label^="${title}, ready to merge"], .monaco-list-row[aria-label^="${title}, done, no changes"]`).count()) return true;
         if (await toasts.count() > before) {
           await toasts.last().getByRole('link', { name: 'Allow', exact: true }).click();
         }
