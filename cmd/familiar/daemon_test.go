@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/daemon"
 	"github.com/familiar-dev/familiar/internal/editor"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
@@ -428,7 +429,16 @@ func TestCrashResumesUnattendedTasks(t *testing.T) {
 func claudeReporting(t *testing.T, v string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "claude")
-	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '" + v + " (Claude Code)'; exit 0; fi\nexec " + testenv.Claude(t) + " \"$@\"\n"
+	// familiar subscribes the hook events of the version it is told, and a
+	// claude older than the event refuses it (2.1.330 stops at "Unknown hook
+	// event PreSkillShellCommand": the task never got its first turn), so the
+	// wrapper drops from the session's settings what the claude behind it
+	// does not know, as the version it plays would not have refused it.
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '" + v + " (Claude Code)'; exit 0; fi\n" +
+		"prev=\nfor a; do\n  if [ \"$prev\" = --settings ]; then\n" +
+		"    node -e 'const fs=require(\"fs\"),f=process.argv[1],s=JSON.parse(fs.readFileSync(f));" +
+		"if(s.hooks){delete s.hooks.PreSkillShellCommand}fs.writeFileSync(f,JSON.stringify(s))' \"$a\" || exit 1\n" +
+		"  fi\n  prev=$a\ndone\nexec " + testenv.Claude(t) + " \"$@\"\n"
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +458,7 @@ func TestClaudeVersionWindow(t *testing.T) {
 	var init protocol.InitializeResult
 	w.client.Result("initialize", map[string]any{"workspaceRoot": r.repo,
 		"settings": map[string]any{"permissionPolicy": map[string]any{"default": "allow"}}}, &init)
-	if !init.Claude.Available || init.Claude.Support != "newer-untested" || !strings.Contains(init.Claude.Warning, "2.1.330") {
+	if !init.Claude.Available || init.Claude.Support != "newer-untested" || !strings.Contains(init.Claude.Warning, agent.NewestTested) {
 		t.Fatalf("claude status for 2.1.999: %+v", init.Claude)
 	}
 	w.client.WaitNotification(0, "warning", editor.Method("server/message", `"level":"warning"`, "2.1.999"))
