@@ -364,9 +364,12 @@ const scenarios = {
 
         // The extension host's event-loop delay while a task streams text at
         // full speed into an open task view (the stream driver's deltas).
+        // The model waits 5 s before it answers, so the view is open before
+        // the text comes: on a quiet machine the whole stream takes about a
+        // second, over before the tree showed the task running.
         const words = Number(process.env.FAMILIAR_UI_STREAM_WORDS ?? 20000);
         await rpc2.request('task/create', { title: 'Fast stream', driver: 'stream', permissionPolicy: { default: 'allow' },
-          description: `@@PACE 1ms\n@@TEXT ${'word '.repeat(words)}the end.` });
+          description: `@@DELAY 5s\n@@PACE 1ms\n@@TEXT ${'word '.repeat(words)}the end.` });
         await s.page.locator('.monaco-list-row[aria-label^="Fast stream, running"]').first().waitFor({ timeout: 120000 });
         const from = Date.now();
         await s.treeRow('Fast stream').click();
