@@ -72,6 +72,37 @@ function view(s) {
   return s.page.locator('iframe.webview.ready').last().contentFrame().locator('#active-frame').contentFrame();
 }
 
+/** The page inside the task view whose heading is title. */
+async function viewOf(s, title, timeout = 30000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const frames = s.page.locator('iframe.webview.ready');
+    for (let i = (await frames.count()) - 1; i >= 0; i--) {
+      const page = frames.nth(i).contentFrame().locator('#active-frame').contentFrame();
+      if (await page.locator('h1', { hasText: title }).count().catch(() => 0)) return page;
+    }
+    if (Date.now() > deadline) throw new Error(`no task view shows "${title}"`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Opens title's task view with a click on its row, and clicks again when
+ * the rows moved under the click: on a quiet machine another task changed
+ * group between finding the row and the click, and the click opened that
+ * task's view in the preview tab instead.
+ */
+async function openView(s, title) {
+  for (let i = 0; ; i++) {
+    await s.treeRow(title).click();
+    try {
+      return await viewOf(s, title, 5000);
+    } catch (err) {
+      if (i >= 4) throw err;
+    }
+  }
+}
+
 const bashTask = (file, text) => `@@TOOL Bash {"command":"printf '${text}\\\\n' > ${file}"}`;
 
 const scenarios = {
@@ -262,9 +293,9 @@ const scenarios = {
         if (written !== content) throw new Error(`Allow wrote ${JSON.stringify(written)}, not the reviewed ${JSON.stringify(content)}`);
 
         // The task view: text, tool rows with status, the edit's diff, the cost.
-        await s.treeRow('Notes').click();
+        await openView(s, 'Notes');
         const checkView = async () => {
-          const v = view(s);
+          const v = await viewOf(s, 'Notes');
           await v.locator('.item.prompt', { hasText: 'notes.md' }).first().waitFor({ state: 'attached', timeout: 30000 });
           await v.locator('.item.text', { hasText: 'with two lines' }).waitFor({ timeout: 30000 });
           await v.locator('.item.tool.status-completed', { hasText: 'notes.md' }).first().waitFor({ timeout: 30000 });
@@ -277,11 +308,10 @@ const scenarios = {
         await checkView();
         await s.shot('task-view');
         // The edit's row opens its diff in VS Code's diff editor.
-        await view(s).locator('.diff button', { hasText: 'Open in diff editor' }).first().click();
+        await (await viewOf(s, 'Notes')).locator('.diff button', { hasText: 'Open in diff editor' }).first().click();
         await s.page.locator('.monaco-diff-editor .view-lines', { hasText: 'first line from the agent' }).first().waitFor({ timeout: 30000 });
         // The task view again, then a window reload: it comes back complete.
-        await s.treeRow('Notes').click();
-        await view(s).locator('.item.text', { hasText: 'with two lines' }).waitFor({ timeout: 30000 });
+        await (await openView(s, 'Notes')).locator('.item.text', { hasText: 'with two lines' }).waitFor({ timeout: 30000 });
         rpc.close();
         await s.command('Developer: Reload Window');
         await s.page.waitForEvent('load', { timeout: 60000 }).catch(() => undefined);
