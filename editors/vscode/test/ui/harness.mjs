@@ -342,7 +342,10 @@ export class Session {
   }
 
   treeRow(text) {
-    return this.page.locator('.monaco-list-row', { hasText: text }).first();
+    // By the row's label, which starts with the task's title: text anywhere
+    // in a row matched other tasks too ("Notes" matched a question
+    // offering "notes.md", listed first under Waiting on you).
+    return this.page.locator(`.monaco-list-row[aria-label^="${text}, "], .monaco-list-row[aria-label^="${text} (attempt "]`).first();
   }
 
   /** The tree row whose accessible label carries the task's status. */
