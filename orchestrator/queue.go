@@ -84,6 +84,7 @@ func (m *mergeQueue) snapshotLocked() *protocol.Queue {
 	c.Items = slices.Clone(m.q.Items)
 	for i := range c.Items {
 		c.Items[i].Files = slices.Clone(c.Items[i].Files)
+		c.Items[i].HandBacks = slices.Clone(c.Items[i].HandBacks)
 	}
 	return &c
 }
@@ -411,6 +412,9 @@ func (o *Orchestrator) queueOne(ctx context.Context, repo queueRepo, id string) 
 		}
 		set(func(it *protocol.QueueItem) {
 			it.State, it.Reason, it.Detail, it.Files, it.Output, it.OutputRef = state, reason, detail, files, output, ref
+			if state == protocol.QueueItemHandedBack {
+				it.HandBacks = append(it.HandBacks, protocol.QueueHandBack{Reason: reason, Detail: detail, Files: files})
+			}
 		})
 		return !last
 	}
@@ -495,6 +499,13 @@ func (o *Orchestrator) queueOne(ctx context.Context, repo queueRepo, id string) 
 		it.State = protocol.QueueItemMerged
 		it.Merge = &protocol.QueueMerge{Before: res.Before, After: res.After}
 	})
+	// As task/merge does: the worktree and branch go once merged (queue/undo
+	// still works: it needs the merge record and the base, not the worktree).
+	if o.settingsNow().RemoveWorktreeAfterMerge {
+		if err := o.TaskRemove(context.WithoutCancel(ctx), &protocol.TaskRemoveParams{ID: id, DeleteBranch: true}); err != nil {
+			o.logger.Warn("remove after queue merge", "task", id, "err", err)
+		}
+	}
 	return false
 }
 
@@ -613,9 +624,17 @@ func (c *cappedBuffer) String() string {
 
 // QueueStatus is queue/status.
 func (o *Orchestrator) QueueStatus(ctx context.Context, p *protocol.QueueStatusParams) (*protocol.QueueStatusResult, error) {
+	res := &protocol.QueueStatusResult{}
+	if v, err := o.verifyCommand(nil); err == nil {
+		res.DefaultVerify = v
+	} else {
+		// A broken config.yaml: queue/merge says so when it starts.
+		o.logger.Warn("queue status: default verify", "err", err)
+	}
 	o.mq.mu.Lock()
 	defer o.mq.mu.Unlock()
-	return &protocol.QueueStatusResult{Queue: o.mq.snapshotLocked()}, nil
+	res.Queue = o.mq.snapshotLocked()
+	return res, nil
 }
 
 // QueueCancel is queue/cancel: the queue stops after its current step.

@@ -59,8 +59,15 @@ func queueNote(state protocol.QueueState) func(note) bool {
 
 func openQueue(t *testing.T, timeoutSec int) *env {
 	t.Helper()
-	e := openWith(t, nil, &protocol.SettingsUpdate{PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAllow},
-		CommandTimeoutSec: &timeoutSec}, queueScript())
+	return openQueueWith(t, &protocol.SettingsUpdate{CommandTimeoutSec: &timeoutSec})
+}
+
+// openQueueWith opens a repository with shared.txt committed, every call
+// allowed, and settings.
+func openQueueWith(t *testing.T, settings *protocol.SettingsUpdate) *env {
+	t.Helper()
+	settings.PermissionPolicy = &protocol.Policy{Default: protocol.PolicyAllow}
+	e := openWith(t, nil, settings, queueScript())
 	os.WriteFile(filepath.Join(e.repo, "shared.txt"), []byte("one\ntwo\nthree\n"), 0o644)
 	gitIn(t, e.repo, "add", "-A")
 	gitIn(t, e.repo, "commit", "-qm", "shared")
@@ -108,6 +115,18 @@ func TestQueueMergesHandsBackAndUndoes(t *testing.T) {
 	}
 	e.notes.wait(t, "B handed back with the conflict", is(protocol.NotifyQueueUpdated, `"taskId":"`+b.ID+`"`, `"state":"handedBack"`, `"reason":"conflict"`, `"files":["shared.txt"]`))
 	e.notes.wait(t, "C handed back with the verify output", is(protocol.NotifyQueueUpdated, `"taskId":"`+c.ID+`"`, `"state":"handedBack"`, `"reason":"verify"`, "ok-marker is missing"))
+	// Merged in the end, each item still says why it went back: an editor's
+	// closing notification reads it there.
+	backs := map[string]string{a.ID: "", b.ID: "conflict shared.txt", c.ID: "verify "}
+	for _, it := range end.Queue.Items {
+		got := ""
+		for _, hb := range it.HandBacks {
+			got += hb.Reason + " " + strings.Join(hb.Files, ",")
+		}
+		if got != backs[it.TaskID] {
+			t.Errorf("%s's hand-backs = %+v, want %q", it.Title, it.HandBacks, backs[it.TaskID])
+		}
+	}
 
 	if got, _ := os.ReadFile(filepath.Join(e.repo, "shared.txt")); string(got) != "one\nA and B\nthree\n" {
 		t.Errorf("shared.txt on the base = %q", got)
@@ -161,6 +180,46 @@ func TestQueueMergesHandsBackAndUndoes(t *testing.T) {
 		if got := e.get(t, id); got.Status != protocol.StatusMerging {
 			t.Errorf("after queue/undo %s is %s", got.Title, got.Status)
 		}
+	}
+}
+
+// TestQueueRemovesWorktreesAfterMerge: with removeWorktreeAfterMerge the
+// queue's merges take the task's worktree and branch away as task/merge's
+// do, queue/status reports the settings' verify command for an editor to
+// prefill, and queue/undo still restores the base.
+func TestQueueRemovesWorktreesAfterMerge(t *testing.T) {
+	yes, verify := true, "test -f a.txt"
+	e := openQueueWith(t, &protocol.SettingsUpdate{RemoveWorktreeAfterMerge: &yes, MergeVerify: &verify})
+	ctx := context.Background()
+	a := finished(t, e, "A", writes(`printf 'A\n' > a.txt`, ""), 0)
+	wt := e.get(t, a.ID).Worktree
+	before := gitIn(t, e.repo, "rev-parse", "main")
+	if st, err := e.o.QueueStatus(ctx, &protocol.QueueStatusParams{}); err != nil || st.DefaultVerify != verify {
+		t.Errorf("queue/status = %+v, %v; want defaultVerify %q", st, err, verify)
+	}
+	if _, err := e.o.QueueMerge(ctx, &protocol.QueueMergeParams{}); err != nil {
+		t.Fatal(err)
+	}
+	var end protocol.QueueUpdatedNotification
+	json.Unmarshal(e.notes.wait(t, "the queue done", queueNote(protocol.QueueDone)).params, &end)
+	if it := end.Queue.Items[0]; it.State != protocol.QueueItemMerged || end.Queue.Verify != verify {
+		t.Fatalf("queue = %+v", end.Queue)
+	}
+	testenv.Await(t, 30*time.Second, "A's worktree removed after its merge", func() bool {
+		_, err := os.Stat(wt.Path)
+		return os.IsNotExist(err)
+	})
+	if out := gitIn(t, e.repo, "branch", "--list", wt.Branch); out != "" {
+		t.Errorf("A's branch is still there: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(e.repo, "a.txt")); err != nil {
+		t.Errorf("the base lacks a.txt: %v", err)
+	}
+	if _, err := e.o.QueueUndo(ctx, &protocol.QueueUndoParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitIn(t, e.repo, "rev-parse", "main"); got != before {
+		t.Errorf("main after queue/undo = %s, want %s", got, before)
 	}
 }
 

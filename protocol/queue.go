@@ -70,6 +70,19 @@ type QueueItem struct {
 	Output    string      `json:"output,omitempty"`
 	OutputRef string      `json:"outputRef,omitempty"`
 	Merge     *QueueMerge `json:"merge,omitempty"`
+	// HandBacks are the times the queue handed the task back to its agent,
+	// in order: the item's reason and files are cleared when it tries
+	// again, and a client that says at the end what went back (and why)
+	// reads them here.
+	HandBacks []QueueHandBack `json:"handBacks,omitempty"`
+}
+
+// QueueHandBack is one time the queue handed a task back to its agent.
+type QueueHandBack struct {
+	// Reason is "conflict" or "verify".
+	Reason string   `json:"reason"`
+	Detail string   `json:"detail,omitempty"`
+	Files  []string `json:"files,omitempty"`
 }
 
 // QueueMerge is the base's commits around the task's merge.
@@ -112,6 +125,10 @@ func (p *QueueStatusParams) Validate() error { return nil }
 // QueueStatusResult: the running queue, else the last one.
 type QueueStatusResult struct {
 	Queue *Queue `json:"queue,omitempty"`
+	// DefaultVerify is the verify command a queue/merge that names none
+	// runs (the settings' mergeVerify, else the repository's
+	// .familiar/config.yaml), absent when none: an editor prefills it.
+	DefaultVerify string `json:"defaultVerify,omitempty"`
 }
 
 type QueueCancelParams struct{}

@@ -87,6 +87,7 @@ var notifications = []protocol.Notification{
 	protocol.TaskHookNotification{},
 	protocol.SkillsChangedNotification{},
 	protocol.ServerMessageNotification{},
+	protocol.QueueUpdatedNotification{},
 }
 
 // extra are types no method or notification reaches but clients use.

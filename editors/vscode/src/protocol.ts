@@ -325,12 +325,27 @@ export interface QueueItem {
   output?: string;
   outputRef?: string;
   merge?: QueueMerge;
+  /**
+   * HandBacks are the times the queue handed the task back to its agent,
+   * in order: the item's reason and files are cleared when it tries
+   * again, and a client that says at the end what went back (and why)
+   * reads them here.
+   */
+  handBacks?: QueueHandBack[];
 }
 
 /** QueueMerge is the base's commits around the task's merge. */
 export interface QueueMerge {
   before: string;
   after: string;
+}
+
+/** QueueHandBack is one time the queue handed a task back to its agent. */
+export interface QueueHandBack {
+  /** Reason is "conflict" or "verify". */
+  reason: string;
+  detail?: string;
+  files?: string[];
 }
 
 /** QueueMergeParams: {ids?, strategy?, verify?}. */
@@ -350,6 +365,12 @@ export interface QueueStatusParams {
 /** QueueStatusResult: the running queue, else the last one. */
 export interface QueueStatusResult {
   queue?: Queue;
+  /**
+   * DefaultVerify is the verify command a queue/merge that names none
+   * runs (the settings' mergeVerify, else the repository's
+   * .familiar/config.yaml), absent when none: an editor prefills it.
+   */
+  defaultVerify?: string;
 }
 
 export interface QueueUndoParams {
@@ -1244,6 +1265,12 @@ export interface ServerMessageNotification {
   setting?: string;
 }
 
+/** QueueUpdatedNotification: every step of the queue. */
+export interface QueueUpdatedNotification {
+  seq: number;
+  queue: Queue;
+}
+
 /** The params and result of every method, by its Go name (protocol.Server). */
 export interface Methods {
   AuditList: { params: AuditListParams; result: AuditListResult };
@@ -1300,6 +1327,7 @@ export interface Notifications {
   'task/hook': TaskHookNotification;
   'skills/changed': SkillsChangedNotification;
   'server/message': ServerMessageNotification;
+  'queue/updated': QueueUpdatedNotification;
 }
 
 /** JSON-RPC error codes (protocol/errors.go). */
