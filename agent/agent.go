@@ -42,9 +42,8 @@ type Session struct {
 	cmdMu sync.Mutex
 	cmd   *commandWatch // guarded by cmdMu; the command running now
 
-	pty    *ptyDriver    // one of these is set
-	stream *streamDriver // "
-	tr     *transcriptFeed
+	drv driver // the driver Options.Driver names
+	tr  *transcriptFeed
 
 	mu        sync.Mutex
 	activity  Activity // guarded by mu
@@ -70,7 +69,7 @@ func (s *Session) SessionID() string { return s.opts.SessionID }
 // PID is the claude process id.
 func (s *Session) PID() int { return s.proc.PID() }
 
-// Driver is "pty" or "stream".
+// Driver is the name of the session's driver (DriverPTY or DriverStream).
 func (s *Session) Driver() string { return s.opts.Driver }
 
 // Done is closed when the process has exited and its Exited event was sent.
@@ -273,8 +272,9 @@ func (s *Session) Answer(questionID string, a Answer) error {
 		p.resolveElsewhere()
 		s.emit(Event{Kind: EventQuestionResolved, Resolved: &Resolution{QuestionID: questionID, By: "user", OptionID: a.OptionID}})
 		return s.SendPrompt(proseReply(p.q, a))
-	case "screen":
-		return s.pty.answerOnScreen(p, a)
+	}
+	if p.answer != nil {
+		return p.answer(a)
 	}
 	if !s.qs.remove(questionID) {
 		return fmt.Errorf("%w: %s was already settled", ErrNoQuestion, questionID)
@@ -294,56 +294,21 @@ func (s *Session) SendPrompt(text string) error {
 		return ErrExited
 	default:
 	}
-	if s.stream != nil {
-		return s.stream.sendPrompt(text)
-	}
-	// The session's context: a prompt waiting for the idle screen gives up
-	// the moment the process is stopped.
-	return s.pty.sendPrompt(s.ctx, text)
+	return s.drv.sendPrompt(text)
 }
 
 // Interrupt stops the current turn (Esc in the TUI, an interrupt control
 // request in stream mode).
-func (s *Session) Interrupt() error {
-	if s.stream != nil {
-		return s.stream.interrupt()
-	}
-	s.pty.interruptSent()
-	_, err := s.proc.Write([]byte{0x1b})
-	return err
-}
+func (s *Session) Interrupt() error { return s.drv.interrupt() }
 
 // Input writes raw keystrokes (the editor's terminal) to the PTY.
-func (s *Session) Input(raw []byte) error {
-	if s.stream != nil {
-		return errors.New("the stream driver has no terminal; use SendPrompt")
-	}
-	if len(raw) == 1 && raw[0] == 0x1b {
-		s.pty.interruptSent() // Esc typed in the editor's terminal
-	}
-	_, err := s.proc.Write(raw)
-	return err
-}
+func (s *Session) Input(raw []byte) error { return s.drv.input(raw) }
 
-// Resize changes the PTY size.
-func (s *Session) Resize(cols, rows int) error {
-	if s.stream != nil {
-		return nil
-	}
-	if cols <= 0 || rows <= 0 || cols > 1000 || rows > 1000 {
-		return fmt.Errorf("invalid size %dx%d", cols, rows)
-	}
-	s.pty.scr.Resize(cols, rows)
-	return s.proc.Resize(cols, rows)
-}
+// Resize changes the PTY size (nothing for the stream driver).
+func (s *Session) Resize(cols, rows int) error { return s.drv.resize(cols, rows) }
 
 // Screen returns what the terminal shows (empty for the stream driver).
-func (s *Session) Screen() screen.Snapshot {
-	if s.pty == nil {
-		return screen.Snapshot{}
-	}
-	return s.pty.scr.Snapshot()
-}
+func (s *Session) Screen() screen.Snapshot { return s.drv.screen() }
 
 // Stop terminates the process tree (SIGTERM, grace, SIGKILL) and waits until
 // every goroutine of the session has finished.

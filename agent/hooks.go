@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -198,15 +199,12 @@ func HookSettings(url, secret string, timeout int) map[string]any {
 	return hookSettings(hookEvents, url, secret, timeout)
 }
 
-// sessionHookSettings is HookSettings for one session's driver and claude
-// version: the PTY driver takes every event, the stream driver (whose tool
-// calls ask over stdio) only the skills' shell-command gate; nil when there
-// is nothing to subscribe to.
-func sessionHookSettings(driver, version, url, secret string, timeout int) map[string]any {
-	var events []hookEvent
-	if driver == DriverPTY {
-		events = append(events, hookEvents...)
-	}
+// sessionHookSettings is HookSettings for one session: the events its
+// driver takes (the PTY driver every one, the stream driver, whose tool
+// calls ask over stdio, none), plus the skills' shell-command gate where
+// claude's version has it; nil when there is nothing to subscribe to.
+func sessionHookSettings(driverEvents []hookEvent, version, url, secret string, timeout int) map[string]any {
+	events := slices.Clone(driverEvents)
 	if HasSkillShellHook(version) {
 		events = append(events, skillShellEvent)
 	}

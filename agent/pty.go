@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/familiar-dev/familiar/agent/screen"
+	"github.com/familiar-dev/familiar/agent/transcript"
 )
 
 // ptyDriver drives the interactive TUI under a PTY. Hooks are the primary
@@ -58,6 +61,97 @@ type ptyDriver struct {
 	// carries no tool_use_id of its own.
 	lastToolUse, lastToolName string // guarded by mu
 }
+
+func newPTYDriver(s *Session) (driver, error) {
+	if s.opts.Hooks == nil {
+		return nil, errors.New("agent: the pty driver needs a hook server")
+	}
+	return &ptyDriver{s: s, dirty: make(chan struct{}, 1)}, nil
+}
+
+// prepare subscribes the session to every hook: they are the PTY driver's
+// primary signal.
+func (d *ptyDriver) prepare() (map[string]any, map[string]string, func()) {
+	o := &d.s.opts
+	url, secret, unregister := o.Hooks.Register(d.hook)
+	settings := sessionHookSettings(hookEvents, o.CLI.Version, url, secret, int(o.HookTimeout/time.Second))
+	env := map[string]string{}
+	for k, v := range screen.RendererEnv() {
+		env[k] = v
+	}
+	return settings, env, unregister
+}
+
+func (d *ptyDriver) args(settingsPath string) []string {
+	o := &d.s.opts
+	args := o.commonArgs(settingsPath)
+	if o.Prompt != "" && len(o.Prompt) <= maxArgPrompt {
+		// A positional prompt is submitted by the CLI itself at start:
+		// no typing race with its first paint (CLAUDE-CLI.md §6).
+		args = append(args, "--", o.Prompt)
+	}
+	return args
+}
+
+func (d *ptyDriver) pipes() bool { return false }
+
+func (d *ptyDriver) logFilter(f func(io.Writer) io.WriteCloser) func(io.Writer) io.WriteCloser {
+	return f
+}
+
+// attach follows the session file (the transcript) and starts reading the
+// screen.
+func (d *ptyDriver) attach() {
+	s := d.s
+	s.tr.follow(transcript.FilePath(s.opts.ConfigDir, s.opts.Dir, s.opts.SessionID))
+	d.scr = screen.New(s.opts.Cols, s.opts.Rows, writerFunc(s.proc.Write))
+	s.wg.Add(1)
+	go d.classifyLoop()
+}
+
+func (d *ptyDriver) firstPrompt() {
+	s := d.s
+	if len(s.opts.Prompt) <= maxArgPrompt {
+		return // on the command line, or none
+	}
+	// Too long for one argument (Linux caps one at 128 KiB): typed as a
+	// bracketed paste once the prompt is ready.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := d.sendPrompt(s.opts.Prompt); err != nil {
+			s.emit(Event{Kind: EventProblem, Problem: "could not type the first prompt: " + err.Error()})
+		}
+	}()
+}
+
+func (d *ptyDriver) output(p []byte) { d.onOutput(p) }
+
+func (d *ptyDriver) exited() { _ = d.scr.Close() }
+
+func (d *ptyDriver) interrupt() error {
+	d.interruptSent()
+	_, err := d.s.proc.Write([]byte{0x1b})
+	return err
+}
+
+func (d *ptyDriver) input(raw []byte) error {
+	if len(raw) == 1 && raw[0] == 0x1b {
+		d.interruptSent() // Esc typed in the editor's terminal
+	}
+	_, err := d.s.proc.Write(raw)
+	return err
+}
+
+func (d *ptyDriver) resize(cols, rows int) error {
+	if cols <= 0 || rows <= 0 || cols > 1000 || rows > 1000 {
+		return fmt.Errorf("invalid size %dx%d", cols, rows)
+	}
+	d.scr.Resize(cols, rows)
+	return d.s.proc.Resize(cols, rows)
+}
+
+func (d *ptyDriver) screen() screen.Snapshot { return d.scr.Snapshot() }
 
 // toolUseID is the id of the call a PermissionRequest is about.
 func (d *ptyDriver) toolUseID(p hookPayload) string {
@@ -333,6 +427,7 @@ func (d *ptyDriver) screenFallback(c screen.Classification) {
 		return
 	}
 	p := &pendingQuestion{q: Question{Kind: KindDialog, Text: c.Text}, source: "screen", extra: c}
+	p.answer = func(a Answer) error { return d.answerOnScreen(p, a) }
 	switch c.State {
 	case screen.Permission:
 		p.q.Kind = KindPermission
@@ -435,10 +530,13 @@ const readyTimeout = 60 * time.Second
 
 // sendPrompt types a prompt once the idle prompt shows, then submits it and
 // confirms the CLI took it (UserPromptSubmit, or the screen starts working).
-func (d *ptyDriver) sendPrompt(ctx context.Context, text string) error {
+func (d *ptyDriver) sendPrompt(text string) error {
 	d.typingMu.Lock()
 	defer d.typingMu.Unlock()
 	s := d.s
+	// The session's context: a prompt waiting for the idle screen gives up
+	// the moment the process is stopped.
+	ctx := s.ctx
 	// After an interrupt the CLI asks "What should Claude do instead?" with
 	// its prompt open: that screen takes a prompt too.
 	ready := func() bool {

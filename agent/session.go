@@ -18,12 +18,6 @@ import (
 	"github.com/familiar-dev/familiar/policy"
 )
 
-// Drivers.
-const (
-	DriverPTY    = "pty"
-	DriverStream = "stream"
-)
-
 // Errors callers can test for with errors.Is.
 var (
 	ErrNoQuestion = errors.New("no such pending question")
@@ -99,8 +93,8 @@ func (o *Options) defaults() error {
 	if o.Driver == "" {
 		o.Driver = DriverPTY
 	}
-	if o.Driver != DriverPTY && o.Driver != DriverStream {
-		return fmt.Errorf("unknown driver %q (want pty or stream)", o.Driver)
+	if err := checkDriver(o.Driver); err != nil {
+		return err
 	}
 	if o.Dir == "" {
 		return errors.New("agent: no working directory")
@@ -137,9 +131,6 @@ func (o *Options) defaults() error {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Driver == DriverPTY && o.Hooks == nil {
-		return errors.New("agent: the pty driver needs a hook server")
 	}
 	return nil
 }
@@ -233,6 +224,9 @@ type pendingQuestion struct {
 	// choices holds, for a multi-question AskUserQuestion, the full input.
 	source string // "hook", "screen" or "stream"
 	extra  any    // driver data (stream request id, screen options)
+	// answer, when set, answers the question in the driver's own way
+	// (keys for a dialog read from the screen).
+	answer func(Answer) error
 }
 
 func (p *pendingQuestion) resolveElsewhere() {

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
-	"github.com/familiar-dev/familiar/agent/screen"
-	"github.com/familiar-dev/familiar/agent/transcript"
 	"github.com/familiar-dev/familiar/procs"
 )
 
@@ -66,36 +63,16 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.tr = newTranscriptFeed(s)
+	d, err := drivers[opts.Driver](s)
+	if err != nil {
+		s.cancel()
+		return nil, err
+	}
+	s.drv = d
 
-	var (
-		settings   map[string]any
-		unregister func()
-		argv       []string
-		extraEnv   = map[string]string{}
-	)
-	if opts.Driver == DriverPTY {
-		s.pty = &ptyDriver{s: s, dirty: make(chan struct{}, 1)}
-		url, secret, unreg := opts.Hooks.Register(s.pty.hook)
-		unregister = unreg
-		settings = sessionHookSettings(DriverPTY, opts.CLI.Version, url, secret, int(opts.HookTimeout/time.Second))
-		for k, v := range screen.RendererEnv() {
-			extraEnv[k] = v
-		}
-	} else {
-		s.stream = &streamDriver{s: s}
-		if opts.Hooks != nil && HasSkillShellHook(opts.CLI.Version) {
-			// Tool calls ask over stdio; a skill's shell commands have only
-			// their hook (CLAUDE-CLI.md Part B §3.1).
-			url, secret, unreg := opts.Hooks.Register(s.streamHook)
-			unregister = unreg
-			settings = sessionHookSettings(DriverStream, opts.CLI.Version, url, secret, int(opts.HookTimeout/time.Second))
-		}
-		// The raw output shows stream-json without its stream_event lines
-		// (see lineDropper).
-		s.stream.output = &lineDropper{w: writerFunc(func(p []byte) (int, error) {
-			s.emit(Event{Kind: EventOutput, Output: append([]byte(nil), p...)})
-			return len(p), nil
-		})}
+	settings, extraEnv, unregister := d.prepare()
+	if extraEnv == nil {
+		extraEnv = map[string]string{}
 	}
 	for k, v := range opts.ExtraEnv {
 		extraEnv[k] = v
@@ -114,24 +91,14 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if opts.Driver == DriverPTY {
-		argv = append([]string{opts.CLI.Path}, opts.commonArgs(settingsPath)...)
-		if opts.Prompt != "" && len(opts.Prompt) <= maxArgPrompt {
-			// A positional prompt is submitted by the CLI itself at start:
-			// no typing race with its first paint (CLAUDE-CLI.md §6).
-			argv = append(argv, "--", opts.Prompt)
-		}
-	} else {
-		argv = append([]string{opts.CLI.Path}, streamArgs(&opts, settingsPath)...)
-	}
 	cfg := procs.Config{
-		Argv:      argv,
+		Argv:      append([]string{opts.CLI.Path}, d.args(settingsPath)...),
 		Dir:       opts.Dir,
 		Env:       SessionEnv(opts.Env, opts.ConfigDir, extraEnv),
-		Pipes:     opts.Driver == DriverStream,
+		Pipes:     d.pipes(),
 		Size:      procs.Size{Cols: uint16(opts.Cols), Rows: uint16(opts.Rows)},
 		LogPath:   opts.LogPath,
-		LogFilter: logFilter(opts),
+		LogFilter: d.logFilter(opts.LogFilter),
 		OnLogError: func(err error) {
 			s.emit(Event{Kind: EventProblem, Problem: ProblemOutputLog + ": " + err.Error()})
 		},
@@ -157,43 +124,18 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		return fail(&StartError{Transient: true, Err: err})
 	}
 	s.proc = procAdapter{p}
-	if s.pty != nil {
-		s.tr.follow(transcript.FilePath(opts.ConfigDir, opts.Dir, opts.SessionID))
-	}
 	s.setActivity(Activity{State: ActivityThinking, Detail: "starting"})
 	s.wg.Add(1)
 	go s.watchStopped()
 
 	sub := p.Output().Subscribe(procs.SubscribeOptions{MaxQueued: 64 << 20})
 	var readerDone = make(chan struct{})
-	if s.pty != nil {
-		s.pty.scr = screen.New(opts.Cols, opts.Rows, writerFunc(s.proc.Write))
-		s.wg.Add(1)
-		go s.pty.classifyLoop()
-	}
+	d.attach()
 	go func() {
 		defer close(readerDone)
 		s.readOutput(sub)
 	}()
-	if s.pty != nil && len(opts.Prompt) > maxArgPrompt {
-		// Too long for one argument (Linux caps one at 128 KiB): typed as a
-		// bracketed paste once the prompt is ready.
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			if err := s.pty.sendPrompt(s.ctx, opts.Prompt); err != nil {
-				s.emit(Event{Kind: EventProblem, Problem: "could not type the first prompt: " + err.Error()})
-			}
-		}()
-	}
-	if s.stream != nil {
-		// The stream driver's stderr is diagnostics; it goes to the log only.
-		if opts.Prompt != "" {
-			if err := s.stream.sendPrompt(opts.Prompt); err != nil {
-				s.emit(Event{Kind: EventProblem, Problem: err.Error()})
-			}
-		}
-	}
+	d.firstPrompt()
 	go s.watchExit(func() {
 		s.watchdog.Stop()
 		_ = p.Close() // terminates leftovers and drains output
@@ -203,9 +145,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		if unregister != nil {
 			unregister()
 		}
-		if s.pty != nil {
-			_ = s.pty.scr.Close()
-		}
+		d.exited()
 	})
 	return s, nil
 }
@@ -228,14 +168,7 @@ func (s *Session) readOutput(sub *procs.Subscription) {
 			s.emit(Event{Kind: EventProblem, Problem: fmt.Sprintf("%d bytes of output were not seen by the driver", c.Dropped)})
 		}
 		if len(c.Data) > 0 {
-			if s.pty != nil {
-				s.pty.onOutput(c.Data)
-			} else {
-				if !s.opts.NoOutputEvents {
-					_, _ = s.stream.output.Write(c.Data)
-				}
-				s.stream.feed(c.Data)
-			}
+			s.drv.output(c.Data)
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, procs.ErrClosed) {
@@ -249,17 +182,3 @@ func (s *Session) readOutput(sub *procs.Subscription) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-// logFilter is the output log's filter: opts.LogFilter, behind which the
-// stream driver drops its stream_event lines (see lineDropper).
-func logFilter(opts Options) func(io.Writer) io.WriteCloser {
-	if opts.Driver != DriverStream {
-		return opts.LogFilter
-	}
-	return func(w io.Writer) io.WriteCloser {
-		if opts.LogFilter != nil {
-			return &lineDropper{w: opts.LogFilter(w), closeW: true}
-		}
-		return &lineDropper{w: w}
-	}
-}

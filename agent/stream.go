@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
+
+	"github.com/familiar-dev/familiar/agent/screen"
 )
 
 // streamDriver drives `claude -p --input-format stream-json --output-format
@@ -19,9 +23,9 @@ type streamDriver struct {
 
 	writeMu sync.Mutex // serialises lines to stdin
 
-	// output sends stdout on as EventOutput, without stream_event lines;
+	// rawOutput sends stdout on as EventOutput, without stream_event lines;
 	// written only by the reader goroutine (readOutput).
-	output *lineDropper
+	rawOutput *lineDropper
 
 	askMu sync.Mutex
 	// asking cancels the question of a can_use_tool request still waiting
@@ -40,6 +44,76 @@ type streamDriver struct {
 // ProblemMCPFailed starts the Problem text of an MCP server that claude
 // could not start.
 const ProblemMCPFailed = "an MCP server failed to start in claude"
+
+func newStreamDriver(s *Session) (driver, error) {
+	d := &streamDriver{s: s}
+	// The transcript is stdout's stream-json, not a session file.
+	s.tr.r.StreamJSON = true
+	// The raw output shows stream-json without its stream_event lines
+	// (see lineDropper).
+	d.rawOutput = &lineDropper{w: writerFunc(func(p []byte) (int, error) {
+		s.emit(Event{Kind: EventOutput, Output: append([]byte(nil), p...)})
+		return len(p), nil
+	})}
+	return d, nil
+}
+
+// prepare subscribes to hooks only where claude has the skills'
+// shell-command gate: tool calls ask over stdio, a skill's shell commands
+// have only their hook (CLAUDE-CLI.md Part B §3.1).
+func (d *streamDriver) prepare() (map[string]any, map[string]string, func()) {
+	o := &d.s.opts
+	if o.Hooks == nil || !HasSkillShellHook(o.CLI.Version) {
+		return nil, nil, nil
+	}
+	url, secret, unregister := o.Hooks.Register(d.s.streamHook)
+	return sessionHookSettings(nil, o.CLI.Version, url, secret, int(o.HookTimeout/time.Second)), nil, unregister
+}
+
+func (d *streamDriver) args(settingsPath string) []string { return streamArgs(&d.s.opts, settingsPath) }
+
+func (d *streamDriver) pipes() bool { return true }
+
+// logFilter drops the stream_event lines from the log (see lineDropper),
+// behind the caller's filter.
+func (d *streamDriver) logFilter(f func(io.Writer) io.WriteCloser) func(io.Writer) io.WriteCloser {
+	return func(w io.Writer) io.WriteCloser {
+		if f != nil {
+			return &lineDropper{w: f(w), closeW: true}
+		}
+		return &lineDropper{w: w}
+	}
+}
+
+func (d *streamDriver) attach() {}
+
+// firstPrompt sends the first prompt as a stream-json line; its stderr is
+// diagnostics and goes to the log only.
+func (d *streamDriver) firstPrompt() {
+	if p := d.s.opts.Prompt; p != "" {
+		if err := d.sendPrompt(p); err != nil {
+			d.s.emit(Event{Kind: EventProblem, Problem: err.Error()})
+		}
+	}
+}
+
+func (d *streamDriver) output(p []byte) {
+	if !d.s.opts.NoOutputEvents {
+		_, _ = d.rawOutput.Write(p)
+	}
+	d.feed(p)
+}
+
+func (d *streamDriver) exited() {}
+
+func (d *streamDriver) input([]byte) error {
+	return errors.New("the stream driver has no terminal; use SendPrompt")
+}
+
+// resize is a no-op: there is no terminal.
+func (d *streamDriver) resize(int, int) error { return nil }
+
+func (d *streamDriver) screen() screen.Snapshot { return screen.Snapshot{} }
 
 func streamArgs(o *Options, settingsPath string) []string {
 	// --include-partial-messages: the response's stream events too, so the

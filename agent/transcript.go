@@ -30,7 +30,6 @@ func newTranscriptFeed(s *Session) *transcriptFeed {
 	f := &transcriptFeed{s: s, resumed: s.opts.Resume}
 	f.r.Dir = s.opts.Dir
 	f.r.Now = s.opts.Clock.Now
-	f.r.StreamJSON = s.opts.Driver == DriverStream
 	return f
 }
 

@@ -36,7 +36,8 @@ func (r *runner) detection(ctx context.Context) error {
 	if r.claude.Path == "" {
 		return errSkip("the claude CLI is not installed (" + r.claudeErr + ")")
 	}
-	for _, driver := range []string{agent.DriverPTY, agent.DriverStream} {
+	for _, d := range protocol.Drivers {
+		driver := string(d)
 		res, err := r.detectDriver(ctx, driver)
 		if err != nil {
 			return fmt.Errorf("%s driver: %w", driver, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/familiar-dev/familiar/acp"
 	"github.com/familiar-dev/familiar/orchestrator"
+	"github.com/familiar-dev/familiar/protocol"
 )
 
 // runACP serves one ACP client (an editor) on stdio. Its sessions are tasks
@@ -36,12 +37,15 @@ func runACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		// An ACP client's terminal auth method runs `familiar acp login`.
 		return claudeAuth(ctx, "login", stdin, stdout, stderr)
 	}
-	switch *driver {
-	case "stream", "pty":
-	case "default":
+	switch {
+	case *driver == "default":
 		*driver = ""
-	default:
-		fmt.Fprintf(stderr, "familiar acp: --driver must be stream, pty or default, not %q\n", *driver)
+	case !protocol.Driver(*driver).Valid():
+		var names []string
+		for _, d := range protocol.Drivers {
+			names = append(names, string(d))
+		}
+		fmt.Fprintf(stderr, "familiar acp: --driver must be %s or default, not %q\n", strings.Join(names, ", "), *driver)
 		return 2
 	}
 	cwd, _ := os.Getwd()
