@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/protocol"
@@ -56,6 +57,30 @@ func withBudget(usd float64) func(*state) {
 }
 func withActivity(a protocol.Activity) func(*state) { return func(s *state) { s.T.Activity = a } }
 
+// kindName is an input's or effect's name, from its type: inStartFailed is
+// "start failed", cmdSetMode "set mode", effStopAgent "stop agent".
+func kindName(v any) string {
+	n := fmt.Sprintf("%T", v)
+	n = n[strings.LastIndex(n, ".")+1:]
+	for _, p := range []string{"in", "cmd", "eff"} {
+		if rest, ok := strings.CutPrefix(n, p); ok && rest != "" && unicode.IsUpper(rune(rest[0])) {
+			n = rest
+			break
+		}
+	}
+	var words []string
+	start := 0
+	for i := 1; i <= len(n); i++ {
+		// A word ends before an upper-case letter that follows a lower-case
+		// one, or that starts a word after an acronym (APIRetry: API Retry).
+		if i == len(n) || unicode.IsUpper(rune(n[i])) && (unicode.IsLower(rune(n[i-1])) || i+1 < len(n) && unicode.IsLower(rune(n[i+1]))) {
+			words = append(words, strings.ToLower(n[start:i]))
+			start = i
+		}
+	}
+	return strings.Join(words, " ")
+}
+
 // names lists effect names, for compact expectations.
 func names(effs []effect) []string {
 	var out []string
@@ -72,7 +97,7 @@ func names(effs []effect) []string {
 				out = append(out, "stop agent")
 			}
 		default:
-			out = append(out, e.effectName())
+			out = append(out, kindName(e))
 		}
 	}
 	return out
@@ -709,7 +734,7 @@ func TestGitOperationsOwnTheTask(t *testing.T) {
 		for _, in := range []input{cmdResume{}, cmdSend{text: "more"}} {
 			_, _, err := step(from, in, testEnv)
 			if !errors.Is(err, errPrecondition) || !strings.Contains(err.Error(), string(op)+" of this task is in progress") {
-				t.Errorf("%s during a %s: %v", in.inputName(), op, err)
+				t.Errorf("%s during a %s: %v", kindName(in), op, err)
 			}
 		}
 	}
@@ -756,7 +781,7 @@ func TestRetriedStartKeepsTheTaskTime(t *testing.T) {
 		later.now = later.now.Add(time.Minute)
 		var err error
 		if s, _, err = step(s, in, later); err != nil {
-			t.Fatalf("%s: %v", in.inputName(), err)
+			t.Fatalf("%s: %v", kindName(in), err)
 		}
 	}
 	if s.T.Status != protocol.StatusStarting || !s.T.StartedAt.Equal(first) {
@@ -787,6 +812,17 @@ func TestTransientStartIsTyped(t *testing.T) {
 	} {
 		if got := isTransientStart(c.err); got != c.want {
 			t.Errorf("isTransientStart(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+func TestKindName(t *testing.T) {
+	for v, want := range map[any]string{
+		inStart{}: "start", inAPIRetry{}: "api retry", cmdSetMode{}: "set mode", effStopAgent{}: "stop agent",
+		inStartFailed{}: "start failed", effSlotFreed{}: "slot freed",
+	} {
+		if got := kindName(v); got != want {
+			t.Errorf("kindName(%T) = %q, want %q", v, got, want)
 		}
 	}
 }

@@ -48,7 +48,7 @@ func TestWalkEveryReachableState(t *testing.T) {
 			for _, in := range inputs {
 				steps++
 				next, effs, err := step(n.s, in, e)
-				path := append(slices.Clip(n.path), in.inputName())
+				path := append(slices.Clip(n.path), kindName(in))
 				where := fmt.Sprintf("%s after %s", describe(n.s), strings.Join(path, " → "))
 				if err != nil {
 					refused++
@@ -230,7 +230,7 @@ func checkState(t *testing.T, s state, path []string) {
 func checkEdge(t *testing.T, from state, in input, next state, effs []effect, err error, where string, scenarios map[string]int) {
 	t.Helper()
 	op := from.op
-	name := in.inputName()
+	name := kindName(in)
 	if r, ok := in.(cmdResume); ok && r.auto {
 		name = "usage-limit reset"
 	}
