@@ -20,6 +20,7 @@ const (
 	ScenarioDetect     = "detect"
 	ScenarioOverhead   = "overhead"
 	ScenarioThroughput = "throughput"
+	ScenarioOutputLag  = "outputlag"
 	ScenarioStart      = "start"
 	ScenarioScale      = "scale"
 	ScenarioCompare    = "compare"
@@ -28,7 +29,7 @@ const (
 )
 
 // Scenarios lists every scenario.
-var Scenarios = []string{ScenarioDetect, ScenarioOverhead, ScenarioThroughput, ScenarioStart, ScenarioScale, ScenarioCompare, ScenarioFollowUp, ScenarioFirst}
+var Scenarios = []string{ScenarioDetect, ScenarioOverhead, ScenarioThroughput, ScenarioOutputLag, ScenarioStart, ScenarioScale, ScenarioCompare, ScenarioFollowUp, ScenarioFirst}
 
 // Options configure Run. The zero value of each field means its default.
 type Options struct {
@@ -114,6 +115,7 @@ type Report struct {
 	Overhead      []OverheadResult     `json:"overhead,omitempty"`
 	Throughput    []ThroughputResult   `json:"throughput,omitempty"`
 	ScreenModel   []ScreenResult       `json:"screenModel,omitempty"`
+	OutputLag     []OutputLagResult    `json:"outputLag,omitempty"`
 	TaskStart     *TaskStartResult     `json:"taskStart,omitempty"`
 	Scale         *ScaleResult         `json:"scale,omitempty"`
 	Compare       []CompareResult      `json:"compare,omitempty"`
@@ -188,6 +190,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		ScenarioDetect:     r.detection,
 		ScenarioOverhead:   r.overhead,
 		ScenarioThroughput: r.throughput,
+		ScenarioOutputLag:  r.outputLag,
 		ScenarioStart:      r.taskStart,
 		ScenarioScale:      r.scale,
 		ScenarioCompare:    r.compare,

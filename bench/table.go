@@ -19,6 +19,8 @@ func printScenario(w io.Writer, rep *Report, name string) {
 		tableOverhead(&b, rep)
 	case ScenarioThroughput:
 		tableThroughput(&b, rep)
+	case ScenarioOutputLag:
+		tableOutputLag(&b, rep)
 	case ScenarioStart:
 		tableStart(&b, rep)
 	case ScenarioScale:
@@ -88,6 +90,24 @@ func tableThroughput(w io.Writer, rep *Report) {
 		}
 		t.flush()
 	}
+}
+
+func tableOutputLag(w io.Writer, rep *Report) {
+	if len(rep.OutputLag) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Output lag: a fake agent's frame written → its task/output notification, two tasks side by side, %d frames/s, %.0f s window\n\n", rep.OutputLag[0].FPS, rep.Options.WindowSec)
+	t := newTable(w, "frames end with", "frames", "p50 ms", "p99 ms", "max ms", "held tail p50 ms", "held tail p99 ms")
+	for _, o := range rep.OutputLag {
+		end := "a cursor move (" + o.Variant + ")"
+		held := []any{"", ""}
+		if o.Variant == LagHeld {
+			end = "`" + lagTail + "` (" + o.Variant + ")"
+			held = []any{o.HeldLag.P50, o.HeldLag.P99}
+		}
+		t.row(end, o.Lag.N, o.Lag.P50, o.Lag.P99, o.Lag.Max, held[0], held[1])
+	}
+	t.flush()
 }
 
 func tableStart(w io.Writer, rep *Report) {

@@ -375,6 +375,22 @@ func (f *finder) quote(i int) int {
 
 // hasPrefixFold is strings.HasPrefix ignoring ASCII case; prefix is lower
 // case.
+// mayBeginShape reports whether v begins with one of the shapes' words, or
+// with the start of one that v ends inside.
+func mayBeginShape(v []byte) bool {
+	for _, w := range byFirstByte[lower[v[0]]] {
+		k := min(len(w.word), len(v))
+		i := 0
+		for i < k && lower[v[i]] == w.word[i] {
+			i++
+		}
+		if i == k {
+			return true
+		}
+	}
+	return false
+}
+
 func hasPrefixFold(s, prefix string) bool {
 	if len(s) < len(prefix) {
 		return false

@@ -331,8 +331,12 @@ func (s *Stream) joinWrapped(covered int) {
 		w = s.move(w, r, rs)
 		wrap := rs > 0 && joinable(v[rs-1]) && s.cols[rs] >= wrapColumn
 		switch {
-		case wrap && e < n && joinable(v[e]):
-			// Joined: the run's real bytes become segments.
+		case wrap && e < n && joinable(v[e]) && !mayBeginShape(v[e:]):
+			// Joined: the run's real bytes become segments. Not before a
+			// word that begins, or may begin, a secret's shape ("sk-",
+			// "ghp_"): joined, it would lose the word start the shapes
+			// need, and a TUI that draws a key under any line reaching
+			// wrapColumn (a spinner, a long sentence) showed it whole.
 			for k := rs; k < e; k++ {
 				if a, b := int(s.rawOff[k]), int(s.rawEnd[k]); b-a == 1 && isSpace(s.pending[a]) {
 					s.segs = append(s.segs, segment{start: a, end: b})

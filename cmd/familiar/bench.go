@@ -19,7 +19,8 @@ const benchUsage = `Usage: familiar bench [flags]
 
 Measures familiar's speed and scale (issue 9): detection latency with the
 real claude against a scripted API, the overhead of idle sessions, PTY output
-throughput, task start on a 10,000-file repository, and task/list and
+throughput and output notification lag (with and without a partial secret
+held by the masker), task start on a 10,000-file repository, and task/list and
 notification lag with 60 tasks. Run it from familiar's source tree: it builds
 internal/fakeagent with the go tool. Prints Markdown tables; writes
 bench/results/<date>.json and the tables into bench/results/README.md.

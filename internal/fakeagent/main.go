@@ -16,6 +16,10 @@
 //	FAKEAGENT_FPS    spinner updates per second in idle mode (default 4)
 //	FAKEAGENT_STAMP  1: the spinner line carries the wall-clock time of its
 //	                 write ("t=<unix ns>"), for measuring notification lag
+//	FAKEAGENT_TAIL   text drawn in the prompt box at the end of each idle
+//	                 frame, after the cursor is parked there: what a secret's
+//	                 first characters being typed look like (the masker holds
+//	                 them back until the frame after, or its quiet deadline)
 //	FAKEAGENT_BYTES  bytes to write in flood mode (default 200 MB)
 //	FAKEAGENT_COLOR  1: flood lines carry SGR colour sequences
 //
@@ -55,7 +59,7 @@ func main() {
 	}()
 	switch mode := os.Getenv("FAKEAGENT_MODE"); mode {
 	case "", "idle":
-		idle(envInt("FAKEAGENT_FPS", 4), os.Getenv("FAKEAGENT_STAMP") == "1")
+		idle(envInt("FAKEAGENT_FPS", 4), os.Getenv("FAKEAGENT_STAMP") == "1", os.Getenv("FAKEAGENT_TAIL"))
 	case "flood":
 		if err := flood(int64(envInt("FAKEAGENT_BYTES", 200<<20)), os.Getenv("FAKEAGENT_COLOR") == "1"); err != nil {
 			fmt.Fprintln(os.Stderr, "fakeagent:", err)
@@ -84,7 +88,7 @@ func size() (cols, rows int) {
 }
 
 // idle draws the working screen and redraws the spinner line until killed.
-func idle(fps int, stamp bool) {
+func idle(fps int, stamp bool, tail string) {
 	cols, rows := size()
 	w := bufio.NewWriterSize(os.Stdout, 16<<10)
 	rule := "\x1b[38;5;244m" + strings.Repeat("─", cols) + "\x1b[39m"
@@ -116,7 +120,7 @@ func idle(fps int, stamp bool) {
 		if stamp {
 			fmt.Fprintf(w, " t=%d", time.Now().UnixNano())
 		}
-		fmt.Fprintf(w, "\x1b[39m\x1b[K\x1b[%d;3H", rows-2)
+		fmt.Fprintf(w, "\x1b[39m\x1b[K\x1b[%d;3H%s", rows-2, tail)
 		if err := w.Flush(); err != nil {
 			return // the terminal is gone
 		}
