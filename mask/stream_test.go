@@ -332,6 +332,7 @@ func FuzzStream(f *testing.F) {
 	f.Add("Authorization:\x1b[1CBearer\x1b[27G"+jwt+"\r\n", uint8(1), uint8(50))
 	f.Add("\x1b[1m"+ghp[:10]+"\x1b[0m"+ghp[10:], uint8(11), uint8(0))
 	f.Add("-----BEGIN PRIVATE KEY-----\nabcdefghijklmnop\n-----END PRIVATE KEY-----\n", uint8(9), uint8(2))
+	f.Add(strings.Repeat("spinner ", 6)+"t=1763929000\x1b[K\x1b[38;3H"+anthropicKey+" \r\n", uint8(70), uint8(9))
 	f.Fuzz(func(t *testing.T, text string, a, b uint8) {
 		m := NewMasker(nil)
 		i := min(int(a), len(text))
