@@ -39,7 +39,8 @@ type actor struct {
 	gen      int // agent starts; events of an earlier agent are ignored
 	approval clock.Timer
 	backoff  clock.Timer
-	warm     clock.Timer // warmAgentSec after a finished turn → inWarmOver
+	warm     clock.Timer  // warmAgentSec after a finished turn → inWarmOver
+	sent     <-chan error // the outcome of the prompt this input's step sent (effSendPrompt)
 	// saving waits for the last queued save of the task (nil: none).
 	// Notifications published after it commit with it or later, so they
 	// need not wait; a reply to a command does.
@@ -72,6 +73,9 @@ type taskView struct {
 type reply struct {
 	err  error
 	view *taskView
+	// sent: the step asked for a prompt to be typed (effSendPrompt); its
+	// outcome comes here (nil: none asked).
+	sent <-chan error
 }
 
 type envelope struct {
@@ -113,17 +117,23 @@ func (a *actor) call(ctx context.Context, in input) (*taskView, error) {
 }
 
 func (a *actor) send(ctx context.Context, in input, early bool) (*taskView, error) {
+	r := a.ask(ctx, in, early)
+	return r.view, r.err
+}
+
+// ask posts a command and waits for the whole reply.
+func (a *actor) ask(ctx context.Context, in input, early bool) reply {
 	ch := make(chan reply, 1)
 	if !a.post(envelope{in: in, reply: ch, early: early}) {
-		return nil, protocol.Unavailable("familiar is shutting down")
+		return reply{err: protocol.Unavailable("familiar is shutting down")}
 	}
 	select {
 	case r := <-ch:
-		return r.view, r.err
+		return r
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return reply{err: ctx.Err()}
 	case <-a.o.closing:
-		return nil, protocol.Unavailable("familiar is shutting down")
+		return reply{err: protocol.Unavailable("familiar is shutting down")}
 	}
 }
 
@@ -131,9 +141,11 @@ func (a *actor) send(ctx context.Context, in input, early bool) (*taskView, erro
 func (a *actor) drain(batch []envelope) {
 	for _, env := range batch {
 		err := a.handle(env)
+		sent := a.sent
+		a.sent = nil
 		if env.reply != nil && !(env.early && err == nil) {
 			a.settleSave()
-			env.reply <- reply{err: err, view: a.view()}
+			env.reply <- reply{err: err, view: a.view(), sent: sent}
 		}
 	}
 }
@@ -167,21 +179,18 @@ func (a *actor) handle(env envelope) error {
 		}
 		return err
 	}
+	// The session and the agent count follow the agent's phase as step
+	// left it: a start accepted keeps the session it brought; an agent
+	// gone (exited, a start failed or settled before it reported) is
+	// counted out once.
 	prevAgent := a.st.agent
 	a.st = next
-	switch env.in.(type) {
-	case inStarted:
+	if env.sess != nil {
 		a.sess = env.sess
-	case inExited:
+	}
+	if prevAgent != agentNone && a.st.agent == agentNone {
 		a.sess = nil
 		a.o.agents.Done()
-	case inStartFailed:
-		a.o.agents.Done()
-	}
-	if prevAgent == agentStarting && a.st.agent == agentNone {
-		if _, ok := env.in.(inStartFailed); !ok {
-			a.o.agents.Done() // settled before the start reported
-		}
 	}
 	// Readers (the scheduler woken by an effect among them) see the new
 	// state before any effect runs.
@@ -190,7 +199,7 @@ func (a *actor) handle(env envelope) error {
 		env.reply <- reply{view: a.view()}
 	}
 	for _, eff := range effects {
-		a.run(eff)
+		eff.run(a)
 	}
 	a.publishView()
 	return nil
@@ -205,111 +214,6 @@ func (a *actor) publishView() {
 		v.T.PendingQuestion = &c
 	}
 	a.snap.Store(v)
-}
-
-// run executes one effect. Slow ones (git, stopping a process, answering a
-// screen) go to goroutines that report back through the mailbox.
-func (a *actor) run(eff effect) {
-	o := a.o
-	switch eff := eff.(type) {
-	case effPersist:
-		// Queued, not awaited: the task's question or update published
-		// next goes into the same commit (a commit costs milliseconds,
-		// tens under load, and a question waited for two). A full store
-		// is announced by onStoreHealth.
-		a.saving = o.queueSave(&a.st.persisted)
-	case effUpdated:
-		snap := a.st.T
-		if q := snap.PendingQuestion; q != nil {
-			c := *q
-			snap.PendingQuestion = &c
-		}
-		o.fillEstimates(&snap)
-		snap.UndoableUntil = undoableUntil(snap, a.st.Merge, time.Duration(o.settingsNow().UndoWindowSec)*time.Second, o.clk.Now())
-		o.pub.publish(a.id, protocol.TaskUpdatedNotification{Task: snap})
-		o.queueTaskChanged()
-	case effPublish:
-		o.pub.publish(a.id, eff.n)
-	case effAudit:
-		o.audit(a.id, eff.action, eff.actor, eff.data)
-	case effStartAgent:
-		a.startAgent(eff)
-	case effStopAgent:
-		if a.sess != nil {
-			sess := a.sess
-			o.goStopSession(sess, eff.now)
-		}
-	case effSendPrompt:
-		// Sent by the caller (TaskSend), which reports its error.
-	case effAnswer:
-		if sess := a.sess; sess != nil {
-			id := a.id
-			o.wg.Add(1)
-			go func() {
-				defer o.wg.Done()
-				if err := sess.AnswerDecided(eff.questionID, eff.answer); err != nil {
-					o.logger.Debug("answer", "task", id, "err", err)
-				}
-			}()
-		}
-	case effArmApproval:
-		a.disarm()
-		gen, qid := a.gen, eff.questionID
-		a.approval = o.clk.AfterFunc(eff.after, func() { a.post(envelope{in: inApprovalTimer{questionID: qid}, gen: gen}) })
-	case effDisarmApproval:
-		a.disarm()
-	case effArmWarm:
-		a.disarmWarm()
-		gen := a.gen
-		a.warm = o.clk.AfterFunc(eff.after, func() { a.post(envelope{in: inWarmOver{}, gen: gen}) })
-	case effDisarmWarm:
-		a.disarmWarm()
-	case effWarmGone:
-		o.poke() // its slot is free for the queue
-	case effBackoff:
-		if a.backoff != nil {
-			a.backoff.Stop()
-		}
-		o.logger.Warn("agent start failed; retrying", "task", a.id, "attempt", a.st.StartFailures, "wait", eff.after, "err", a.st.LastError)
-		a.backoff = o.clk.AfterFunc(eff.after, func() { a.post(envelope{in: inBackoffDone{}}) })
-	case effCheckpoint:
-		wt, ok := o.worktreeOf(&a.st.persisted)
-		if !ok {
-			return
-		}
-		id := a.id
-		o.wg.Add(1)
-		go func() {
-			defer o.wg.Done()
-			if _, _, err := o.cfg.Repo.Checkpoint(o.ctx, wt, eff.message); err != nil {
-				o.logger.Warn("checkpoint", "task", id, "err", err)
-			}
-			o.fc.touch(id)
-		}()
-	case effComplete:
-		a.complete(eff.turn)
-	case effSlotFreed:
-		o.slotFreed(eff)
-	case effQueueChanged:
-		o.queueChanged()
-		o.poke()
-	case effSaveGrant:
-		if err := o.saveGrant(eff.grant); err != nil {
-			o.logger.Warn("save grant", "task", a.id, "err", err)
-			o.pub.publish(a.id, protocol.ServerMessageNotification{Level: protocol.LevelWarning,
-				Text: fmt.Sprintf("task %s: the %s grant of %s could not be saved: %v", a.id, eff.grant.Scope, eff.grant.Rule, err)})
-		}
-	case effResponded:
-		o.mu.Lock()
-		o.approvals = append(o.approvals, eff.after)
-		o.mu.Unlock()
-	case effUsageLimit:
-		o.usageLimited(eff.resetsAt)
-	case effForecast:
-		o.fc.touch(a.id)
-	default:
-		o.logger.Error("unknown effect", "effect", fmt.Sprintf("%T", eff))
-	}
 }
 
 func (a *actor) disarmWarm() {

@@ -91,7 +91,7 @@ func (in cmdEndOp) apply(st *stepper) error {
 			c.NoChanges = false
 			s.T.Result = &c
 		}
-		st.emit(effAudit{action: "task.merged", actor: "user", data: in.audit})
+		st.emit(effAudit{action: "task.merged", actor: "user", data: in.audit}, effForecastAll{})
 	case opUndo:
 		if in.undone {
 			if err := st.move(protocol.StatusMerging); err != nil {
@@ -105,7 +105,7 @@ func (in cmdEndOp) apply(st *stepper) error {
 			r.NoChanges = len(r.ChangedFiles) == 0 && len(r.Commits) == 0
 			s.T.Result = &r
 		}
-		st.emit(effAudit{action: "task.undone", actor: "user", data: in.audit})
+		st.emit(effAudit{action: "task.undone", actor: "user", data: in.audit}, effForecastAll{})
 	case opRemove:
 		s.T.Worktree = nil
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -157,82 +156,6 @@ type env struct {
 // input is one type and its apply method; an input without one does not
 // compile.
 type input interface{ apply(st *stepper) error }
-
-// Effects: what the actor does after a step, in order.
-type effect interface{ effectName() string }
-
-type (
-	effPersist struct{}                          // save the task
-	effUpdated struct{}                          // announce task/updated
-	effPublish struct{ n protocol.Notification } // announce n
-	effAudit   struct {
-		action, actor string
-		data          any
-	}
-	effStartAgent struct { // worktree, options, spawn → inStarted / inStartFailed
-		task    persisted // what to start from (with the follow-up prompt)
-		logPath string    // this start's raw output log
-	}
-	effStopAgent  struct{ now bool }    // SIGTERM → grace → SIGKILL (now: SIGKILL at once)
-	effSendPrompt struct{ text string } // to the live agent
-	effAnswer     struct {
-		questionID string
-		answer     agent.Answer
-	}
-	effArmApproval struct {
-		questionID string
-		after      time.Duration
-	}
-	effDisarmApproval struct{}
-	effArmWarm        struct{ after time.Duration } // → inWarmOver
-	effDisarmWarm     struct{}
-	// effWarmGone: a warm agent exited; its slot is free for the queue.
-	effWarmGone   struct{}
-	effBackoff    struct{ after time.Duration } // → inBackoffDone
-	effCheckpoint struct{ message string }
-	effComplete   struct{ turn agent.TurnEnded } // git: leftovers, files, commits → inCompleted
-	// effSlotFreed: a live task left the live states after ranFor;
-	// succeeded when it finished its work (→ merging), the runs the
-	// queue's estimates learn from.
-	effSlotFreed struct {
-		ranFor    time.Duration
-		succeeded bool
-		profile   string
-		typ       protocol.TaskType
-	}
-	effQueueChanged struct{}                      // the queue gained or lost a task
-	effResponded    struct{ after time.Duration } // a person answered, after this long
-	// effUsageLimit: the account's usage limit is reached until resetsAt
-	// (zero: unknown). The queue holds back and blocked tasks resume then.
-	effUsageLimit struct{ resetsAt time.Time }
-	effSaveGrant  struct{ grant protocol.Grant } // a repository or user grant to its file
-	// effForecast: the task's files may have changed (an edit, the end of
-	// a turn); the forecaster recomputes its conflicts, coalesced.
-	effForecast struct{}
-)
-
-func (effPersist) effectName() string        { return "persist" }
-func (effUpdated) effectName() string        { return "updated" }
-func (effPublish) effectName() string        { return "publish" }
-func (effAudit) effectName() string          { return "audit" }
-func (effStartAgent) effectName() string     { return "start agent" }
-func (effStopAgent) effectName() string      { return "stop agent" }
-func (effSendPrompt) effectName() string     { return "send prompt" }
-func (effAnswer) effectName() string         { return "answer" }
-func (effArmApproval) effectName() string    { return "arm approval" }
-func (effDisarmApproval) effectName() string { return "disarm approval" }
-func (effBackoff) effectName() string        { return "backoff" }
-func (effCheckpoint) effectName() string     { return "checkpoint" }
-func (effComplete) effectName() string       { return "complete" }
-func (effSlotFreed) effectName() string      { return "slot freed" }
-func (effQueueChanged) effectName() string   { return "queue changed" }
-func (effResponded) effectName() string      { return "responded" }
-func (effUsageLimit) effectName() string     { return "usage limit" }
-func (effSaveGrant) effectName() string      { return "save grant" }
-func (effForecast) effectName() string       { return "forecast" }
-func (effArmWarm) effectName() string        { return "arm warm" }
-func (effDisarmWarm) effectName() string     { return "disarm warm" }
-func (effWarmGone) effectName() string       { return "warm agent gone" }
 
 // stepper accumulates the next state and its effects.
 type stepper struct {

@@ -69,7 +69,6 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 		return nil, err
 	}
 	done = cmdEndOp{op: "settled"} // the deferred call is now a no-op
-	o.fc.touchAll()                // the base moved
 	if o.settingsNow().RemoveWorktreeAfterMerge {
 		if err := o.TaskRemove(ctx, &protocol.TaskRemoveParams{ID: p.ID, DeleteBranch: true}); err != nil {
 			o.logger.Warn("remove after merge", "task", p.ID, "err", err)
@@ -137,7 +136,6 @@ func (o *Orchestrator) TaskUndo(ctx context.Context, p *protocol.TaskIDParams) (
 		return nil, err
 	}
 	done = cmdEndOp{op: "settled"}
-	o.fc.touchAll()
 	// A warning, not news: what the undo did not take back (a push) is
 	// what a person must act on, and clients show warnings (the VS Code
 	// extension leaves info in its log).

@@ -364,11 +364,11 @@ func (o *Orchestrator) TaskResume(ctx context.Context, p *protocol.TaskIDParams)
 	if err := o.waitReleased(ctx, a); err != nil {
 		return nil, err
 	}
+	// Queued by the step, which wakes the scheduler (effQueueChanged).
 	v, err := a.call(ctx, cmdResume{})
 	if err != nil {
 		return nil, err
 	}
-	o.poke()
 	return o.viewOf(v), nil
 }
 
@@ -383,24 +383,20 @@ func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams)
 	if err := o.waitReleased(ctx, a); err != nil {
 		return nil, err
 	}
-	v, err := a.call(ctx, cmdSend{text: p.Text})
-	if err != nil {
-		return nil, err
+	r := a.ask(ctx, cmdSend{text: p.Text}, false)
+	if r.err != nil {
+		return nil, r.err
 	}
-	if (v.T.Status == protocol.StatusRunning || v.T.Status == protocol.StatusWaiting) && v.sess != nil {
-		// Typing waits for the idle prompt; the request gives up when its
-		// client does or familiar shuts down (the session's stop ends the
-		// typing too).
-		sent := make(chan error, 1)
-		o.wg.Add(1)
-		go func() {
-			defer o.wg.Done()
-			sent <- v.sess.SendPrompt(p.Text)
-		}()
+	if r.sent != nil {
+		// The step typed it into the live agent (effSendPrompt), which
+		// waits for the idle prompt; the request gives up when its client
+		// does or familiar shuts down (the session's stop ends the typing
+		// too). Otherwise it queued the task (effQueueChanged woke the
+		// scheduler) or resumes it with the message.
 		select {
-		case err := <-sent:
+		case err := <-r.sent:
 			if err != nil {
-				return nil, protocol.FailedPrecondition("the agent did not take the message: "+err.Error(), v.T.Status)
+				return nil, protocol.FailedPrecondition("the agent did not take the message: "+err.Error(), r.view.T.Status)
 			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -408,7 +404,6 @@ func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams)
 			return nil, protocol.Unavailable("familiar is shutting down")
 		}
 	}
-	o.poke()
 	return o.viewOf(a.view()), nil
 }
 

@@ -491,7 +491,6 @@ func (o *Orchestrator) queueOne(ctx context.Context, repo queueRepo, id string) 
 		o.logger.Warn("end queue merge", "task", id, "err", err)
 	}
 	done = cmdEndOp{op: "settled"}
-	o.fc.touchAll()
 	o.mq.mu.Lock()
 	o.mq.merged = append(o.mq.merged, id)
 	o.mq.mu.Unlock()
