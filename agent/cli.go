@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/familiar-dev/familiar/errkind"
 )
 
 // The window of Claude Code releases familiar supports (README, "CLI
@@ -75,7 +76,7 @@ func SupportWarning(v string) string {
 
 // ErrCLIUnavailable is returned when claude is missing, does not run, or is
 // older than MinVersion.
-var ErrCLIUnavailable = errors.New("claude CLI unavailable")
+var ErrCLIUnavailable error = errkind.New(errkind.Unavailable, "claude CLI unavailable")
 
 // CLI is one installed claude binary.
 type CLI struct {

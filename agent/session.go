@@ -15,15 +15,16 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/errkind"
 	"github.com/familiar-dev/familiar/policy"
 )
 
 // Errors callers can test for with errors.Is.
 var (
-	ErrNoQuestion = errors.New("no such pending question")
-	ErrBadAnswer  = errors.New("answer does not fit the question")
-	ErrExited     = errors.New("agent has exited")
-	ErrNotReady   = errors.New("agent is not ready for input")
+	ErrNoQuestion error = errkind.New(errkind.NotFound, "no such pending question")
+	ErrBadAnswer  error = errkind.New(errkind.Invalid, "answer does not fit the question")
+	ErrExited           = errors.New("agent has exited")
+	ErrNotReady   error = errkind.New(errkind.FailedPrecondition, "agent is not ready for input")
 )
 
 // Options configure one session.

@@ -1,5 +1,7 @@
 package agent
 
+import "github.com/familiar-dev/familiar/errkind"
+
 // StartError is Start's error when claude itself did not start (its options
 // were fine): Transient says whether starting again may succeed (the spawn
 // failed), as opposed to a start called off (the context was done), so the
@@ -12,3 +14,6 @@ type StartError struct {
 func (e *StartError) Error() string { return "start claude: " + e.Err.Error() }
 
 func (e *StartError) Unwrap() error { return e.Err }
+
+// Kind is Unavailable: claude could not be had, whatever the request.
+func (e *StartError) Kind() errkind.Kind { return errkind.Unavailable }

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -10,12 +9,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/familiar-dev/familiar/errkind"
 )
 
 // The kinds of error this package returns; test with errors.Is.
 var (
-	ErrInvalid     = errors.New("invalid")     // a malformed server config
-	ErrUnavailable = errors.New("unavailable") // a referenced environment variable is not set
+	ErrInvalid     error = errkind.New(errkind.Invalid, "invalid")         // a malformed server config
+	ErrUnavailable error = errkind.New(errkind.Unavailable, "unavailable") // a referenced environment variable is not set
 )
 
 // Transports of an MCP server.

@@ -2,8 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
@@ -17,10 +15,7 @@ func (o *Orchestrator) AuditList(ctx context.Context, p *protocol.AuditListParam
 		Limit: p.EffectiveLimit(), Cursor: p.Cursor,
 	})
 	if err != nil {
-		if errors.Is(err, store.ErrInvalid) {
-			return nil, protocol.InvalidParams("cursor", err.Error())
-		}
-		return nil, fmt.Errorf("read audit log: %w", err)
+		return nil, mapError(err, "read audit log", "cursor")
 	}
 	res := &protocol.AuditListResult{NextCursor: next}
 	for _, e := range entries {

@@ -56,11 +56,11 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 	}
 	res, err := o.cfg.Repo.Merge(ctx, wt, wt.BaseRef, strategy, msg)
 	if err != nil {
-		var ce *worktree.ConflictError
-		if errors.As(err, &ce) {
-			return nil, protocol.Conflict("the merge conflicts; nothing was changed: "+ce.Error(), ce.Files)
+		what := "merge"
+		if errors.As(err, new(*worktree.ConflictError)) {
+			what = "the merge conflicts; nothing was changed"
 		}
-		return nil, mapError(err, "merge", "strategy")
+		return nil, mapError(err, what, "strategy")
 	}
 	done.ok = true
 	done.merge = &mergeRecord{MergeResult: res, At: o.clk.Now().UTC(), Strategy: string(strategy)}

@@ -44,16 +44,13 @@ func (o *Orchestrator) buildSpec(t *persisted, others []string, tracked []string
 	}
 	spec, err := profiles.Load(o.dirs).Build(req)
 	if err != nil {
-		var fe *profiles.FileError
-		switch {
-		case errors.As(err, &fe):
-			return spec, protocol.InvalidParams("profile", fe.Error())
-		case errors.Is(err, profiles.ErrNotFound):
-			return spec, protocol.InvalidParams("profile", err.Error())
-		case errors.Is(err, profiles.ErrInvalid):
-			return spec, protocol.InvalidParams("mode", err.Error())
+		// A profile's file or name is the profile's fault; any other
+		// invalid value the mode's.
+		field := "profile"
+		if errors.Is(err, profiles.ErrInvalid) && !errors.As(err, new(*profiles.FileError)) {
+			field = "mode"
 		}
-		return spec, err
+		return spec, mapError(err, "", field)
 	}
 	return spec, nil
 }

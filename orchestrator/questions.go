@@ -56,17 +56,12 @@ func (o *Orchestrator) TaskRespond(ctx context.Context, p *protocol.TaskRespondP
 	return o.viewOf(a.view()), nil
 }
 
+// answerError is the protocol's error for an answer the agent refused: an
+// unknown question (agent.ErrNoQuestion), an answer that does not fit it
+// (ErrBadAnswer, from optionId), or a claude stopped or unable to take
+// input now (ErrNotReady, while the task waits).
 func answerError(err error) error {
-	switch {
-	case errorsIs(err, agent.ErrNoQuestion):
-		return protocol.NotFound("question", err.Error())
-	case errorsIs(err, agent.ErrBadAnswer):
-		return protocol.InvalidParams("optionId", err.Error())
-	case errorsIs(err, agent.ErrNotReady):
-		// claude is stopped (SIGSTOP) or cannot take input now.
-		return protocol.FailedPrecondition(err.Error(), protocol.StatusWaiting)
-	}
-	return err
+	return protocol.ErrorOf(err, protocol.ErrorContext{Thing: "question", Field: "optionId", Status: protocol.StatusWaiting})
 }
 
 func agentText(d decision) string {

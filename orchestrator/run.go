@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -339,8 +338,6 @@ func summarize(msg string) (summary, blocked string) {
 	}
 	return msg, ""
 }
-
-var errorsIs = errors.Is
 
 // outputPublisher sends masked terminal output to the task's clients.
 type outputPublisher struct {

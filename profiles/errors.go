@@ -1,16 +1,18 @@
 package profiles
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/familiar-dev/familiar/errkind"
 )
 
 // The kinds of error this package returns; test with errors.Is.
 var (
-	// ErrNotFound: no profile or skill has the name asked for.
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound: no profile or skill has the name asked for. Its kind is
+	// Invalid: the name came in a request, which is what has to change.
+	ErrNotFound error = errkind.New(errkind.Invalid, "not found")
 	// ErrInvalid: a profile or skill file, a mode, or a request is malformed.
-	ErrInvalid = errors.New("invalid")
+	ErrInvalid error = errkind.New(errkind.Invalid, "invalid")
 )
 
 // FileError is a profile or skill file that could not be used. Its text is

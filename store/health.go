@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/familiar-dev/familiar/errkind"
 )
 
 // Failure kinds of a store that cannot write, beside the error kinds in
@@ -18,10 +20,10 @@ import (
 var (
 	// ErrStoreFull: the disk holding the database is full (or the user's
 	// quota is). Writes succeed again once space returns.
-	ErrStoreFull = errors.New("store is full: no space left on the disk")
+	ErrStoreFull error = errkind.NewReason(errkind.NotSaved, "store is full: no space left on the disk", "full")
 	// ErrUnavailable: the database could not be written or read for another
 	// reason (an I/O error, a damaged page that made bbolt panic).
-	ErrUnavailable = errors.New("store is unavailable")
+	ErrUnavailable error = errkind.NewReason(errkind.NotSaved, "store is unavailable", "unavailable")
 )
 
 // DefaultProbeEvery is how often a degraded store probes whether space has

@@ -17,6 +17,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/errkind"
 )
 
 // FileName is the database's name inside a data dir.
@@ -37,11 +38,11 @@ const maxBatch = 1024
 // Error kinds. Errors returned by the store wrap one of these (or a context
 // error) with context; compare with errors.Is.
 var (
-	ErrNotFound     = errors.New("not found")
-	ErrInvalid      = errors.New("invalid argument")
-	ErrClosed       = errors.New("store is closed")
-	ErrLocked       = errors.New("data dir is locked by another familiar")
-	ErrSchemaTooNew = errors.New("database schema is newer than this familiar")
+	ErrNotFound     error = errkind.New(errkind.NotFound, "not found")
+	ErrInvalid      error = errkind.New(errkind.Invalid, "invalid argument")
+	ErrClosed             = errors.New("store is closed")
+	ErrLocked       error = errkind.New(errkind.Unavailable, "data dir is locked by another familiar")
+	ErrSchemaTooNew       = errors.New("database schema is newer than this familiar")
 )
 
 // Options configure Open. The zero value is usable.

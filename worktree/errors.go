@@ -1,6 +1,6 @@
 package worktree
 
-import "errors"
+import "github.com/familiar-dev/familiar/errkind"
 
 // The kinds of error this package returns. Every error it returns wraps at
 // most one of them (test with errors.Is), with context saying what was refused
@@ -9,15 +9,15 @@ import "errors"
 var (
 	// ErrInvalid: the input is unsafe or malformed (a ref starting with "-",
 	// a title with no usable characters, a path that leaves the worktree…).
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid error = errkind.New(errkind.Invalid, "invalid argument")
 	// ErrNotFound: the ref, worktree or path does not exist.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound error = errkind.New(errkind.NotFound, "not found")
 	// ErrFailedPrecondition: the operation would lose work or the repository
 	// is not in a state that allows it (uncommitted changes, unmerged commits,
 	// a branch familiar did not create, no commits yet).
-	ErrFailedPrecondition = errors.New("failed precondition")
+	ErrFailedPrecondition error = errkind.New(errkind.FailedPrecondition, "failed precondition")
 	// ErrConflict: something by that name already exists (branch, path).
-	ErrConflict = errors.New("conflict")
+	ErrConflict error = errkind.New(errkind.Conflict, "conflict")
 	// ErrUnavailable: git itself cannot be run.
-	ErrUnavailable = errors.New("unavailable")
+	ErrUnavailable error = errkind.New(errkind.Unavailable, "unavailable")
 )

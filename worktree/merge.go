@@ -37,6 +37,9 @@ func (e *ConflictError) Error() string {
 }
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
+// Conflicting is the files, for the protocol's Conflict (errkind.Conflicting).
+func (e *ConflictError) Conflicting() []string { return e.Files }
+
 // DirtyError lists the uncommitted files of a checkout familiar will not
 // touch.
 type DirtyError struct {

@@ -23,7 +23,7 @@ var domain = []string{
 	"jsonrpc", "mask", "mcp", "orchestrator", "policy", "procs", "profiles", "protocol",
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
-	"procs/proctable", "dirs", "protocol/tsgen", "rpcclient",
+	"procs/proctable", "dirs", "protocol/tsgen", "rpcclient", "errkind",
 }
 
 // except returns every domain package but the ones given.
@@ -42,11 +42,12 @@ func except(keep ...string) []string {
 var mustNot = map[string][]string{
 	"clock":        except("clock"),
 	"mask":         except("mask", "clock"),
-	"protocol":     except("protocol"),
+	"protocol":     except("protocol", "errkind"),
+	"errkind":      except("errkind"),
 	"policy":       except("policy"),
 	"demomodel":    except("demomodel"),
 	"agent/screen": except("agent/screen", "clock"),
-	"store":        except("store", "clock", "procs/proctable"),
+	"store":        except("store", "clock", "procs/proctable", "errkind"),
 	"procs":        except("procs", "clock", "procs/proctable"),
 	"procs/procfs": except("procs/procfs"),
 	// The process table: /proc through procfs on Linux, sysctl on macOS.
