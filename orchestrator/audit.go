@@ -25,11 +25,3 @@ func (o *Orchestrator) AuditList(ctx context.Context, p *protocol.AuditListParam
 	}
 	return res, nil
 }
-
-func (s *Service) AuditList(ctx context.Context, p *protocol.AuditListParams) (*protocol.AuditListResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.AuditList(ctx, p)
-}

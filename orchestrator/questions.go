@@ -70,3 +70,12 @@ func agentText(d decision) string {
 	}
 	return "Use tool " + d.tool
 }
+
+// TaskMarkDone is task/markDone.
+func (o *Orchestrator) TaskMarkDone(ctx context.Context, p *protocol.TaskMarkDoneParams) (*protocol.Task, error) {
+	v, err := o.command(ctx, p.ID, cmdMarkDone{questionID: p.QuestionID})
+	if err != nil {
+		return nil, err
+	}
+	return o.viewOf(v), nil
+}

@@ -377,3 +377,75 @@ func (s *Service) TaskInterrupt(ctx context.Context, p *protocol.TaskInterruptPa
 func (s *Service) ServerStop(ctx context.Context, p *protocol.ServerStopParams) (*protocol.ServerStopResult, error) {
 	return nil, protocol.FailedPrecondition("This familiar serves in its editor's process (serve --no-daemon or --listen), not in the background; it stops when its last client leaves.", "")
 }
+
+func (s *Service) TaskMarkDone(ctx context.Context, p *protocol.TaskMarkDoneParams) (*protocol.Task, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskMarkDone(ctx, p)
+}
+
+func (s *Service) TaskText(ctx context.Context, p *protocol.TaskTextParams) (*protocol.TaskTextResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.TaskText(ctx, p)
+}
+
+func (s *Service) PolicyList(ctx context.Context, p *protocol.PolicyListParams) (*protocol.PolicyListResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.PolicyList(ctx, p)
+}
+
+func (s *Service) PolicyRevoke(ctx context.Context, p *protocol.PolicyRevokeParams) (*protocol.PolicyRevokeResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.PolicyRevoke(ctx, p)
+}
+
+func (s *Service) QueueMerge(ctx context.Context, p *protocol.QueueMergeParams) (*protocol.Queue, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.QueueMerge(ctx, p)
+}
+
+func (s *Service) QueueStatus(ctx context.Context, p *protocol.QueueStatusParams) (*protocol.QueueStatusResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.QueueStatus(ctx, p)
+}
+
+func (s *Service) QueueCancel(ctx context.Context, p *protocol.QueueCancelParams) (*protocol.Queue, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.QueueCancel(ctx, p)
+}
+
+func (s *Service) QueueUndo(ctx context.Context, p *protocol.QueueUndoParams) (*protocol.Queue, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.QueueUndo(ctx, p)
+}
+
+func (s *Service) AuditList(ctx context.Context, p *protocol.AuditListParams) (*protocol.AuditListResult, error) {
+	o, err := s.orch()
+	if err != nil {
+		return nil, err
+	}
+	return o.AuditList(ctx, p)
+}

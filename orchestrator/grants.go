@@ -2,69 +2,16 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/grants"
 	"github.com/familiar-dev/familiar/protocol"
-	"github.com/familiar-dev/familiar/texts"
 )
 
-// Issue 17's methods: a prose question marked done, whole texts behind
-// clipped ones, and allow-always grants that outlive the session.
-
-// texts is the store of a task's whole texts: clipped ones under its
-// directory, and the tool outputs claude persisted in its config dir.
-func (o *Orchestrator) texts(id string) *texts.Store {
-	dir := o.taskDir(id)
-	return texts.New(dir, filepath.Join(dir, "claude"))
-}
-
-// clipText clips s for a question or a summary, keeping the whole behind a
-// reference. A failure to store is logged: the clipped text still goes out.
-func (o *Orchestrator) clipText(id, s string) (clipped, ref string) {
-	clipped, ref, err := o.texts(id).Clip(s, maxText)
-	if err != nil {
-		o.logger.Warn("store clipped text", "task", id, "err", err)
-		c, _ := clip(s)
-		return c, ""
-	}
-	return clipped, ref
-}
-
-// TaskText is task/text.
-func (o *Orchestrator) TaskText(ctx context.Context, p *protocol.TaskTextParams) (*protocol.TaskTextResult, error) {
-	if _, err := o.get(p.ID); err != nil {
-		return nil, err
-	}
-	page, err := o.texts(p.ID).Read(p.Ref, p.Offset, p.EffectiveLimit())
-	switch {
-	case errors.Is(err, texts.ErrInvalidRef):
-		return nil, protocol.InvalidParams("ref", err.Error())
-	case errors.Is(err, texts.ErrNotFound):
-		return nil, protocol.NotFound("text", p.Ref)
-	case errors.Is(err, texts.ErrBadRange):
-		return nil, protocol.InvalidParams("offset", err.Error())
-	case err != nil:
-		return nil, fmt.Errorf("read text: %w", err)
-	}
-	// Secrets are masked in what familiar sends, as everywhere else; the
-	// offsets stay those of the whole text.
-	return &protocol.TaskTextResult{Data: o.maskString(page.Data), Offset: page.Offset, NextOffset: page.NextOffset,
-		Size: page.Size, Truncated: page.More}, nil
-}
-
-// TaskMarkDone is task/markDone.
-func (o *Orchestrator) TaskMarkDone(ctx context.Context, p *protocol.TaskMarkDoneParams) (*protocol.Task, error) {
-	v, err := o.command(ctx, p.ID, cmdMarkDone{questionID: p.QuestionID})
-	if err != nil {
-		return nil, err
-	}
-	return o.viewOf(v), nil
-}
+// Allow-always grants that outlive the session (issue 17): the task's own in
+// its state, the repository's and the user's in their files (grants), and
+// policy/list and policy/revoke over all three.
 
 // repoGrants and userGrants are the policy files of grants.
 func (o *Orchestrator) repoGrants() *grants.File { return grants.RepositoryFile(o.cfg.Repo.Root()) }
@@ -193,70 +140,4 @@ func (o *Orchestrator) PolicyRevoke(ctx context.Context, p *protocol.PolicyRevok
 		o.audit(p.TaskID, "policy.revoked", "user", map[string]any{"rule": p.Rule, "scope": p.Scope, "file": f.Path()})
 	}
 	return &protocol.PolicyRevokeResult{Revoked: ok}, nil
-}
-
-// Service delegations.
-
-func (s *Service) TaskMarkDone(ctx context.Context, p *protocol.TaskMarkDoneParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskMarkDone(ctx, p)
-}
-
-func (s *Service) TaskText(ctx context.Context, p *protocol.TaskTextParams) (*protocol.TaskTextResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskText(ctx, p)
-}
-
-func (s *Service) PolicyList(ctx context.Context, p *protocol.PolicyListParams) (*protocol.PolicyListResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.PolicyList(ctx, p)
-}
-
-func (s *Service) PolicyRevoke(ctx context.Context, p *protocol.PolicyRevokeParams) (*protocol.PolicyRevokeResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.PolicyRevoke(ctx, p)
-}
-
-func (s *Service) QueueMerge(ctx context.Context, p *protocol.QueueMergeParams) (*protocol.Queue, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.QueueMerge(ctx, p)
-}
-
-func (s *Service) QueueStatus(ctx context.Context, p *protocol.QueueStatusParams) (*protocol.QueueStatusResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.QueueStatus(ctx, p)
-}
-
-func (s *Service) QueueCancel(ctx context.Context, p *protocol.QueueCancelParams) (*protocol.Queue, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.QueueCancel(ctx, p)
-}
-
-func (s *Service) QueueUndo(ctx context.Context, p *protocol.QueueUndoParams) (*protocol.Queue, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.QueueUndo(ctx, p)
 }
