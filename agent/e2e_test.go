@@ -16,6 +16,7 @@ import (
 	"github.com/familiar-dev/familiar/internal/fakeapi"
 	"github.com/familiar-dev/familiar/internal/mcptest"
 	"github.com/familiar-dev/familiar/internal/testenv"
+	"github.com/familiar-dev/familiar/protocol"
 )
 
 // recorder collects a session's events and lets a test wait for one.
@@ -81,7 +82,7 @@ func isKind(k agent.EventKind) func(agent.Event) bool {
 	return func(ev agent.Event) bool { return ev.Kind == k }
 }
 
-func isQuestion(kind string) func(agent.Event) bool {
+func isQuestion(kind protocol.QuestionKind) func(agent.Event) bool {
 	return func(ev agent.Event) bool { return ev.Kind == agent.EventQuestion && ev.Question.Kind == kind }
 }
 
@@ -393,8 +394,8 @@ func TestActivitySequence(t *testing.T) {
 		var seq []string
 		for _, ev := range h.rec.all() {
 			if ev.Kind == agent.EventActivity {
-				if len(seq) == 0 || seq[len(seq)-1] != ev.Activity.State {
-					seq = append(seq, ev.Activity.State)
+				if len(seq) == 0 || seq[len(seq)-1] != string(ev.Activity.State) {
+					seq = append(seq, string(ev.Activity.State))
 				}
 			}
 		}
@@ -538,7 +539,7 @@ func TestInterruptedTurnEnds(t *testing.T) {
 	}
 }
 
-func (r *recorder) sawActivity(state, detail string) bool {
+func (r *recorder) sawActivity(state protocol.Activity, detail string) bool {
 	for _, ev := range r.all() {
 		if ev.Kind == agent.EventActivity && ev.Activity.State == state && ev.Activity.Detail == detail {
 			return true

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent/transcript"
+	"github.com/familiar-dev/familiar/protocol"
 )
 
 // EventKind says which field of an Event is set.
@@ -23,31 +24,31 @@ const (
 	EventTranscript       EventKind = "transcript"        // text, thinking, a tool call, the plan or usage (package transcript)
 )
 
-// Activity values, as in PROTOCOL.md.
+// Activity values, the protocol's.
 const (
-	ActivityThinking       = "thinking"
-	ActivityWriting        = "writing"
-	ActivityRunningCommand = "running_command"
-	ActivityIdle           = "idle"
-	ActivityUnknown        = "unknown"
+	ActivityThinking       = protocol.ActivityThinking
+	ActivityWriting        = protocol.ActivityWriting
+	ActivityRunningCommand = protocol.ActivityRunningCommand
+	ActivityIdle           = protocol.ActivityIdle
+	ActivityUnknown        = protocol.ActivityUnknown
 	// ActivityStopped: claude is stopped by a signal (SIGSTOP) and does
 	// nothing until continued.
-	ActivityStopped = "stopped"
+	ActivityStopped = protocol.ActivityStopped
 )
 
-// Question kinds, as in PROTOCOL.md.
+// Question kinds, the protocol's.
 const (
-	KindPermission = "permission"
-	KindChoice     = "choice"
-	KindQuestion   = "question"
-	KindDialog     = "dialog"
+	KindPermission = protocol.QuestionPermission
+	KindChoice     = protocol.QuestionChoice
+	KindQuestion   = protocol.QuestionQuestion
+	KindDialog     = protocol.QuestionDialog
 )
 
-// Option ids every permission question has.
+// Option ids every permission question has, the protocol's.
 const (
-	OptionAllow       = "allow"
-	OptionAllowAlways = "allow_always"
-	OptionDeny        = "deny"
+	OptionAllow       = protocol.OptionAllow
+	OptionAllowAlways = protocol.OptionAllowAlways
+	OptionDeny        = protocol.OptionDeny
 )
 
 // Option ids a permission question may add: a second, narrower rule to
@@ -78,45 +79,23 @@ type Event struct {
 
 // Activity is what the agent is doing now.
 type Activity struct {
-	State  string `json:"state"`            // one of the Activity* constants
-	Detail string `json:"detail,omitempty"` // e.g. the command being run
-	Tool   string `json:"tool,omitempty"`   // set when a tool call starts
+	State  protocol.Activity `json:"state"`            // one of the Activity* constants
+	Detail string            `json:"detail,omitempty"` // e.g. the command being run
+	Tool   string            `json:"tool,omitempty"`   // set when a tool call starts
 }
 
-// Question is something the agent waits on a person for.
-type Question struct {
-	ID    string          `json:"id"`
-	Kind  string          `json:"kind"`
-	Text  string          `json:"text"`
-	Tool  string          `json:"tool,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
-	// ToolUseID is the model's id of the tool call a permission is about,
-	// when known: the transcript's tool call with the same id.
-	ToolUseID string   `json:"toolUseId,omitempty"`
-	Options   []Option `json:"options"`
-	AllowText bool     `json:"allowText"`
-	// MultiSelect is set on a choice that takes several options (an
-	// AskUserQuestion question with multiSelect): the answer's OptionID is
-	// their ids joined with ",".
-	MultiSelect bool `json:"multiSelect,omitempty"`
-	// Closing is set on a prose question (KindQuestion from a turn's last
-	// message): "question", "ask" or "unsure" as package closing read it.
-	// Unsure means the message may only report; the person replies or marks
-	// the task done.
-	Closing string `json:"closing,omitempty"`
-	// Skill is set on a permission for a shell command written in a skill
-	// or slash command (PreSkillShellCommand): which one, and who started it.
-	Skill *SkillCommand `json:"skill,omitempty"`
-}
+// Question is something the agent waits on a person for: the protocol's
+// question, so what the agent asks reaches clients as it is, once the
+// orchestrator masked and clipped it (ExpiresAt, Truncated, TextRef and the
+// like are the orchestrator's to set). Closing is set on a prose question
+// (KindQuestion from a turn's last message): "question", "ask" or "unsure"
+// as package closing read it. Skill is set on a permission for a shell
+// command written in a skill or slash command (PreSkillShellCommand).
+type Question = protocol.Question
 
-// Option is one answer a Question offers.
-type Option struct {
-	ID    string `json:"id"`
-	Label string `json:"label"`
-	// Rule is the permission rule an allow-always option grants, as its
-	// label names it ("Bash(npm test:*)").
-	Rule string `json:"rule,omitempty"`
-}
+// Option is one answer a Question offers; Rule is the permission rule an
+// allow-always option grants, as its label names it ("Bash(npm test:*)").
+type Option = protocol.Option
 
 // Answer to a Question: an option, free text, or both (deny with a reason),
 // and for permissions optionally a modified tool input.

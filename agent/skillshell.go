@@ -5,20 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/familiar-dev/familiar/protocol"
 )
 
 // SkillCommand says which skill or slash command a shell command comes from
 // (PreSkillShellCommand, CLI 2.1.332): shown with the question, audited with
-// the decision.
-type SkillCommand struct {
-	Name string `json:"name"`
-	// Source is where claude found it ("projectSettings", "userSettings",
-	// "plugin", …), when it says.
-	Source string `json:"source,omitempty"`
-	// InvokedBy is who loaded it: "user" (typed, or sent by familiar),
-	// "claude" (the Skill tool) or "other" (a subagent's preload, …).
-	InvokedBy string `json:"invokedBy"`
-}
+// the decision. InvokedBy is who loaded it: "user" (typed, or sent by
+// familiar), "claude" (the Skill tool) or "other" (a subagent's preload, …).
+type SkillCommand = protocol.SkillCommand
 
 // skillShellPayload is the PreSkillShellCommand hook's input beyond the
 // common fields (CLAUDE-CLI.md Part B §3.1).

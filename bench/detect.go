@@ -106,14 +106,14 @@ func (r *runner) detectAtClient(ctx context.Context, driver string) (Dist, error
 	next := 0
 	for i := range r.opts.Runs {
 		var q asked
-		if q, next, err = qs.wait(ctx, next, "task/question for a permission", func(q asked) bool { return q.kind == agent.KindPermission }); err != nil {
+		if q, next, err = qs.wait(ctx, next, "task/question for a permission", func(q asked) bool { return q.kind == string(agent.KindPermission) }); err != nil {
 			return Dist{}, err
 		}
 		lat = append(lat, sw.since(q.at))
 		if _, err := w.ws.Orch.TaskRespond(ctx, &protocol.TaskRespondParams{ID: t.ID, QuestionID: q.id, OptionID: agent.OptionDeny}); err != nil {
 			return Dist{}, err
 		}
-		if q, next, err = qs.wait(ctx, next, "task/question in prose", func(q asked) bool { return q.kind == agent.KindQuestion }); err != nil {
+		if q, next, err = qs.wait(ctx, next, "task/question in prose", func(q asked) bool { return q.kind == string(agent.KindQuestion) }); err != nil {
 			return Dist{}, err
 		}
 		if i+1 < r.opts.Runs {

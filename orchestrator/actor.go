@@ -361,15 +361,11 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		if tool := ev.Activity.Tool; tool != "" {
 			o.countTool(tool)
 		}
-		act, ok := activities[ev.Activity.State]
-		if !ok {
-			act = protocol.ActivityThinking
-		}
 		detail, _ := clip(ev.Activity.Detail)
 		if len(detail) > maxActivityDetail {
 			detail = detail[:maxActivityDetail] + "…"
 		}
-		in = inActivity{activity: act, detail: o.maskString(detail)}
+		in = inActivity{activity: ev.Activity.State, detail: o.maskString(detail)}
 	case agent.EventQuestion:
 		in = a.question(ev.Question)
 	case agent.EventQuestionResolved:
@@ -426,29 +422,10 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 // maxActivityDetail bounds Task.activityDetail (a long command line).
 const maxActivityDetail = 300
 
-// activities ties the agent's activity names to the protocol's: a name
-// missing here is a compile-time-visible gap rather than a silent cast.
-var activities = map[string]protocol.Activity{
-	agent.ActivityIdle:           protocol.ActivityIdle,
-	agent.ActivityThinking:       protocol.ActivityThinking,
-	agent.ActivityWriting:        protocol.ActivityWriting,
-	agent.ActivityRunningCommand: protocol.ActivityRunningCommand,
-	agent.ActivityUnknown:        protocol.ActivityUnknown,
-	agent.ActivityStopped:        protocol.ActivityStopped,
-}
-
 // refusalReasons ties claude's startup refusals to the blocked reasons.
 var refusalReasons = map[string]protocol.BlockedReason{
 	agent.RefusalSideload:    protocol.BlockedSideloadDisabled,
 	agent.RefusalSessionHeld: protocol.BlockedSessionHeld,
-}
-
-// questionKinds ties the agent's question kinds to the protocol's.
-var questionKinds = map[string]protocol.QuestionKind{
-	agent.KindPermission: protocol.QuestionPermission,
-	agent.KindChoice:     protocol.QuestionChoice,
-	agent.KindQuestion:   protocol.QuestionQuestion,
-	agent.KindDialog:     protocol.QuestionDialog,
 }
 
 // question masks and clips a question and asks the policy about it. It
@@ -456,17 +433,7 @@ var questionKinds = map[string]protocol.QuestionKind{
 // which only change by command.
 func (a *actor) question(q *agent.Question) input {
 	o := a.o
-	kind, ok := questionKinds[q.Kind]
-	if !ok {
-		kind = protocol.QuestionQuestion
-	}
-	pq := protocol.Question{ID: q.ID, Kind: kind, Text: q.Text, Tool: q.Tool, Input: q.Input, AllowText: q.AllowText, ToolUseID: q.ToolUseID, Closing: q.Closing, MultiSelect: q.MultiSelect}
-	for _, opt := range q.Options {
-		pq.Options = append(pq.Options, protocol.Option{ID: opt.ID, Label: opt.Label, Rule: opt.Rule})
-	}
-	if sk := q.Skill; sk != nil {
-		pq.Skill = &protocol.SkillCommand{Name: sk.Name, Source: sk.Source, InvokedBy: sk.InvokedBy}
-	}
+	pq := *q // the protocol's question already: masked and clipped here, the agent's copy untouched
 	size := len(pq.Text) + len(pq.Input)
 	pq.Text, pq.TextRef = o.clipText(a.id, pq.Text)
 	var cutInput bool
@@ -479,7 +446,7 @@ func (a *actor) question(q *agent.Question) input {
 	}
 	pq.Text = o.maskString(pq.Text)
 	pq.Input = o.mask(pq.Input)
-	in := inQuestion{q: pq, kind: q.Kind}
+	in := inQuestion{q: pq}
 	if q.Kind == agent.KindPermission {
 		v := a.view()
 		if d, ok := o.policyDecision(a.policy, a.directives, v.T.Worktree, o.grantRules(v.T.Grants), q); ok {

@@ -8,18 +8,17 @@ import (
 // Inputs of questions: the agent asks, a person or the policy or the approval
 // timeout answers, a question turns out to have been a report, a grant goes.
 
-// inQuestion: the agent asks (kind is the agent's); decided when the policy
-// answered it already.
+// inQuestion: the agent asks (q masked and clipped); decided when the
+// policy answered it already.
 type inQuestion struct {
 	q       protocol.Question
-	kind    string
 	decided *decision
 }
 
 func (in inQuestion) apply(st *stepper) error {
 	s := &st.s
 	status := s.T.Status
-	if in.kind == agent.KindQuestion {
+	if in.q.Kind == agent.KindQuestion {
 		s.interrupting = false // the PTY driver's interrupted turn ends asking
 	}
 	if s.agent != agentUp {
@@ -44,7 +43,7 @@ func (in inQuestion) apply(st *stepper) error {
 			return err
 		}
 	}
-	if in.kind == agent.KindPermission || st.e.headless {
+	if in.q.Kind == agent.KindPermission || st.e.headless {
 		q.ExpiresAt = st.e.now.Add(st.e.approvalTimeout).UTC()
 		st.emit(effArmApproval{questionID: q.ID, after: st.e.approvalTimeout})
 	}

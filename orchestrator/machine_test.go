@@ -191,19 +191,19 @@ func TestTransitions(t *testing.T) {
 		// Activity and questions.
 		{name: "activity is announced, not persisted", from: mk(running, agentUp), in: inActivity{activity: protocol.ActivityWriting},
 			status: running, effects: []string{"updated"}},
-		{name: "permission waits on a person with a timeout", from: mk(running, agentUp), in: inQuestion{q: protocol.Question{ID: "q1", Kind: protocol.QuestionPermission}, kind: agent.KindPermission},
+		{name: "permission waits on a person with a timeout", from: mk(running, agentUp), in: inQuestion{q: protocol.Question{ID: "q1", Kind: protocol.QuestionPermission}},
 			status: protocol.StatusWaiting, effects: []string{"arm approval", "persist", "updated", "publish task/question"},
 			check: func(t *testing.T, s state) {
 				if s.T.PendingQuestion == nil || !s.T.PendingQuestion.ExpiresAt.Equal(testEnv.now.Add(5*time.Minute)) {
 					t.Errorf("question %+v", s.T.PendingQuestion)
 				}
 			}},
-		{name: "a choice has no timeout", from: mk(running, agentUp), in: inQuestion{q: protocol.Question{ID: "q1", Kind: protocol.QuestionChoice}, kind: agent.KindChoice},
+		{name: "a choice has no timeout", from: mk(running, agentUp), in: inQuestion{q: protocol.Question{ID: "q1", Kind: protocol.QuestionChoice}},
 			status: protocol.StatusWaiting, effects: []string{"persist", "updated", "publish task/question"}},
 		{name: "policy decides: shown, settled, answered", from: mk(running, agentUp),
-			in:     inQuestion{q: protocol.Question{ID: "q1"}, kind: agent.KindPermission, decided: &decision{option: agent.OptionAllow, tool: "Bash"}},
+			in:     inQuestion{q: protocol.Question{ID: "q1", Kind: agent.KindPermission}, decided: &decision{option: agent.OptionAllow, tool: "Bash"}},
 			status: running, effects: []string{"publish task/question", "publish task/questionResolved", "answer"}},
-		{name: "a stopping agent's question is dropped", from: mk(running, agentStopping), in: inQuestion{q: protocol.Question{ID: "q1"}, kind: agent.KindPermission},
+		{name: "a stopping agent's question is dropped", from: mk(running, agentStopping), in: inQuestion{q: protocol.Question{ID: "q1", Kind: agent.KindPermission}},
 			status: running, effects: []string{}},
 		{name: "answered: running again, audited with response time", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
 			in: inAnswered{questionID: "q1", optionID: "allow"}, status: running,
