@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/familiar-dev/familiar/procs"
 )
@@ -87,10 +88,12 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		s.ev.close()
 		return nil, err
 	}
+	began := opts.Clock.Now()
 	settingsPath, err := opts.prepareConfig(settings)
 	if err != nil {
 		return fail(err)
 	}
+	configured := opts.Clock.Now()
 	cfg := procs.Config{
 		Argv:      append([]string{opts.CLI.Path}, d.args(settingsPath)...),
 		Dir:       opts.Dir,
@@ -124,6 +127,8 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		return fail(&StartError{Transient: true, Err: err})
 	}
 	s.proc = procAdapter{p}
+	// What `familiar bench --only firstrequest` splits the spawn into.
+	s.logger.Debug(SpawnRecord, slog.Duration("config", configured.Sub(began)), slog.Duration("exec", opts.Clock.Now().Sub(configured)))
 	s.setActivity(Activity{State: ActivityThinking, Detail: "starting"})
 	s.wg.Add(1)
 	go s.watchStopped()
@@ -149,6 +154,11 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	})
 	return s, nil
 }
+
+// SpawnRecord is the message of the debug record with how long a start
+// took to write the session's config dir and settings ("config") and to
+// start the process ("exec").
+const SpawnRecord = "agent spawned"
 
 // maxArgPrompt is the longest first prompt passed on the command line.
 const maxArgPrompt = 100 << 10

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -144,6 +145,9 @@ type runner struct {
 	moduleRoot string
 	claude     agent.CLI
 	claudeErr  string
+	// startLog, if set, takes the debug records of familiar's contenders
+	// (the steps of an agent's start).
+	startLog slog.Handler
 }
 
 // Run runs the scenarios, printing a table per scenario to Out as each

@@ -270,6 +270,9 @@ func (r *runner) startFamiliar(ctx context.Context, api *demomodel.Server, drive
 		return nil, err
 	}
 	log := slog.New(slog.DiscardHandler)
+	if r.startLog != nil {
+		log = slog.New(r.startLog)
+	}
 	hub := jsonrpc.NewHub(log, 0)
 	ws, err := orchestrator.OpenWorkspace(ctx, repo, orchestrator.WorkspaceOptions{
 		DataDir: filepath.Join(data, "d"), WorktreesRoot: filepath.Join(data, "w"),

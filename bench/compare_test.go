@@ -141,5 +141,32 @@ func TestFirstRequestOneRound(t *testing.T) {
 		if f.First.N != 1 || f.First.P50 <= 0 {
 			t.Errorf("%s: %+v, want one positive figure", f.System, f.First)
 		}
+		// familiar's start is split into its steps, from task/create to
+		// claude's first request; no step takes longer than the whole.
+		familiar := f.System == SystemFamiliarPTY || f.System == SystemFamiliarStream
+		var names []string
+		for _, st := range f.Steps {
+			names = append(names, st.Step)
+			if st.Dist.N != 1 || st.Dist.P50 < 0 || st.Dist.P50 > f.First.P50 {
+				t.Errorf("%s, step %q: %+v (the whole start took %.1f ms)", f.System, st.Step, st.Dist, f.First.P50)
+			}
+		}
+		if want := []string{StepQueued, "worktree", "spawn", StepCLI}; familiar && !containsInOrder(names, want) {
+			t.Errorf("%s: steps %q, want %q among them in order", f.System, names, want)
+		}
+		if !familiar && len(names) > 0 {
+			t.Errorf("%s: steps %q; only familiar's start has steps", f.System, names)
+		}
 	}
+}
+
+// containsInOrder reports whether want's items appear in have in order.
+func containsInOrder(have, want []string) bool {
+	i := 0
+	for _, h := range have {
+		if i < len(want) && h == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
 }

@@ -16,9 +16,14 @@ import (
 // own start-up, what familiar's hooks cost it, and familiar's part (the
 // worktree, the config dir, settings, MCP config and trust seeding).
 type FirstRequestResult struct {
-	System  string `json:"system"`
-	First   Dist   `json:"firstRequest"`
-	Skipped string `json:"skipped,omitempty"`
+	System string `json:"system"`
+	First  Dist   `json:"firstRequest"`
+	// Steps split familiar's start: the wait for the start to begin, the
+	// orchestrator's steps (worktree, submodules, tracked files, prompt,
+	// skills, MCP config, login check, spawn with its config dir and
+	// exec), and claude's own time from its spawn to the first request.
+	Steps   []StepResult `json:"steps,omitempty"`
+	Skipped string       `json:"skipped,omitempty"`
 }
 
 // firstRequest starts StartRuns fresh sessions of each system, interleaved,
@@ -39,6 +44,7 @@ func (r *runner) firstRequest(ctx context.Context) error {
 		startsOnAsk bool
 		res         FirstRequestResult
 		lat         []time.Duration
+		steps       stepSeries
 	}
 	entries := []*entry{
 		{name: SystemFamiliarPTY, startsOnAsk: true, start: func(ctx context.Context, api *demomodel.Server) (contender, error) {
@@ -59,6 +65,9 @@ func (r *runner) firstRequest(ctx context.Context) error {
 			kept = append(kept, e)
 		}
 	}
+	starts := &startSteps{}
+	r.startLog = starts
+	defer func() { r.startLog = nil }()
 	one := func(ctx context.Context, e *entry) (time.Duration, error) {
 		api, err := demomodel.Listen(demomodel.PromptScript())
 		if err != nil {
@@ -81,6 +90,10 @@ func (r *runner) firstRequest(ctx context.Context) error {
 		if len(reqs) == 0 {
 			return 0, fmt.Errorf("asked with no model request")
 		}
+		if _, ok := c.(*familiarContender); ok {
+			began, steps, spawn := starts.take()
+			e.steps.addStart(t0, reqs[0].At, began, steps, spawn)
+		}
 		return reqs[0].At.Sub(t0), nil
 	}
 	for i := range r.opts.StartRuns {
@@ -102,8 +115,12 @@ func (r *runner) firstRequest(ctx context.Context) error {
 	}
 	for _, e := range kept {
 		e.res.First = distOf(e.lat)
+		e.res.Steps = e.steps.results()
 		if e.res.Skipped == "" {
 			r.logf("first request %s: p50 %.1f / p95 %.1f ms (%d runs)", e.name, e.res.First.P50, e.res.First.P95, e.res.First.N)
+			for _, st := range e.res.Steps {
+				r.logf("  %s: p50 %.1f / p95 %.1f ms", st.Step, st.Dist.P50, st.Dist.P95)
+			}
 		}
 		r.report.FirstRequest = append(r.report.FirstRequest, e.res)
 	}

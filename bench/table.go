@@ -275,4 +275,19 @@ func tableFirstRequest(w io.Writer, rep *Report) {
 		t.row(f.System, f.First.N, f.First.P50, f.First.P95)
 	}
 	t.flush()
+	for _, f := range rep.FirstRequest {
+		if len(f.Steps) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n#### %s's start, step by step (the orchestrator's steps in order; the spawn's parts indented)\n\n", f.System)
+		t := newTable(w, "step", "p50 ms", "p95 ms")
+		for _, st := range f.Steps {
+			name := st.Step
+			if strings.HasPrefix(name, "spawn: ") {
+				name = "  " + name
+			}
+			t.row(name, st.Dist.P50, st.Dist.P95)
+		}
+		t.flush()
+	}
 }

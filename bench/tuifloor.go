@@ -46,6 +46,12 @@ type hookCall struct {
 }
 
 func (r *runner) startTUIFloor(answerAt string, allHooks bool) func(ctx context.Context, api *demomodel.Server) (contender, error) {
+	return r.startTUIFloorHooks(answerAt, allHooks, agent.HookSettings)
+}
+
+// startTUIFloorHooks is startTUIFloor with the hook settings of all made by
+// hooks (agent.HookSettings, or the settings of an earlier design).
+func (r *runner) startTUIFloorHooks(answerAt string, allHooks bool, hookSettings func(url, secret string, timeout int) map[string]any) func(ctx context.Context, api *demomodel.Server) (contender, error) {
 	return func(ctx context.Context, api *demomodel.Server) (contender, error) {
 		repo, cfg, err := r.floorDirs(ctx)
 		if err != nil {
@@ -60,7 +66,7 @@ func (r *runner) startTUIFloor(answerAt string, allHooks bool) func(ctx context.
 		// familiar's own hook settings, so the floor subscribes to exactly
 		// what familiar does; the minimal floors keep only the hooks they
 		// need.
-		all := agent.HookSettings("http://"+f.ln.Addr().String()+"/hook", "floor", 600)
+		all := hookSettings("http://"+f.ln.Addr().String()+"/hook", "floor", 600)
 		if !allHooks {
 			hooks := all["hooks"].(map[string]any)
 			for e := range hooks {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
@@ -115,10 +117,13 @@ func (o *Orchestrator) announceQueue() {
 // starts claude. It runs on its own goroutine, never on the actor's.
 func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others []string, a *actor) (Session, protocol.AgentInfo, error) {
 	ctx := o.startCtx
+	laps := newStartLaps(o.clk)
+	defer laps.log(o.logger, p.T.ID)
 	if o.cfg.CLIErr != nil {
 		// Without claude there is nothing to start: no worktree either.
 		return nil, protocol.AgentInfo{}, o.cfg.CLIErr
 	}
+	var tracked []string // listed by Create, when it made the worktree now
 	if p.T.Worktree == nil {
 		w, err := o.cfg.Repo.Create(ctx, worktree.CreateOptions{TaskID: p.T.ID, Title: p.T.Title, BaseRef: p.BaseRef})
 		if err != nil {
@@ -127,9 +132,16 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 		wt := &protocol.Worktree{Path: w.Path, Branch: w.Branch, BaseRef: w.BaseRef, BaseCommit: w.BaseCommit}
 		p.T.Worktree = wt
 		a.post(envelope{in: inWorktree{worktree: *wt}, gen: gen})
+		laps.lap("worktree")
 		// Submodules come from the main checkout's copies; one that could
 		// not is an empty directory to the agent: say so on the task.
-		if subs, err := o.cfg.Repo.Submodules(ctx, w); err == nil {
+		var subs []worktree.Submodule
+		if w.Listing != nil {
+			subs, tracked = w.Listing.Submodules, w.Listing.Tracked
+		} else {
+			subs, err = o.cfg.Repo.Submodules(ctx, w)
+		}
+		if err == nil {
 			for _, sm := range subs {
 				if !sm.Initialised {
 					o.pub.publish(p.T.ID, protocol.ServerMessageNotification{Level: protocol.LevelWarning, Text: fmt.Sprintf(
@@ -139,7 +151,8 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 			}
 		}
 	}
-	opts, err := o.agentOptions(ctx, p, logPath, others)
+	laps.lap("submodules")
+	opts, err := o.agentOptions(ctx, p, logPath, others, tracked, laps)
 	if err != nil {
 		return nil, protocol.AgentInfo{}, err
 	}
@@ -167,10 +180,12 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 	if auth := agent.DetectAuth(sessionEnv(opts), o.clk.Now()); auth.Method == agent.AuthNone {
 		return nil, protocol.AgentInfo{}, &authError{problem: auth.Problem}
 	}
+	laps.lap("auth")
 	sess, err := o.cfg.Start(ctx, opts)
 	if err != nil {
 		return nil, protocol.AgentInfo{}, err
 	}
+	laps.lap("spawn")
 	id := sess.Identity()
 	a.post(envelope{in: inProcess{identity: id}, gen: gen})
 	// Also in the task's dir, so a restart can stop it without the store.
@@ -226,7 +241,9 @@ func transientFailure(msg string) bool {
 }
 
 // agentOptions builds the agent's options from the task and the settings.
-func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath string, others []string) (agent.Options, error) {
+// tracked, if not nil, is the worktree's tracked paths, listed as it was
+// made.
+func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath string, others, tracked []string, laps *startLaps) (agent.Options, error) {
 	if o.cfg.CLIErr != nil {
 		return agent.Options{}, o.cfg.CLIErr
 	}
@@ -236,18 +253,23 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 	if err := ensureDir(dir); err != nil {
 		return agent.Options{}, err
 	}
-	tracked, err := o.cfg.Repo.ListTracked(ctx, p.T.Worktree.Path)
-	if err != nil {
-		o.logger.Warn("list tracked files for hints", "task", id, "err", err)
+	if tracked == nil {
+		var err error
+		if tracked, err = o.cfg.Repo.ListTracked(ctx, p.T.Worktree.Path); err != nil {
+			o.logger.Warn("list tracked files for hints", "task", id, "err", err)
+		}
 	}
+	laps.lap("tracked")
 	spec, err := o.buildSpec(p, others, tracked)
 	if err != nil {
 		return agent.Options{}, err
 	}
+	laps.lap("spec")
 	configDir := filepath.Join(dir, "claude")
 	if err := o.installSkills(configDir, p.Skills); err != nil {
 		return agent.Options{}, err
 	}
+	laps.lap("skills")
 	sessionMCP := s.McpServers
 	if p.NoSideload {
 		sessionMCP = nil // claude refused them; the task has none of its own
@@ -256,6 +278,7 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 	if err != nil {
 		return agent.Options{}, err
 	}
+	laps.lap("mcp")
 	noProgress := s.NoProgressTimeoutSec
 	if p.NoProgressTimeoutSec != nil {
 		noProgress = *p.NoProgressTimeoutSec
@@ -356,4 +379,34 @@ func withModel(args []string, model string) []string {
 		return args
 	}
 	return append(slices.Clone(args), "--model", model)
+}
+
+// startLaps times the steps of an agent's start, for the debug record
+// "agent start" that `familiar bench --only firstrequest` splits the start
+// into (StartStepsRecord).
+type startLaps struct {
+	clk   clock.Clock
+	began time.Time
+	last  time.Time
+	attrs []any
+}
+
+// StartStepsRecord is the message of the debug record with the durations
+// of an agent start's steps, in order, and "began", when it began.
+const StartStepsRecord = "agent start"
+
+func newStartLaps(clk clock.Clock) *startLaps {
+	now := clk.Now()
+	return &startLaps{clk: clk, began: now, last: now}
+}
+
+// lap ends the step called name.
+func (l *startLaps) lap(name string) {
+	now := l.clk.Now()
+	l.attrs = append(l.attrs, slog.Duration(name, now.Sub(l.last)))
+	l.last = now
+}
+
+func (l *startLaps) log(logger *slog.Logger, task string) {
+	logger.Debug(StartStepsRecord, append([]any{"task", task, slog.Time("began", l.began)}, l.attrs...)...)
 }

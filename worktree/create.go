@@ -30,6 +30,20 @@ type Worktree struct {
 	RepoRoot string
 	// TaskID is the task that owns the worktree.
 	TaskID string
+
+	// Listing is what Create found in the worktree it made, from the one
+	// listing it makes anyway for the submodules; nil when nothing was
+	// listed (only Create lists). A pointer keeps Worktree comparable.
+	Listing *Listing
+}
+
+// Listing is a worktree's tree as Create checked it out: the paths git
+// tracks (at most maxTracked, as ListTracked) and the submodules with their
+// problems (as Submodules). A task's start uses it instead of listing the
+// tree twice more before claude can start.
+type Listing struct {
+	Tracked    []string
+	Submodules []Submodule
 }
 
 // CreateOptions say what worktree Create makes.
@@ -112,8 +126,10 @@ func (r *Repo) Create(ctx context.Context, opts CreateOptions) (Worktree, error)
 	}
 	// Submodules are checked out from the main checkout's copies; one that
 	// cannot be is not fatal: Submodules reports it, for the task to say.
-	if _, err := r.initSubmodules(ctx, wt.Path); err != nil {
+	if subs, paths, err := r.initSubmodules(ctx, wt.Path); err != nil {
 		r.log.Warn("cannot list the worktree's submodules", "worktree", wt.Path, "err", err)
+	} else {
+		wt.Listing = &Listing{Tracked: paths, Submodules: subs}
 	}
 	return wt, nil
 }

@@ -55,8 +55,18 @@ func TestCreateListRemove(t *testing.T) {
 	if len(entries) != 2 || !entries[0].Main || entries[0].Path != dir || entries[0].Branch != "main" {
 		t.Fatalf("List = %+v; want the main worktree then the task's", entries)
 	}
+	// Create lists what it made, as ListTracked does; List does not.
+	tracked, err := r.ListTracked(ctx, wt.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wt.Listing == nil || !slices.Equal(wt.Listing.Tracked, tracked) || len(tracked) == 0 || wt.Listing.Submodules != nil {
+		t.Errorf("Create's listing %+v; ListTracked says %q, and there are no submodules", wt.Listing, tracked)
+	}
+	made := wt
+	made.Listing = nil
 	e := entries[1]
-	if e.Worktree != wt || !e.Familiar || e.Main || e.Head != wt.BaseCommit || e.Detached || e.Locked || e.Prunable {
+	if e.Worktree != made || !e.Familiar || e.Main || e.Head != wt.BaseCommit || e.Detached || e.Locked || e.Prunable {
 		t.Errorf("List entry = %+v; want %+v, familiar, at its base", e, wt)
 	}
 

@@ -61,15 +61,30 @@ const (
 // submodules lists the gitlinks of rev in the worktree at dir with their
 // names from the worktree's .gitmodules.
 func (r *Repo) submodules(ctx context.Context, dir, rev string) ([]Submodule, error) {
+	subs, _, err := r.listTree(ctx, dir, rev, false)
+	return subs, err
+}
+
+// listTree lists the gitlinks of rev in the worktree at dir, as submodules
+// does, and with paths every path of rev (at most maxTracked): what
+// ListTracked says of a worktree just checked out, from the same git run.
+func (r *Repo) listTree(ctx context.Context, dir, rev string, withPaths bool) ([]Submodule, []string, error) {
 	out, err := r.git.run(ctx, invocation{dir: dir, readOnly: true,
 		args: []string{"ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev}})
 	if err != nil {
-		return nil, fmt.Errorf("listing submodules of %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("listing submodules of %s: %w", dir, err)
 	}
 	var subs []Submodule
+	var paths []string
+	if withPaths {
+		paths = []string{}
+	}
 	for _, rec := range splitNUL(out) {
 		// "<mode> SP <type> SP <object> TAB <path>"
 		meta, p, ok := strings.Cut(rec, "\t")
+		if withPaths && ok && len(paths) < maxTracked {
+			paths = append(paths, p)
+		}
 		f := strings.Fields(meta)
 		if !ok || len(f) != 3 || f[0] != "160000" {
 			continue
@@ -77,14 +92,14 @@ func (r *Repo) submodules(ctx context.Context, dir, rev string) ([]Submodule, er
 		subs = append(subs, Submodule{Path: p, Commit: f[2]})
 	}
 	if len(subs) == 0 {
-		return nil, nil
+		return nil, paths, nil
 	}
 	names := map[string]string{} // path → name
 	if _, err := os.Stat(filepath.Join(dir, ".gitmodules")); err == nil {
 		out, err := r.git.run(ctx, invocation{dir: dir, readOnly: true,
 			args: []string{"config", "-z", "--file", ".gitmodules", "--get-regexp", `^submodule\..*\.path$`}})
 		if err != nil && exitCode(err) != 1 {
-			return nil, fmt.Errorf("reading .gitmodules of %s: %w", dir, err)
+			return nil, nil, fmt.Errorf("reading .gitmodules of %s: %w", dir, err)
 		}
 		for _, rec := range splitNUL(out) {
 			key, value, _ := strings.Cut(rec, "\n")
@@ -99,7 +114,7 @@ func (r *Repo) submodules(ctx context.Context, dir, rev string) ([]Submodule, er
 			s.Initialised = true
 		}
 	}
-	return subs, nil
+	return subs, paths, nil
 }
 
 func fileExists(p string) bool {
@@ -132,10 +147,10 @@ func isDir(p string) bool {
 // for this one command (the shared config keeps the user's), and only the
 // file protocol is allowed. One that cannot be initialised is reported with
 // its Problem, not an error: the task can run without it.
-func (r *Repo) initSubmodules(ctx context.Context, dir string) ([]Submodule, error) {
-	subs, err := r.submodules(ctx, dir, "HEAD")
+func (r *Repo) initSubmodules(ctx context.Context, dir string) ([]Submodule, []string, error) {
+	subs, paths, err := r.listTree(ctx, dir, "HEAD", true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i := range subs {
 		s := &subs[i]
@@ -160,7 +175,7 @@ func (r *Repo) initSubmodules(ctx context.Context, dir string) ([]Submodule, err
 		}
 		s.Initialised = true
 	}
-	return subs, nil
+	return subs, paths, nil
 }
 
 // submoduleChanges lists the changes inside the initialised submodules of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -40,6 +41,10 @@ func TestSubmodulesAreCheckedOutFromTheMainCheckout(t *testing.T) {
 	}
 	if len(subs) != 1 || !subs[0].Initialised || subs[0].Path != "libs/lib" || subs[0].Name != "libs/lib" || subs[0].Commit != libCommit {
 		t.Fatalf("Submodules = %+v", subs)
+	}
+	// Create's own listing says the same, for the task's start to use.
+	if wt.Listing == nil || !reflect.DeepEqual(wt.Listing.Submodules, subs) || !slices.Contains(wt.Listing.Tracked, "libs/lib") {
+		t.Errorf("Create's listing %+v; Submodules says %+v", wt.Listing, subs)
 	}
 	if url := gitT(t, root, "config", "submodule.libs/lib.url"); url != "https://familiar.invalid/lib.git" {
 		t.Errorf("the user's config was changed: url = %s", url)
@@ -88,6 +93,9 @@ func TestSubmoduleMissingInTheMainCheckoutIsReported(t *testing.T) {
 	}
 	if len(subs) != 1 || subs[0].Initialised || subs[0].Problem != problemNoSource {
 		t.Fatalf("Submodules = %+v", subs)
+	}
+	if wt.Listing == nil || !reflect.DeepEqual(wt.Listing.Submodules, subs) {
+		t.Errorf("Create's listing %+v; Submodules says %+v", wt.Listing, subs)
 	}
 }
 
