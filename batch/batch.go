@@ -18,6 +18,7 @@ import (
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/runfile"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // Exit codes of familiar run.
@@ -35,7 +36,7 @@ type Options struct {
 	Terminal  bool      // Out is a terminal: draw live progress
 	Out       io.Writer // report (and progress, without JSON)
 	Log       io.Writer // progress with JSON (stdout then holds only the report); nil = discard
-	Workspace orchestrator.WorkspaceOptions
+	Workspace workspace.Options
 	// Force is closed on a second Ctrl-C: stop the agents without grace.
 	Force <-chan struct{}
 	// Diffs prints each finished task's patch after the report.
@@ -82,7 +83,7 @@ func Run(ctx context.Context, o Options) (Report, int) {
 	wo := o.Workspace
 	wo.Notifier = n
 	wo.Headless = true
-	ws, err := orchestrator.OpenWorkspace(context.Background(), o.Dir, wo)
+	ws, err := workspace.Open(context.Background(), o.Dir, wo)
 	if err != nil {
 		fmt.Fprintf(o.Out, "familiar run: %v\n", err)
 		return rep, ExitFailed

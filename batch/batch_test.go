@@ -13,9 +13,9 @@ import (
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
 	"github.com/familiar-dev/familiar/internal/testenv"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/runfile"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 func intp(v int) *int { return &v }
@@ -113,7 +113,7 @@ func (e *runEnv) options(t *testing.T, file string, out *bytes.Buffer) Options {
 	}
 	return Options{
 		Dir: e.repo, File: f, Out: out,
-		Workspace: orchestrator.WorkspaceOptions{
+		Workspace: workspace.Options{
 			DataDir: filepath.Join(e.state, "state"), WorktreesRoot: filepath.Join(e.state, "worktrees"),
 			ClaudePath: e.claude,
 			StartHook: func(_ context.Context, opts *agent.Options) {

@@ -19,9 +19,9 @@ import (
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/demomodel"
 	"github.com/familiar-dev/familiar/jsonrpc"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/rpcclient"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // CompareResult is one system's figures in the comparison (issue 12):
@@ -244,7 +244,7 @@ func nthMain(reqs []demomodel.Request, i int) demomodel.Request {
 // the unix socket, as an editor drives it: the question is "seen" when its
 // task/question notification arrives at the client.
 type familiarContender struct {
-	ws     *orchestrator.Workspace
+	ws     *workspace.Workspace
 	ln     *jsonrpc.Listener
 	client *rpcclient.Client
 	driver protocol.Driver
@@ -274,7 +274,7 @@ func (r *runner) startFamiliar(ctx context.Context, api *demomodel.Server, drive
 		log = slog.New(r.startLog)
 	}
 	hub := jsonrpc.NewHub(log, 0)
-	ws, err := orchestrator.OpenWorkspace(ctx, repo, orchestrator.WorkspaceOptions{
+	ws, err := workspace.Open(ctx, repo, workspace.Options{
 		DataDir: filepath.Join(data, "d"), WorktreesRoot: filepath.Join(data, "w"),
 		ClaudePath: r.claude.Path, Notifier: hub, Logger: log, Version: "bench",
 		StartHook: func(_ context.Context, o *agent.Options) {
@@ -291,7 +291,7 @@ func (r *runner) startFamiliar(ctx context.Context, api *demomodel.Server, drive
 		return nil, err
 	}
 	c := &familiarContender{ws: ws, driver: driver, notes: newQueue[clientNote]()}
-	srv := jsonrpc.NewServer(orchestrator.NewService(nil, ws, "bench"), hub, log)
+	srv := jsonrpc.NewServer(workspace.NewService(nil, ws, "bench"), hub, log)
 	if c.ln, err = srv.Listen(ctx, "unix:"+filepath.Join(data, "s")); err != nil {
 		c.close()
 		return nil, err

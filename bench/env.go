@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // BuildFakeAgent builds internal/fakeagent into dir with the go tool and
@@ -225,16 +225,16 @@ func countIn(at map[string]map[protocol.Status]time.Time, statuses ...protocol.S
 	return n
 }
 
-// workspace is an orchestrator workspace on a throwaway repository.
-type workspace struct {
-	ws    *orchestrator.Workspace
+// benchWorkspace is a familiar workspace on a throwaway repository.
+type benchWorkspace struct {
+	ws    *workspace.Workspace
 	notes *notifier
 }
 
 // openWorkspace opens repo with claude at claudePath; edit adjusts every
 // agent's options (the fake agent's environment, the fake API). log may be
 // nil.
-func openWorkspace(ctx context.Context, tmp, repo, claudePath string, edit func(*agent.Options), log *slog.Logger) (*workspace, error) {
+func openWorkspace(ctx context.Context, tmp, repo, claudePath string, edit func(*agent.Options), log *slog.Logger) (*benchWorkspace, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -246,8 +246,8 @@ func openWorkspace(ctx context.Context, tmp, repo, claudePath string, edit func(
 	if err != nil {
 		return nil, err
 	}
-	w := &workspace{notes: &notifier{}}
-	w.ws, err = orchestrator.OpenWorkspace(ctx, repo, orchestrator.WorkspaceOptions{
+	w := &benchWorkspace{notes: &notifier{}}
+	w.ws, err = workspace.Open(ctx, repo, workspace.Options{
 		DataDir:       data,
 		WorktreesRoot: wts,
 		ClaudePath:    claudePath,
@@ -273,17 +273,17 @@ func openWorkspace(ctx context.Context, tmp, repo, claudePath string, edit func(
 	return w, nil
 }
 
-func (w *workspace) settings(ctx context.Context, u protocol.SettingsUpdate) error {
+func (w *benchWorkspace) settings(ctx context.Context, u protocol.SettingsUpdate) error {
 	_, err := w.ws.Orch.UpdateSettings(ctx, &u)
 	return err
 }
 
-func (w *workspace) create(ctx context.Context, title string) (*protocol.Task, error) {
+func (w *benchWorkspace) create(ctx context.Context, title string) (*protocol.Task, error) {
 	return w.ws.Orch.TaskCreate(ctx, &protocol.TaskCreateParams{Title: title, Description: "benchmark task", PromptOverride: title})
 }
 
 // close stops the agents (the fake ones exit on SIGTERM at once).
-func (w *workspace) close() error { return w.ws.Close() }
+func (w *benchWorkspace) close() error { return w.ws.Close() }
 
 // fakeEnv returns an options editor that runs the fake agent at bin with the
 // given FAKEAGENT_* environment.

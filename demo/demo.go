@@ -17,9 +17,9 @@ import (
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/batch"
 	"github.com/familiar-dev/familiar/demomodel"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/runfile"
+	"github.com/familiar-dev/familiar/workspace"
 	"github.com/familiar-dev/familiar/worktree"
 )
 
@@ -100,7 +100,7 @@ func Run(ctx context.Context, o Options) int {
 		Terminal: o.Terminal,
 		Out:      out,
 		Force:    o.Force,
-		Workspace: orchestrator.WorkspaceOptions{
+		Workspace: workspace.Options{
 			DataDir:       filepath.Join(root, "state"),
 			WorktreesRoot: filepath.Join(root, "worktrees"),
 			ClaudePath:    cli.Path,

@@ -19,8 +19,8 @@ import (
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/dirs"
 	"github.com/familiar-dev/familiar/mcp"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/store"
+	"github.com/familiar-dev/familiar/workspace"
 	"github.com/familiar-dev/familiar/worktree"
 )
 
@@ -226,22 +226,13 @@ func checkLock() Check {
 		c.Detail = "no working directory"
 		return c
 	}
-	root := wd
-	for {
-		if _, err := os.Stat(filepath.Join(root, ".git")); err == nil {
-			break
-		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			c.Detail = "not in a git repository; nothing to check"
-			return c
-		}
-		root = parent
+	loc, ok := workspace.Locate(wd)
+	if !ok {
+		c.Detail = "not in a git repository; nothing to check"
+		return c
 	}
-	if real, err := filepath.EvalSymlinks(root); err == nil {
-		root = real
-	}
-	path := filepath.Join(orchestrator.DefaultDataDir(root), store.FileName)
+	root := loc.Root
+	path := filepath.Join(loc.DataDir, store.FileName)
 	if _, err := os.Stat(path); err != nil {
 		c.Detail = "no familiar has run in " + root + " yet"
 		return c
@@ -273,22 +264,12 @@ func checkStoreRepairs() Check {
 	if err != nil {
 		return c
 	}
-	root := wd
-	for {
-		if _, err := os.Stat(filepath.Join(root, ".git")); err == nil {
-			break
-		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			c.Detail = "not in a git repository; nothing to check"
-			return c
-		}
-		root = parent
+	loc, ok := workspace.Locate(wd)
+	if !ok {
+		c.Detail = "not in a git repository; nothing to check"
+		return c
 	}
-	if real, err := filepath.EvalSymlinks(root); err == nil {
-		root = real
-	}
-	recs, err := store.Recoveries(filepath.Join(orchestrator.DefaultDataDir(root), store.FileName))
+	recs, err := store.Recoveries(filepath.Join(loc.DataDir, store.FileName))
 	switch {
 	case err != nil:
 		c.OK, c.Detail = false, err.Error()
@@ -297,7 +278,7 @@ func checkStoreRepairs() Check {
 		c.OK = false
 		c.Detail = last.At.Local().Format("2006-01-02 15:04") + ": " + last.Message()
 		c.Hint = "look in the damaged file kept aside if you need what was lost; this note stays until " +
-			filepath.Join(orchestrator.DefaultDataDir(root), store.FileName) + ".recoveries.json is removed"
+			filepath.Join(loc.DataDir, store.FileName) + ".recoveries.json is removed"
 	}
 	return c
 }

@@ -10,7 +10,7 @@ import (
 
 // privateDir makes dir (mode 0700) if it is missing, and refuses one that
 // another user owns or others may write to: a socket path can be in a
-// shared directory (orchestrator.SocketPath falls back to one under
+// shared directory (workspace.SocketPath falls back to one under
 // os.TempDir), where someone else could have made it first to put their own
 // socket in familiar's place.
 func privateDir(dir string) error {

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/internal/testenv"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // BenchmarkDrainFailingQueue: familiar opens a store with 200 queued tasks
@@ -42,7 +42,7 @@ func BenchmarkDrainFailingQueue(b *testing.B) {
 		st.Close()
 
 		start := time.Now()
-		ws, err := orchestrator.OpenWorkspace(context.Background(), repo, orchestrator.WorkspaceOptions{
+		ws, err := workspace.Open(context.Background(), repo, workspace.Options{
 			DataDir: dataDir, WorktreesRoot: b.TempDir(), ClaudePath: "/nonexistent/claude"})
 		if err != nil {
 			b.Fatal(err)

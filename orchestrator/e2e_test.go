@@ -22,6 +22,7 @@ import (
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // notes records notifications and lets a test wait for one.
@@ -105,7 +106,7 @@ func statusIs(id string, s protocol.Status) func(note) bool {
 }
 
 type env struct {
-	ws    *orchestrator.Workspace
+	ws    *workspace.Workspace
 	o     *orchestrator.Orchestrator
 	notes *notes
 	repo  string
@@ -129,7 +130,7 @@ func openWith(t *testing.T, clk clock.Clock, settings *protocol.SettingsUpdate, 
 	t.Cleanup(api.Close)
 	e := &env{notes: &notes{changed: make(chan struct{})}, repo: gitRepo(t), api: api, home: t.TempDir()}
 	home := e.home
-	ws, err := orchestrator.OpenWorkspace(context.Background(), e.repo, orchestrator.WorkspaceOptions{
+	ws, err := workspace.Open(context.Background(), e.repo, workspace.Options{
 		DataDir:       t.TempDir(),
 		WorktreesRoot: t.TempDir(),
 		ClaudePath:    claude,
@@ -468,8 +469,8 @@ func TestRestartResumesInterruptedTasks(t *testing.T) {
 	api := fakeapi.Start(fakeapi.PromptScript())
 	defer api.Close()
 	repo, dataDir, wtRoot := gitRepo(t), t.TempDir(), t.TempDir()
-	openWS := func(n *notes, resume bool) *orchestrator.Workspace {
-		ws, err := orchestrator.OpenWorkspace(context.Background(), repo, orchestrator.WorkspaceOptions{
+	openWS := func(n *notes, resume bool) *workspace.Workspace {
+		ws, err := workspace.Open(context.Background(), repo, workspace.Options{
 			DataDir: dataDir, WorktreesRoot: wtRoot, ClaudePath: claude, Notifier: n, ResumeInterrupted: resume,
 			StartHook: func(ctx context.Context, o *agent.Options) {
 				o.ExtraEnv = api.Env()

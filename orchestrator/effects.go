@@ -22,7 +22,7 @@ func (effPersist) run(a *actor) {
 	// Queued, not awaited: the task's question or update published
 	// next goes into the same commit (a commit costs milliseconds,
 	// tens under load, and a question waited for two). A full store
-	// is announced by onStoreHealth.
+	// is announced by OnStoreHealth.
 	a.saving = a.o.queueSave(&a.st.persisted)
 }
 

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/internal/testenv"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // BenchmarkTaskList10k: task/list (first page, and a free-text query) with
@@ -47,7 +47,7 @@ func BenchmarkTaskList10k(b *testing.B) {
 	}
 	wg.Wait()
 	st.Close()
-	ws, err := orchestrator.OpenWorkspace(context.Background(), repo, orchestrator.WorkspaceOptions{
+	ws, err := workspace.Open(context.Background(), repo, workspace.Options{
 		DataDir: dataDir, WorktreesRoot: b.TempDir(), ClaudePath: "/nonexistent"})
 	if err != nil {
 		b.Fatal(err)

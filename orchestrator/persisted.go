@@ -52,7 +52,7 @@ type priorAttempt struct {
 // save persists a task. It runs on the task's actor, never under the
 // orchestrator's lock: concurrent actors' writes share one commit.
 // A failed write is logged here and returned; the store tells the clients
-// once that it cannot write (onStoreHealth), not once per task.
+// once that it cannot write (OnStoreHealth), not once per task.
 func (o *Orchestrator) save(p *persisted) error {
 	data, err := json.Marshal(p)
 	if err != nil {

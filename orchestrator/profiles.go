@@ -120,8 +120,8 @@ func skillView(s profiles.Skill) protocol.Skill {
 	return protocol.Skill{Name: s.Name, Description: s.Description, Mode: protocol.Mode(s.Mode), Source: protocol.Source(s.Source), Path: s.Path}
 }
 
-// onSkillsChanged announces a reload of the skills (skills/changed).
-func (o *Orchestrator) onSkillsChanged(c profiles.SkillsChange) {
+// OnSkillsChanged announces a reload of the skills (skills/changed).
+func (o *Orchestrator) OnSkillsChanged(c profiles.SkillsChange) {
 	n := protocol.SkillsChangedNotification{Added: c.Added, Updated: c.Updated, Removed: c.Removed}
 	for _, e := range c.Errors {
 		n.Errors = append(n.Errors, protocol.SkillError{Path: e.Path, Line: e.Line, Message: e.Error()})

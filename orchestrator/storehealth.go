@@ -7,10 +7,10 @@ import (
 	"github.com/familiar-dev/familiar/store"
 )
 
-// onStoreHealth warns every client when the store cannot write, and says
+// OnStoreHealth warns every client when the store cannot write, and says
 // when it can again. Sent unstored: while the disk is full it could not be
 // written either.
-func (o *Orchestrator) onStoreHealth(h store.Health) {
+func (o *Orchestrator) OnStoreHealth(h store.Health) {
 	refused := fmt.Sprintf("%d changes were", h.Failed)
 	if h.Failed == 1 {
 		refused = "1 change was"

@@ -11,14 +11,13 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/familiar-dev/familiar/acp"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // runACP serves one ACP client (an editor) on stdio. Its sessions are tasks
@@ -52,12 +51,10 @@ func runACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	err := acp.Serve(ctx, stdin, stdout, acp.Options{
 		Dial: dialServe(*noDaemon, stderr, logger),
 		RepoRoot: func(dir string) string {
-			if real, err := filepath.EvalSymlinks(dir); err == nil {
-				dir = real
-			}
-			return repoTop(dir)
+			loc, _ := workspace.Locate(dir)
+			return loc.Root
 		},
-		DataDir: orchestrator.DefaultDataDir,
+		DataDir: workspace.DefaultDataDir,
 		Driver:  *driver,
 		Cwd:     cwd,
 		Version: version,

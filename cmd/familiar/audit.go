@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/rpcclient"
 	"github.com/familiar-dev/familiar/store"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // auditExport is `familiar audit export [--since T] [--task ID]`: the audit
@@ -49,17 +49,15 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		since = t
 	}
 	wd, _ := os.Getwd()
-	root := repoTop(wd)
-	if root == "" {
+	loc, ok := workspace.Locate(wd)
+	if !ok {
 		fmt.Fprintln(stderr, "familiar audit export: run it inside the repository")
 		return 2
 	}
-	if real, err := filepath.EvalSymlinks(root); err == nil {
-		root = real
-	}
+	root := loc.Root
 	dd := *dataDir
 	if dd == "" {
-		dd = orchestrator.DefaultDataDir(root)
+		dd = loc.DataDir
 	}
 	pages, closeSource, err := auditSource(ctx, dd, root, *taskID, since)
 	if err != nil {
@@ -100,7 +98,7 @@ type auditPages func(cursor string) ([]protocol.AuditEntry, string, error)
 // left, read-only (a familiar starting meanwhile only waits for the read).
 // A repository familiar never served has an empty log.
 func auditSource(ctx context.Context, dataDir, root, taskID string, since time.Time) (auditPages, func(), error) {
-	sock := orchestrator.SocketPath(dataDir)
+	sock := workspace.SocketPath(dataDir)
 	viaSocket := func() (auditPages, func(), error) {
 		c, err := rpcclient.Dial(ctx, sock, protocol.InitializeParams{WorkspaceRoot: root,
 			ClientInfo: &protocol.ClientInfo{Name: "familiar audit export", Version: version}}, nil)

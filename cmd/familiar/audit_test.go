@@ -15,9 +15,9 @@ import (
 
 	"github.com/familiar-dev/familiar/internal/testenv"
 	"github.com/familiar-dev/familiar/jsonrpc"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // exportAudit runs `familiar audit export` in a fresh repository against
@@ -106,7 +106,7 @@ func TestAuditExportAsksTheRunningFamiliar(t *testing.T) {
 	dd := t.TempDir()
 	impl := &auditServer{}
 	log := slog.New(slog.DiscardHandler)
-	ln, err := jsonrpc.NewServer(impl, jsonrpc.NewHub(log, 0), log).Listen(context.Background(), "unix:"+orchestrator.SocketPath(dd))
+	ln, err := jsonrpc.NewServer(impl, jsonrpc.NewHub(log, 0), log).Listen(context.Background(), "unix:"+workspace.SocketPath(dd))
 	if err != nil {
 		t.Fatal(err)
 	}

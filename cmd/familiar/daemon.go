@@ -22,9 +22,9 @@ import (
 
 	"github.com/familiar-dev/familiar/daemon"
 	"github.com/familiar-dev/familiar/jsonrpc"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // protocolVersion is the protocol this binary speaks (a variable so the
@@ -35,7 +35,7 @@ var protocolVersion = protocol.ProtocolVersion
 // clients on the socket in dd until it is stopped (familiar stop,
 // server/stop, SIGTERM) or has been idle for idleExitSec, then stops the
 // agents gracefully; they stay resumable.
-func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.WorkspaceOptions, stderr io.Writer) int {
+func serveDaemon(ctx context.Context, root, dd string, opts workspace.Options, stderr io.Writer) int {
 	// No terminal to hang up on: it runs in its own session. A SIGHUP sent
 	// to it anyway is not a reason to stop agents.
 	signal.Ignore(syscall.SIGHUP)
@@ -53,7 +53,7 @@ func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.Workspa
 
 	hub := jsonrpc.NewHub(logger, 0)
 	opts.Notifier, opts.Logger = hub, logger
-	ws, err := orchestrator.OpenWorkspace(ctx, root, opts)
+	ws, err := workspace.Open(ctx, root, opts)
 	if err != nil {
 		logger.Error("cannot open the workspace", "err", err)
 		fmt.Fprintf(stderr, "familiar daemon: %v\n", err)
@@ -65,7 +65,7 @@ func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.Workspa
 		}
 	})
 	defer closeWS()
-	inner := orchestrator.NewService(func(context.Context, string) (*orchestrator.Workspace, error) { return ws, nil }, ws, version)
+	inner := workspace.NewService(func(context.Context, string) (*workspace.Workspace, error) { return ws, nil }, ws, version)
 	inner.Clients = hub.Clients
 
 	stopRequested := make(chan struct{})
@@ -87,7 +87,7 @@ func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.Workspa
 	// Published before the socket accepts, so whoever connects can tell
 	// which familiar (and protocol version) it reached.
 	info := daemon.Info{PID: os.Getpid(), Version: version, ProtocolVersion: protocolVersion,
-		Socket: orchestrator.SocketPath(dd), Started: time.Now().UTC()}
+		Socket: workspace.SocketPath(dd), Started: time.Now().UTC()}
 	if err := daemon.WriteInfo(dd, info); err != nil {
 		logger.Error("cannot publish daemon info", "err", err)
 	}
@@ -134,7 +134,7 @@ func serveDaemon(ctx context.Context, root, dd string, opts orchestrator.Workspa
 }
 
 // storedSettings are the settings the workspace starts with.
-func storedSettings(ws *orchestrator.Workspace, logger *slog.Logger) protocol.Settings {
+func storedSettings(ws *workspace.Workspace, logger *slog.Logger) protocol.Settings {
 	s := protocol.DefaultSettings()
 	if b, err := ws.Store.GetSetting("settings"); err == nil {
 		if err := json.Unmarshal(b, &s); err != nil {
@@ -164,7 +164,7 @@ func forwardToDaemon(ctx context.Context, root, dd string, extra []string, stdin
 	}
 	for attempt := 1; ; attempt++ {
 		conn, info, err := daemon.Join(ctx, daemon.JoinOptions{
-			DataDir: dd, Socket: orchestrator.SocketPath(dd),
+			DataDir: dd, Socket: workspace.SocketPath(dd),
 			Version: version, ProtocolVersion: protocolVersion,
 			Start: startDaemon(root, dd, extra), Logger: logger,
 		})
@@ -284,7 +284,7 @@ func startDaemon(root, dd string, extra []string) func() (<-chan error, error) {
 func stopCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("stop", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	workspace := fs.String("workspace", "", "the repository whose familiar to stop (default: the current directory)")
+	workspaceFlag := fs.String("workspace", "", "the repository whose familiar to stop (default: the current directory)")
 	dataDir := fs.String("data-dir", "", "the data dir of the familiar to stop")
 	withHelp(fs, stopHelp, stdout)
 	if code, done := parseFlags(fs, args); done {
@@ -292,24 +292,21 @@ func stopCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	dd := *dataDir
 	if dd == "" {
-		root := *workspace
+		root := *workspaceFlag
 		if root == "" {
 			root, _ = os.Getwd()
 		}
-		abs, _ := filepath.Abs(root)
-		if real, err := filepath.EvalSymlinks(abs); err == nil {
-			abs = real
-		}
-		top := repoTop(abs)
-		if top == "" {
+		loc, ok := workspace.Locate(root)
+		if !ok {
+			abs, _ := filepath.Abs(root)
 			fmt.Fprintf(stderr, "familiar stop: %s is not in a git repository; give --workspace or --data-dir\n", abs)
 			return 2
 		}
-		dd = orchestrator.DefaultDataDir(top)
+		dd = loc.DataDir
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	info, err := daemon.Stop(ctx, dd, orchestrator.SocketPath(dd))
+	info, err := daemon.Stop(ctx, dd, workspace.SocketPath(dd))
 	if errors.Is(err, daemon.ErrNoDaemon) {
 		fmt.Fprintln(stdout, "no familiar is running for this repository")
 		return 0

@@ -17,8 +17,8 @@ import (
 	"github.com/familiar-dev/familiar/internal/editor"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
 	"github.com/familiar-dev/familiar/internal/testenv"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // daemonRig is one repository with its own state dirs, served by the
@@ -67,9 +67,9 @@ func newDaemonRig(t *testing.T, api *fakeapi.Server) *daemonRig {
 	return r
 }
 
-// dataDirHash is the hash part of orchestrator.DefaultDataDir.
+// dataDirHash is the hash part of workspace.DefaultDataDir.
 func dataDirHash(repo string) string {
-	d := orchestrator.DefaultDataDir(repo)
+	d := workspace.DefaultDataDir(repo)
 	return d[strings.LastIndexByte(d, '-')+1:]
 }
 

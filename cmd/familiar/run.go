@@ -12,8 +12,8 @@ import (
 
 	"github.com/familiar-dev/familiar/batch"
 	"github.com/familiar-dev/familiar/demo"
-	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/runfile"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // runBatch is `familiar run FILE`: the tasks of a YAML or JSON file, headless.
@@ -53,7 +53,7 @@ func runBatch(args []string, stdout, stderr io.Writer, logger *slog.Logger) int 
 	defer stop()
 
 	out := stdout
-	wo := orchestrator.WorkspaceOptions{
+	wo := workspace.Options{
 		DataDir: *dataDir, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
 		ToolsDir: toolsDir(), Logger: logger, Version: version,
 	}

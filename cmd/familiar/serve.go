@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/jsonrpc"
-	"github.com/familiar-dev/familiar/orchestrator"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // serve runs familiar for editors. `serve --stdio` in a repository only
@@ -30,7 +30,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.SetOutput(stderr)
 	stdio := fs.Bool("stdio", false, "serve one client on stdin/stdout")
 	listen := fs.String("listen", "", "also serve clients on unix:PATH (mode 0600)")
-	workspace := fs.String("workspace", "", "the git repository to serve (default: the current directory, else the client's workspaceRoot)")
+	workspaceFlag := fs.String("workspace", "", "the git repository to serve (default: the current directory, else the client's workspaceRoot)")
 	dataDir := fs.String("data-dir", "", "where familiar keeps its state (default: $XDG_STATE_HOME/familiar/<repo>-<hash>)")
 	resume := fs.Bool("resume-interrupted", false, "continue the tasks a crash or shutdown interrupted")
 	worktrees := fs.String("worktrees", "", "where task worktrees are made (default: $XDG_DATA_HOME/familiar/worktrees)")
@@ -48,24 +48,28 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	// The workspace, when known now (the current directory or --workspace),
 	// is opened at once, so the next window finds the shared socket before
 	// any client initializes.
-	root := *workspace
+	root := *workspaceFlag
 	if root == "" {
-		if wd, err := os.Getwd(); err == nil && isGitDir(wd) {
-			root = wd
+		if wd, err := os.Getwd(); err == nil {
+			if _, ok := workspace.Locate(wd); ok {
+				root = wd
+			}
 		}
 	}
 	dd := *dataDir
 	if root != "" {
-		abs, _ := filepath.Abs(root)
-		if real, err := filepath.EvalSymlinks(abs); err == nil {
-			abs = real
-		}
-		if top := repoTop(abs); top != "" {
-			abs = top
-		}
-		root = abs
-		if dd == "" {
-			dd = orchestrator.DefaultDataDir(root)
+		if loc, ok := workspace.Locate(root); ok {
+			root = loc.Root
+			if dd == "" {
+				dd = loc.DataDir
+			}
+		} else {
+			// Not a repository: said by the workspace's opening, with the
+			// path as given.
+			root, _ = filepath.Abs(root)
+			if dd == "" {
+				dd = workspace.DefaultDataDir(root)
+			}
 		}
 	}
 	if *beDaemon {
@@ -73,7 +77,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			fmt.Fprintln(stderr, "familiar serve --daemon: give --workspace (a git repository)")
 			return 2
 		}
-		return serveDaemon(ctx, root, dd, orchestrator.WorkspaceOptions{
+		return serveDaemon(ctx, root, dd, workspace.Options{
 			DataDir: dd, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
 			ToolsDir: toolsDir(), Version: version, ResumeInterrupted: *resume,
 		}, stderr)
@@ -86,13 +90,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		frame, wsRoot, err := jsonrpc.PeekInitialize(br)
 		stdin = io.MultiReader(bytes.NewReader(frame), br)
 		if err == nil && wsRoot != "" && filepath.IsAbs(wsRoot) {
-			if real, err := filepath.EvalSymlinks(wsRoot); err == nil {
-				wsRoot = real
-			}
-			if top := repoTop(wsRoot); top != "" {
-				root = top
+			if loc, ok := workspace.Locate(wsRoot); ok {
+				root = loc.Root
 				if dd == "" {
-					dd = orchestrator.DefaultDataDir(root)
+					dd = loc.DataDir
 				}
 			}
 		}
@@ -117,16 +118,16 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 	}
 	hub := jsonrpc.NewHub(logger, 0)
-	opts := orchestrator.WorkspaceOptions{
+	opts := workspace.Options{
 		DataDir: *dataDir, WorktreesRoot: *worktrees, ClaudePath: os.Getenv("FAMILIAR_CLAUDE"),
 		ToolsDir: toolsDir(), Notifier: hub, Logger: logger, Version: version, ResumeInterrupted: *resume,
 	}
-	open := func(ctx context.Context, root string) (*orchestrator.Workspace, error) {
-		return orchestrator.OpenWorkspace(ctx, root, opts)
+	open := func(ctx context.Context, root string) (*workspace.Workspace, error) {
+		return workspace.Open(ctx, root, opts)
 	}
-	var ws *orchestrator.Workspace
+	var ws *workspace.Workspace
 	if root != "" {
-		sock := orchestrator.SocketPath(dd)
+		sock := workspace.SocketPath(dd)
 		if *stdio && socketLive(sock) {
 			logger.Info("joining the familiar already serving this repository", "socket", sock)
 			if err := jsonrpc.Forward(ctx, sock, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
@@ -146,7 +147,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 		opts.DataDir = ws.DataDir
 	}
-	svc := orchestrator.NewService(open, ws, version)
+	svc := workspace.NewService(open, ws, version)
 	svc.Clients = hub.Clients
 	srv := jsonrpc.NewServer(svc, hub, logger)
 	var lmu sync.Mutex // guards listeners
@@ -181,8 +182,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			l.Close()
 		}
 	}()
-	shareSocket := func(w *orchestrator.Workspace) {
-		l, err := srv.Listen(connCtx, "unix:"+orchestrator.SocketPath(w.DataDir))
+	shareSocket := func(w *workspace.Workspace) {
+		l, err := srv.Listen(connCtx, "unix:"+workspace.SocketPath(w.DataDir))
 		if err != nil {
 			logger.Warn("no shared socket; other editor windows cannot join", "err", err)
 			return

@@ -23,7 +23,7 @@ var domain = []string{
 	"jsonrpc", "mask", "mcp", "orchestrator", "policy", "procs", "profiles", "protocol",
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
-	"procs/proctable", "dirs", "protocol/tsgen", "rpcclient", "errkind",
+	"procs/proctable", "dirs", "protocol/tsgen", "rpcclient", "errkind", "workspace",
 }
 
 // except returns every domain package but the ones given.
@@ -67,16 +67,21 @@ var mustNot = map[string][]string{
 	"grants":           except("grants", "policy", "dirs"),
 	"texts":            except("texts"),
 	"runfile":          except("runfile", "protocol"),
-	"jsonrpc":          {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"agent":            {"store", "worktree", "orchestrator", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"worktree":         {"agent", "agent/screen", "orchestrator", "store", "jsonrpc", "procs", "profiles", "mcp", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"profiles":         {"procs", "agent", "agent/screen", "worktree", "store", "orchestrator", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"mcp":              {"orchestrator", "store", "agent", "agent/screen", "worktree", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"orchestrator":     {"jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"batch":            {"jsonrpc", "store", "agent", "procs", "bench", "demo", "doctor", "cmd/familiar"},
-	"demo":             {"jsonrpc", "store", "bench", "doctor", "cmd/familiar"},
-	"doctor":           {"jsonrpc", "batch", "bench", "demo", "cmd/familiar"},
-	"bench":            {"batch", "demo", "doctor", "cmd/familiar"}, // measures through the JSON-RPC socket too
+	"jsonrpc":          {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "workspace", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"agent":            {"store", "worktree", "orchestrator", "workspace", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"worktree":         {"agent", "agent/screen", "orchestrator", "workspace", "store", "jsonrpc", "procs", "profiles", "mcp", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"profiles":         {"procs", "agent", "agent/screen", "worktree", "store", "orchestrator", "workspace", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"mcp":              {"orchestrator", "workspace", "store", "agent", "agent/screen", "worktree", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	// The engine is built by the composition root (workspace), never the
+	// other way round.
+	"orchestrator": {"jsonrpc", "workspace", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	// The composition root opens what the engine needs and serves the
+	// protocol over it; the transport and the front ends are above it.
+	"workspace": {"jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"batch":     {"jsonrpc", "store", "agent", "procs", "bench", "demo", "doctor", "cmd/familiar"},
+	"demo":      {"jsonrpc", "store", "bench", "doctor", "cmd/familiar"},
+	"doctor":    {"jsonrpc", "batch", "bench", "demo", "cmd/familiar"},
+	"bench":     {"batch", "demo", "doctor", "cmd/familiar"}, // measures through the JSON-RPC socket too
 }
 
 // forbiddenInBinary are packages the production binary must not link.

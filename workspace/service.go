@@ -1,14 +1,13 @@
-package orchestrator
+package workspace
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 
-	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -48,7 +47,7 @@ func (s *Service) Workspace() *Workspace {
 	return s.ws
 }
 
-func (s *Service) orch() (*Orchestrator, error) {
+func (s *Service) orch() (*orchestrator.Orchestrator, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ws == nil {
@@ -102,25 +101,10 @@ func (s *Service) Initialize(ctx context.Context, p *protocol.InitializeParams) 
 			Support: string(ws.CLI.Support), Warning: ws.CLI.Warning},
 		Git: protocol.GitStatus{Available: true, Version: ws.GitVersion},
 	}
-	a := agent.DetectAuth(os.Environ(), ws.Orch.clk.Now())
-	res.Claude.Auth = &protocol.AuthStatus{Method: a.Method, Source: a.Source, Problem: a.Problem}
 	if ws.CLIErr != nil {
 		res.Claude.Problem = ws.CLIErr.Error()
-		ws.Orch.pub.publish("", protocol.ServerMessageNotification{Level: protocol.LevelWarning,
-			Text: "claude is not available, so tasks cannot start: " + ws.CLIErr.Error()})
 	}
-	if ws.CLI.Warning != "" {
-		ws.Orch.pub.publish("", protocol.ServerMessageNotification{Level: protocol.LevelWarning, Text: ws.CLI.Warning})
-	}
-	// A store found damaged at start was repaired; what was lost is said
-	// to every window, as well as in the log and by doctor.
-	if r := ws.Store.Recovery(); r != nil {
-		ws.Orch.pub.publish("", protocol.ServerMessageNotification{Level: protocol.LevelError, Text: r.Message()})
-	}
-	if h := ws.Store.Health(); !h.OK {
-		ws.Orch.pub.publishUnstored("", protocol.ServerMessageNotification{Level: protocol.LevelError,
-			Text: "familiar cannot save its state, so it refuses new tasks and changes until it can (it retries by itself): " + h.Err.Error()})
-	}
+	res.Claude.Auth = ws.Orch.ClientInitialized()
 	return res, nil
 }
 

@@ -1,23 +1,25 @@
-package orchestrator
+// Package workspace is familiar's composition root: it finds a repository's
+// root and data dir (Locate), opens everything familiar keeps for it (the git
+// repository, the store, the hook listener, the skills, the orchestrator) and
+// serves the protocol over it (Service). cmd/familiar, batch, bench, demo and
+// doctor build familiar through it; the engine (orchestrator) knows nothing
+// of it.
+package workspace
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/clock"
-	"github.com/familiar-dev/familiar/dirs"
+	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
@@ -34,20 +36,20 @@ type Workspace struct {
 	CLI          agent.CLI
 	CLIErr       error
 	GitVersion   string
-	Orch         *Orchestrator
+	Orch         *orchestrator.Orchestrator
 	Store        *store.Store
 	Hooks        *agent.HookServer
 	Repo         *worktree.Repo
 	Skills       *profiles.Skills
 }
 
-// WorkspaceOptions configure OpenWorkspace.
-type WorkspaceOptions struct {
+// Options configure Open.
+type Options struct {
 	DataDir       string // "" = DefaultDataDir(root)
 	WorktreesRoot string // "" = worktree's default
 	ClaudePath    string // configured claude binary
 	ToolsDir      string // project-local tools dir
-	Notifier      Notifier
+	Notifier      orchestrator.Notifier
 	Clock         clock.Clock
 	Logger        *slog.Logger
 	Version       string
@@ -58,48 +60,10 @@ type WorkspaceOptions struct {
 	Headless bool
 }
 
-// DefaultDataDir is <repo-name>-<short-hash> in familiar's state directory
-// (dirs.State: $XDG_STATE_HOME/familiar, else ~/.local/state/familiar on
-// Linux and ~/Library/Application Support/familiar/state on macOS).
-func DefaultDataDir(root string) string {
-	sum := sha256.Sum256([]byte(root))
-	return filepath.Join(dirs.State(), filepath.Base(root)+"-"+hex.EncodeToString(sum[:])[:8])
-}
-
-// SocketPath is where a workspace's familiar listens for more clients:
-// familiar.sock in its data dir, unless that path is too long for a Unix
-// socket's address (sun_path holds 104 bytes on macOS, 108 on Linux, the
-// final NUL included). Under ~/Library/Application Support/familiar/state on
-// macOS, a repository name of some 25 characters is enough. Then it is
-// familiar-<uid>/<16 hex digits of the data dir's SHA-256>.sock under
-// os.TempDir() ($TMPDIR: per user on macOS, /tmp on Linux): the same for
-// every familiar of that data dir, and jsonrpc's Listen makes the directory
-// private to the user and refuses one that is not.
-func SocketPath(dataDir string) string { return socketPath(dataDir, runtime.GOOS, os.TempDir()) }
-
-// sunPathMax is the longest socket path the platform takes (without the NUL).
-func sunPathMax(goos string) int {
-	switch goos {
-	case "darwin", "freebsd", "netbsd", "openbsd", "dragonfly":
-		return 103
-	default:
-		return 107
-	}
-}
-
-func socketPath(dataDir, goos, tmp string) string {
-	p := filepath.Join(dataDir, "familiar.sock")
-	if len(p) <= sunPathMax(goos) {
-		return p
-	}
-	sum := sha256.Sum256([]byte(dataDir))
-	return filepath.Join(tmp, "familiar-"+strconv.Itoa(os.Getuid()), hex.EncodeToString(sum[:8])+".sock")
-}
-
-// OpenWorkspace opens the repository containing root and everything familiar
+// Open opens the repository containing root and everything familiar
 // keeps for it. A second familiar on the same data dir fails with
 // store.ErrLocked.
-func OpenWorkspace(ctx context.Context, root string, o WorkspaceOptions) (*Workspace, error) {
+func Open(ctx context.Context, root string, o Options) (*Workspace, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -122,11 +86,11 @@ func OpenWorkspace(ctx context.Context, root string, o WorkspaceOptions) (*Works
 	ws.CLI, ws.CLIErr = agent.FindCLI(ctx, o.ClaudePath, o.ToolsDir)
 	// The store says when it cannot write (a full disk) and when it can
 	// again; the orchestrator warns every client. orchRef is set below.
-	var orchRef atomic.Pointer[Orchestrator]
+	var orchRef atomic.Pointer[orchestrator.Orchestrator]
 	st, err := store.Open(filepath.Join(ws.DataDir, store.FileName), store.Options{Logger: o.Logger, Clock: o.Clock,
 		OnHealth: func(h store.Health) {
 			if o := orchRef.Load(); o != nil {
-				o.onStoreHealth(h)
+				o.OnStoreHealth(h)
 			}
 		}})
 	if err != nil {
@@ -154,7 +118,7 @@ func OpenWorkspace(ctx context.Context, root string, o WorkspaceOptions) (*Works
 		Dirs: profiles.DirsFor(ws.Root), Clock: o.Clock, Logger: o.Logger,
 		OnChange: func(c profiles.SkillsChange) {
 			if o := orchRef.Load(); o != nil {
-				o.onSkillsChanged(c)
+				o.OnSkillsChanged(c)
 			}
 		},
 	})
@@ -163,7 +127,7 @@ func OpenWorkspace(ctx context.Context, root string, o WorkspaceOptions) (*Works
 		skills = profiles.LoadSkills(profiles.DirsFor(ws.Root))
 	}
 	ws.Skills = skills
-	orch, err := New(Config{Skills: skills,
+	orch, err := orchestrator.New(orchestrator.Config{Skills: skills,
 		Repo: repo, Store: st, DataDir: ws.DataDir, Hooks: hooks, CLI: ws.CLI, CLIErr: ws.CLIErr,
 		Notifier: o.Notifier, Settings: settings, Clock: o.Clock, Logger: o.Logger,
 		Version: o.Version, GitVer: ws.GitVersion, StartHook: o.StartHook, ResumeInterrupted: o.ResumeInterrupted, Headless: o.Headless,
