@@ -135,7 +135,7 @@ type TurnEnded struct {
 	// Usage is what the turn's model responses used, from the transcript
 	// (nil when it shows none). CostUSD above, when set, is the CLI's own
 	// figure and wins over Usage.CostUSD, an estimate from list prices.
-	Usage *transcript.Totals `json:"usage,omitempty"`
+	Usage *protocol.Usage `json:"usage,omitempty"`
 }
 
 // Exited reports the end of the process.

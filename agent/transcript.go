@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/familiar-dev/familiar/agent/transcript"
+	"github.com/familiar-dev/familiar/protocol"
 )
 
 // transcriptFeed turns what the session's transcript says (the session file
@@ -90,7 +91,7 @@ func (f *transcriptFeed) emitLocked(e transcript.Entry) {
 func (f *transcriptFeed) prompt(text string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.emitLocked(transcript.Entry{Kind: transcript.KindPrompt, At: f.s.opts.Clock.Now(), Text: text})
+	f.emitLocked(transcript.Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: transcript.KindPrompt, At: f.s.opts.Clock.Now(), Text: text}})
 }
 
 // setStatus marks a tool call running (its permission was granted) or failed.
@@ -114,7 +115,7 @@ func (f *transcriptFeed) pendingID(name string) string {
 }
 
 // turnUsage is the usage since the last prompt.
-func (f *transcriptFeed) turnUsage() *transcript.Totals {
+func (f *transcriptFeed) turnUsage() *protocol.Usage {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := f.r.Turn()

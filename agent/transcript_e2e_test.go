@@ -53,11 +53,11 @@ func TestTranscript(t *testing.T) {
 			e := ev.Transcript
 			switch e.Kind {
 			case transcript.KindToolCall:
-				if calls[e.Tool.ID] == nil {
-					order = append(order, e.Tool.ID)
-					seq = append(seq, "tool_call:"+e.Tool.Name)
+				if calls[e.ToolCall.ID] == nil {
+					order = append(order, e.ToolCall.ID)
+					seq = append(seq, "tool_call:"+e.ToolCall.Name)
 				}
-				calls[e.Tool.ID] = append(calls[e.Tool.ID], e.Tool.Status)
+				calls[e.ToolCall.ID] = append(calls[e.ToolCall.ID], e.ToolCall.Status)
 			case transcript.KindUsage:
 				usage = e.Usage
 			case transcript.KindText:

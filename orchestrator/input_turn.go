@@ -144,8 +144,7 @@ func (st *stepper) turnEnded(turn agent.TurnEnded) {
 	s := &st.s
 	if u := turn.Usage; u != nil && turn.BackgroundTasks == 0 {
 		s.T.Usage = ownUsage(s.T.Usage)
-		tu := protocol.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
-			CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Responses: u.Responses}
+		tu := *u // the turn's sum, the protocol's type
 		if turn.CostUSD > 0 {
 			tu.CostUSD = turn.CostUSD // the CLI's own figure wins over the estimate
 		}

@@ -9,51 +9,48 @@ import (
 	"github.com/familiar-dev/familiar/texts"
 )
 
-// transcriptEntry turns an agent's transcript entry into its protocol form,
-// masked like everything else familiar sends.
+// transcriptEntry is an agent's transcript entry (the protocol's already)
+// as clients get it: masked like everything else familiar sends, an edit's
+// texts and a call's input clipped, a tool's whole result kept behind a
+// reference. The agent's entry is not changed.
 func (o *Orchestrator) transcriptEntry(id string, e *transcript.Entry) protocol.TranscriptEntry {
-	out := protocol.TranscriptEntry{Kind: string(e.Kind), At: e.At.UTC(), MessageID: e.MessageID, Text: o.maskString(e.Text)}
-	if tc := e.Tool; tc != nil {
-		p := &protocol.ToolCall{ID: tc.ID, Name: tc.Name, Kind: tc.Kind, Title: o.maskString(tc.Title), Input: o.mask(tc.Input),
-			Files: tc.Files, Status: tc.Status, Result: o.maskString(tc.Result), DurationMs: tc.DurationMs,
-			StartedAt: tc.StartedAt.UTC(), EndedAt: tc.EndedAt}
-		if len(p.Input) > 0 {
-			p.Input, _ = clipJSON(p.Input)
+	out := e.TranscriptEntry
+	out.At = out.At.UTC()
+	out.Text = o.maskString(out.Text)
+	if e.ToolCall != nil {
+		tc := *e.ToolCall
+		tc.Title, tc.Input, tc.Result = o.maskString(tc.Title), o.mask(tc.Input), o.maskString(tc.Result)
+		if len(tc.Input) > 0 {
+			tc.Input, _ = clipJSON(tc.Input)
 		}
-		p.ResultRef = o.resultRef(id, tc)
-		for _, d := range tc.Diffs {
+		tc.ResultRef = o.resultRef(id, e.ToolCall.Result, e.FullResult)
+		tc.Diffs = nil
+		for _, d := range e.ToolCall.Diffs {
 			oldText, _ := clip(o.maskString(d.OldText))
 			newText, _ := clip(o.maskString(d.NewText))
-			p.Diffs = append(p.Diffs, protocol.FileDiff{Path: d.Path, OldText: oldText, NewText: newText})
+			tc.Diffs = append(tc.Diffs, protocol.FileDiff{Path: d.Path, OldText: oldText, NewText: newText})
 		}
-		out.ToolCall = p
+		tc.StartedAt = tc.StartedAt.UTC()
+		out.ToolCall = &tc
 	}
+	out.Plan = nil
 	for _, it := range e.Plan {
 		out.Plan = append(out.Plan, protocol.PlanItem{Content: o.maskString(it.Content), Status: it.Status})
-	}
-	if u := e.Usage; u != nil {
-		pu := &protocol.Usage{Model: u.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
-		if t := u.Total; t != nil {
-			pu.Total = &protocol.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadTokens: t.CacheReadTokens,
-				CacheWriteTokens: t.CacheWriteTokens, CostUSD: t.CostUSD, Responses: t.Responses}
-		}
-		out.Usage = pu
 	}
 	return out
 }
 
 // resultRef is where the whole result of a tool call can be fetched when its
-// step shows only the start: the file claude saved an output over ~30 KB in,
-// else a copy familiar keeps.
-func (o *Orchestrator) resultRef(id string, tc *transcript.ToolCall) string {
-	if ref := texts.ToolResultRef(tc.Result); ref != "" {
+// step shows only the start (result): the file claude saved an output over
+// ~30 KB in, else a copy familiar keeps of full.
+func (o *Orchestrator) resultRef(id, result, full string) string {
+	if ref := texts.ToolResultRef(result); ref != "" {
 		return ref
 	}
-	if tc.FullResult == "" {
+	if full == "" {
 		return ""
 	}
-	_, ref, err := o.texts(id).Clip(tc.FullResult, transcript.ResultExcerpt)
+	_, ref, err := o.texts(id).Clip(full, transcript.ResultExcerpt)
 	if err != nil {
 		o.logger.Warn("keep tool result", "task", id, "err", err)
 	}
@@ -85,7 +82,7 @@ func (a *actor) transcript(gen int, e *transcript.Entry) []protocol.TranscriptEn
 		// line was not read): what it held goes first.
 		a.streamed = nil
 		if rest := st.s.Flush(true); len(rest) > 0 && st.gen == gen {
-			out = append(out, protocol.TranscriptEntry{Kind: string(st.kind), At: st.at, MessageID: st.messageID, Text: string(rest)})
+			out = append(out, protocol.TranscriptEntry{Kind: st.kind, At: st.at, MessageID: st.messageID, Text: string(rest)})
 		}
 	}
 	if !e.Delta {
@@ -105,5 +102,5 @@ func (a *actor) transcript(gen int, e *transcript.Entry) []protocol.TranscriptEn
 	if text == "" {
 		return out
 	}
-	return append(out, protocol.TranscriptEntry{Kind: string(e.Kind), At: st.at, MessageID: e.MessageID, Text: text})
+	return append(out, protocol.TranscriptEntry{Kind: e.Kind, At: st.at, MessageID: e.MessageID, Text: text})
 }

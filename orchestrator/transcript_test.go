@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/familiar-dev/familiar/agent"
-	"github.com/familiar-dev/familiar/agent/transcript"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -38,7 +37,7 @@ func TestTranscriptInput(t *testing.T) {
 	}
 	// The turn's usage is kept per turn; the CLI's own cost wins.
 	s, _, _ = step(s, inTurnEnded{turn: agent.TurnEnded{LastMessage: "done", CostUSD: 0.7,
-		Usage: &transcript.Totals{InputTokens: 200, OutputTokens: 40, CostUSD: 0.75, Responses: 2}}}, testEnv)
+		Usage: &protocol.Usage{InputTokens: 200, OutputTokens: 40, CostUSD: 0.75, Responses: 2}}}, testEnv)
 	if len(s.T.Usage.Turns) != 1 || s.T.Usage.Turns[0].CostUSD != 0.7 || s.T.Usage.Turns[0].Responses != 2 {
 		t.Errorf("turns = %+v", s.T.Usage.Turns)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/familiar-dev/familiar/protocol"
 )
 
 // ResultExcerpt bounds ToolCall.Result: enough to show what happened, not a
@@ -35,8 +37,8 @@ type Reader struct {
 	early   map[string]string    // statuses set before the call's line was read
 	counted map[string]bool      // message ids whose usage was added
 	model   string               // the last response's model
-	total   Totals
-	turn    Totals // since the last prompt
+	total   Usage                // the session's, Responses counted
+	turn    Usage                // since the last prompt
 	// stream-json only:
 	turnMessages map[string]bool // responses of the current turn
 	lastCost     float64         // the CLI's cumulative cost at the last result
@@ -170,14 +172,14 @@ func (r *Reader) assistant(l *line, at time.Time) []Entry {
 			out = r.block(out, id, KindThinking, b.Thinking, at)
 		case "tool_use":
 			tc := r.newToolCall(b, at)
-			out = append(out, Entry{Kind: KindToolCall, At: at, MessageID: id, Tool: tc.clone()})
+			out = append(out, Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: KindToolCall, At: at, MessageID: id, ToolCall: cloneCall(tc)}})
 			if st, ok := r.early[b.ID]; ok {
 				delete(r.early, b.ID)
 				tc.Status = st
-				out = append(out, Entry{Kind: KindToolCall, At: at, MessageID: id, Tool: tc.clone()})
+				out = append(out, Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: KindToolCall, At: at, MessageID: id, ToolCall: cloneCall(tc)}})
 			}
 			if plan := planOf(b.Name, b.Input); plan != nil {
-				out = append(out, Entry{Kind: KindPlan, At: at, MessageID: id, Plan: plan})
+				out = append(out, Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: KindPlan, At: at, MessageID: id, Plan: plan}})
 			}
 		}
 	}
@@ -196,11 +198,11 @@ func (r *Reader) assistant(l *line, at time.Time) []Entry {
 		one := Usage{Model: l.Message.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens}
 		one.CostUSD = Price(one.Model, one)
-		r.total.Add(one)
-		r.turn.Add(one)
+		add(&r.total, one)
+		add(&r.turn, one)
 		t := r.total
 		one.Total = &t
-		out = append(out, Entry{Kind: KindUsage, At: at, MessageID: id, Usage: &one})
+		out = append(out, Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: KindUsage, At: at, MessageID: id, Usage: &one}})
 	}
 	return out
 }
@@ -227,7 +229,7 @@ func (r *Reader) streamEvent(l *line) []Entry {
 		}
 		b := r.streamedBlock(id, ev.Index, kind)
 		b.text.WriteString(text)
-		return []Entry{{Kind: kind, At: r.now(), MessageID: id, Text: text, Delta: true}}
+		return []Entry{{TranscriptEntry: protocol.TranscriptEntry{Kind: kind, At: r.now(), MessageID: id, Text: text}, Delta: true}}
 	case "message_stop":
 		// Every block's assistant line came before it.
 		delete(r.streamed, id)
@@ -263,12 +265,12 @@ func (r *Reader) block(out []Entry, id string, kind Kind, text string, at time.T
 		if !ok {
 			rest = text
 		}
-		return append(out, Entry{Kind: kind, At: at, MessageID: id, Text: rest, Delta: true, Final: true})
+		return append(out, Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: kind, At: at, MessageID: id, Text: rest}, Delta: true, Final: true})
 	}
 	if text == "" {
 		return out
 	}
-	return append(out, Entry{Kind: kind, At: at, MessageID: id, Text: text})
+	return append(out, Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: kind, At: at, MessageID: id, Text: text}})
 }
 
 // result reads the usage of a stream-json turn: the sum over its responses,
@@ -287,7 +289,7 @@ func (r *Reader) result(l *line) []Entry {
 	}
 	n := len(r.turnMessages)
 	r.turnMessages = nil
-	turn := Totals{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+	turn := Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
 		CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Responses: n}
 	r.turn = turn
 	r.total.InputTokens += turn.InputTokens
@@ -298,7 +300,7 @@ func (r *Reader) result(l *line) []Entry {
 	r.total.Responses += n
 	t := r.total
 	u.Total = &t
-	return []Entry{{Kind: KindUsage, At: r.now(), Usage: &u}}
+	return []Entry{{TranscriptEntry: protocol.TranscriptEntry{Kind: KindUsage, At: r.now(), Usage: &u}}}
 }
 
 func (r *Reader) user(l *line, at time.Time) []Entry {
@@ -311,8 +313,8 @@ func (r *Reader) user(l *line, at time.Time) []Entry {
 		if json.Unmarshal(c, &s) != nil || l.IsMeta {
 			return nil
 		}
-		r.turn = Totals{}
-		return []Entry{{Kind: KindPrompt, At: at, Text: s}}
+		r.turn = Usage{}
+		return []Entry{{TranscriptEntry: protocol.TranscriptEntry{Kind: KindPrompt, At: at, Text: s}}}
 	}
 	var blocks []block
 	if err := json.Unmarshal(c, &blocks); err != nil {
@@ -338,8 +340,8 @@ func (r *Reader) user(l *line, at time.Time) []Entry {
 			}
 			full := resultText(b.Content)
 			tc.Result = excerpt(full)
-			if len(full) > ResultExcerpt {
-				tc.FullResult = full
+			if len(full) <= ResultExcerpt {
+				full = "" // Result has it all
 			}
 			end := at
 			tc.EndedAt = &end
@@ -351,7 +353,7 @@ func (r *Reader) user(l *line, at time.Time) []Entry {
 					tc.Diffs = d
 				}
 			}
-			out = append(out, Entry{Kind: KindToolCall, At: at, Tool: tc.clone()})
+			out = append(out, Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: KindToolCall, At: at, ToolCall: cloneCall(tc)}, FullResult: full})
 		case "text":
 			if !l.IsMeta && !strings.HasPrefix(b.Text, "<") && !strings.HasPrefix(b.Text, "[Request interrupted") {
 				prompt = append(prompt, b.Text)
@@ -359,8 +361,8 @@ func (r *Reader) user(l *line, at time.Time) []Entry {
 		}
 	}
 	if len(prompt) > 0 && len(out) == 0 {
-		r.turn = Totals{}
-		out = append(out, Entry{Kind: KindPrompt, At: at, Text: strings.Join(prompt, "\n")})
+		r.turn = Usage{}
+		out = append(out, Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: KindPrompt, At: at, Text: strings.Join(prompt, "\n")}})
 	}
 	return out
 }
@@ -385,7 +387,7 @@ func (r *Reader) SetStatus(toolUseID, status string) (Entry, bool) {
 		return Entry{}, false
 	}
 	tc.Status = status
-	return Entry{Kind: KindToolCall, At: r.now(), Tool: tc.clone()}, true
+	return Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: KindToolCall, At: r.now(), ToolCall: cloneCall(tc)}}, true
 }
 
 // Pending returns the id of the oldest unfinished call of the named tool (""
@@ -414,10 +416,10 @@ func (r *Reader) Unfinished() []string {
 }
 
 // Total is the usage of the session so far.
-func (r *Reader) Total() Totals { return r.total }
+func (r *Reader) Total() Usage { return r.total }
 
 // Turn is the usage since the last prompt.
-func (r *Reader) Turn() Totals { return r.turn }
+func (r *Reader) Turn() Usage { return r.turn }
 
 func (r *Reader) newToolCall(b block, at time.Time) *ToolCall {
 	tc := &ToolCall{ID: b.ID, Name: b.Name, Input: b.Input, Status: StatusPending, StartedAt: at}
@@ -431,7 +433,7 @@ func (r *Reader) newToolCall(b block, at time.Time) *ToolCall {
 	return tc
 }
 
-func (tc *ToolCall) clone() *ToolCall {
+func cloneCall(tc *ToolCall) *ToolCall {
 	c := *tc
 	c.Files = append([]string(nil), tc.Files...)
 	c.Diffs = append([]FileDiff(nil), tc.Diffs...)

@@ -36,10 +36,10 @@ func TestReadSession(t *testing.T) {
 	for _, e := range entries {
 		kinds = append(kinds, string(e.Kind))
 		if e.Kind == KindToolCall {
-			if final[e.Tool.ID] == nil {
-				order = append(order, e.Tool.ID)
+			if final[e.ToolCall.ID] == nil {
+				order = append(order, e.ToolCall.ID)
 			}
-			final[e.Tool.ID] = e.Tool
+			final[e.ToolCall.ID] = e.ToolCall
 		}
 	}
 	got := strings.Join(kinds, " ")
@@ -106,11 +106,11 @@ func TestStreamJSONLines(t *testing.T) {
 	if got[1].Kind != KindUsage || got[1].Usage.CacheReadTokens != 1000 || got[1].Usage.CacheWriteTokens != 200 {
 		t.Fatalf("usage = %+v", got[1])
 	}
-	if got[2].Kind != KindToolCall || got[2].Tool.Kind != ToolRead || got[2].Tool.Status != StatusPending {
+	if got[2].Kind != KindToolCall || got[2].ToolCall.Kind != ToolRead || got[2].ToolCall.Status != StatusPending {
 		t.Fatalf("call = %+v", got[2])
 	}
-	if got[3].Kind != KindToolCall || got[3].Tool.Status != StatusCompleted || got[3].Tool.Result != "package a" {
-		t.Errorf("result = %+v", got[3].Tool)
+	if got[3].Kind != KindToolCall || got[3].ToolCall.Status != StatusCompleted || got[3].ToolCall.Result != "package a" {
+		t.Errorf("result = %+v", got[3].ToolCall)
 	}
 	// sonnet: (10 + 200×1.25 + 1000×0.1)×3 + 5×15, per million.
 	want := ((10+250+100)*3.0 + 5*15.0) / 1e6
@@ -128,7 +128,7 @@ func TestSetStatusAndPlan(t *testing.T) {
 	if r.Pending("TodoWrite") != "t" {
 		t.Error("pending call not found by name")
 	}
-	if e, ok := r.SetStatus("t", StatusRunning); !ok || e.Tool.Status != StatusRunning {
+	if e, ok := r.SetStatus("t", StatusRunning); !ok || e.ToolCall.Status != StatusRunning {
 		t.Errorf("set status = %+v %v", e, ok)
 	}
 	if _, ok := r.SetStatus("t", StatusRunning); ok {
@@ -185,20 +185,20 @@ func TestLongResultKeptWhole(t *testing.T) {
 	for _, l := range lines {
 		got = append(got, r.Line([]byte(l))...)
 	}
-	var results []*ToolCall
+	var results []Entry
 	for _, e := range got {
-		if e.Tool != nil && e.Tool.Status == StatusCompleted {
-			results = append(results, e.Tool)
+		if e.ToolCall != nil && e.ToolCall.Status == StatusCompleted {
+			results = append(results, e)
 		}
 	}
 	if len(results) != 2 {
 		t.Fatalf("entries = %+v", got)
 	}
-	if results[0].FullResult != long || len(results[0].Result) > ResultExcerpt+len("…") {
-		t.Errorf("long result: excerpt %d bytes, full %d", len(results[0].Result), len(results[0].FullResult))
+	if results[0].FullResult != long || len(results[0].ToolCall.Result) > ResultExcerpt+len("…") {
+		t.Errorf("long result: excerpt %d bytes, full %d", len(results[0].ToolCall.Result), len(results[0].FullResult))
 	}
-	if results[1].FullResult != "" || results[1].Result != "short" {
-		t.Errorf("short result = %+v", results[1])
+	if results[1].FullResult != "" || results[1].ToolCall.Result != "short" {
+		t.Errorf("short result = %+v", results[1].ToolCall)
 	}
 }
 

@@ -60,9 +60,11 @@ var mustNot = map[string][]string{
 	// client of the daemon like an editor, nothing of the engine.
 	"acp": except("acp", "protocol", "rpcclient"),
 	// The one client of familiar's JSON-RPC speaks protocol's types only.
-	"rpcclient":        except("rpcclient", "protocol"),
-	"agent/closing":    except("agent/closing"),
-	"agent/transcript": except("agent/transcript"),
+	"rpcclient":     except("rpcclient", "protocol"),
+	"agent/closing": except("agent/closing"),
+	// The transcript is read into the protocol's entry types, which the
+	// orchestrator masks and clips (DESIGN.md, "Decisions changed").
+	"agent/transcript": except("agent/transcript", "protocol"),
 	"daemon":           except("daemon", "clock", "protocol", "jsonrpc", "rpcclient", "procs/proctable"),
 	"grants":           except("grants", "policy", "dirs"),
 	"texts":            except("texts"),
