@@ -29,6 +29,7 @@ func TestWalkEveryReachableState(t *testing.T) {
 		path []string // inputs from the start, for a failure's message
 	}
 	edges := map[[2]protocol.Status]bool{}
+	reached := map[protocol.Status]bool{protocol.StatusQueued: true}
 	var steps, refused, states int
 	scenarios := map[string]int{}
 	// Walked twice: finished agents let go at once, and kept warm for a
@@ -59,6 +60,7 @@ func TestWalkEveryReachableState(t *testing.T) {
 				}
 				if from, to := n.s.T.Status, next.T.Status; from != to {
 					edges[[2]protocol.Status{from, to}] = true
+					reached[to] = true
 				}
 				if k := key(next); !seen[k] {
 					seen[k] = true
@@ -78,6 +80,16 @@ func TestWalkEveryReachableState(t *testing.T) {
 			if !edges[[2]protocol.Status{from, to}] {
 				t.Errorf("the edge %s → %s of the table is never taken", from, to)
 			}
+		}
+	}
+	// Every status of the protocol is in the graph and reached: a status
+	// added to protocol.Statuses alone fails here, not at run time.
+	for _, s := range protocol.Statuses {
+		if _, ok := transitions[s]; !ok {
+			t.Errorf("the status %s has no row in transitions (machine.go): say where a task may go from it", s)
+		}
+		if !reached[s] {
+			t.Errorf("the status %s is never reached: give it edges in transitions (machine.go) and the inputs that take them (input_*.go)", s)
 		}
 	}
 	for _, want := range []string{"resume during a merge", "send during a merge", "start during a merge", "usage-limit reset during a merge",
