@@ -10,7 +10,7 @@ import (
 	"github.com/familiar-dev/familiar/protocol"
 )
 
-// Service is the protocol.Server of the daemon: Inner (the orchestrator's
+// Service is the protocol.Server of the daemon: Inner (the workspace's
 // service) for everything, except for the lifecycle, which belongs to the
 // daemon and not to any one editor.
 type Service struct {
