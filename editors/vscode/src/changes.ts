@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import * as path from 'path';
 import type { Familiar } from './extension';
 import { applyPatch, filePatch } from './patch';
-import { duration, plural } from './model';
+import { duration, plural, secondsUntil } from './model';
 import type { MergeStrategy, Task, TaskDiffResult } from './protocol';
 import { Code } from './protocol';
 import { error, gitShow, info } from './ui';
@@ -110,8 +110,14 @@ export class Changes {
     }
     this.f.client?.tasks.set(id, merged);
     this.f.tree.refresh();
-    const u = await info(
-      `Familiar: merged "${t.title}" into ${merged.worktree?.baseRef ?? 'the base branch'} (${pick.strategy}). Undo is possible for ${duration(this.f.undoWindowSec)}.`, 'Undo');
+    // The window as familiar set it (undoableUntil), not the default's.
+    const left = secondsUntil(merged.undoableUntil, Date.now()) ?? 0;
+    const into = `Familiar: merged "${t.title}" into ${merged.worktree?.baseRef ?? 'the base branch'} (${pick.strategy}).`;
+    if (left < 1) {
+      void info(into);
+      return;
+    }
+    const u = await info(`${into} Undo is possible for ${duration(left)}.`, 'Undo');
     if (u === 'Undo') await this.undo(id);
   }
 

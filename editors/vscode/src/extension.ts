@@ -20,6 +20,9 @@ import { Terminals } from './terminals';
 import { Questions } from './questions';
 import { TaskViews } from './taskview';
 import { NewTaskForm } from './newtask';
+import { History } from './history';
+import { move } from './queue';
+import { autonomyWarning, showGrants } from './grants';
 import { error, gitTop, info, run, slug, trace, traceFile, warn } from './ui';
 
 let ext: Familiar | undefined;
@@ -68,6 +71,7 @@ export class Familiar implements vscode.Disposable {
   readonly changes = new Changes(this);
   readonly texts = new TextProvider();
   readonly ends = new EndAnnouncer();
+  readonly history = new History(this);
   private readonly details = new DetailsProvider(this);
   readonly taskViews: TaskViews;
   private readonly newTaskForm: NewTaskForm;
@@ -147,6 +151,14 @@ export class Familiar implements vscode.Disposable {
     reg('familiar.retry', (a) => this.act('task/retry', id(a), 'Retrying'));
     reg('familiar.continue', (a) => this.continueTask(id(a)));
     reg('familiar.remove', (a) => this.remove(id(a)));
+    reg('familiar.moveUp', (a) => move(this, id(a), -1));
+    reg('familiar.moveDown', (a) => move(this, id(a), 1));
+    reg('familiar.searchTasks', () => this.history.search());
+    reg('familiar.clearSearch', () => this.history.clearSearch());
+    reg('familiar.showMore', (g) => this.tree.showMore(g?.kind === 'more' ? g.id : g));
+    reg('familiar.clearFinished', () => this.history.clearFinished());
+    reg('familiar.showArchived', () => this.history.showArchived());
+    reg('familiar.grants', () => showGrants(this));
     reg('familiar.runDoctor', () => this.runDoctor());
     reg('familiar.showLog', () => this.log.show());
     this.updateStatus();
@@ -284,6 +296,11 @@ export class Familiar implements vscode.Disposable {
     });
     client.onTranscript((n) => this.taskViews.transcript(n));
     client.onTask((t) => {
+      // Archived (here or in another window): its row goes.
+      if (t.archivedAt) {
+        this.history.dropArchived([t.id]);
+        return;
+      }
       this.taskViews.taskChanged(t);
       if (t.status === 'waiting' && t.pendingQuestion) trace({ ev: 'waiting', task: t.id, question: t.pendingQuestion.id, updatedAt: t.updatedAt });
       this.tree.taskChanged(t.id);
@@ -305,6 +322,8 @@ export class Familiar implements vscode.Disposable {
     client.onServerMessage(([m, meta]) => {
       const text = `Familiar: ${m.text}`;
       this.log.info(`server: ${m.level}: ${m.text}`);
+      // The warning before autonomy: once per workspace, with its setting.
+      if (m.setting && autonomyWarning(this, this.context.workspaceState, m)) return;
       if (meta.replayed || m.level === 'info') return;
       if (m.level === 'error') void error(text, 'Show Log').then((p) => p && this.log.show());
       // The claude warning of initialize is shown (with its actions) by checkClaude.
@@ -374,6 +393,7 @@ export class Familiar implements vscode.Disposable {
       defaultDriver: c.get<'pty' | 'stream'>('driver', 'pty'),
       approvalTimeoutSec: c.get<number>('approvalTimeoutSec', 300),
       agentNice: c.get<number>('agentNice', 10),
+      undoWindowSec: c.get<number>('undoWindowSec', 300),
     };
     const policy = this.policy();
     if (policy) s.permissionPolicy = policy;
@@ -474,8 +494,13 @@ export class Familiar implements vscode.Disposable {
     const c = this.client;
     if (!c) return;
     let live = false;
-    for (const t of c.tasks.values()) if (['running', 'starting', 'waiting', 'queued'].includes(t.status)) live = true;
-    if (live) this.tree.tick();
+    let counting = false;
+    for (const t of c.tasks.values()) {
+      if (['running', 'starting', 'waiting', 'queued'].includes(t.status)) live = true;
+      // An undo's countdown, and its end takes the Undo item away.
+      else if (t.status === 'merged' && t.undoableUntil) counting = true;
+    }
+    if (live || counting) this.tree.tick();
     if (live || this.questions.prompts.size) this.updateStatus();
     for (const p of this.questions.prompts.values()) p.tick?.();
     // A details document in view shows elapsed time and countdowns too.
@@ -604,9 +629,10 @@ export class Familiar implements vscode.Disposable {
 
   private async remove(id: string) {
     const t = this.task(id);
-    const pick = await warn(`Remove "${t?.title ?? id}"? Its worktree is deleted.`, { modal: true }, 'Remove', 'Remove with Branch');
+    const pick = await warn(`Remove "${t?.title ?? id}"? Its worktree is deleted and the task goes to the archive (Show Archived brings it back).`, { modal: true }, 'Remove', 'Remove with Branch');
     if (!pick) return;
-    const params = { id, deleteBranch: pick === 'Remove with Branch' };
+    // archive: the row goes (a removed task's row used to stay).
+    const params = { id, deleteBranch: pick === 'Remove with Branch', archive: true };
     try {
       await this.connected().request('task/remove', params);
     } catch (err: any) {
@@ -615,10 +641,7 @@ export class Familiar implements vscode.Disposable {
       if (!force) return;
       await this.connected().request('task/remove', { ...params, force: true });
     }
-    this.client?.tasks.delete(id);
-    this.ends.forget(id);
-    this.tree.refresh();
-    this.updateStatus();
+    this.history.dropArchived([id]);
   }
 
   /**

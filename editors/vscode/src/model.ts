@@ -130,7 +130,7 @@ export function describe(t: Task, now: number, coarse = false): string {
       break;
     case 'queued':
       if (t.queuePosition !== undefined) parts.push(`#${t.queuePosition} in queue`); // the server counts from 1 (PROTOCOL.md)
-      if (t.estimatedStartSec !== undefined) parts.push(`starts in ~${duration(t.estimatedStartSec)}`);
+      parts.push(estimateText(t, now));
       break;
     case 'blocked':
       parts.push(t.blocked ? reasonText({ reason: t.blocked.reason, httpStatus: t.blocked.status, resetsAt: t.blocked.resetsAt }) : 'blocked');
@@ -146,6 +146,8 @@ export function describe(t: Task, now: number, coarse = false): string {
   }
   const el = elapsedSec(t, now);
   if (el !== undefined && t.status !== 'queued') parts.push(coarse && el >= 60 && el < 3600 ? `${Math.floor(el / 60)}m` : duration(el));
+  if (t.status === 'running' || t.status === 'starting') parts.push(estimateText(t, now));
+  if (undoable(t, now)) parts.push(undoText(t, now, coarse));
   const cost = taskCost(t);
   if (cost !== undefined) parts.push(money(cost));
   if (t.status === 'waiting' && t.pendingQuestion?.expiresAt) {
@@ -440,15 +442,62 @@ function split(t: string): [number, string] {
 }
 
 /**
- * Whether task/undo may still apply: merged, before undoableUntil (an older
- * familiar without it: within the default window of updatedAt). familiar has
- * the last word.
+ * Whether the merge of a task may still be undone: merged, before its
+ * undoableUntil. familiar sets undoableUntil exactly while task/undo is
+ * accepted and does not re-send the task when it passes, so the client
+ * counts down to it (a fixed 300 s from updatedAt was wrong for any other
+ * undoWindowSec). Only a merge: familiar also steps back a finished task's
+ * branch within the window, but an Undo on every finished task would read
+ * as undoing its work.
  */
-export function undoable(t: Task, now: number, undoWindowSec = 300): boolean {
-  if (t.status !== 'merged') return false;
-  if (t.undoableUntil) return now < Date.parse(t.undoableUntil);
-  const at = Date.parse(t.updatedAt);
-  return !isNaN(at) && now - at < undoWindowSec * 1000;
+export function undoable(t: Task, now: number): boolean {
+  if (t.status !== 'merged' || !t.undoableUntil) return false;
+  return now < Date.parse(t.undoableUntil);
+}
+
+/** Seconds from now to an RFC 3339 time (negative once past); undefined when absent or unreadable. */
+export function secondsUntil(iso: string | undefined, now: number): number | undefined {
+  if (!iso) return undefined;
+  const at = Date.parse(iso);
+  return isNaN(at) ? undefined : (at - now) / 1000;
+}
+
+/**
+ * How long undo remains: "undo for 4 min" while it is minutes (the tree then
+ * redraws once a minute), "undo for 42s" in the last minute; precise
+ * ("undo for 4:32") for the task view.
+ */
+export function undoText(t: Task, now: number, coarse = true): string {
+  const left = secondsUntil(t.undoableUntil, now);
+  if (left === undefined || left <= 0) return '';
+  const s = Math.ceil(left);
+  if (!coarse) return `undo for ${clock(s)}`;
+  return s >= 60 ? `undo for ${Math.ceil(s / 60)} min` : `undo for ${s}s`;
+}
+
+/** An estimate's remaining time as a person reads it: "about 3 min", "under a minute". */
+export function about(sec: number): string {
+  return sec < 60 ? 'under a minute' : `about ${Math.round(sec / 60)} min`;
+}
+
+/**
+ * A task's time estimate, counting down between task/updated: a running
+ * task's "about 3 min left" to estimatedEndAt, a queued one's "starts in
+ * about 2 min" to estimatedStartAt (estimatedStartSec from an older
+ * familiar, as sent). Past the estimate it says so rather than "0 min".
+ */
+export function estimateText(t: Task, now: number): string {
+  if (t.status === 'queued') {
+    const s = secondsUntil(t.estimatedStartAt, now) ?? t.estimatedStartSec;
+    if (s === undefined) return '';
+    return s <= 0 ? 'starts soon' : `starts in ${about(s)}`;
+  }
+  if (t.status === 'running' || t.status === 'starting' || t.status === 'waiting') {
+    const s = secondsUntil(t.estimatedEndAt, now);
+    if (s === undefined) return '';
+    return s <= 0 ? 'taking longer than expected' : `${about(s)} left`;
+  }
+  return '';
 }
 
 /** p relative to dir when inside it ("notes.md" for <worktree>/notes.md), else p. */

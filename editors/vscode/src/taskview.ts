@@ -160,7 +160,19 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     const worktree = () => task?.worktree?.path;
     const feed = this.feed(id);
     const post = (m: any) => void w.postMessage(m);
-    const sendHead = () => task && post({ type: 'head', id, head: header(task, Date.now(), feed.transcript.total) });
+    // Sent when what it says changed: the countdowns (undo, estimates) move
+    // between task/updated, so a timer asks again each second.
+    let lastHead = '';
+    const sendHead = () => {
+      if (!task) return;
+      const head = header(task, Date.now(), feed.transcript.total);
+      const key = JSON.stringify(head);
+      if (key === lastHead) return;
+      lastHead = key;
+      post({ type: 'head', id, head });
+    };
+    const ticker = setInterval(() => { if (ready) sendHead(); }, 1000);
+    subs.push({ dispose: () => clearInterval(ticker) });
     let ready = false;
     // Where an opening's time goes (the UI test's figure): the page's start, familiar's answers.
     const marks: Record<string, number> = {};
@@ -186,6 +198,8 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
             // off the transcript's path: waiting for both held the rows
             // back by the slower answer.
             ready = true;
+            // A page (re)loaded (a hidden tab's is dropped): it has no head yet.
+            lastHead = '';
             sendHead();
             void this.f.whenConnected()
               .then((client) => client.request<Task>('task/get', { id }))

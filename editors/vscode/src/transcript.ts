@@ -4,7 +4,7 @@
 // turn. Pure: no VS Code, so the fast tests cover it.
 
 import type { PlanItem, Task, ToolCall, TranscriptEntry, Usage } from './protocol';
-import { duration, money, relPath, taskLabel, taskStatusText, truncate, undoable } from './model';
+import { clock, duration, estimateText, money, relPath, secondsUntil, taskLabel, taskStatusText, truncate, undoable } from './model';
 
 export type ItemKind = 'prompt' | 'text' | 'thinking' | 'tool' | 'plan' | 'turn';
 
@@ -159,14 +159,17 @@ export function header(t: Task, now: number, total?: Usage): Header {
   facts.push(['Mode', t.mode], ['Type', t.type], ['Driver', t.driver]);
   if (t.worktree) facts.push(['Branch', t.worktree.branch], ['Worktree', t.worktree.path]);
   if (t.status === 'queued' && t.queuePosition !== undefined) facts.push(['Queue', `#${t.queuePosition}`]);
-  if (t.status === 'queued' && t.estimatedStartSec !== undefined) facts.push(['Starts in', `~${duration(t.estimatedStartSec)}`]);
+  const estimate = estimateText(t, now);
+  if (estimate) facts.push(['Estimate', estimate]);
+  if (undoable(t, now)) facts.push(['Undo', `possible for ${clock(Math.ceil(secondsUntil(t.undoableUntil, now) ?? 0))} more`]);
   if (t.blocked) facts.push(['Blocked', t.blocked.detail || t.blocked.reason]);
   const u = t.usage ?? total;
   const none = !!t.result?.noChanges;
   const live = ['running', 'waiting', 'starting', 'paused', 'queued'].includes(t.status);
   const a: [boolean, string, string][] = [
     [t.status === 'waiting', 'answer', 'Answer…'],
-    [['running', 'waiting', 'starting'].includes(t.status), 'pause', 'Pause'],
+    // A queued task paused is held in the queue until resumed.
+    [['running', 'waiting', 'starting', 'queued'].includes(t.status), 'pause', 'Pause'],
     [t.status === 'paused', 'resume', 'Resume'],
     [['blocked', 'merging', 'merged', 'cancelled'].includes(t.status), 'continue', 'Continue…'],
     [!none && !!t.worktree && t.status !== 'queued', 'showChanges', 'Show Changes'],

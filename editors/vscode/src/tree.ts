@@ -2,11 +2,19 @@
 
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
-import { describe, GroupId, groups, groupOfTask, taskStatusText, taskLabel, tasksIn, truncate, undoable } from './model';
+import { describe, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable } from './model';
 import type { Task } from './protocol';
 import { escapeMd } from './ui';
 
-export type Node = { kind: 'group'; id: GroupId } | { kind: 'task'; id: string };
+export type Node = { kind: 'group'; id: GroupId } | { kind: 'task'; id: string }
+  // "Show more…" under a paged group; the search's heading row (history.ts).
+  | { kind: 'more'; id: GroupId } | { kind: 'search'; id: string };
+
+/** Finished tasks shown at first, and added by each "Show more…". */
+export const pageSize = 50;
+
+/** A search the tree shows instead of its groups (history.ts runs it). */
+export interface TreeFilter { label: string; tasks: Task[]; total: number }
 
 export class TaskTree implements vscode.TreeDataProvider<Node> {
   private readonly changed = new vscode.EventEmitter<Node | Node[] | undefined>();
@@ -21,6 +29,10 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   private readonly drawn = new Map<string, string>();
   /** What each task's row showed when last drawn: a tick that changes none redraws nothing. */
   private readonly shown = new Map<string, string>();
+  /** How many of a finished group's tasks are shown (the latest first). */
+  private readonly limits = new Map<GroupId, number>();
+  /** The search shown instead of the groups, if any. */
+  filter?: TreeFilter;
 
   constructor(private readonly f: Familiar) {}
 
@@ -38,13 +50,31 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     this.schedule();
   }
 
-  /** Redraws the rows whose elapsed time or countdown moves. */
+  /** Redraws the rows whose elapsed time or countdown moves (an undo's too, and its end takes the Undo item away). */
   tick() {
     for (const id of this.drawn.keys()) {
       const t = this.f.task(id);
-      if (t && ['running', 'starting', 'waiting', 'queued'].includes(t.status)) this.dirty.add(id);
+      if (t && (['running', 'starting', 'waiting', 'queued'].includes(t.status) || (t.status === 'merged' && t.undoableUntil))) this.dirty.add(id);
     }
     if (this.dirty.size) this.schedule();
+  }
+
+  /** Shows a search's results instead of the groups (undefined: the groups again). */
+  setFilter(f?: TreeFilter) {
+    this.filter = f;
+    void vscode.commands.executeCommand('setContext', 'familiar.filtered', !!f);
+    this.refresh();
+  }
+
+  /** "Show more…": the next page of a finished group. */
+  showMore(g: GroupId) {
+    this.limits.set(g, (this.limits.get(g) ?? pageSize) + pageSize);
+    this.refresh();
+  }
+
+  /** A task as shown: the live copy, else the search's (an archived task is not in the live list). */
+  private taskOf(id: string): Task | undefined {
+    return this.f.task(id) ?? this.filter?.tasks.find((t) => t.id === id);
   }
 
   /**
@@ -73,11 +103,11 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     }, wait);
   }
 
-  private node(kind: 'group' | 'task', id: string): Node {
+  private node(kind: Node['kind'], id: string): Node {
     const key = `${kind}:${id}`;
     let n = this.nodes.get(key);
     if (!n) {
-      n = kind === 'group' ? { kind, id: id as GroupId } : { kind, id };
+      n = { kind, id } as Node;
       this.nodes.set(key, n);
     }
     return n;
@@ -87,10 +117,18 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     const tasks = this.f.client?.tasks.values() ?? [];
     if (!n) {
       const all = [...tasks];
-      for (const id of [...this.drawn.keys()]) if (!this.f.task(id)) { this.drawn.delete(id); this.shown.delete(id); this.nodes.delete(`task:${id}`); }
+      for (const id of [...this.drawn.keys()]) if (!this.taskOf(id)) { this.drawn.delete(id); this.shown.delete(id); this.nodes.delete(`task:${id}`); }
+      if (this.filter) return [this.node('search', 'search'), ...this.filter.tasks.map((t) => this.node('task', t.id))];
       return groups.filter((g) => all.some((t) => groupOfTask(t) === g.id)).map((g) => this.node('group', g.id));
     }
-    if (n.kind === 'group') return tasksIn(n.id, tasks).map((t) => this.node('task', t.id));
+    if (n.kind === 'group') {
+      const list = tasksIn(n.id, tasks);
+      // Finished groups page: a window open for months has thousands.
+      if (!paged.includes(n.id)) return list.map((t) => this.node('task', t.id));
+      const limit = this.limits.get(n.id) ?? pageSize;
+      const shown = list.slice(0, limit).map((t) => this.node('task', t.id));
+      return list.length > limit ? [...shown, this.node('more', n.id)] : shown;
+    }
     return [];
   }
 
@@ -101,10 +139,30 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
       const count = tasksIn(n.id, this.f.client?.tasks.values() ?? []).length;
       const item = new vscode.TreeItem(`${g.label} (${count})`, vscode.TreeItemCollapsibleState.Expanded);
       item.id = `group:${n.id}`;
-      item.contextValue = 'group';
+      item.contextValue = paged.includes(n.id) ? `group finished` : 'group';
       return item;
     }
-    const t = this.f.task(n.id);
+    if (n.kind === 'more') {
+      const count = tasksIn(n.id, this.f.client?.tasks.values() ?? []).length;
+      const left = count - (this.limits.get(n.id) ?? pageSize);
+      const item = new vscode.TreeItem('Show more…', vscode.TreeItemCollapsibleState.None);
+      item.id = `more:${n.id}`;
+      item.description = `${plural(Math.max(0, left), 'older task')}`;
+      item.contextValue = 'more';
+      item.command = { command: 'familiar.showMore', title: 'Show More', arguments: [n.id] };
+      return item;
+    }
+    if (n.kind === 'search') {
+      const f = this.filter;
+      const item = new vscode.TreeItem(f ? f.label : 'Search', vscode.TreeItemCollapsibleState.None);
+      item.id = 'search';
+      item.iconPath = new vscode.ThemeIcon('search');
+      item.description = f ? (f.total > f.tasks.length ? `${f.tasks.length} of ${f.total} shown` : plural(f.tasks.length, 'task')) + ' · click to clear' : '';
+      item.contextValue = 'search';
+      item.command = { command: 'familiar.clearSearch', title: 'Clear Search' };
+      return item;
+    }
+    const t = this.taskOf(n.id);
     if (!t) return new vscode.TreeItem('(gone)');
     this.drawn.set(t.id, place(t));
     this.shown.set(t.id, rowKey(t, now));
@@ -117,6 +175,14 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     const flags = ['task', none ? 'nochanges' : t.status];
     if (!none && t.worktree && ['merging', 'merged', 'blocked', 'cancelled', 'running', 'waiting', 'paused'].includes(t.status)) flags.push('changes');
     if (!none && undoable(t, now)) flags.push('undoable');
+    if (t.status === 'queued') {
+      // Move Up / Move Down where there is a place to move to (task/reorder).
+      const q = tasksIn('queued', this.f.client?.tasks.values() ?? []);
+      const i = q.findIndex((x) => x.id === t.id);
+      if (i > 0) flags.push('up');
+      if (i >= 0 && i < q.length - 1) flags.push('down');
+    }
+    if (t.archivedAt) flags.push('archived');
     item.contextValue = flags.join(' ');
     item.command = { command: 'familiar.showTask', title: 'Show Details', arguments: [t.id] };
     const md = new vscode.MarkdownString(undefined, true);
@@ -132,6 +198,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
 
   getParent(n: Node): Node | undefined {
     if (n.kind === 'group') return undefined;
+    if (n.kind !== 'task' || this.filter) return undefined;
     const t = this.f.task(n.id);
     return t ? this.node('group', groupOfTask(t)) : undefined;
   }
@@ -142,6 +209,9 @@ function rowKey(t: Task, now: number): string {
   return [t.title, t.status, t.activity, describe(t, now, true), undoable(t, now), t.worktree?.branch ?? '', t.type, t.mode, t.attempt,
     truncate(t.description, 300), t.result?.summary ?? ''].join('\u0000');
 }
+
+/** The groups of finished tasks, shown a page at a time. */
+const paged: GroupId[] = ['done', 'cancelled'];
 
 function place(t: Task): string {
   return `${groupOfTask(t)}/${t.status === 'queued' ? t.queuePosition ?? '' : ''}`;

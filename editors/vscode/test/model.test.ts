@@ -26,7 +26,7 @@ test('groups by state', () => {
 test('describes activity, elapsed, queue position, ETA, cost and countdown', () => {
   const now = Date.parse('2026-01-01T00:01:15Z');
   assert.equal(describe({ ...base, activity: 'running_command', startedAt: '2026-01-01T00:00:00Z' }, now), 'running a command · 1m 15s');
-  assert.equal(describe({ ...base, status: 'queued', queuePosition: 1, estimatedStartSec: 90 }, now), '#1 in queue · starts in ~1m 30s');
+  assert.equal(describe({ ...base, status: 'queued', queuePosition: 1, estimatedStartSec: 90 }, now), '#1 in queue · starts in about 2 min');
   assert.equal(describe({
     ...base, status: 'merging', startedAt: '2026-01-01T00:00:00Z', finishedAt: '2026-01-01T00:00:30Z',
     result: { success: true, summary: '', changedFiles: [{ path: 'a', status: 'added' }], commits: [], costUsd: 0.123 },

@@ -1,0 +1,19 @@
+// The queue's order from the tree: Move Up / Move Down on a queued task
+// (task/reorder before the task above it). Priority is New Task's; pausing
+// a queued task holds it in the queue (task/pause).
+
+import * as vscode from 'vscode';
+import type { Familiar } from './extension';
+import type { Task } from './protocol';
+import { tasksIn } from './model';
+import { reorderStep } from './lists';
+
+export async function move(f: Familiar, id: string, by: -1 | 1) {
+  const client = await f.whenConnected();
+  const step = reorderStep(tasksIn('queued', client.tasks.values()), id, by);
+  if (!step) return;
+  await client.request<Task>('task/reorder', step);
+  // The queue's task/updated (new positions) redraws the rows.
+  const t = client.tasks.get(id);
+  if (t) vscode.window.setStatusBarMessage(`$(check) Familiar: moved "${t.title}" ${by < 0 ? 'up' : 'down'}`, 3000);
+}
