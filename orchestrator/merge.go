@@ -139,8 +139,10 @@ func (o *Orchestrator) TaskUndo(ctx context.Context, p *protocol.TaskIDParams) (
 	// A warning, not news: what the undo did not take back (a push) is
 	// what a person must act on, and clients show warnings (the VS Code
 	// extension leaves info in its log).
+	// What was not taken back comes first: a notification shows its first
+	// line when others stack on it, and the refs are for later.
 	o.pub.publish(p.ID, protocol.ServerMessageNotification{Level: protocol.LevelWarning,
-		Text: "Undone; the undone commit stays at " + o.lastUndoRef(ctx, p.ID) + " (every undo of the task is kept under " + worktree.UndoRef(p.ID) + "/). " + notUndoable})
+		Text: "Undone, but " + notUndoable + " The undone commit stays at " + o.lastUndoRef(ctx, p.ID) + " (every undo of the task is kept under " + worktree.UndoRef(p.ID) + "/)."})
 	return o.TaskGet(ctx, &protocol.TaskIDParams{ID: p.ID})
 }
 

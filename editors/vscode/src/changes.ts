@@ -125,9 +125,11 @@ export class Changes {
     const t = await this.f.connected().request<Task>('task/undo', { id });
     this.f.client?.tasks.set(id, t);
     this.f.tree.refresh();
-    // Short: a notification without buttons shows one line; where the work is kept goes to the log.
     this.f.log.info(`undid "${t.title}"; the undone work stays under refs/familiar/undo/${id}`);
-    void info(`Familiar: undid "${t.title}"; its work is kept.`);
+    // familiar's warning (server/message) is the notification: that a push
+    // or a change outside the worktree was not taken back, and where the
+    // work is kept. A second one here pushed it out of view.
+    vscode.window.setStatusBarMessage(`$(check) Familiar: undid "${t.title}"`, 5000);
   }
 }
 

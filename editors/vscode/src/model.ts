@@ -140,6 +140,8 @@ export function describe(t: Task, now: number, coarse = false): string {
       break;
     case 'merged':
       parts.push(t.result?.noChanges ? 'done, no changes' : 'merged');
+      // Next to it: a narrow side bar cuts the end of a row.
+      if (undoable(t, now)) parts.push(undoText(t, now, coarse));
       break;
     default:
       parts.push(statusText(t.status));
@@ -147,7 +149,6 @@ export function describe(t: Task, now: number, coarse = false): string {
   const el = elapsedSec(t, now);
   if (el !== undefined && t.status !== 'queued') parts.push(coarse && el >= 60 && el < 3600 ? `${Math.floor(el / 60)}m` : duration(el));
   if (t.status === 'running' || t.status === 'starting') parts.push(estimateText(t, now));
-  if (undoable(t, now)) parts.push(undoText(t, now, coarse));
   const cost = taskCost(t);
   if (cost !== undefined) parts.push(money(cost));
   if (t.status === 'waiting' && t.pendingQuestion?.expiresAt) {

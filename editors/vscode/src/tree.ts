@@ -2,7 +2,7 @@
 
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
-import { describe, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable } from './model';
+import { describe, estimateText, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
 import type { Task } from './protocol';
 import { escapeMd } from './ui';
 
@@ -159,6 +159,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
       item.iconPath = new vscode.ThemeIcon('search');
       item.description = f ? (f.total > f.tasks.length ? `${f.tasks.length} of ${f.total} shown` : plural(f.tasks.length, 'task')) + ' · click to clear' : '';
       item.contextValue = 'search';
+      item.accessibilityInformation = { label: `${item.label}, ${item.description}` };
       item.command = { command: 'familiar.clearSearch', title: 'Clear Search' };
       return item;
     }
@@ -189,6 +190,9 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     md.appendMarkdown(`**${escapeMd(taskLabel(t))}** — ${taskStatusText(t)}\n\n`);
     md.appendText(truncate(t.description, 300) + '\n\n');
     md.appendMarkdown(`${t.type} · ${t.mode} · attempt ${t.attempt}${t.worktree ? ` · \`${t.worktree.branch}\`` : ''}`);
+    // What a narrow side bar cuts from the row's end: the estimate, the undo's time.
+    const more = [estimateText(t, now), undoable(t, now) ? undoText(t, now, false) : ''].filter(Boolean);
+    if (more.length) md.appendMarkdown('\n\n').appendText(more.join(' · '));
     if (t.blocked?.detail) md.appendMarkdown('\n\n').appendText(truncate(t.blocked.detail, 500));
     if (t.result?.summary) md.appendMarkdown('\n\n').appendText(truncate(t.result.summary, 500));
     item.tooltip = md;

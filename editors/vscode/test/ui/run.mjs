@@ -1,6 +1,7 @@
 // UI tests of the extension in a real VS Code (code-server + chromium).
 // Usage: node test/ui/run.mjs [scenario ...]   (default: all)
-// Scenarios: main (with choice, multi-select and latency), reload, noclaude, control (pause/resume), view (issue 23: review, task view, answers, grants), load.
+// Scenarios: main (with choice, multi-select and latency), reload, noclaude, control (pause/resume), view (issue 23: review, task view, answers, grants),
+// manage (issue 26: reorder, undo countdown, search, clear finished, revoke a grant), load.
 // FAMILIAR_UI_RUNS sets the latency sample count (default 20).
 
 import * as fs from 'node:fs';
@@ -140,7 +141,8 @@ const scenarios = {
       await s.shot('merged');
       await s.clickToastButton(`merged "${title}"`, 'Undo');
       await waitFor('hello.txt gone after undo', () => !fs.existsSync(file), 30000);
-      await s.toast(`undid "${title}"`).waitFor();
+      // familiar's warning: what an undo cannot take back.
+      await s.toast('cannot undo pushes').waitFor();
       await s.shot('undone');
       await choice(s, model);
       await latency(s);
@@ -419,6 +421,118 @@ const scenarios = {
     });
   },
 
+  /**
+   * Issue 26's queue, history, undo and grant controls: Move Up puts the
+   * second of two queued tasks first and they start in that order; a task
+   * allowed everything brings the warning before autonomy; an undo says it
+   * cannot take back a push; the undo countdown (undoWindowSec 45) shows in
+   * the tree and the task view, and when it ends the Undo item goes with no
+   * word from familiar; Search Tasks… finds a done task by its words;
+   * Clear Finished takes the finished rows away; a repository grant revoked
+   * in Permission Grants… is asked again.
+   */
+  async manage(model) {
+    await withSession('manage', {
+      env: model.env,
+      // One at a time: the tasks behind the first wait in the queue.
+      settings: { 'familiar.maxConcurrent': 1, 'familiar.undoWindowSec': 45 },
+    }, async (s) => {
+      await s.ready();
+      await s.openView();
+      const rpc = await socketClient(s);
+      const row = (title, rest = '') => s.page.locator(`.monaco-list-row[aria-label^="${title}, ${rest}"]`).first();
+      try {
+        // The queue: Blocker holds the one slot (it waits on a permission).
+        await rpc.request('task/create', { title: 'Blocker', description: bashTask('block.txt', 'blocking') });
+        const ask = '"Blocker" asks to run Bash';
+        await s.toast(ask).waitFor({ timeout: 120000 });
+        const first = await rpc.request('task/create', { title: 'First queued', description: '@@TEXT First one done.' });
+        const second = await rpc.request('task/create', { title: 'Second queued', description: '@@TEXT Second one done.' });
+        await row('Second queued', 'queued, #2 in queue').waitFor({ timeout: 30000 });
+        log(`manage: queued row reads "${await row('Second queued').getAttribute('aria-label')}"`);
+        await s.contextMenu('Second queued', 'Move Up');
+        await row('Second queued', 'queued, #1 in queue').waitFor({ timeout: 30000 });
+        await row('First queued', 'queued, #2 in queue').waitFor({ timeout: 30000 });
+        await s.shot('moved-up');
+        await s.clickToastButton(ask, 'Allow');
+        await s.waitTaskStatus('First queued', 'merging', 180000);
+        const [a, b] = await Promise.all([first, second].map((t) => rpc.request('task/get', { id: t.id })));
+        if (!(Date.parse(b.startedAt) < Date.parse(a.startedAt))) throw new Error(`Second queued started at ${b.startedAt}, not before First queued (${a.startedAt})`);
+
+        // Allowed everything: the warning before autonomy, with its setting.
+        const undoMe = await rpc.request('task/create', { title: 'Undo me', permissionPolicy: { default: 'allow' }, description: bashTask('undo.txt', 'to be undone') });
+        const autonomy = 'The permission policy\'s default is allow';
+        await s.toast(autonomy).waitFor({ timeout: 60000 });
+        await s.toast(autonomy).getByRole('button', { name: 'Open Setting', exact: true }).waitFor({ timeout: 15000 });
+        await s.shot('autonomy-warning');
+        await s.waitTaskStatus('Undo me', 'merging', 180000);
+        await rpc.request('task/merge', { id: undoMe.id, strategy: 'squash' });
+        await s.page.locator('.monaco-list-row[aria-label^="Undo me, merged"][aria-label*="undo for"]').first().waitFor({ timeout: 30000 });
+        await s.contextMenu('Undo me', 'Undo');
+        await s.toast('cannot undo pushes').waitFor({ timeout: 30000 });
+        await s.shot('undo-push-warning');
+
+        // The countdown, and its end with nothing from familiar.
+        const count = await rpc.request('task/create', { title: 'Count down', permissionPolicy: { default: 'allow' }, description: bashTask('count.txt', 'kept') });
+        await s.waitTaskStatus('Count down', 'merging', 180000);
+        await rpc.request('task/merge', { id: count.id, strategy: 'squash' });
+        await s.page.locator('.monaco-list-row[aria-label^="Count down, merged"][aria-label*="undo for"]').first().waitFor({ timeout: 30000 });
+        const v = await openView(s, 'Count down');
+        await v.locator('.facts dd', { hasText: /possible for \d+:\d\d more/ }).waitFor({ timeout: 15000 });
+        await s.shot('undo-countdown');
+        if (!(await menuHas(s, 'Count down', 'Undo'))) throw new Error('no Undo item while the undo holds');
+        log(`manage: counting down: "${await row('Count down').getAttribute('aria-label')}"`);
+        await s.page.locator('.monaco-list-row[aria-label^="Count down, merged"]:not([aria-label*="undo for"])').first().waitFor({ timeout: 90000 });
+        await v.locator('.facts dd', { hasText: /possible for/ }).waitFor({ state: 'detached', timeout: 15000 });
+        if (await menuHas(s, 'Count down', 'Undo')) throw new Error('Undo still offered after undoableUntil');
+        await s.shot('undo-ended');
+
+        // Search Tasks…: the words of a done task, created today.
+        await s.command('Familiar: Search Tasks…');
+        await s.answerInput('second one', { expectTitle: 'Search Tasks (1/2)' });
+        await s.pick('Today');
+        await s.page.locator('.monaco-list-row[aria-label^="\\"second one\\" · today"]').first().waitFor({ timeout: 30000 });
+        await row('Second queued').waitFor({ timeout: 30000 });
+        if (await row('First queued').count()) throw new Error('the search shows First queued, which does not have the words');
+        await s.shot('search-done');
+        await s.page.locator('.monaco-list-row[aria-label^="\\"second one\\""]').first().click();
+        await row('First queued').waitFor({ timeout: 30000 });
+
+        // Clear Finished: the finished rows go to the archive.
+        await s.command('Familiar: Clear Finished');
+        await row('First queued').waitFor({ state: 'detached', timeout: 30000 });
+        await row('Count down').waitFor({ state: 'detached', timeout: 30000 });
+        const archive = await rpc.request('task/list', { archived: 'only' });
+        if (!archive.tasks.some((t) => t.title === 'First queued')) throw new Error('First queued is not in the archive');
+        await s.shot('cleared');
+
+        // A repository grant, revoked: the next task asks again.
+        await rpc.request('task/create', { title: 'Grant it', description: '@@TOOL Bash {"command":"touch granted.txt"}' });
+        const g = '"Grant it" asks to run Bash';
+        await s.clickToastButton(g, 'Allow Always…');
+        const rows = s.page.locator('.quick-input-widget .monaco-list-row');
+        await rows.filter({ hasText: /Always allow Bash\(/ }).first().waitFor({ timeout: 15000 });
+        await rows.filter({ hasText: /Always allow Bash\(/ }).first().click();
+        await s.pick('This repository');
+        await s.waitTaskStatus('Grant it', 'merging');
+        const granted = (await rpc.request('policy/list', {})).grants.filter((x) => x.scope === 'repository');
+        if (!granted.length) throw new Error('no repository grant after Allow Always for this repository');
+        await s.command('Familiar: Permission Grants…');
+        const grantRow = rows.filter({ hasText: granted[0].rule }).first();
+        await grantRow.waitFor({ timeout: 15000 });
+        await s.shot('grants');
+        await grantRow.click();
+        await rows.filter({ hasText: 'Revoke' }).first().click();
+        await waitFor('the grant revoked', async () => !(await rpc.request('policy/list', {})).grants.some((x) => x.scope === 'repository'), 15000, 200);
+        await rpc.request('task/create', { title: 'Asked again', description: '@@TOOL Bash {"command":"touch granted.txt"}' });
+        await s.toast('"Asked again" asks to run Bash').waitFor({ timeout: 120000 });
+        await s.shot('asked-again');
+      } finally {
+        rpc.close();
+      }
+    });
+  },
+
   /** Tree click latency, idle vs 30 tasks with one flooding its terminal at ~20 MB/s. */
   async load(model) {
     const floodDir = fs.mkdtempSync(path.join(artifacts, '.flood-'));
@@ -441,6 +555,17 @@ const scenarios = {
  * terminal's page holds only the rows in view: the report's start has
  * scrolled away).
  */
+/** Whether a task row's context menu offers item (then closes the menu). */
+async function menuHas(s, title, item) {
+  await s.treeRow(title).click({ button: 'right' });
+  const menu = s.page.locator('.context-view .monaco-menu');
+  await menu.locator('.action-menu-item').first().waitFor({ state: 'visible', timeout: 30000 });
+  const n = await menu.locator('.action-item:not(.disabled) .action-menu-item', { hasText: new RegExp(`^${item}$`) }).count();
+  await s.page.keyboard.press('Escape');
+  await menu.waitFor({ state: 'hidden', timeout: 10000 });
+  return n > 0;
+}
+
 async function doctorTerminal(s, ending = /all checks passed|doctor found problems/) {
   await s.page.locator('.xterm-rows', { hasText: ending }).first().waitFor({ timeout: 60000 });
 }
@@ -732,7 +857,7 @@ async function load(s, floodDir, agentNice) {
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'load'];
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
