@@ -139,9 +139,10 @@ export function describe(t: Task, now: number, coarse = false): string {
       parts.push(t.result?.noChanges ? 'done, no changes' : `${plural(t.result?.changedFiles.length ?? 0, 'file')} changed`);
       break;
     case 'merged':
-      parts.push(t.result?.noChanges ? 'done, no changes' : 'merged');
-      // Next to it: a narrow side bar cuts the end of a row.
-      if (undoable(t, now)) parts.push(undoText(t, now, coarse));
+      // While it can be undone, the time left instead of "merged" (the
+      // row's status says merged): a narrow side bar cuts a row's end, and
+      // "merged · undo for 4…" hid the time.
+      parts.push(t.result?.noChanges ? 'done, no changes' : undoable(t, now) ? undoText(t, now, coarse) : 'merged');
       break;
     default:
       parts.push(statusText(t.status));

@@ -47,7 +47,7 @@ test('undo holds until undoableUntil exactly, counting down in the tree and the 
   assert.equal(undoText(merged, now), 'undo for 45s');
   assert.equal(undoText({ ...merged, undoableUntil: at(250) }, now), 'undo for 5 min');
   assert.equal(undoText({ ...merged, undoableUntil: at(250) }, now, false), 'undo for 4:10');
-  assert.equal(describe(merged, now, true), 'merged · undo for 45s · 1m');
+  assert.equal(describe(merged, now, true), 'undo for 45s · 1m');
   assert.equal(describe(merged, now + 46_000, true), 'merged · 1m');
   const h = header(merged, now);
   assert.deepEqual(h.facts.find(([k]) => k === 'Undo'), ['Undo', 'possible for 0:45 more']);
