@@ -547,3 +547,27 @@ func (r *recorder) sawActivity(state protocol.Activity, detail string) bool {
 	}
 	return false
 }
+
+// A first prompt too long for claude's command line (over 100 KiB) reaches
+// the model whole under both drivers: typed as a bracketed paste once the
+// PTY's prompt is ready, a stream-json line on the stream.
+func TestLongFirstPromptArrivesWhole(t *testing.T) {
+	drivers(t, func(t *testing.T, driver string) {
+		pad := strings.Repeat("lorem ipsum dolor sit amet ", 4000) // 108,000 bytes
+		prompt := "read this\n" + pad + "\nEND-OF-PROMPT\n@@TEXT Read it all."
+		h := start(t, driver, prompt)
+		ev, _ := h.rec.wait(t, 0, "turn end", turnEnded)
+		if ev.Turn.Failed || !strings.Contains(ev.Turn.LastMessage, "Read it all.") {
+			t.Fatalf("turn = %+v", ev.Turn)
+		}
+		var got string
+		for _, r := range h.api.MainRequests() {
+			if s := r.LastUserText(); strings.Contains(s, "read this") {
+				got = s
+			}
+		}
+		if !strings.Contains(got, pad) || !strings.Contains(got, "END-OF-PROMPT") {
+			t.Errorf("the model got %d bytes of the %d-byte prompt", len(got), len(prompt))
+		}
+	})
+}
