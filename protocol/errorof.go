@@ -65,16 +65,17 @@ func ErrorOf(err error, c ErrorContext) error {
 }
 
 // Wire is the error a client is sent for a method's err: a protocol error as
-// it is; a cancelled request -32800; an error of a kind no method mapped, by
-// its kind (ErrorOf); anything else -32603 with a fixed sentence, since its
-// text may hold paths, command lines or tokens (internal says so: the
-// transport logs err instead).
+// it is; a cancelled request -32800; anything else -32603 with a fixed
+// sentence (internal says so: the transport logs err instead). That includes
+// a domain error no method passed through ErrorOf: only a method knows the
+// request well enough to say which field was wrong, and the error's text,
+// from deep down, may hold paths, command lines or a remote's URL.
 func Wire(err error) (e *Error, internal bool) {
 	var pe *Error
 	if errors.Is(err, context.Canceled) && !errors.As(err, &pe) {
 		return &Error{Code: CodeRequestCancelled, Message: "The request was cancelled."}, false
 	}
-	if errors.As(ErrorOf(err, ErrorContext{}), &pe) {
+	if errors.As(err, &pe) {
 		if pe.Message == "" {
 			return &Error{Code: pe.Code, Message: "familiar could not complete the request.", Data: pe.Data}, false
 		}

@@ -96,8 +96,9 @@ func TestErrorOfMapsEveryKind(t *testing.T) {
 	}
 }
 
-// What a client is sent: a method's error by its kind, a cancelled request
-// -32800, anything else -32603 with a fixed sentence (its text to the log).
+// What a client is sent: a protocol error as it is, a cancelled request
+// -32800, anything else -32603 with a fixed sentence (its text to the log),
+// even a domain error of a kind that no method mapped.
 func TestWireHidesInternalText(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -109,7 +110,7 @@ func TestWireHidesInternalText(t *testing.T) {
 		{"protocol error", protocol.InvalidParams("title", "title is empty"), protocol.CodeInvalidParams, "title is empty", false},
 		{"empty message gets one", &protocol.Error{Code: protocol.CodeUnavailable}, protocol.CodeUnavailable, "familiar could not complete the request.", false},
 		{"cancelled", fmt.Errorf("list: %w", context.Canceled), protocol.CodeRequestCancelled, "The request was cancelled.", false},
-		{"kind no method mapped", fmt.Errorf("checkpoint: %w", errUnavailable), protocol.CodeUnavailable, "checkpoint: claude CLI unavailable", false},
+		{"kind no method mapped", fmt.Errorf("checkpoint: %w", errUnavailable), protocol.CodeInternalError, "familiar failed with an internal error; its log has the details.", true},
 		{"internal", errors.New("open /home/me/.token: permission denied"), protocol.CodeInternalError, "familiar failed with an internal error; its log has the details.", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
