@@ -82,8 +82,8 @@ func TestFollowUpOneRound(t *testing.T) {
 	if err := r.followUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.report.FollowUp) != 5 {
-		t.Fatalf("%d systems, want 5: %+v", len(r.report.FollowUp), r.report.FollowUp)
+	if len(r.report.FollowUp) != 6 {
+		t.Fatalf("%d systems, want 6: %+v", len(r.report.FollowUp), r.report.FollowUp)
 	}
 	for _, f := range r.report.FollowUp {
 		if f.Skipped != "" {
@@ -95,7 +95,7 @@ func TestFollowUpOneRound(t *testing.T) {
 		if f.FirstRequest.N != 1 || f.FirstRequest.P50 <= 0 {
 			t.Errorf("%s: %+v, want one positive figure", f.System, f.FirstRequest)
 		}
-		warm := f.System == SystemFamiliarStreamWarm || f.System == SystemFamiliarPTYWarm || f.System == SystemAgentACP
+		warm := f.System == SystemFamiliarStreamWarm || f.System == SystemFamiliarPTYWarm || f.System == SystemAgentACP || f.System == SystemTUIFloorAllHooks
 		if warm != (f.IdleRSSMiB > 0) {
 			t.Errorf("%s holds %.1f MiB between turns", f.System, f.IdleRSSMiB)
 		}

@@ -109,6 +109,13 @@ func (r *runner) followUp(ctx context.Context) error {
 		{SystemFamiliarPTYCold, familiar(protocol.DriverPTY, 0)},
 		{SystemFamiliarPTYWarm, familiar(protocol.DriverPTY, 600)},
 		{SystemAgentACP, acp(agentACP)},
+		{SystemTUIFloorAllHooks, func(ctx context.Context, api *demomodel.Server) (followUpper, error) {
+			c, err := r.startTUIFloor("PermissionRequest", true)(ctx, api)
+			if err != nil {
+				return nil, err
+			}
+			return c.(*tuiFloor), nil
+		}},
 	}
 	for _, s := range starts {
 		if !r.compared(s.name) {

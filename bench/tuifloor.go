@@ -133,41 +133,66 @@ func (f *tuiFloor) serve(w http.ResponseWriter, req *http.Request) {
 }
 
 func (f *tuiFloor) ask(ctx context.Context, i int) (time.Time, error) {
+	if err := f.prompt(ctx, i, comparePrompt(i)); err != nil {
+		return time.Time{}, err
+	}
+	c, next, err := f.hooks.wait(ctx, f.next, f.answerAt, func(c hookCall) bool { return c.event == f.answerAt })
+	f.next = next
+	return c.at, err
+}
+
+// prompt starts claude with text as its positional prompt (i == 0), or
+// types text into its prompt box as a person would.
+func (f *tuiFloor) prompt(ctx context.Context, i int, text string) error {
 	if i == 0 {
+		f.cmd.Args[len(f.cmd.Args)-1] = text
 		var err error
 		if f.tty, err = pty.StartWithSize(f.cmd, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {
-			return time.Time{}, err
+			return err
 		}
 		go func() {
 			defer close(f.readDone)
 			_, _ = io.Copy(io.Discard, f.tty)
 		}()
-	} else {
-		// The previous turn ended (Stop): the prompt box takes input. The
-		// prompt has newlines, so it goes as a bracketed paste; Enter is
-		// pressed again until the CLI says the prompt was submitted.
-		if _, err := f.tty.Write([]byte("\x1b[200~" + comparePrompt(i) + "\x1b[201~")); err != nil {
-			return time.Time{}, err
+		return nil
+	}
+	// The previous turn ended (Stop): the prompt box takes input. The
+	// prompt has newlines, so it goes as a bracketed paste; Enter is
+	// pressed again until the CLI says the prompt was submitted.
+	if _, err := f.tty.Write([]byte("\x1b[200~" + text + "\x1b[201~")); err != nil {
+		return err
+	}
+	for {
+		if _, err := f.tty.Write([]byte("\r")); err != nil {
+			return err
 		}
-		for {
-			if _, err := f.tty.Write([]byte("\r")); err != nil {
-				return time.Time{}, err
-			}
-			wctx, cancel := context.WithTimeout(ctx, time.Second)
-			_, next, err := f.hooks.wait(wctx, f.next, "UserPromptSubmit", func(c hookCall) bool { return c.event == "UserPromptSubmit" })
-			cancel()
-			if err == nil {
-				f.next = next
-				break
-			}
-			if ctx.Err() != nil {
-				return time.Time{}, ctx.Err()
-			}
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, next, err := f.hooks.wait(wctx, f.next, "UserPromptSubmit", func(c hookCall) bool { return c.event == "UserPromptSubmit" })
+		cancel()
+		if err == nil {
+			f.next = next
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 	}
-	c, next, err := f.hooks.wait(ctx, f.next, f.answerAt, func(c hookCall) bool { return c.event == f.answerAt })
-	f.next = next
-	return c.at, err
+}
+
+// followUp types a follow-up into the TUI, as familiar's PTY driver does
+// into a warm claude: the floor of a warm follow-up on the interactive CLI.
+func (f *tuiFloor) followUp(ctx context.Context, i int, text string) (time.Time, error) {
+	sent := time.Now()
+	return sent, f.prompt(ctx, i, text)
+}
+
+func (f *tuiFloor) turnDone(ctx context.Context) error { return f.finish(ctx) }
+
+func (f *tuiFloor) heldPIDs(context.Context) []int {
+	if f.cmd == nil || f.cmd.Process == nil {
+		return nil
+	}
+	return []int{f.cmd.Process.Pid}
 }
 
 func (f *tuiFloor) allow(context.Context) (time.Time, error) {
