@@ -86,7 +86,13 @@ func apiKeyTail(key string) string {
 }
 
 // writeFileAtomic writes to a temporary file in the same dir and renames it,
-// so a crash never leaves half a file.
+// so a crash never leaves half a file. It does not fsync: every file it
+// writes is in a session's config dir and made again at each start from
+// familiar's state (a seed a power loss left empty reads as corrupt and is
+// seeded afresh), and claude reads it from the page cache at once. Synced,
+// the two or three files of a start cost it 5–75 ms before claude could
+// be spawned on a loaded machine (`familiar bench --only firstrequest`,
+// "spawn: config").
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -94,9 +100,6 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	}
 	tmp := f.Name()
 	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
 	cerr := f.Close()
 	if werr == nil {
 		werr = cerr

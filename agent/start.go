@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/familiar-dev/familiar/procs"
 )
@@ -53,6 +54,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &StartError{Err: err}
 	}
+	entered := time.Now()
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
@@ -88,12 +90,12 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		s.ev.close()
 		return nil, err
 	}
-	began := opts.Clock.Now()
+	began := time.Now()
 	settingsPath, err := opts.prepareConfig(settings)
 	if err != nil {
 		return fail(err)
 	}
-	configured := opts.Clock.Now()
+	configured := time.Now()
 	cfg := procs.Config{
 		Argv:      append([]string{opts.CLI.Path}, d.args(settingsPath)...),
 		Dir:       opts.Dir,
@@ -128,7 +130,8 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	}
 	s.proc = procAdapter{p}
 	// What `familiar bench --only firstrequest` splits the spawn into.
-	s.logger.Debug(SpawnRecord, slog.Duration("config", configured.Sub(began)), slog.Duration("exec", opts.Clock.Now().Sub(configured)))
+	s.logger.Debug(SpawnRecord, slog.Duration("prepare", began.Sub(entered)), slog.Duration("config", configured.Sub(began)),
+		slog.Duration("exec", time.Since(configured)))
 	s.setActivity(Activity{State: ActivityThinking, Detail: "starting"})
 	s.wg.Add(1)
 	go s.watchStopped()
@@ -156,8 +159,9 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 }
 
 // SpawnRecord is the message of the debug record with how long a start
-// took to write the session's config dir and settings ("config") and to
-// start the process ("exec").
+// took to get ready ("prepare": the driver, its hook route), to write the
+// session's config dir and settings ("config") and to start the process
+// ("exec"). Measured on the real clock: it is a measurement, not a timeout.
 const SpawnRecord = "agent spawned"
 
 // maxArgPrompt is the longest first prompt passed on the command line.

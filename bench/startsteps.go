@@ -67,8 +67,9 @@ func (h *startSteps) take() (began time.Time, steps, spawn []stepDuration) {
 
 // Names of the start's steps that are not the orchestrator's laps.
 const (
-	StepQueued = "task/create → the start begins"
-	StepCLI    = "spawn → first model request (claude)"
+	StepQueued   = "task/create → the start begins"
+	StepFamiliar = "familiar's part: task/create → claude exec'd"
+	StepCLI      = "claude: exec'd → first model request"
 )
 
 // stepSeries collects each step's durations over the runs, in the order
@@ -95,17 +96,22 @@ func (s *stepSeries) addStart(asked, first, began time.Time, steps, spawn []step
 		return
 	}
 	s.add(StepQueued, began.Sub(asked))
-	at := began
+	execd := began
 	for _, st := range steps {
 		s.add(st.name, st.d)
-		if st.name == "spawn" {
-			for _, sp := range spawn {
-				s.add("spawn: "+sp.name, sp.d)
-			}
+		if st.name != "spawn" {
+			execd = execd.Add(st.d)
+			continue
 		}
-		at = at.Add(st.d)
+		// The spawn's own parts up to exec; what it does after (the
+		// screen model, the transcript's watch) runs beside claude.
+		for _, sp := range spawn {
+			s.add("spawn: "+sp.name, sp.d)
+			execd = execd.Add(sp.d)
+		}
 	}
-	s.add(StepCLI, first.Sub(at))
+	s.add(StepFamiliar, execd.Sub(asked))
+	s.add(StepCLI, first.Sub(execd))
 }
 
 // StepResult is one step of a start over the runs.
