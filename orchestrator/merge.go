@@ -83,6 +83,12 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 // reports is checked: after a merge's undo the base is at its pre-merge
 // commit.
 func (o *Orchestrator) TaskUndo(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
+	return o.undo(ctx, p, true)
+}
+
+// undo is task/undo; warn says where the undone work is kept (queue/undo
+// says it once for all its tasks instead of a warning per task).
+func (o *Orchestrator) undo(ctx context.Context, p *protocol.TaskIDParams, warn bool) (*protocol.Task, error) {
 	a, v, err := o.beginOp(ctx, p.ID, opUndo)
 	if err != nil {
 		return nil, err
@@ -141,8 +147,10 @@ func (o *Orchestrator) TaskUndo(ctx context.Context, p *protocol.TaskIDParams) (
 	// extension leaves info in its log).
 	// What was not taken back comes first: a notification shows its first
 	// line when others stack on it, and the refs are for later.
-	o.pub.publish(p.ID, protocol.ServerMessageNotification{Level: protocol.LevelWarning,
-		Text: "Undone, but " + notUndoable + " The undone commit stays at " + o.lastUndoRef(ctx, p.ID) + " (every undo of the task is kept under " + worktree.UndoRef(p.ID) + "/)."})
+	if warn {
+		o.pub.publish(p.ID, protocol.ServerMessageNotification{Level: protocol.LevelWarning,
+			Text: "Undone, but " + notUndoable + " The undone commit stays at " + o.lastUndoRef(ctx, p.ID) + " (every undo of the task is kept under " + worktree.UndoRef(p.ID) + "/)."})
+	}
 	return o.TaskGet(ctx, &protocol.TaskIDParams{ID: p.ID})
 }
 

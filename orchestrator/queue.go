@@ -666,7 +666,7 @@ func (o *Orchestrator) QueueUndo(ctx context.Context, p *protocol.QueueUndoParam
 	o.mq.mu.Unlock()
 	for i := len(merged) - 1; i >= 0; i-- {
 		id := merged[i]
-		if _, err := o.TaskUndo(ctx, &protocol.TaskIDParams{ID: id}); err != nil {
+		if _, err := o.undo(ctx, &protocol.TaskIDParams{ID: id}, false); err != nil {
 			var pe *protocol.Error
 			msg := err.Error()
 			if errors.As(err, &pe) {
@@ -684,5 +684,13 @@ func (o *Orchestrator) QueueUndo(ctx context.Context, p *protocol.QueueUndoParam
 			}
 		})
 	}
-	return o.queueUpdate(func(q *protocol.Queue) { q.State = protocol.QueueUndone }), nil
+	snap := o.queueUpdate(func(q *protocol.Queue) { q.State = protocol.QueueUndone })
+	if len(merged) > 0 {
+		// One warning for the queue: one per task (task/undo's) buried the
+		// editor in as many notifications saying the same.
+		o.pub.publish("", protocol.ServerMessageNotification{Level: protocol.LevelWarning,
+			Text: fmt.Sprintf("Undid the merge queue's %s into %s, but %s Each task's undone work is kept under refs/familiar/undo/.",
+				map[bool]string{true: "merge", false: fmt.Sprintf("%d merges", len(merged))}[len(merged) == 1], snap.BaseRef, notUndoable)})
+	}
+	return snap, nil
 }

@@ -163,6 +163,13 @@ func TestQueueMergesHandsBackAndUndoes(t *testing.T) {
 	if u.State != protocol.QueueUndone {
 		t.Errorf("queue after undo = %s", u.State)
 	}
+	// One warning for the whole queue, not one per task.
+	e.notes.wait(t, "the queue's undo warning", is(protocol.NotifyServerMessage, "Undid the merge queue's 3 merges into main"))
+	for _, n := range e.notes.all() {
+		if n.method == protocol.NotifyServerMessage && strings.Contains(string(n.params), "The undone commit stays at") {
+			t.Errorf("queue/undo warned per task: %s", n.params)
+		}
+	}
 	if got := gitIn(t, e.repo, "rev-parse", "main"); got != before {
 		t.Errorf("main after queue/undo = %s, want %s", got, before)
 	}
