@@ -9,7 +9,7 @@ import { PROTOCOL_VERSION } from './binary';
 import * as rpc from 'vscode-jsonrpc/node';
 import { Emitter } from 'vscode-jsonrpc';
 import type {
-  Event, InitializeResult, TaskOutputResult, ServerMessageNotification, SettingsUpdate, Task, TaskCompletedNotification,
+  Event, InitializeResult, Queue, QueueStatusResult, QueueUpdatedNotification, TaskOutputResult, ServerMessageNotification, SettingsUpdate, Task, TaskCompletedNotification,
   TaskOutputNotification, TaskQuestionNotification, TaskTranscriptNotification, TaskQuestionResolvedNotification, TaskUpdatedNotification,
 } from './protocol';
 import { newerOrSame } from './model';
@@ -38,6 +38,8 @@ const listPage = 200;
 
 export class FamiliarClient {
   readonly tasks = new Map<string, Task>();
+  /** The merge queue: the running one, else the last (queue/status at connect, then queue/updated). */
+  queue?: Queue;
   lastSeq = 0;
   state: ConnectionState = 'disconnected';
   init?: InitializeResult;
@@ -63,6 +65,7 @@ export class FamiliarClient {
   private readonly _onCompleted = new Emitter<[TaskCompletedNotification, Meta]>();
   private readonly _onMessage = new Emitter<[ServerMessageNotification, Meta]>();
   private readonly _onTranscript = new Emitter<TaskTranscriptNotification>();
+  private readonly _onQueue = new Emitter<[Queue, Meta]>();
   private readonly _onSeq = new Emitter<number>();
   private readonly _onExit = new Emitter<{ code: number | null; signal: string | null; stderrTail: string }>();
   /** Connection state changes. */
@@ -78,6 +81,8 @@ export class FamiliarClient {
   readonly onServerMessage = this._onMessage.event;
   /** task/transcript: one entry of a task's structured transcript (live, and replayed after a reconnect). */
   readonly onTranscript = this._onTranscript.event;
+  /** queue/updated: a step of the merge queue (replayed ones too, in order). */
+  readonly onQueue = this._onQueue.event;
   /** lastSeq advanced (persist it to replay after a reload). */
   readonly onSeq = this._onSeq.event;
   /** The familiar process ended without being asked to. */
@@ -128,7 +133,7 @@ export class FamiliarClient {
     const conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout!, { charset: 'utf-8', contentTypeDecoder: outputSkippingDecoder }), new rpc.StreamMessageWriter(proc.stdin!));
     this.conn = conn;
     const notify = (method: string) => conn.onNotification(method, (params: any) => this.notification(method, params));
-    for (const m of ['task/updated', 'task/output', 'task/question', 'task/questionResolved', 'task/completed', 'server/message', 'skills/changed', 'task/hook', 'task/transcript']) notify(m);
+    for (const m of ['task/updated', 'task/output', 'task/question', 'task/questionResolved', 'task/completed', 'server/message', 'skills/changed', 'task/hook', 'task/transcript', 'queue/updated']) notify(m);
     let lost = false;
     const onLost = () => {
       if (lost || gen !== this.generation) return;
@@ -203,6 +208,9 @@ export class FamiliarClient {
         cursor = page.nextCursor || undefined;
       } while (cursor);
       for (const id of [...this.tasks.keys()]) if (!seen.has(id)) this.tasks.delete(id);
+      // The queue as it is now (a familiar without one answers -32601).
+      const st = await this.request<QueueStatusResult>('queue/status', {}).catch(() => undefined);
+      if (st) this.queue = st.queue;
     } finally {
       this.replaying = false;
       const q = this.queued;
@@ -257,6 +265,12 @@ export class FamiliarClient {
       case 'server/message':
         this._onMessage.fire([params, meta]);
         return;
+      case 'queue/updated': {
+        const q = (params as QueueUpdatedNotification).queue;
+        this.queue = q;
+        this._onQueue.fire([q, meta]);
+        return;
+      }
       case 'task/transcript':
         // Replayed ones too: a task view open across a reconnect dedupes by seq.
         this._onTranscript.fire(params);

@@ -23,6 +23,7 @@ import { NewTaskForm } from './newtask';
 import { History } from './history';
 import { move } from './queue';
 import { autonomyWarning, showGrants } from './grants';
+import { MergeQueue } from './mergequeue';
 import { error, gitTop, info, run, slug, trace, traceFile, warn } from './ui';
 
 let ext: Familiar | undefined;
@@ -72,6 +73,7 @@ export class Familiar implements vscode.Disposable {
   readonly texts = new TextProvider();
   readonly ends = new EndAnnouncer();
   readonly history = new History(this);
+  readonly queue = new MergeQueue(this);
   private readonly details = new DetailsProvider(this);
   readonly taskViews: TaskViews;
   private readonly newTaskForm: NewTaskForm;
@@ -83,7 +85,7 @@ export class Familiar implements vscode.Disposable {
   constructor(private readonly context: vscode.ExtensionContext) {
     this.taskViews = new TaskViews(this, context.extensionUri);
     this.newTaskForm = new NewTaskForm(this, context.workspaceState, context.extensionUri);
-    this.disposables.push(this.terminals, this.taskViews);
+    this.disposables.push(this.terminals, this.taskViews, this.queue);
     this.log = vscode.window.createOutputChannel('Familiar', { log: true });
     this.status = vscode.window.createStatusBarItem('familiar.status', vscode.StatusBarAlignment.Left, 50);
     this.status.name = 'Familiar';
@@ -159,6 +161,10 @@ export class Familiar implements vscode.Disposable {
     reg('familiar.clearFinished', () => this.history.clearFinished());
     reg('familiar.showArchived', () => this.history.showArchived());
     reg('familiar.grants', () => showGrants(this));
+    reg('familiar.mergeAllReady', () => this.queue.mergeAllReady());
+    reg('familiar.cancelQueue', () => this.queue.cancel());
+    reg('familiar.undoQueue', () => this.queue.undo());
+    reg('familiar.dismissQueue', () => this.queue.dismiss());
     reg('familiar.runDoctor', () => this.runDoctor());
     reg('familiar.showLog', () => this.log.show());
     this.updateStatus();
@@ -275,6 +281,7 @@ export class Familiar implements vscode.Disposable {
     client.onTasks(() => {
       // (Re)connected: output notifications may have been missed meanwhile.
       this.terminals.wakeAll();
+      this.queue.loaded();
       this.tree.refresh();
       this.updateStatus();
       // Ends replayed from what was missed, announced if the task is still so
@@ -295,6 +302,7 @@ export class Familiar implements vscode.Disposable {
       }
     });
     client.onTranscript((n) => this.taskViews.transcript(n));
+    client.onQueue(([q]) => this.queue.updated(q));
     client.onTask((t) => {
       // Archived (here or in another window): its row goes.
       if (t.archivedAt) {
@@ -394,6 +402,9 @@ export class Familiar implements vscode.Disposable {
       approvalTimeoutSec: c.get<number>('approvalTimeoutSec', 300),
       agentNice: c.get<number>('agentNice', 10),
       undoWindowSec: c.get<number>('undoWindowSec', 300),
+      // "" lets the repository's .familiar/config.yaml say (familiar reads it).
+      mergeVerify: c.get<string>('mergeVerify', ''),
+      removeWorktreeAfterMerge: c.get<boolean>('removeWorktreeAfterMerge', false),
     };
     const policy = this.policy();
     if (policy) s.permissionPolicy = policy;
@@ -587,6 +598,10 @@ export class Familiar implements vscode.Disposable {
    */
   private async announce(end: TaskEnd, t?: Task, r: TaskResult | undefined = t?.result) {
     if (end.success && !vscode.workspace.getConfiguration('familiar').get('notifyOnCompletion', true)) return;
+    if (end.success && this.queue.takes(end.id)) {
+      this.log.info(`task ${end.id} is ready again; the merge queue takes it`);
+      return;
+    }
     const n = endNotice(t?.title ?? end.id, end, r && { changedFiles: r.changedFiles?.length ?? 0, costUsd: r.costUsd, summary: r.summary });
     trace({ ev: 'end', task: end.id, status: end.status, reason: end.reason, text: n.text, actions: n.actions });
     this.log.info(`task ${end.id} ended: ${end.status}${end.reason ? ` (${end.reason})` : ''}`);

@@ -60,6 +60,17 @@ export function forecastLines(t: Pick<Task, 'conflicts' | 'overlaps' | 'worktree
   return lines;
 }
 
+/**
+ * The forecast as the task view's facts: ["Conflicts", "with “B” in a.go"],
+ * ["Overlaps", "with main in b.go (merges cleanly)"], one per entry.
+ */
+export function forecastFacts(t: Pick<Task, 'conflicts' | 'overlaps' | 'worktree'>, titleOf: TitleOf): [string, string][] {
+  const facts: [string, string][] = [];
+  for (const c of t.conflicts ?? []) facts.push(['Conflicts', `with ${conflictWith(c, t, titleOf)} in ${fileList(c.files, 8)}`]);
+  for (const c of t.overlaps ?? []) facts.push(['Overlaps', `with ${conflictWith(c, t, titleOf)} in ${fileList(c.files, 8)} (merges cleanly)`]);
+  return facts;
+}
+
 /** Why a hand-back or a set-aside happened, in words. */
 export function queueReason(reason: string | undefined, files: string[] | undefined, baseRef: string): string {
   switch (reason) {
@@ -146,13 +157,14 @@ export function queueEndNotice(q: Queue): QueueNotice {
  * protocol's method names become the commands that do it.
  */
 export function plainQueueError(message: string, root?: string): string {
-  let m = message;
+  // familiar's context ("merge queue: …") repeats what the notification says.
+  let m = message.replace(/^merge queue: /, '');
   if (root) {
     const r = root.replace(/\/+$/, '');
-    m = m.split(r + '/').join('').split(r).join(r.split('/').pop() || r);
+    const name = r.split('/').pop() || r;
+    m = m.split(` at ${r} `).join(` in ${name} `).split(r + '/').join('').split(r).join(name);
   }
   m = m.replace(/queue\/cancel/g, 'Cancel Queue').replace(/queue\/undo/g, 'Undo Queue').replace(/queue\/merge/g, 'Merge All Ready');
-  m = m.charAt(0).toUpperCase() + m.slice(1);
   return /[.!?]$/.test(m) ? m : m + '.';
 }
 

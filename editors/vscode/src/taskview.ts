@@ -14,6 +14,7 @@ import type { Task, TaskEventsResult, TaskTranscriptNotification } from './proto
 import { header, Item, itemView, Transcript } from './transcript';
 import { taskLabel } from './model';
 import { trace } from './ui';
+import { forecastFacts } from './queuemodel';
 
 /** A task's transcript, loaded once from task/events and followed live. */
 export class Feed {
@@ -166,6 +167,8 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     const sendHead = () => {
       if (!task) return;
       const head = header(task, Date.now(), feed.transcript.total);
+      // The conflict forecast, naming the other tasks by title.
+      head.facts.push(...forecastFacts(task, (other) => this.f.task(other)?.title));
       const key = JSON.stringify(head);
       if (key === lastHead) return;
       lastHead = key;

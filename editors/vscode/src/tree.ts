@@ -5,8 +5,10 @@ import type { Familiar } from './extension';
 import { describe, estimateText, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
 import type { Task } from './protocol';
 import { escapeMd } from './ui';
+import { isQueueNode, QueueNode } from './mergequeue';
+import { forecastLines, forecastText } from './queuemodel';
 
-export type Node = { kind: 'group'; id: GroupId } | { kind: 'task'; id: string }
+export type Node = { kind: 'group'; id: GroupId } | { kind: 'task'; id: string } | QueueNode
   // "Show more…" under a paged group; the search's heading row (history.ts).
   | { kind: 'more'; id: GroupId } | { kind: 'search'; id: string };
 
@@ -119,7 +121,14 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
       const all = [...tasks];
       for (const id of [...this.drawn.keys()]) if (!this.taskOf(id)) { this.drawn.delete(id); this.shown.delete(id); this.nodes.delete(`task:${id}`); }
       if (this.filter) return [this.node('search', 'search'), ...this.filter.tasks.map((t) => this.node('task', t.id))];
-      return groups.filter((g) => all.some((t) => groupOfTask(t) === g.id)).map((g) => this.node('group', g.id));
+      // The merge queue, while it runs (and its undo window after), first.
+      return [...this.f.queue.roots(), ...groups.filter((g) => all.some((t) => groupOfTask(t) === g.id)).map((g) => this.node('group', g.id))];
+    }
+    if (isQueueNode(n)) return this.f.queue.children(n);
+    if (n.kind === 'task') {
+      // The conflict forecast, a row per other task: a description that long is cut in a side bar.
+      const t = this.taskOf(n.id);
+      return t ? this.f.queue.forecastChildren(t) : [];
     }
     if (n.kind === 'group') {
       const list = tasksIn(n.id, tasks);
@@ -134,6 +143,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
 
   getTreeItem(n: Node): vscode.TreeItem {
     const now = Date.now();
+    if (isQueueNode(n)) return this.f.queue.treeItem(n);
     if (n.kind === 'group') {
       const g = groups.find((x) => x.id === n.id)!;
       const count = tasksIn(n.id, this.f.client?.tasks.values() ?? []).length;
@@ -167,10 +177,17 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     if (!t) return new vscode.TreeItem('(gone)');
     this.drawn.set(t.id, place(t));
     this.shown.set(t.id, rowKey(t, now));
-    const item = new vscode.TreeItem(taskLabel(t), vscode.TreeItemCollapsibleState.None);
-    item.id = `task:${t.id}`;
+    const forecastRows = (t.conflicts?.length ?? 0) + (t.overlaps?.length ?? 0) > 0;
+    const item = new vscode.TreeItem(taskLabel(t), forecastRows ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    // A row that gains forecast rows is a new row to VS Code, which shows it
+    // expanded: under its old id it kept the collapsed state of a row
+    // without children, and the conflict stayed hidden.
+    item.id = forecastRows ? `task:${t.id}:forecast` : `task:${t.id}`;
+    const titleOf = (id: string) => this.f.task(id)?.title;
     item.description = describe(t, now, true);
-    item.iconPath = icon(t);
+    item.iconPath = t.conflicts?.length && ['starting', 'running', 'merging'].includes(t.status)
+      ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('notificationsWarningIcon.foreground'))
+      : icon(t);
     // A task that changed nothing offers neither Merge nor its changes, whatever its status.
     const none = !!t.result?.noChanges && (t.status === 'merging' || t.status === 'merged');
     const flags = ['task', none ? 'nochanges' : t.status];
@@ -195,12 +212,16 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     if (more.length) md.appendMarkdown('\n\n').appendText(more.join(' · '));
     if (t.blocked?.detail) md.appendMarkdown('\n\n').appendText(truncate(t.blocked.detail, 500));
     if (t.result?.summary) md.appendMarkdown('\n\n').appendText(truncate(t.result.summary, 500));
+    for (const line of forecastLines(t, titleOf)) md.appendMarkdown('\n\n$(warning) ').appendText(line);
     item.tooltip = md;
-    item.accessibilityInformation = { label: `${taskLabel(t)}, ${taskStatusText(t)}, ${item.description}` };
+    const forecast = forecastText(t, titleOf);
+    item.accessibilityInformation = { label: `${taskLabel(t)}, ${taskStatusText(t)}, ${item.description}${forecast ? `, ${forecast}` : ''}` };
     return item;
   }
 
   getParent(n: Node): Node | undefined {
+    if (n.kind === 'forecast') return this.node('task', n.task);
+    if (isQueueNode(n)) return this.f.queue.parent(n);
     if (n.kind === 'group') return undefined;
     if (n.kind !== 'task' || this.filter) return undefined;
     const t = this.f.task(n.id);
@@ -210,7 +231,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
 
 /** Everything a task's row shows (besides its place), to tell whether a redraw would change it. */
 function rowKey(t: Task, now: number): string {
-  return [t.title, t.status, t.activity, describe(t, now, true), undoable(t, now), t.worktree?.branch ?? '', t.type, t.mode, t.attempt,
+  return [JSON.stringify(t.conflicts ?? []), JSON.stringify(t.overlaps ?? []), t.title, t.status, t.activity, describe(t, now, true), undoable(t, now), t.worktree?.branch ?? '', t.type, t.mode, t.attempt,
     truncate(t.description, 300), t.result?.summary ?? ''].join('\u0000');
 }
 

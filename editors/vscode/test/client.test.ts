@@ -294,3 +294,31 @@ async function readAll(c: FamiliarClient, id: string): Promise<string> {
     if (p.nextOffset >= p.size) return out;
   }
 }
+
+test('the merge queue: followed through queue/updated, and read back by a client that connects after', { skip: skipWithoutClaude }, async () => {
+  const sb = sandbox();
+  const c = client(sb);
+  let late: FamiliarClient | undefined;
+  try {
+    await c.start();
+    const steps: string[] = [];
+    c.onQueue(([q]) => steps.push(q.items.map((i) => i.state).join(',')));
+    const t = await c.request<Task>('task/create', { ...bashTask('queued.txt', 'merged by the queue\\n'), permissionPolicy: { default: 'allow' } });
+    await waitFor('ready to merge', () => c.tasks.get(t.id)?.status === 'merging', 90000);
+    const st = await c.request<{ defaultVerify?: string }>('queue/status', {});
+    assert.equal(st.defaultVerify, undefined);
+    await c.request('queue/merge', { verify: 'test -f queued.txt' });
+    const q = await waitFor('the queue done', () => c.queue?.state === 'done' && c.queue, 60000);
+    assert.equal(q.items[0].state, 'merged');
+    assert.ok(steps.includes('verifying'), `steps seen: ${steps.join(' | ')}`);
+    assert.equal(fs.readFileSync(path.join(sb.repo, 'queued.txt'), 'utf8'), 'merged by the queue\n');
+    late = client(sb);
+    await late.start();
+    assert.equal(late.queue?.id, q.id);
+    assert.equal(late.queue?.state, 'done');
+  } finally {
+    await late?.stop();
+    await c.stop();
+    sb.cleanup();
+  }
+});

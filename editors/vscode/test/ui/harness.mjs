@@ -118,7 +118,10 @@ export async function startSession(name, opts = {}) {
     GIT_COMMITTER_NAME: 'familiar test', GIT_COMMITTER_EMAIL: 'test@familiar.invalid',
   };
   fs.writeFileSync(path.join(repo, 'README.md'), '# demo repository\n');
-  for (const [f, c] of Object.entries(opts.files ?? {})) fs.writeFileSync(path.join(repo, f), c);
+  for (const [f, c] of Object.entries(opts.files ?? {})) {
+    fs.mkdirSync(path.dirname(path.join(repo, f)), { recursive: true });
+    fs.writeFileSync(path.join(repo, f), c);
+  }
   if (opts.gitRepo !== false) {
     const git = (...a) => execFileSync('git', a, { cwd: repo, env: { ...process.env, HOME: home, ...gitEnv }, stdio: 'pipe' });
     git('init', '-q', '-b', 'main');

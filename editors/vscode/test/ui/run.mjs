@@ -1,10 +1,11 @@
 // UI tests of the extension in a real VS Code (code-server + chromium).
 // Usage: node test/ui/run.mjs [scenario ...]   (default: all)
 // Scenarios: main (with choice, multi-select and latency), reload, noclaude, control (pause/resume), view (issue 23: review, task view, answers, grants),
-// manage (issue 26: reorder, undo countdown, search, clear finished, revoke a grant), load.
+// manage (issue 26: reorder, undo countdown, search, clear finished, revoke a grant), queue (issue 25: conflict forecast, Merge All Ready…), load.
 // FAMILIAR_UI_RUNS sets the latency sample count (default 20).
 
 import * as fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { artifacts, extDir, log, paths, percentile, socketClient, startModel, startSession, toastTimes, waitFor, watchToasts } from './harness.mjs';
@@ -102,6 +103,28 @@ async function openView(s, title) {
       if (i >= 4) throw err;
     }
   }
+}
+
+/**
+ * Runs Merge All Ready…: every ready task (all picked), as listed, Merge,
+ * and checks the verify command is prefilled with verify before accepting it.
+ */
+async function mergeAllReady(s, verify) {
+  await s.command('Familiar: Merge All Ready…');
+  const p = s.page;
+  const title = (t) => p.locator('.quick-input-widget .quick-input-title', { hasText: t }).waitFor({ state: 'visible', timeout: 30000 });
+  await title('the tasks, in priority order');
+  await p.locator('.quick-input-widget .monaco-list-row').first().waitFor({ state: 'visible' });
+  await p.locator('.quick-input-widget .quick-input-box input').press('Enter');
+  await title('the order');
+  await s.pick('As listed');
+  await title('how each task goes into main');
+  await s.pick('Merge');
+  await title('the check before each merge');
+  const input = p.locator('.quick-input-widget .quick-input-box input');
+  await waitFor('the verify command prefilled', async () => (await input.inputValue()) === verify, 30000, 100);
+  await s.shot('merge-all-ready-verify');
+  await input.press('Enter');
 }
 
 const bashTask = (file, text) => `@@TOOL Bash {"command":"printf '${text}\\\\n' > ${file}"}`;
@@ -222,6 +245,97 @@ const scenarios = {
       if (model.requests().length <= asked) throw new Error('the resumed session never reached the model');
       await s.shot('finished-after-resume');
       await blocked(s);
+    });
+  },
+
+  /**
+   * Issue 25: two tasks edit the same line of shared.txt, a third adds
+   * c.txt. The tree and the task view name the conflict by the other task's
+   * title; Merge All Ready… refuses a dirty checkout naming the file, then,
+   * with the verify command of the repository's .familiar/config.yaml
+   * (prefilled), merges A, hands B back with the conflict (its scripted agent
+   * resolves it: the steps after its first "Done." answer the follow-up) and
+   * C back with the failed check (its agent adds ok-marker); both merge in
+   * the end. The queue's steps show in the view, and one notification says
+   * what merged and what went back and why; Undo Queue restores main.
+   */
+  async queue(model) {
+    const verify = "test ! -f c.txt || test -f ok-marker || { echo 'ok-marker is missing'; exit 1; }";
+    await withSession('queue', {
+      env: model.env,
+      files: { 'shared.txt': 'one\ntwo\nthree\n', '.familiar/config.yaml': `mergeVerify: ${JSON.stringify(verify)}\n` },
+    }, async (s) => {
+      await s.ready();
+      await s.openView();
+      const bash = (command) => `@@TOOL Bash ${JSON.stringify({ command })}`;
+      const A = 'Line two says A', B = 'Line two says B', C = 'Add c.txt';
+      const rpc = await socketClient(s);
+      try {
+        // Undo Queue must still hold for the first merge after the hand-backs' turns on a loaded machine.
+        await rpc.request('settings/update', { settings: { undoWindowSec: 3600 } });
+        const create = (title, priority, steps) => rpc.request('task/create', { title, priority, permissionPolicy: { default: 'allow' }, description: steps.join('\n') });
+        await create(A, 3, [bash("printf 'one\\nA\\nthree\\n' > shared.txt"), '@@TEXT Done.']);
+        // The steps after "Done." answer the queue's hand-back.
+        await create(B, 2, [bash("printf 'one\\nB\\nthree\\n' > shared.txt"), '@@TEXT Done.',
+          bash("printf 'one\\nA and B\\nthree\\n' > shared.txt"), '@@TEXT Resolved: line two keeps both.']);
+        await create(C, 1, [bash("printf 'C\\n' > c.txt"), '@@TEXT Done.', bash('touch ok-marker'), '@@TEXT Added ok-marker.']);
+        for (const t of [A, B, C]) await s.waitTaskStatus(t, 'merging', 240000);
+        // The forecast: A and B conflict with each other, by title; C with nothing.
+        const row = (label) => s.page.locator(`.monaco-list-row[aria-label^="${label}"]`).first();
+        // (A row under each task names the other: its own description would be cut in the side bar.)
+        await row(`${A} conflicts with “${B}” in shared.txt`).waitFor({ state: 'attached', timeout: 60000 });
+        await row(`${B} conflicts with “${A}” in shared.txt`).waitFor({ state: 'attached', timeout: 60000 });
+        const cRow = row(`${C}, ready to merge, 1 file changed`);
+        await cRow.waitFor({ state: 'attached', timeout: 30000 });
+        if (/conflict|overlap/.test(await cRow.getAttribute('aria-label'))) throw new Error(`C is forecast to conflict: ${await cRow.getAttribute('aria-label')}`);
+        await s.shot('conflicts-forecast');
+        const v = await openView(s, A);
+        await v.locator('.facts dd', { hasText: `with “${B}” in shared.txt` }).waitFor({ timeout: 30000 });
+        await s.shot('task-view-conflicts');
+
+        // A dirty checkout of main: refused, the file named, no absolute path, nothing merged.
+        const before = execFileSync('git', ['rev-parse', 'main'], { cwd: s.repo }).toString().trim();
+        fs.writeFileSync(path.join(s.repo, 'wip.txt'), 'mine\n');
+        // Alone, the refusal's notification shows whole (stacked ones show a line).
+        await s.command('Notifications: Clear All Notifications');
+        await mergeAllReady(s, verify);
+        const refused = s.toast('the merge queue did not start');
+        await refused.waitFor({ timeout: 30000 });
+        const text = await refused.innerText();
+        if (!text.includes('wip.txt') || text.includes(s.repo)) throw new Error(`the refusal says: ${text}`);
+        await s.shot('queue-refused-dirty');
+        fs.rmSync(path.join(s.repo, 'wip.txt'));
+        // A toast stays a toast only among the first few: the ones to come must show.
+        await s.command('Notifications: Clear All Notifications');
+
+        await mergeAllReady(s, verify);
+        // Its steps in the view: the queue's row, then B handed back with its conflict.
+        await row('Merge queue, running').waitFor({ state: 'attached', timeout: 60000 });
+        await row(`In the merge queue: ${B}, handed back to its agent: conflicts with main in shared.txt`).waitFor({ state: 'attached', timeout: 180000 });
+        await s.shot('queue-running');
+        const end = s.toast('the merge queue finished');
+        await end.waitFor({ timeout: 300000 });
+        const said = await end.innerText();
+        for (const want of [`Merged into main: “${A}”, “${B}” and “${C}”`, `“${B}” (conflicts with main in shared.txt)`, `“${C}” (the verify command failed)`]) {
+          if (!said.includes(want)) throw new Error(`the end notification lacks ${JSON.stringify(want)}: ${said}`);
+        }
+        await row('Merge queue, finished · 3 of 3 merged').waitFor({ state: 'attached', timeout: 30000 });
+        await s.shot('queue-finished');
+        const shared = fs.readFileSync(path.join(s.repo, 'shared.txt'), 'utf8');
+        if (shared !== 'one\nA and B\nthree\n') throw new Error(`shared.txt on main is ${JSON.stringify(shared)}`);
+        for (const f of ['c.txt', 'ok-marker']) if (!fs.existsSync(path.join(s.repo, f))) throw new Error(`main lacks ${f}`);
+
+        // Undo Queue: the three merges taken back, main where it was.
+        await s.clickToastButton('the merge queue finished', 'Undo Queue');
+        const confirm = s.page.locator('.monaco-dialog-box .dialog-buttons a, .monaco-dialog-box .dialog-buttons button', { hasText: 'Undo Queue' }).first();
+        await confirm.click({ timeout: 30000 });
+        await s.toast('Undid the merge queue\'s 3 merges into main').waitFor({ timeout: 120000 });
+        const after = execFileSync('git', ['rev-parse', 'main'], { cwd: s.repo }).toString().trim();
+        if (after !== before) throw new Error(`main after Undo Queue is ${after}, not ${before}`);
+        await s.shot('queue-undone');
+      } finally {
+        rpc.close();
+      }
     });
   },
 
@@ -857,7 +971,7 @@ async function load(s, floodDir, agentNice) {
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'load'];
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
