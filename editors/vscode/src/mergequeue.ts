@@ -86,7 +86,12 @@ export class MergeQueue implements vscode.Disposable {
     if (q.state === 'running') return q;
     const end = q.endedAt ? Date.parse(q.endedAt) : NaN;
     if (q.state === 'undone' || isNaN(end)) return undefined;
-    return Date.now() - end < this.f.undoWindowSec * 1000 ? q : undefined;
+    return Date.now() - end < this.undoWindowMs() ? q : undefined;
+  }
+
+  /** The undo window familiar was given (the setting, sent at connect), for how long an ended queue stays. */
+  private undoWindowMs(): number {
+    return vscode.workspace.getConfiguration('familiar').get<number>('undoWindowSec', this.f.undoWindowSec) * 1000;
   }
 
   /** The view drops an ended queue when its undo window passes. */
@@ -95,7 +100,7 @@ export class MergeQueue implements vscode.Disposable {
     this.expiry = undefined;
     const q = this.queue;
     if (!q?.endedAt || q.state === 'running') return;
-    const left = Date.parse(q.endedAt) + this.f.undoWindowSec * 1000 - Date.now();
+    const left = Date.parse(q.endedAt) + this.undoWindowMs() - Date.now();
     if (left > 0) this.expiry = setTimeout(() => this.f.tree.refresh(), Math.min(left + 500, 2 ** 31 - 1));
   }
 

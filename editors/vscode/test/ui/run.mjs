@@ -264,6 +264,8 @@ const scenarios = {
     await withSession('queue', {
       env: model.env,
       files: { 'shared.txt': 'one\ntwo\nthree\n', '.familiar/config.yaml': `mergeVerify: ${JSON.stringify(verify)}\n` },
+      // Undo Queue must still hold for the first merge after the hand-backs' turns on a loaded machine.
+      settings: { 'familiar.undoWindowSec': 3600 },
     }, async (s) => {
       await s.ready();
       await s.openView();
@@ -271,8 +273,6 @@ const scenarios = {
       const A = 'Line two says A', B = 'Line two says B', C = 'Add c.txt';
       const rpc = await socketClient(s);
       try {
-        // Undo Queue must still hold for the first merge after the hand-backs' turns on a loaded machine.
-        await rpc.request('settings/update', { settings: { undoWindowSec: 3600 } });
         const create = (title, priority, steps) => rpc.request('task/create', { title, priority, permissionPolicy: { default: 'allow' }, description: steps.join('\n') });
         await create(A, 3, [bash("printf 'one\\nA\\nthree\\n' > shared.txt"), '@@TEXT Done.']);
         // The steps after "Done." answer the queue's hand-back.
