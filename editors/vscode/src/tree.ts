@@ -159,6 +159,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
       item.id = `more:${n.id}`;
       item.description = `${plural(Math.max(0, left), 'older task')}`;
       item.contextValue = 'more';
+      item.iconPath = new vscode.ThemeIcon('ellipsis');
       item.command = { command: 'familiar.showMore', title: 'Show More', arguments: [n.id] };
       return item;
     }

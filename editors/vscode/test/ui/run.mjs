@@ -543,7 +543,8 @@ const scenarios = {
    * the tree and the task view, and when it ends the Undo item goes with no
    * word from familiar; Search Tasks… finds a done task by its words;
    * Clear Finished takes the finished rows away; a repository grant revoked
-   * in Permission Grants… is asked again.
+   * in Permission Grants… is asked again; 52 finished tasks show 50 and
+   * "Show more…"; Show Archived… brings a cleared one back.
    */
   async manage(model) {
     await withSession('manage', {
@@ -554,7 +555,8 @@ const scenarios = {
       await s.ready();
       await s.openView();
       const rpc = await socketClient(s);
-      const row = (title, rest = '') => s.page.locator(`.monaco-list-row[aria-label^="${title}, ${rest}"]`).first();
+      // In the side bar: a quick pick's rows (Show Archived…) are list rows too.
+      const row = (title, rest = '') => s.page.locator(`.part.sidebar .monaco-list-row[aria-label^="${title}, ${rest}"]`).first();
       try {
         // The queue: Blocker holds the one slot (it waits on a permission).
         await rpc.request('task/create', { title: 'Blocker', description: bashTask('block.txt', 'blocking') });
@@ -564,7 +566,7 @@ const scenarios = {
         const second = await rpc.request('task/create', { title: 'Second queued', description: '@@TEXT Second one done.' });
         await row('Second queued', 'queued, #2 in queue').waitFor({ timeout: 30000 });
         log(`manage: queued row reads "${await row('Second queued').getAttribute('aria-label')}"`);
-        await s.contextMenu('Second queued', 'Move Up');
+        await selectedMenu(s, 'Second queued', 'Move Up');
         await row('Second queued', 'queued, #1 in queue').waitFor({ timeout: 30000 });
         await row('First queued', 'queued, #2 in queue').waitFor({ timeout: 30000 });
         await s.shot('moved-up');
@@ -582,7 +584,7 @@ const scenarios = {
         await s.waitTaskStatus('Undo me', 'merging', 180000);
         await rpc.request('task/merge', { id: undoMe.id, strategy: 'squash' });
         await s.page.locator('.monaco-list-row[aria-label^="Undo me, merged"][aria-label*="undo for"]').first().waitFor({ timeout: 30000 });
-        await s.contextMenu('Undo me', 'Undo');
+        await selectedMenu(s, 'Undo me', 'Undo');
         await s.toast('cannot undo pushes').waitFor({ timeout: 30000 });
         await s.shot('undo-push-warning');
 
@@ -592,7 +594,11 @@ const scenarios = {
         await rpc.request('task/merge', { id: count.id, strategy: 'squash' });
         await s.page.locator('.monaco-list-row[aria-label^="Count down, merged"][aria-label*="undo for"]').first().waitFor({ timeout: 30000 });
         const v = await openView(s, 'Count down');
-        await v.locator('.facts dd', { hasText: /possible for \d+:\d\d more/ }).waitFor({ timeout: 15000 });
+        const left = v.locator('.facts dd', { hasText: /possible for \d+:\d\d more/ });
+        await left.waitFor({ timeout: 15000 });
+        // It counts down between task/updated (familiar sends none meanwhile).
+        const was = await left.innerText();
+        await waitFor('the task view\'s undo time to count down', async () => (await left.innerText().catch(() => was)) !== was, 15000, 200);
         await s.shot('undo-countdown');
         if (!(await menuHas(s, 'Count down', 'Undo'))) throw new Error('no Undo item while the undo holds');
         log(`manage: counting down: "${await row('Count down').getAttribute('aria-label')}"`);
@@ -641,6 +647,42 @@ const scenarios = {
         await rpc.request('task/create', { title: 'Asked again', description: '@@TOOL Bash {"command":"touch granted.txt"}' });
         await s.toast('"Asked again" asks to run Bash').waitFor({ timeout: 120000 });
         await s.shot('asked-again');
+
+        // Paging: of 52 finished (cancelled) tasks the latest 50 show, then
+        // "Show more…" (the tree draws only the rows in view: End goes to
+        // the group's last row).
+        const old = [];
+        for (let i = 1; i <= 52; i++) old.push((await rpc.request('task/create', { title: `Old ${i}`, description: '@@TEXT old' })).id);
+        for (const id of old) await rpc.request('task/cancel', { id });
+        const more = s.page.locator('.monaco-list-row[aria-label^="Show more…"]').first();
+        await waitFor('"Show more…" under Cancelled', async () => {
+          await s.page.locator('.monaco-list-row[aria-label^="Cancelled ("]').first().click();
+          await s.page.keyboard.press('End');
+          return (await more.count()) > 0;
+        }, 60000, 500);
+        if (!/2 older tasks/.test(await more.getAttribute('aria-label'))) throw new Error(`"Show more…" reads "${await more.getAttribute('aria-label')}"`);
+        await s.shot('show-more');
+        await more.click();
+        await waitFor('the oldest task after Show more…', async () => {
+          await s.page.keyboard.press('End');
+          return (await row('Old 1').count()) > 0 && (await more.count()) === 0;
+        }, 30000, 500);
+
+        // Clear Finished takes them away; Show Archived… brings one back.
+        await s.command('Familiar: Clear Finished');
+        await row('Old 7').waitFor({ state: 'detached', timeout: 30000 });
+        await s.command('Familiar: Show Archived…');
+        const input = s.page.locator('.quick-input-widget .quick-input-box input');
+        await input.waitFor({ state: 'visible' });
+        await input.fill('Old 7');
+        const pickRow = rows.filter({ hasText: 'Old 7' }).first();
+        await pickRow.waitFor({ timeout: 15000 });
+        await s.shot('archive');
+        await pickRow.locator('input[type=checkbox], .monaco-checkbox').first().click();
+        await input.press('Enter');
+        await row('Old 7', 'cancelled').waitFor({ timeout: 30000 });
+        await s.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 15000 });
+        await s.shot('unarchived');
       } finally {
         rpc.close();
       }
@@ -669,6 +711,18 @@ const scenarios = {
  * terminal's page holds only the rows in view: the report's start has
  * scrolled away).
  */
+/**
+ * A row's context menu entry, the row selected first: while a row counts
+ * down each second (a question's, an undo's) the tree is redrawn each
+ * second, and an entry clicked as it is redrawn reaches the command
+ * without its row (VS Code drops the element's handle meanwhile); the
+ * command then takes the selected task.
+ */
+async function selectedMenu(s, title, item) {
+  await s.treeRow(title).click();
+  await s.contextMenu(title, item);
+}
+
 /** Whether a task row's context menu offers item (then closes the menu). */
 async function menuHas(s, title, item) {
   await s.treeRow(title).click({ button: 'right' });
