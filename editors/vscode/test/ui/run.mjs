@@ -107,9 +107,10 @@ async function openView(s, title) {
 
 /**
  * Runs Merge All Ready…: every ready task (all picked), as listed, Merge,
- * and checks the verify command is prefilled with verify before accepting it.
+ * and checks the verify command is prefilled with verify before accepting it
+ * (or, given, the command instead).
  */
-async function mergeAllReady(s, verify) {
+async function mergeAllReady(s, verify, instead) {
   await s.command('Familiar: Merge All Ready…');
   const p = s.page;
   const title = (t) => p.locator('.quick-input-widget .quick-input-title', { hasText: t }).waitFor({ state: 'visible', timeout: 30000 });
@@ -124,6 +125,7 @@ async function mergeAllReady(s, verify) {
   const input = p.locator('.quick-input-widget .quick-input-box input');
   await waitFor('the verify command prefilled', async () => (await input.inputValue()) === verify, 30000, 100);
   await s.shot('merge-all-ready-verify');
+  if (instead !== undefined) await input.fill(instead);
   await input.press('Enter');
 }
 
@@ -333,6 +335,21 @@ const scenarios = {
         const after = execFileSync('git', ['rev-parse', 'main'], { cwd: s.repo }).toString().trim();
         if (after !== before) throw new Error(`main after Undo Queue is ${after}, not ${before}`);
         await s.shot('queue-undone');
+
+        // Cancel Queue (the queue row's menu) while A's check runs: A's step
+        // ends merged, B and C are left ready, and the notification says so.
+        const gate = path.join(s.dir, 'gate');
+        await mergeAllReady(s, verify, `while ! test -f ${gate}; do sleep 0.1; done`);
+        await row(`In the merge queue: ${A}, verifying`).waitFor({ state: 'attached', timeout: 120000 });
+        await s.contextMenu('Merge queue', 'Cancel Queue');
+        fs.writeFileSync(gate, '');
+        const cancelled = s.toast('the merge queue was cancelled');
+        await cancelled.waitFor({ timeout: 120000 });
+        const cancelText = await cancelled.innerText();
+        for (const want of [`Merged into main: “${A}”`, `Not merged: “${B}” and “${C}”`]) {
+          if (!cancelText.includes(want)) throw new Error(`the cancelled queue's notification lacks ${JSON.stringify(want)}: ${cancelText}`);
+        }
+        await s.shot('queue-cancelled');
       } finally {
         rpc.close();
       }
