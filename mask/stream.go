@@ -74,6 +74,12 @@ type Stream struct {
 	// left the cursor); endCol where the parsed part of it ends.
 	startCol, endCol int
 	wrapAt           int // a possible wrap at the end of the view (its index), or -1
+	// joins are where a wrap was joined before a word that begins, or may
+	// begin, a secret's shape ("sk-", "ghp_"): view indices of that word's
+	// start. A line break after a long line is a wrap or a new line; the
+	// text is matched both ways there (joinSpans), or a key drawn at the
+	// start of the line after a long one would lose its word start.
+	joins []int
 	segs             []segment
 	out              []byte
 }
@@ -301,6 +307,7 @@ func joinable(c byte) bool {
 // s.wrapAt for the cut to hold the word before it.
 func (s *Stream) joinWrapped(covered int) {
 	s.wrapAt = -1
+	s.joins = s.joins[:0]
 	v := s.view
 	n := len(v)
 	removed := false
@@ -331,12 +338,11 @@ func (s *Stream) joinWrapped(covered int) {
 		w = s.move(w, r, rs)
 		wrap := rs > 0 && joinable(v[rs-1]) && s.cols[rs] >= wrapColumn
 		switch {
-		case wrap && e < n && joinable(v[e]) && !mayBeginShape(v[e:]):
-			// Joined: the run's real bytes become segments. Not before a
-			// word that begins, or may begin, a secret's shape ("sk-",
-			// "ghp_"): joined, it would lose the word start the shapes
-			// need, and a TUI that draws a key under any line reaching
-			// wrapColumn (a spinner, a long sentence) showed it whole.
+		case wrap && e < n && joinable(v[e]):
+			// Joined: the run's real bytes become segments.
+			if mayBeginShape(v[e:]) {
+				s.joins = append(s.joins, w)
+			}
 			for k := rs; k < e; k++ {
 				if a, b := int(s.rawOff[k]), int(s.rawEnd[k]); b-a == 1 && isSpace(s.pending[a]) {
 					s.segs = append(s.segs, segment{start: a, end: b})
@@ -509,6 +515,9 @@ func (s *Stream) process(flush bool) []byte {
 	full := ctx + string(view)
 	off := len(ctx)
 	spans := s.m.find(full)
+	if len(s.joins) > 0 {
+		spans = s.joinSpans(full, off, spans)
+	}
 	s.learn(full, spans)
 
 	// The cut: everything before it is emitted now.
@@ -523,11 +532,13 @@ func (s *Stream) process(flush bool) []byte {
 			}
 		}
 		// A line that may wrap into the next chunk: hold its last word.
+		wrapHeld := false
 		if s.wrapAt >= 0 && s.wrapAt <= c {
 			k := s.wrapAt
 			for k > 0 && joinable(view[k-1]) {
 				k--
 			}
+			wrapHeld = k < c
 			c = min(c, k)
 		}
 		c = s.literalStart(full, off, c)
@@ -560,8 +571,24 @@ func (s *Stream) process(flush bool) []byte {
 		// quiet flush (output lag p99 ~60 ms), and what the flush would
 		// emit unmasked can as well be emitted at once. The left context
 		// still catches a secret that a later chunk completes.
-		if c < len(view) && !s.mayStartSecret(full, off, view, spans) {
+		if c < len(view) && !s.mayStartSecret(full, off, view, spans) &&
+			// The word before a possible wrap is the view's last but a
+			// line break: it is asked as if the view ended there (a key
+			// the TUI wrapped, cut by a read after the break, went out
+			// whole).
+			!(wrapHeld && s.mayStartSecret(full[:off+s.wrapAt], off, view[:s.wrapAt], spans)) {
 			c = len(view)
+			// A joined line break before what may begin a key: what
+			// came before the break goes now, unless it may itself be
+			// the start of one (a wrapped key); the rest waits.
+			if j := s.lastWordJoin(view); j >= 0 {
+				c = j
+				if s.mayStartSecret(full[:off+j], off, view[:j], spans) {
+					for c > 0 && !isViewSpace(view[c-1]) {
+						c--
+					}
+				}
+			}
 		}
 		held := covered
 		if c < len(view) {
@@ -610,7 +637,11 @@ func (s *Stream) process(flush bool) []byte {
 		vs = append(vs, vspan{a, b, cont})
 	}
 	if forced && c == len(view) && !s.complete {
-		if a := s.candidate(full, off, view); a >= 0 {
+		a := s.candidate(full, off, view)
+		if a < 0 {
+			a = s.lastWordJoin(view) // what the line after a long one begins with
+		}
+		if a >= 0 {
 			vs = append(vs, vspan{a, len(view), false})
 			open = true
 		}
@@ -662,8 +693,12 @@ func (s *Stream) process(flush bool) []byte {
 	}
 	s.out, _ = s.copyRaw(s.out, ri, rawCut, seg, false)
 
-	// Remember the context and drop what was emitted.
+	// Remember the context and drop what was emitted. A cut at a joined
+	// line break keeps the break as a blank: what follows it starts a word.
 	emitted := ctx + string(view[:c])
+	if c > 0 && c < len(view) && slices.Contains(s.joins, c) {
+		emitted += "\n"
+	}
 	s.inKey = keyOpen(emitted)
 	if len(emitted) > ctxLen {
 		emitted = emitted[len(emitted)-ctxLen:]
@@ -759,7 +794,9 @@ var maxHead = func() int {
 // a literal, a word that continued would be a secret (candidate), or the
 // start of a word in heads.
 func (s *Stream) mayStartSecret(full string, off int, view []byte, spans []span) bool {
-	if s.inKey || s.open {
+	// An open secret goes on only if the view begins with its rest: after
+	// a blank (a cursor move) it has ended.
+	if s.inKey || s.open && (len(view) == 0 || !isViewSpace(view[0])) {
 		return true
 	}
 	for _, sp := range spans {
@@ -790,6 +827,33 @@ func (s *Stream) mayStartSecret(full string, off int, view []byte, spans []span)
 		}
 	}
 	return s.candidate(full, off, view) >= 0
+}
+
+// joinSpans adds to spans the secrets found where a joined wrap may have
+// been a new line (s.joins): matched from there, as if it began a word.
+func (s *Stream) joinSpans(full string, off int, spans []span) []span {
+	for _, j := range s.joins {
+		at := off + j
+		for _, sp := range s.m.find(full[at:]) {
+			spans = append(spans, span{start: sp.start + at, end: sp.end + at})
+		}
+	}
+	return merge(spans)
+}
+
+// lastWordJoin returns where, inside the last word of view, a joined wrap
+// put a word that may begin a secret's shape; -1 if none did.
+func (s *Stream) lastWordJoin(view []byte) int {
+	a := len(view)
+	for a > 0 && !isViewSpace(view[a-1]) {
+		a--
+	}
+	for _, j := range s.joins {
+		if j >= a && j < len(view) {
+			return j
+		}
+	}
+	return -1
 }
 
 // padding continues a held word as a secret would, to ask whether the word

@@ -128,6 +128,10 @@ func split(s string, n int) []string {
 	return append(out, s)
 }
 
+// shapeAtWrap is a key whose 18th character starts "xox" (Slack's shape):
+// wrapped there, its second line may be the start of a key of its own.
+var shapeAtWrap = "sk-" + "ant-api03-aKiaxoxEyJ" + anthropicKey[23:]
+
 func TestStreamMasksWhatATerminalShows(t *testing.T) {
 	lit := "Zq9-custom-credential-value"
 	m := NewMasker([]string{"FAMILIAR_TEST_TOKEN=" + lit})
@@ -171,6 +175,8 @@ func TestStreamMasksWhatATerminalShows(t *testing.T) {
 		{name: "key drawn under a long line", chunks: []string{"\x1b[35;1H\x1b[38;5;174m✻\x1b[39m Ruminating… (3s · ↓ 44 tokens) t=1763929000\x1b[K\x1b[38;3H" + anthropicKey[:13], anthropicKey[13:] + " \r\n"},
 			secrets: []string{anthropicKey[13:]}},
 		{name: "key on the line after a long one", chunks: []string{strings.Repeat("word", 12) + "\r\n" + ghp[:3], ghp[3:] + "\r\n"}, secrets: []string{ghp[3:]}},
+		{name: "key wrapped before a word that begins a shape", chunks: []string{"\x1b[38;5;246m  ⎿  $ echo build done; K='" + shapeAtWrap[:17] + "\x1b[39m\x1b[K\r\x1b[1B     \x1b[38;5;246m" + shapeAtWrap[17:] + "'\x1b[39m\r\n"},
+			secrets: []string{shapeAtWrap}},
 		{name: "short lines are not joined", chunks: []string{"title: x\nnext line\n"}, want: "title: x\nnext line\n"},
 		{name: "sequences that lost their ESC", chunks: []string{"header Bearer[1C" + ghp + ". key " + anthropicKey[:20] + "[1m" + anthropicKey[20:] + " ok\n"},
 			secrets: []string{ghp, anthropicKey}},
@@ -218,6 +224,25 @@ func TestStreamEveryCut(t *testing.T) {
 	for i := 1; i < len(clean); i += 3 {
 		if out := streamAll(m, clean[:i], clean[i:]); out != clean {
 			t.Fatalf("clean text cut at %d changed:\n%q", i, out)
+		}
+	}
+}
+
+// A key the TUI wrapped onto a second line, cut into two reads anywhere,
+// at any wrap point, is masked whole: the read may end right after the
+// line break, where the first half is the view's last word but for the
+// break. Also when the second line begins like a key of its own ("xox").
+func TestStreamWrappedKeyEveryCut(t *testing.T) {
+	m := NewMasker(nil)
+	for _, key := range []string{anthropicKey, shapeAtWrap} {
+		for split := 15; split < 30; split++ {
+			text := "\x1b[38;5;246m  ⎿  $ echo build done; K='" + key[:split] + "\x1b[39m\x1b[K\r\x1b[1B     \x1b[38;5;246m" + key[split:] + "'\x1b[39m\r\n"
+			for i := 1; i < len(text); i++ {
+				out := streamAll(m, text[:i], text[i:])
+				if p := leaks(out, key); p != "" {
+					t.Fatalf("wrapped at %d, cut at %d: shows %q:\n%q", split, i, p, out)
+				}
+			}
 		}
 	}
 }
