@@ -80,8 +80,8 @@ type Stream struct {
 	// text is matched both ways there (joinSpans), or a key drawn at the
 	// start of the line after a long one would lose its word start.
 	joins []int
-	segs             []segment
-	out              []byte
+	segs  []segment
+	out   []byte
 }
 
 // segment is an escape sequence or control byte of pending that draws no
