@@ -247,6 +247,33 @@ func TestStreamWrappedKeyEveryCut(t *testing.T) {
 	}
 }
 
+// A key at the start of the line after a long one (a spinner line, a
+// sentence, an indented line), cut into three reads anywhere, is masked
+// whole: the break before it may be a wrap, or a new line.
+func TestStreamKeyUnderALongLineEveryCut(t *testing.T) {
+	m := NewMasker(nil)
+	for _, key := range []string{anthropicKey, ghp, shapeAtWrap} {
+		for _, pre := range []string{
+			"\x1b[35;1H\x1b[38;5;174m✻\x1b[39m Ruminating… (3s · ↓ 44 tokens) t=1763929000\x1b[K\x1b[38;3H",
+			"the quick brown fox jumps over the lazy dog again\r\n",
+			"the quick brown fox jumps over the lazy dog again\r\n   ",
+		} {
+			text := pre + key + " \r\n"
+			for i := 1; i < len(text); i++ {
+				for _, j := range []int{i + 1, i + 5, len(text)} {
+					if j > len(text) {
+						continue
+					}
+					out := streamAll(m, text[:i], text[i:j], text[j:])
+					if p := leaks(out, key[3:]); p != "" {
+						t.Fatalf("%q + key, cut at %d,%d: shows %q:\n%q", pre, i, j, p, out)
+					}
+				}
+			}
+		}
+	}
+}
+
 // A key written in two halves with a pause between them: Flush runs between
 // the halves and must not let the second half out.
 func TestStreamFlushBetweenHalves(t *testing.T) {
