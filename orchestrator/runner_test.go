@@ -513,6 +513,71 @@ func TestRunnerWarmAgentTakesFollowUpsAndGivesWay(t *testing.T) {
 	r.status(t, a.ID, protocol.StatusMerging)
 }
 
+// TestRunnerWarmAgentLetGoWhenBlocked: a warm claude whose task is blocked
+// (its idle claude reports a refused login) is let go and its slot is
+// free for the next task at once; a task blocked at the end of its own turn
+// with warmAgentSec set is not kept warm either: blocked tasks hold no
+// claude, and nothing of theirs counts against maxConcurrent.
+func TestRunnerWarmAgentLetGoWhenBlocked(t *testing.T) {
+	settings := protocol.DefaultSettings()
+	settings.MaxConcurrent = 1
+	settings.WarmAgentSec = 600
+	r := newRunner(t, settings)
+	warm := func(id string) bool {
+		a, err := r.o.get(id)
+		return err == nil && a.view().warm
+	}
+	gone := func(s *fakeSession, what string) {
+		t.Helper()
+		select {
+		case <-s.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s kept its claude", what)
+		}
+	}
+	holdsNone := func(id string) {
+		t.Helper()
+		r.status(t, id, protocol.StatusBlocked)
+		testenv.Await(t, 10*time.Second, "the blocked task's agent gone", func() bool {
+			a, err := r.o.get(id)
+			return err == nil && a.view().agentPhase == agentNone
+		})
+		if warm(id) {
+			t.Errorf("the blocked task %s still counts a warm claude", id)
+		}
+	}
+
+	a := create(t, r.o, "a")
+	s0 := r.session(t, 0)
+	r.status(t, a.ID, protocol.StatusRunning)
+	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
+	r.status(t, a.ID, protocol.StatusMerging)
+	testenv.Await(t, 10*time.Second, "a warm", func() bool { return warm(a.ID) })
+
+	// The idle claude's login is refused: blocked{auth}, the claude let go.
+	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{Failed: true, Error: "Not logged in",
+		Failure: &agent.Failure{Kind: agent.FailureAuth, Status: 401, Message: "Not logged in"}}})
+	gone(s0, "the warm task blocked")
+	holdsNone(a.ID)
+	if b := r.status(t, a.ID, protocol.StatusBlocked).Blocked; b == nil || b.Reason != protocol.BlockedAuth {
+		t.Errorf("blocked = %+v, want auth", b)
+	}
+
+	// The one slot is free: the next task starts without a cool-down.
+	b := create(t, r.o, "b")
+	s1 := r.session(t, 1)
+	r.status(t, b.ID, protocol.StatusRunning)
+
+	// b's own turn fails: blocked, and not kept warm despite the setting.
+	s1.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{Failed: true, Error: "bad request",
+		Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 400, Message: "bad request"}}})
+	gone(s1, "the task blocked at its turn's end")
+	holdsNone(b.ID)
+	c := create(t, r.o, "c")
+	r.session(t, 2)
+	r.status(t, c.ID, protocol.StatusRunning)
+}
+
 // A task's own warmAgentSec (what familiar acp asks for its sessions)
 // keeps its claude with the setting at 0; another task's goes.
 func TestRunnerTaskWarmAgentSecOverridesTheSetting(t *testing.T) {

@@ -10,7 +10,7 @@ import * as path from 'path';
 import { ChildProcess, spawn } from 'child_process';
 import { BinaryError, describeSource, resolveFamiliar } from './binary';
 import { FamiliarClient } from './client';
-import { clock, counts, plural, secondsLeft, EndAnnouncer, endNotice, TaskEnd, stillEnded, taskLabel } from './model';
+import { clock, counts, plural, secondsLeft, EndAnnouncer, endNotice, TaskEnd, settingsFrom, stillEnded, taskLabel } from './model';
 import type { Policy, SettingsUpdate, Task, TaskCompletedNotification, TaskCreateParams, TaskResult, TaskTextResult } from './protocol';
 import { Code } from './protocol';
 import { TaskTree, Node } from './tree';
@@ -396,16 +396,7 @@ export class Familiar implements vscode.Disposable {
 
   private settings(): SettingsUpdate {
     const c = vscode.workspace.getConfiguration('familiar');
-    const s: SettingsUpdate = {
-      maxConcurrent: c.get<number>('maxConcurrent', 3),
-      defaultDriver: c.get<'pty' | 'stream'>('driver', 'pty'),
-      approvalTimeoutSec: c.get<number>('approvalTimeoutSec', 300),
-      agentNice: c.get<number>('agentNice', 10),
-      undoWindowSec: c.get<number>('undoWindowSec', 300),
-      // "" lets the repository's .familiar/config.yaml say (familiar reads it).
-      mergeVerify: c.get<string>('mergeVerify', ''),
-      removeWorktreeAfterMerge: c.get<boolean>('removeWorktreeAfterMerge', false),
-    };
+    const s = settingsFrom((key, def) => c.get(key, def));
     const policy = this.policy();
     if (policy) s.permissionPolicy = policy;
     return s;

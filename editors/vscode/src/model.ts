@@ -1,7 +1,7 @@
 // Pure helpers the view, status bar and prompts share: grouping, labels,
 // times. No VS Code dependency, so the fast tests cover them.
 
-import type { Question, Status, Task, TaskCompletedNotification } from './protocol';
+import type { Question, SettingsUpdate, Status, Task, TaskCompletedNotification } from './protocol';
 
 export type GroupId = 'waiting' | 'running' | 'queued' | 'ready' | 'blocked' | 'done' | 'cancelled';
 
@@ -406,6 +406,28 @@ export function clock(sec: number): string {
  */
 export function roughly(sec: number): string {
   return sec < 60 ? 'under a minute' : `${Math.floor(sec / 60)} min`;
+}
+
+/**
+ * The settings the extension sends familiar (initialize, settings/update)
+ * from VS Code's familiar.* configuration; get reads one with its default
+ * (package.json has the same defaults). The permission policy is added by
+ * the caller (it may come from a file).
+ */
+export function settingsFrom(get: <T>(key: string, def: T) => T): SettingsUpdate {
+  return {
+    maxConcurrent: get('maxConcurrent', 3),
+    defaultDriver: get<'pty' | 'stream'>('driver', 'pty'),
+    approvalTimeoutSec: get('approvalTimeoutSec', 300),
+    agentNice: get('agentNice', 10),
+    undoWindowSec: get('undoWindowSec', 300),
+    // "" lets the repository's .familiar/config.yaml say (familiar reads it).
+    mergeVerify: get('mergeVerify', ''),
+    removeWorktreeAfterMerge: get('removeWorktreeAfterMerge', false),
+    // A finished task's claude stays this long for a follow-up (Continue…),
+    // as familiar acp asks for its sessions: familiar's own default is 0.
+    warmAgentSec: get('warmAgentSec', 600),
+  };
 }
 
 /**

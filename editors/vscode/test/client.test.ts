@@ -7,7 +7,7 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { FamiliarClient } from '../src/client';
-import { EndAnnouncer, endNotice, TaskEnd } from '../src/model';
+import { EndAnnouncer, endNotice, settingsFrom, TaskEnd } from '../src/model';
 import { OutputPump } from '../src/pump';
 import { applyPatch, filePatch } from '../src/patch';
 import type { TaskDiffResult, Task, TaskCompletedNotification, TaskQuestionNotification } from '../src/protocol';
@@ -278,6 +278,46 @@ test('a task blocked by the API is announced once, as a warning with the actions
     await waitFor('the retry\'s block to be announced', () => announced.find((e) => e.id === retry.id), 90000);
     assert.equal(announced.filter((e) => e.id === t.id).length, 1, 'the first block, once');
     assert.equal(announced.length, 2);
+  } finally {
+    await c.stop();
+    sb.cleanup();
+  }
+});
+
+test('a follow-up to a finished task goes to its warm claude: the same process, no new start', { skip: skipWithoutClaude }, async () => {
+  const sb = sandbox();
+  // The settings the extension sends with nothing configured (familiar.*'s
+  // defaults): warmAgentSec 600, where familiar's own default is 0.
+  const sent = settingsFrom((_key, def) => def);
+  assert.equal(sent.warmAgentSec, 600);
+  const c = new FamiliarClient({
+    familiarPath: bins.familiar, workspaceRoot: sb.repo, env: { ...sb.env, ...model.env }, lastSeq: 0, backoffMs: [50, 100, 200],
+    settings: () => sent,
+    log: (level, msg) => { if (process.env.FAMILIAR_TEST_LOG) console.error(`[familiar ${level}] ${msg}`); },
+  });
+  try {
+    await c.start();
+    const completed: TaskCompletedNotification[] = [];
+    const statuses: string[] = [];
+    c.onCompleted(([d]) => completed.push(d));
+    c.onTask((t) => { if (statuses[statuses.length - 1] !== t.status) statuses.push(t.status); });
+    const t = await c.request<Task>('task/create', { title: 'Warm', description: 'first words\n@@TEXT First answer.' });
+    await waitFor('the first turn', () => completed.find((d) => d.id === t.id && d.result.summary.includes('First answer')), 90000);
+    const first = await c.request<Task>('task/get', { id: t.id });
+    assert.equal(first.status, 'merging');
+    const pid = first.agent?.pid;
+    assert.ok(pid, `no claude after the first turn: ${JSON.stringify(first.agent)}`);
+    process.kill(pid, 0); // the warm claude is there
+
+    // What Continue… sends (extension.ts continueTask).
+    statuses.length = 0;
+    await c.request<Task>('task/send', { id: t.id, text: 'one more thing\n@@TEXT Second answer.' });
+    await waitFor('the follow-up\'s answer', () => completed.find((d) => d.id === t.id && d.result.summary.includes('Second answer')), 90000);
+    const second = await c.request<Task>('task/get', { id: t.id });
+    assert.equal(second.agent?.pid, pid, 'the follow-up ran in another claude');
+    // merging → running → merging: a new claude would have gone through starting.
+    assert.ok(!statuses.includes('starting'), `the follow-up started a claude: ${statuses.join(' → ')}`);
+    assert.ok(statuses.includes('running'), `statuses ${statuses.join(' → ')}`);
   } finally {
     await c.stop();
     sb.cleanup();
