@@ -173,6 +173,10 @@ func (in cmdArchive) apply(st *stepper) error {
 		return nil
 	}
 	s.T.ArchivedAt = in.at
+	if !in.at.IsZero() {
+		// Put away, so not followed up: a warm claude goes.
+		_ = st.letWarmGo()
+	}
 	action := "task.archived"
 	if in.at.IsZero() {
 		action = "task.unarchived"

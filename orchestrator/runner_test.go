@@ -578,6 +578,34 @@ func TestRunnerWarmAgentLetGoWhenBlocked(t *testing.T) {
 	r.status(t, c.ID, protocol.StatusRunning)
 }
 
+// TestRunnerWarmAgentLetGoWhenArchived: a finished task put away (Remove's
+// archive, Clear Finished) is not followed up: its warm claude goes.
+func TestRunnerWarmAgentLetGoWhenArchived(t *testing.T) {
+	settings := protocol.DefaultSettings()
+	settings.WarmAgentSec = 600
+	r := newRunner(t, settings)
+	a := create(t, r.o, "a")
+	s0 := r.session(t, 0)
+	r.status(t, a.ID, protocol.StatusRunning)
+	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
+	r.status(t, a.ID, protocol.StatusMerging)
+	testenv.Await(t, 10*time.Second, "a warm", func() bool {
+		v, err := r.o.get(a.ID)
+		return err == nil && v.view().warm
+	})
+	if _, err := r.o.TaskArchive(context.Background(), &protocol.TaskArchiveParams{IDs: []string{a.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s0.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the archived task kept its warm claude")
+	}
+	if got := r.status(t, a.ID, protocol.StatusMerging); got.ArchivedAt.IsZero() {
+		t.Error("not archived")
+	}
+}
+
 // A task's own warmAgentSec (what familiar acp asks for its sessions)
 // keeps its claude with the setting at 0; another task's goes.
 func TestRunnerTaskWarmAgentSecOverridesTheSetting(t *testing.T) {
