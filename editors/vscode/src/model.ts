@@ -27,7 +27,14 @@ export function groupOf(s: Status): GroupId {
  */
 export function groupOfTask(t: Task): GroupId {
   if (t.result?.noChanges && (t.status === 'merging' || t.status === 'merged')) return 'done';
+  // Paused before it started: held in the queue (resume queues it again), not running.
+  if (heldInQueue(t)) return 'queued';
   return groupOf(t.status);
+}
+
+/** A queued task paused: it never started, and waits for Resume. */
+export function heldInQueue(t: Pick<Task, 'status' | 'startedAt'>): boolean {
+  return t.status === 'paused' && !t.startedAt;
 }
 
 /** Tasks of a group in display order: queue order for queued, newest first otherwise. */
@@ -123,7 +130,7 @@ export function describe(t: Task, now: number, coarse = false): string {
       parts.push('starting');
       break;
     case 'paused':
-      parts.push('paused');
+      parts.push(heldInQueue(t) ? 'held in the queue' : 'paused');
       break;
     case 'waiting':
       parts.push(questionSummary(t.pendingQuestion, t.worktree?.path));

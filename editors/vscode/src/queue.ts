@@ -10,7 +10,8 @@ import { reorderStep } from './lists';
 
 export async function move(f: Familiar, id: string, by: -1 | 1) {
   const client = await f.whenConnected();
-  const step = reorderStep(tasksIn('queued', client.tasks.values()), id, by);
+  // Only queued ones: a task held in the queue (paused) cannot be reordered.
+  const step = reorderStep(tasksIn('queued', client.tasks.values()).filter((t) => t.status === 'queued'), id, by);
   if (!step) return;
   await client.request<Task>('task/reorder', step);
   // The queue's task/updated (new positions) redraws the rows.

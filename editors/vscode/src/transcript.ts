@@ -4,7 +4,7 @@
 // turn. Pure: no VS Code, so the fast tests cover it.
 
 import type { PlanItem, Task, ToolCall, TranscriptEntry, Usage } from './protocol';
-import { clock, duration, estimateText, money, relPath, secondsUntil, taskLabel, taskStatusText, truncate, undoable } from './model';
+import { clock, duration, estimateText, heldInQueue, money, relPath, secondsUntil, taskLabel, taskStatusText, truncate, undoable } from './model';
 
 export type ItemKind = 'prompt' | 'text' | 'thinking' | 'tool' | 'plan' | 'turn';
 
@@ -184,7 +184,7 @@ export function header(t: Task, now: number, total?: Usage): Header {
   ];
   return {
     title: taskLabel(t),
-    state: taskStatusText(t) + (activity ? ` — ${activity}` : ''),
+    state: (heldInQueue(t) ? 'paused in the queue (Resume queues it again)' : taskStatusText(t)) + (activity ? ` — ${activity}` : ''),
     facts,
     actions: a.filter(([ok]) => ok).map(([, command, label]) => ({ command, label })),
     cost: u ? usageText(u) : t.result?.costUsd !== undefined ? money(t.result.costUsd) : undefined,

@@ -196,7 +196,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     if (!none && undoable(t, now)) flags.push('undoable');
     if (t.status === 'queued') {
       // Move Up / Move Down where there is a place to move to (task/reorder).
-      const q = tasksIn('queued', this.f.client?.tasks.values() ?? []);
+      const q = tasksIn('queued', this.f.client?.tasks.values() ?? []).filter((x) => x.status === 'queued');
       const i = q.findIndex((x) => x.id === t.id);
       if (i > 0) flags.push('up');
       if (i >= 0 && i < q.length - 1) flags.push('down');

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { grantsByScope, parseRange, ranges, reorderStep } from '../src/lists';
-import { about, describe, estimateText, undoable, undoText } from '../src/model';
+import { about, describe, estimateText, groupOfTask, tasksIn, undoable, undoText } from '../src/model';
 import { header } from '../src/transcript';
 import type { Task } from '../src/protocol';
 
@@ -83,4 +83,14 @@ test('grants read by scope: task, repository, user', () => {
     { rule: 'Bash(ls:*)', scope: 'task', taskId: 'a' },
   ]);
   assert.deepEqual(g.map((x) => x.rule), ['Bash(ls:*)', 'Edit(./docs/**)', 'Bash(touch:*)', 'Read']);
+});
+
+test('a queued task paused is held in the queue, not running', () => {
+  const held = { ...base, status: 'paused' as const };
+  assert.equal(groupOfTask(held), 'queued');
+  assert.equal(describe(held, now, true), 'held in the queue');
+  const paused = { ...held, startedAt: at(-30) };
+  assert.equal(groupOfTask(paused), 'running');
+  assert.equal(describe(paused, now, true), 'paused · 30s');
+  assert.deepEqual(tasksIn('queued', [held, { ...base, id: 'q', status: 'queued', queuePosition: 1 }]).map((t) => t.id), ['q', 't1']);
 });

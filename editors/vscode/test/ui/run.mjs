@@ -560,8 +560,9 @@ const scenarios = {
    * the tree and the task view, and when it ends the Undo item goes with no
    * word from familiar; Search Tasks… finds a done task by its words;
    * Clear Finished takes the finished rows away; a repository grant revoked
-   * in Permission Grants… is asked again; 52 finished tasks show 50 and
-   * "Show more…"; Show Archived… brings a cleared one back.
+   * in Permission Grants… is asked again; 53 finished tasks show 50 and
+   * "Show more…"; a queued task paused is held in the queue until
+   * resumed; Show Archived… brings a cleared one back.
    */
   async manage(model) {
     await withSession('manage', {
@@ -665,24 +666,32 @@ const scenarios = {
         await s.toast('"Asked again" asks to run Bash').waitFor({ timeout: 120000 });
         await s.shot('asked-again');
 
-        // Paging: of 52 finished (cancelled) tasks the latest 50 show, then
-        // "Show more…" (the tree draws only the rows in view: End goes to
-        // the group's last row).
-        const old = [];
+        // A queued task paused from the tree is held in the queue, and Resume queues it again.
+        const hold = await rpc.request('task/create', { title: 'Hold me', description: '@@TEXT held' });
+        await row('Hold me', 'queued').waitFor({ timeout: 30000 });
+        await selectedMenu(s, 'Hold me', 'Pause');
+        await row('Hold me', 'paused, held in the queue').waitFor({ timeout: 30000 });
+        await s.shot('held-in-queue');
+        await selectedMenu(s, 'Hold me', 'Resume');
+        await row('Hold me', 'queued').waitFor({ timeout: 30000 });
+        const old = [hold.id];
         for (let i = 1; i <= 52; i++) old.push((await rpc.request('task/create', { title: `Old ${i}`, description: '@@TEXT old' })).id);
         for (const id of old) await rpc.request('task/cancel', { id });
+        // Paging: of 53 finished (cancelled) tasks the latest 50 show, then
+        // "Show more…" (the tree draws only the rows in view: End goes to
+        // the group's last row).
         const more = s.page.locator('.monaco-list-row[aria-label^="Show more…"]').first();
         await waitFor('"Show more…" under Cancelled', async () => {
           await s.page.locator('.monaco-list-row[aria-label^="Cancelled ("]').first().click();
           await s.page.keyboard.press('End');
           return (await more.count()) > 0;
         }, 60000, 500);
-        if (!/2 older tasks/.test(await more.getAttribute('aria-label'))) throw new Error(`"Show more…" reads "${await more.getAttribute('aria-label')}"`);
+        if (!/3 older tasks/.test(await more.getAttribute('aria-label'))) throw new Error(`"Show more…" reads "${await more.getAttribute('aria-label')}"`);
         await s.shot('show-more');
         await more.click();
         await waitFor('the oldest task after Show more…', async () => {
           await s.page.keyboard.press('End');
-          return (await row('Old 1').count()) > 0 && (await more.count()) === 0;
+          return (await row('Hold me').count()) > 0 && (await more.count()) === 0;
         }, 30000, 500);
 
         // Clear Finished takes them away; Show Archived… brings one back.
