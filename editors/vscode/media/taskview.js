@@ -172,7 +172,19 @@
     head.appendChild(el('div', 'state', h.state));
     if (h.question) head.appendChild(el('div', 'question', 'Waiting on you: ' + h.question));
     const dl = el('dl', 'facts');
-    for (const [k, v] of h.facts) { dl.appendChild(el('dt', '', k)); dl.appendChild(el('dd', '', v)); }
+    for (const [k, v, whole] of h.facts) {
+      dl.appendChild(el('dt', '', k));
+      const dd = el('dd', '', v);
+      if (whole) {
+        // Shown short (a worktree is far from the repository): the whole in its tooltip, and Copy.
+        dd.title = whole;
+        dd.appendChild(document.createTextNode(' '));
+        const copy = button('Copy', () => vscode.postMessage({ type: 'copyFact', name: k }), 'link copy');
+        copy.title = 'Copy ' + whole;
+        dd.appendChild(copy);
+      }
+      dl.appendChild(dd);
+    }
     if (h.cost) { dl.appendChild(el('dt', '', 'Used')); dl.appendChild(el('dd', 'cost', h.cost)); }
     head.appendChild(dl);
     const bar = el('div', 'actions');

@@ -324,14 +324,14 @@ export function endActions(e: Pick<TaskEnd, 'status' | 'reason'>): EndAction[] {
 export function endNotice(title: string, e: TaskEnd, r?: { changedFiles?: number; costUsd?: number; summary?: string }): EndNotice {
   const name = `Familiar · "${title}"`;
   // A summary that only says "done" adds nothing to "is done".
-  const summary = r?.summary && !/^\s*done[.!]?\s*$/i.test(r.summary) ? ' ' + truncate(r.summary, 300) : '';
+  const summary = r?.summary && !/^\s*done[.!]?\s*$/i.test(r.summary) ? ' ' + truncate(plainText(r.summary), 300) : '';
   if (e.success && e.noChanges) return { level: 'info', text: `${name} is done, no changes.${summary}`, actions: ['Continue…'] };
   if (e.success && e.status === 'merged') return { level: 'info', text: `${name} is merged (${plural(r?.changedFiles ?? 0, 'file')} changed).${summary}`, actions: ['Show Changes'] };
   if (e.success) {
     const cost = r?.costUsd !== undefined ? `, ${money(r.costUsd)}` : '';
     return { level: 'info', text: `${name} is ready to merge (${plural(r?.changedFiles ?? 0, 'file')} changed${cost}).${summary}`, actions: ['Show Changes', 'Merge…'] };
   }
-  const detail = e.detail ? ` — ${sentence(truncate(e.detail, 240))}` : '';
+  const detail = e.detail ? ` — ${sentence(truncate(plainText(e.detail), 240))}` : '';
   const what = e.status === 'cancelled' ? 'was cancelled' : `is blocked: ${reasonText(e)}`;
   return { level: 'warning', text: `${name} ${what}${detail}`, actions: endActions(e) };
 }
@@ -529,6 +529,77 @@ export function estimateText(t: Task, now: number): string {
     return s <= 0 ? 'taking longer than expected' : `${about(s)} left`;
   }
   return '';
+}
+
+/**
+ * Where the person knows a path from, for showing it: relative to the
+ * repository when inside it, else "~/…" under the home directory, else the
+ * path itself (a worktree is outside the repository, under
+ * $XDG_DATA_HOME/familiar/worktrees). An absolute path still longer than
+ * 48 characters keeps its last three parts after "…/".
+ */
+export function shortPath(p: string, repo?: string, home?: string): string {
+  const trim = (d: string) => d.replace(/\/+$/, '');
+  if (repo && p === trim(repo)) return '.';
+  if (home && p === trim(home)) return '~';
+  if (repo) {
+    const r = relPath(p, repo);
+    if (r !== p) return r;
+  }
+  if (home && home !== '/') {
+    const h = relPath(p, home);
+    if (h !== p) return '~/' + h;
+  }
+  return p.length > 48 ? elided(p, 3) : p;
+}
+
+/** "…/" and the last n parts of an absolute path. */
+function elided(p: string, n: number): string {
+  const parts = p.split('/').filter(Boolean);
+  return parts.length > n ? '…/' + parts.slice(-n).join('/') : p;
+}
+
+/** Where a title shows paths from: the task's worktree, the repository, the home directory. */
+export interface PathPlaces {
+  worktree?: string;
+  repo?: string;
+  home?: string;
+}
+
+/**
+ * text (an editor tab's title) with no absolute path: paths in the worktree
+ * or the repository relative to it, under home as "~/…", any other as "…/"
+ * and its last two parts.
+ */
+export function noAbsolutePaths(text: string, where: PathPlaces): string {
+  let out = text;
+  for (const dir of [where.worktree, where.repo]) {
+    if (!dir) continue;
+    const d = dir.replace(/\/+$/, '');
+    out = out.split(d + '/').join('').split(d).join('.');
+  }
+  if (where.home && where.home !== '/') out = out.split(where.home.replace(/\/+$/, '') + '/').join('~/');
+  // Whatever absolute path is left: a word that begins with "/" and has two parts or more.
+  return out.replace(/(^|[\s("'“])(\/[^\s)"'”]*\/[^\s)"'”]+)/g, (_m, pre: string, abs: string) => pre + elided(abs, 2));
+}
+
+/**
+ * Markdown as the plain text it stands for, for a notification (VS Code
+ * shows a notification's text as it is, "**notes.md**" with its stars):
+ * emphasis and headings go, code keeps its words in quotes, a link its text
+ * and its address. Stars and underscores inside words or paths (snake_case,
+ * src/**) are not emphasis and stay.
+ */
+export function plainText(s: string): string {
+  return s
+    .replace(/^[ \t]*(```|~~~).*$/gm, '')
+    .replace(/^[ \t]{0,3}#{1,6}[ \t]+/gm, '')
+    .replace(/^[ \t]{0,3}>[ \t]?/gm, '')
+    .replace(/!\[([^\]\n]*)\]\(([^)\s]+)\)/g, '$1')
+    .replace(/\[([^\]\n]+)\]\(([^)\s]+)\)/g, (_m, t: string, u: string) => (t === u ? u : `${t} (${u})`))
+    .replace(/(`+)([^`\n]+?)\1(?!`)/g, (_m, _f, code: string) => `“${code.trim()}”`)
+    .replace(/(^|[^\w*\/\\])(\*\*|__)(?=\S)([^\n]*?\S)\2(?![\w*]|\.\w)/g, '$1$3')
+    .replace(/(^|[^\w*\/\\])([*_])(?=[^\s*_])([^\n*_]*?[^\s*_])\2(?![\w*]|\.\w)/g, '$1$3');
 }
 
 /** p relative to dir when inside it ("notes.md" for <worktree>/notes.md), else p. */

@@ -4,9 +4,10 @@
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
 import * as fs from 'fs';
+import * as os from 'os';
 import {
   AlwaysChoice, alwaysChoices, clock, editTools, grantScopes, isMultiSelect, linkText, mcpTool, noLinks, permissionDetail, permissionWhat,
-  proposedText, relPath, roughly, secondsLeft, taskLabel, truncate,
+  noAbsolutePaths, plainText, proposedText, relPath, roughly, secondsLeft, taskLabel, truncate,
 } from './model';
 import type { GrantScope, Question, Task } from './protocol';
 import { Code } from './protocol';
@@ -153,7 +154,9 @@ export class Questions {
       const current = await fs.promises.readFile(file, 'utf8').catch(() => '');
       const proposed = proposedText(q.tool, input, current);
       if (proposed !== undefined) {
-        await this.f.texts.diff(current, proposed, rel, `${rel}: as it is ↔ as "${taskLabel(t)}" proposes`);
+        // The tab's title: no absolute path, wherever the file is.
+        const title = noAbsolutePaths(`${rel}: as it is ↔ as "${taskLabel(t)}" proposes`, { worktree: t.worktree?.path, repo: this.f.root, home: os.homedir() });
+        await this.f.texts.diff(current, proposed, rel, title);
         return;
       }
     }
@@ -185,7 +188,7 @@ export class Questions {
     ];
     // A question cut at 30 KB says so, and Read all… opens it whole (task/text).
     const clipped = q.truncated && !!q.textRef;
-    const text = q.truncated ? `${truncate(q.text, 200)} [clipped]` : truncate(q.text, 200);
+    const text = q.truncated ? `${truncate(plainText(q.text), 200)} [clipped]` : truncate(plainText(q.text), 200);
     if (clipped) choices.unshift('Read all…');
     const status = () => (q.expiresAt ? `${roughly(secondsLeft(q.expiresAt, Date.now()) ?? 0)} left` : '');
     let pick = await this.toastPrompt(p, `Familiar · "${taskLabel(t)}" asks: ${text}`, choices, status);
@@ -273,14 +276,14 @@ export class Questions {
   /** The QuickPick / InputBox of a non-permission question. */
   async ask(t: Task, q: Question, p: Prompt) {
     if (q.options.length === 0) {
-      const text = await this.input(p, { title: `"${t.title}" asks`, prompt: q.text, countdown: q.expiresAt });
+      const text = await this.input(p, { title: `"${t.title}" asks`, prompt: plainText(q.text), countdown: q.expiresAt });
       if (text !== undefined) await this.respond(t, q, { text });
       return;
     }
     const qp = vscode.window.createQuickPick<vscode.QuickPickItem & { id?: string }>();
     const multi = isMultiSelect(q);
     qp.canSelectMany = multi;
-    qp.placeholder = truncate(q.text, 200);
+    qp.placeholder = truncate(plainText(q.text), 200);
     qp.ignoreFocusOut = true;
     const other = { label: '$(edit) Something else…', id: undefined, alwaysShow: true };
     const markDone = { label: '$(check) Mark done', id: undefined, alwaysShow: true, detail: 'The agent only reported: finish the task (ready to merge).' };

@@ -9,10 +9,11 @@
 // remote.
 
 import * as vscode from 'vscode';
+import * as os from 'os';
 import type { Familiar } from './extension';
 import type { Task, TaskEventsResult, TaskTranscriptNotification } from './protocol';
-import { header, Item, itemView, Transcript } from './transcript';
-import { taskLabel } from './model';
+import { callRow, header, Item, itemView, Transcript } from './transcript';
+import { noAbsolutePaths, taskLabel } from './model';
 import { trace } from './ui';
 import { forecastFacts } from './queuemodel';
 
@@ -166,7 +167,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     let lastHead = '';
     const sendHead = () => {
       if (!task) return;
-      const head = header(task, Date.now(), feed.transcript.total);
+      const head = header(task, Date.now(), feed.transcript.total, { repo: this.f.root, home: os.homedir() });
       // The conflict forecast, naming the other tasks by title.
       head.facts.push(...forecastFacts(task, (other) => this.f.task(other)?.title));
       const key = JSON.stringify(head);
@@ -238,12 +239,22 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
             }
             if (typeof m.command === 'string' && /^[a-zA-Z]+$/.test(m.command)) await vscode.commands.executeCommand(`familiar.${m.command}`, id);
             return;
+          case 'copyFact': {
+            // The whole of a shortened fact; only the worktree's path has one.
+            const p = worktree();
+            if (m.name !== 'Worktree' || !p) return;
+            await vscode.env.clipboard.writeText(p);
+            vscode.window.setStatusBarMessage('$(check) Familiar: copied the worktree\'s path', 3000);
+            return;
+          }
           case 'openDiff': {
             const it = feed.transcript.items.find((x) => x.key === m.key);
             const d = it?.call?.diffs?.[Number(m.index)];
             if (!d) return;
             const rel = itemView(it!, worktree()).diffs![Number(m.index)].path;
-            await this.f.texts.diff(d.oldText, d.newText, rel, `${rel}: ${it!.call!.title}`);
+            // The tab's title: the call's title names the file by its absolute path.
+            const title = noAbsolutePaths(`${rel}: ${callRow(it!.call!, worktree()).title}`, { worktree: worktree(), repo: this.f.root, home: os.homedir() });
+            await this.f.texts.diff(d.oldText, d.newText, rel, title);
             return;
           }
           case 'openResult': {

@@ -4,7 +4,7 @@
 // turn. Pure: no VS Code, so the fast tests cover it.
 
 import type { PlanItem, Task, ToolCall, TranscriptEntry, Usage } from './protocol';
-import { clock, duration, estimateText, heldInQueue, money, relPath, secondsUntil, taskLabel, taskStatusText, truncate, undoable } from './model';
+import { clock, duration, estimateText, heldInQueue, money, PathPlaces, plainText, relPath, secondsUntil, shortPath, taskLabel, taskStatusText, truncate, undoable } from './model';
 
 export type ItemKind = 'prompt' | 'text' | 'thinking' | 'tool' | 'plan' | 'turn';
 
@@ -147,22 +147,26 @@ function oneBlock(s: string): string {
 export interface Header {
   title: string;
   state: string;
-  facts: [string, string][];
+  /** Name, what shows, and the whole of it when that is shortened (its tooltip, and a Copy button). */
+  facts: [string, string, string?][];
   actions: { command: string; label: string }[];
   cost?: string;
   question?: string;
 }
 
-export function header(t: Task, now: number, total?: Usage): Header {
-  const facts: [string, string][] = [];
+export function header(t: Task, now: number, total?: Usage, where: PathPlaces = {}): Header {
+  const facts: [string, string, string?][] = [];
   const activity = t.status === 'running' ? t.activityDetail || t.activity.replace('_', ' ') : '';
   facts.push(['Mode', t.mode], ['Type', t.type], ['Driver', t.driver]);
-  if (t.worktree) facts.push(['Branch', t.worktree.branch], ['Worktree', t.worktree.path]);
+  if (t.worktree) {
+    // Outside the repository (under $XDG_DATA_HOME), its whole path is long.
+    facts.push(['Branch', t.worktree.branch], ['Worktree', shortPath(t.worktree.path, where.repo, where.home), t.worktree.path]);
+  }
   if (t.status === 'queued' && t.queuePosition !== undefined) facts.push(['Queue', `#${t.queuePosition}`]);
   const estimate = estimateText(t, now);
   if (estimate) facts.push(['Estimate', estimate]);
   if (undoable(t, now)) facts.push(['Undo', `possible for ${clock(Math.ceil(secondsUntil(t.undoableUntil, now) ?? 0))} more`]);
-  if (t.blocked) facts.push(['Blocked', t.blocked.detail || t.blocked.reason]);
+  if (t.blocked) facts.push(['Blocked', plainText(t.blocked.detail || t.blocked.reason)]);
   const u = t.usage ?? total;
   const none = !!t.result?.noChanges;
   const live = ['running', 'waiting', 'starting', 'paused', 'queued'].includes(t.status);

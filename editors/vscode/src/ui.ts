@@ -4,7 +4,7 @@
 import * as vscode from 'vscode';
 import * as fs from 'fs';
 import { execFile } from 'child_process';
-import { noLinks } from './model';
+import { noLinks, plainText } from './model';
 
 /**
  * With FAMILIAR_VSCODE_TRACE=FILE, timing points go to FILE as JSON lines
@@ -59,16 +59,17 @@ export function decidedLabel(by: string): string {
   return ({ user: 'in another window', policy: 'by the policy', timeout: 'it timed out', agent: 'by the agent', elsewhere: 'elsewhere' } as Record<string, string>)[by] ?? by;
 }
 
-// Notifications whose text cannot turn into links (see noLinks): every
+// Notifications whose text cannot turn into links (see noLinks) and shows no
+// Markdown (plainText: summaries, details and familiar's texts use it): every
 // message of the extension goes through these.
 export function info(message: string, ...rest: any[]): Thenable<any> {
-  return vscode.window.showInformationMessage(noLinks(message), ...rest);
+  return vscode.window.showInformationMessage(noLinks(plainText(message)), ...rest);
 }
 
 export function warn(message: string, ...rest: any[]): Thenable<any> {
-  return vscode.window.showWarningMessage(noLinks(message), ...rest);
+  return vscode.window.showWarningMessage(noLinks(plainText(message)), ...rest);
 }
 
 export function error(message: string, ...rest: any[]): Thenable<any> {
-  return vscode.window.showErrorMessage(noLinks(message), ...rest);
+  return vscode.window.showErrorMessage(noLinks(plainText(message)), ...rest);
 }

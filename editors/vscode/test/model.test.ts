@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { activityText, compareTime, counts, describe, duration, EndAnnouncer, endNotice, groupOf, stillEnded, isMultiSelect, noLinks, roughly, tasksIn, statusText, taskLabel, money, relPath, permissionDetail, typed, withoutResumeHint, proposedText, permissionWhat, alwaysChoices, linkText } from '../src/model';
+import { noAbsolutePaths, plainText, settingsFrom, shortPath, activityText, compareTime, counts, describe, duration, EndAnnouncer, endNotice, groupOf, stillEnded, isMultiSelect, noLinks, roughly, tasksIn, statusText, taskLabel, money, relPath, permissionDetail, typed, withoutResumeHint, proposedText, permissionWhat, alwaysChoices, linkText } from '../src/model';
 import type { Question, Task, TaskCompletedNotification } from '../src/protocol';
+import type { TaskEnd } from '../src/model';
 
 const base: Task = {
   id: 't1', title: 'x', description: '', acceptanceCriteria: [], type: 'implement', profile: 'default', mode: 'executor',
@@ -89,7 +90,7 @@ const fail = (id: string, over: Partial<TaskCompletedNotification> = {}): TaskCo
 test('a failed end is a warning naming the task, the reason in words and the actions that fit it', () => {
   const cases: [Partial<TaskCompletedNotification>, RegExp, string[]][] = [
     [{ reason: 'auth', detail: 'Invalid API key; run `claude login`, or set ANTHROPIC_API_KEY' },
-      /^Familiar · "Fix it" is blocked: the API refused its credentials — Invalid API key; run `claude login`, or set ANTHROPIC_API_KEY\.$/, ['Run Doctor', 'Retry', 'Open Terminal']],
+      /^Familiar · "Fix it" is blocked: the API refused its credentials — Invalid API key; run “claude login”, or set ANTHROPIC_API_KEY\.$/, ['Run Doctor', 'Retry', 'Open Terminal']],
     [{ reason: 'start_failed', detail: 'claude was not found' }, /is blocked: the agent could not start — claude was not found\.$/, ['Run Doctor', 'Retry']],
     [{ reason: 'api_error', detail: 'Overloaded.' }, /is blocked: the API could not be reached — Overloaded\.$/, ['Continue…', 'Retry', 'Open Terminal']],
     [{ reason: 'timeout' }, /is blocked: it made no progress for too long$/, ['Continue…', 'Retry', 'Open Terminal']],
@@ -223,4 +224,43 @@ test('decide with the facts: the proposed file, the permission in words, allow-a
   assert.deepEqual(alwaysChoices(q).map((c) => [c.id, c.label]), [
     ['allow_always', 'Always allow Edit(./docs/**)'], ['allow_always_exact', 'Always allow Edit(./docs/a.md)']]);
   assert.equal(linkText('[1] do it'), '\\[1\\] do it');
+});
+
+test('a notification shows Markdown as the plain text it stands for', () => {
+  assert.equal(plainText('Wrote **notes.md** with two lines.'), 'Wrote notes.md with two lines.');
+  assert.equal(plainText('Run `familiar doctor`, then __retry__ and *check* _it_.'), 'Run “familiar doctor”, then retry and check it.');
+  assert.equal(plainText('## Summary\n> quoted\n```go\nx := 1\n```\n- [docs](https://go.dev) and ![img](a.png)'), 'Summary\nquoted\n\nx := 1\n\n- docs (https://go.dev) and img');
+  // Not emphasis: words, paths, globs, arithmetic, a lone backtick.
+  for (const s of ['snake_case_name and __init__.py', 'Edit(./src/**) and Read(./**)', '2*3*4 and a * b', 'it\'s `half', 'src/*.go']) assert.equal(plainText(s), s);
+  // The ready notification of the task view's scenario ("Notes").
+  const n = endNotice('Notes', { id: 't', status: 'merging', success: true } as TaskEnd, { changedFiles: 1, summary: 'Wrote **notes.md** with two lines.' });
+  assert.equal(n.text, 'Familiar · "Notes" is ready to merge (1 file changed). Wrote notes.md with two lines.');
+  const blocked = endNotice('X', { id: 't', status: 'blocked', success: false, reason: 'agent_exited', detail: 'claude exited with code 1. `familiar doctor` checks the setup.' } as TaskEnd);
+  assert.doesNotMatch(blocked.text, /`/);
+});
+
+test('paths shown short, and no absolute path in an editor tab\'s title', () => {
+  assert.equal(shortPath('/r/app/src/a.go', '/r/app', '/home/ann'), 'src/a.go');
+  assert.equal(shortPath('/home/ann/x/y', '/r/app', '/home/ann'), '~/x/y');
+  assert.equal(shortPath('/home/ann', undefined, '/home/ann'), '~');
+  assert.equal(shortPath('/etc/hosts', '/r/app', '/home/ann'), '/etc/hosts');
+  const where = { worktree: '/data/familiar/worktrees/app-1a/3f-notes', repo: '/r/app', home: '/home/ann' };
+  const cases: [string, string][] = [
+    ['notes.md: Write /data/familiar/worktrees/app-1a/3f-notes/notes.md', 'notes.md: Write notes.md'],
+    ['/r/app/README.md: as it is ↔ as "Docs" proposes', 'README.md: as it is ↔ as "Docs" proposes'],
+    ['/home/ann/.bashrc: Edit /home/ann/.bashrc', '~/.bashrc: Edit ~/.bashrc'],
+    ['/etc/nginx/sites/default: Write (/etc/nginx/sites/default)', '…/sites/default: Write (…/sites/default)'],
+    ['notes.md: Bash echo a/b', 'notes.md: Bash echo a/b'],
+  ];
+  for (const [title, want] of cases) {
+    const got = noAbsolutePaths(title, where);
+    assert.equal(got, want);
+    assert.doesNotMatch(got, /(^|[\s("'])\/\w/, `an absolute path in ${got}`);
+  }
+});
+
+test('the settings sent by default keep a finished task\'s claude warm ten minutes', () => {
+  const s = settingsFrom((_k, def) => def);
+  assert.equal(s.warmAgentSec, 600);
+  assert.equal(settingsFrom(<T>(k: string, def: T) => (k === 'warmAgentSec' ? 0 : def) as T).warmAgentSec, 0);
 });

@@ -49,6 +49,21 @@ test('the task view\'s header: the state in words, the queue position as the ser
   assert.equal(ready.cost, '$0.004');
 });
 
+test('the task view shows the worktree short (the repository\'s or ~\'s), the whole path in its tooltip and Copy', () => {
+  const wt = (path: string) => header({ ...base, worktree: { ...base.worktree!, path } }, Date.parse(at), undefined, { repo: '/home/ann/src/app', home: '/home/ann' })
+    .facts.find(([k]) => k === 'Worktree');
+  const dflt = '/home/ann/.local/share/familiar/worktrees/app-1a2b3c4d/3f2a-fix-login';
+  assert.deepEqual(wt(dflt), ['Worktree', '~/.local/share/familiar/worktrees/app-1a2b3c4d/3f2a-fix-login', dflt]);
+  assert.deepEqual(wt('/home/ann/src/app/.worktrees/3f2a'), ['Worktree', '.worktrees/3f2a', '/home/ann/src/app/.worktrees/3f2a']);
+  // Neither (XDG_DATA_HOME elsewhere): the last three parts of a long one.
+  const far = '/tmp/ci-runner-71623/data/familiar/worktrees/app-1a2b3c4d/3f2a-fix-login';
+  assert.deepEqual(wt(far), ['Worktree', '…/worktrees/app-1a2b3c4d/3f2a-fix-login', far]);
+  assert.deepEqual(wt('/wt/3f2a'), ['Worktree', '/wt/3f2a', '/wt/3f2a']);
+  // A block's detail as plain text, not Markdown.
+  const b = header({ ...base, status: 'blocked', blocked: { reason: 'agent_exited', detail: 'claude exited with code 1. `familiar doctor` checks the setup.' } }, Date.parse(at));
+  assert.deepEqual(b.facts.find(([k]) => k === 'Blocked'), ['Blocked', 'claude exited with code 1. “familiar doctor” checks the setup.']);
+});
+
 test('New Task\'s form: a pasted multi-line description is kept, criteria one per line, removed context left out', () => {
   const d = { title: ' Three lines ', description: 'one\ntwo\nthree\n', type: 'fix', mode: 'executor', profile: '', skills: [], criteria: '- builds\n\n* tests pass\n', priority: 0, files: [], notes: '' } as Draft;
   assert.deepEqual(createParams(d), { title: 'Three lines', description: 'one\ntwo\nthree', type: 'fix', mode: 'executor', acceptanceCriteria: ['builds', 'tests pass'] });

@@ -177,7 +177,8 @@ export async function startSession(name, opts = {}) {
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-extensions'],
   });
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  // The clipboard: the task view's Copy is checked by reading it back.
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] });
   const page = await context.newPage();
   // Playwright's actions (a click on a row that never settles) wait forever
   // by default: a stuck scenario fails instead.

@@ -414,13 +414,23 @@ const scenarios = {
         await s.shot('permission-write-and-queue');
         // Review…: the diff editor with the file as proposed; Allow comes back.
         await s.clickToastButton(ask, 'Review…');
-        await s.page.locator('.tabs-container .tab', { hasText: 'notes.md' }).first().waitFor({ timeout: 30000 });
+        const reviewTab = s.page.locator('.tabs-container .tab', { hasText: 'notes.md' }).first();
+        await reviewTab.waitFor({ timeout: 30000 });
         await s.page.locator('.monaco-diff-editor .view-lines', { hasText: 'first line from the agent' }).first().waitFor({ timeout: 30000 });
+        // Its tab names the file as the task sees it, never by an absolute path.
+        const tabTitle = (await reviewTab.innerText()).trim();
+        if (tabTitle.includes(s.dir) || /(^|\s)\/\w/.test(tabTitle)) throw new Error(`the Review… tab's title shows an absolute path: ${tabTitle}`);
         await s.shot('review-write-diff');
         await s.clickToastButton(ask, 'Allow');
         const bash = '"Notes" asks to run Bash: touch ran.txt';
         await s.clickToastButton(bash, 'Allow');
         await s.waitTaskStatus('Notes', 'merging');
+        // Its last message is Markdown (**notes.md**): the notification shows it plain.
+        const ready = s.toast('"Notes" is ready to merge');
+        await ready.waitFor({ timeout: 60000 });
+        const readyText = await ready.innerText();
+        if (!readyText.includes('Wrote notes.md with two lines') || /\*\*|`/.test(readyText)) throw new Error(`the ready notification shows Markdown: ${readyText}`);
+        await s.shot('ready-plain-text');
         const { worktree } = await rpc.request('task/get', { id: notes.id });
         const written = fs.readFileSync(path.join(worktree.path, 'notes.md'), 'utf8');
         if (written !== content) throw new Error(`Allow wrote ${JSON.stringify(written)}, not the reviewed ${JSON.stringify(content)}`);
@@ -437,9 +447,21 @@ const scenarios = {
           await v.locator('.item.text strong', { hasText: 'notes.md' }).first().waitFor({ timeout: 30000 });
           await v.locator('.facts .cost', { hasText: 'tokens in' }).waitFor({ timeout: 30000 });
           await v.locator('.state', { hasText: 'ready to merge' }).waitFor({ timeout: 30000 });
+          // The worktree (under $XDG_DATA_HOME, far from the repository) shown
+          // short; the whole path in its tooltip.
+          const wt = v.locator('.facts dd[title]').first();
+          await wt.waitFor({ timeout: 30000 });
+          const shown = await wt.innerText();
+          if ((await wt.getAttribute('title')) !== worktree.path || shown.includes(s.dir) || !shown.includes(path.basename(worktree.path))) {
+            throw new Error(`the task view's worktree shows ${JSON.stringify(shown)}, tooltip ${JSON.stringify(await wt.getAttribute('title'))}; the path is ${worktree.path}`);
+          }
+          return wt;
         };
-        await checkView();
+        const wtFact = await checkView();
         await s.shot('task-view');
+        // Copy puts the whole path on the clipboard.
+        await wtFact.locator('button.copy').click();
+        await waitFor('the worktree\'s path on the clipboard', async () => (await s.page.evaluate(() => navigator.clipboard.readText()).catch(() => '')) === worktree.path, 15000, 200);
         // The edit's row opens its diff in VS Code's diff editor.
         await (await viewOf(s, 'Notes')).locator('.diff button', { hasText: 'Open in diff editor' }).first().click();
         await s.page.locator('.monaco-diff-editor .view-lines', { hasText: 'first line from the agent' }).first().waitFor({ timeout: 30000 });
