@@ -33,6 +33,8 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   private readonly shown = new Map<string, string>();
   /** How many of a finished group's tasks are shown (the latest first). */
   private readonly limits = new Map<GroupId, number>();
+  /** Each queued task's place among the queued ones, from the last listing of the group (Move Up/Down). */
+  private queueIndex = new Map<string, number>();
   /** The search shown instead of the groups, if any. */
   filter?: TreeFilter;
 
@@ -132,6 +134,8 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     }
     if (n.kind === 'group') {
       const list = tasksIn(n.id, tasks);
+      // Once per listing, not once a row: 1,000 queued rows would sort 1,000 times.
+      if (n.id === 'queued') this.queueIndex = new Map(list.filter((t) => t.status === 'queued').map((t, i) => [t.id, i]));
       // Finished groups page: a window open for months has thousands.
       if (!paged.includes(n.id)) return list.map((t) => this.node('task', t.id));
       const limit = this.limits.get(n.id) ?? pageSize;
@@ -194,12 +198,12 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     const flags = ['task', none ? 'nochanges' : t.status];
     if (!none && t.worktree && ['merging', 'merged', 'blocked', 'cancelled', 'running', 'waiting', 'paused'].includes(t.status)) flags.push('changes');
     if (!none && undoable(t, now)) flags.push('undoable');
-    if (t.status === 'queued') {
+    // (Not in a search's flat list: the queue is not listed there.)
+    const i = t.status === 'queued' && !this.filter ? this.queueIndex.get(t.id) : undefined;
+    if (i !== undefined) {
       // Move Up / Move Down where there is a place to move to (task/reorder).
-      const q = tasksIn('queued', this.f.client?.tasks.values() ?? []).filter((x) => x.status === 'queued');
-      const i = q.findIndex((x) => x.id === t.id);
       if (i > 0) flags.push('up');
-      if (i >= 0 && i < q.length - 1) flags.push('down');
+      if (i < this.queueIndex.size - 1) flags.push('down');
     }
     if (t.archivedAt) flags.push('archived');
     item.contextValue = flags.join(' ');
