@@ -10,7 +10,7 @@ import * as path from 'path';
 import { ChildProcess, spawn } from 'child_process';
 import { BinaryError, describeSource, resolveFamiliar } from './binary';
 import { FamiliarClient } from './client';
-import { clock, counts, plural, secondsLeft, EndAnnouncer, endNotice, TaskEnd, settingsFrom, stillEnded, taskLabel } from './model';
+import { clock, counts, plural, secondsLeft, secondsUntil, EndAnnouncer, endNotice, TaskEnd, settingsFrom, stillEnded, taskLabel } from './model';
 import type { Policy, SettingsUpdate, Task, TaskCompletedNotification, TaskCreateParams, TaskResult, TaskTextResult } from './protocol';
 import { Code } from './protocol';
 import { TaskTree, Node } from './tree';
@@ -500,7 +500,7 @@ export class Familiar implements vscode.Disposable {
     for (const t of c.tasks.values()) {
       if (['running', 'starting', 'waiting', 'queued'].includes(t.status)) live = true;
       // An undo's countdown, and its end takes the Undo item away.
-      else if (t.status === 'merged' && t.undoableUntil) counting = true;
+      else if (t.status === 'merged' && (secondsUntil(t.undoableUntil, Date.now()) ?? -1) > -5) counting = true;
     }
     if (live || counting) this.tree.tick();
     if (live || this.questions.prompts.size) this.updateStatus();

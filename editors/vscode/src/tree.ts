@@ -2,7 +2,7 @@
 
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
-import { describe, estimateText, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
+import { describe, estimateText, secondsUntil, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
 import type { Task } from './protocol';
 import { escapeMd } from './ui';
 import { isQueueNode, QueueNode } from './mergequeue';
@@ -58,7 +58,8 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   tick() {
     for (const id of this.drawn.keys()) {
       const t = this.f.task(id);
-      if (t && (['running', 'starting', 'waiting', 'queued'].includes(t.status) || (t.status === 'merged' && t.undoableUntil))) this.dirty.add(id);
+      // A passed undo a few seconds on (a tick may be late), not forever.
+      if (t && (['running', 'starting', 'waiting', 'queued'].includes(t.status) || (t.status === 'merged' && (secondsUntil(t.undoableUntil, Date.now()) ?? -1) > -5))) this.dirty.add(id);
     }
     if (this.dirty.size) this.schedule();
   }
