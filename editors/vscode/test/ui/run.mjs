@@ -582,9 +582,10 @@ const scenarios = {
    * the tree and the task view, and when it ends the Undo item goes with no
    * word from familiar; Search Tasks… finds a done task by its words;
    * Clear Finished takes the finished rows away; a repository grant revoked
-   * in Permission Grants… is asked again; 53 finished tasks show 50 and
-   * "Show more…"; a queued task paused is held in the queue until
-   * resumed; Show Archived… brings a cleared one back.
+   * in Permission Grants… is asked again; Remove takes a row away; a
+   * queued task paused is held in the queue until resumed; 53 finished
+   * tasks show 50 and "Show more…"; Show Archived… brings a cleared one
+   * back.
    */
   async manage(model) {
     await withSession('manage', {
@@ -687,6 +688,12 @@ const scenarios = {
         await rpc.request('task/create', { title: 'Asked again', description: '@@TOOL Bash {"command":"touch granted.txt"}' });
         await s.toast('"Asked again" asks to run Bash').waitFor({ timeout: 120000 });
         await s.shot('asked-again');
+
+        // Remove takes the row away: the task goes to the archive.
+        await selectedMenu(s, 'Blocker', 'Remove');
+        await s.page.locator('.monaco-dialog-box .monaco-button', { hasText: /^Remove$/ }).first().click();
+        await row('Blocker').waitFor({ state: 'detached', timeout: 30000 });
+        if (!(await rpc.request('task/list', { archived: 'only' })).tasks.some((t) => t.title === 'Blocker')) throw new Error('the removed Blocker is not in the archive');
 
         // A queued task paused from the tree is held in the queue, and Resume queues it again.
         const hold = await rpc.request('task/create', { title: 'Hold me', description: '@@TEXT held' });
