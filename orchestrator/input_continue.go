@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/familiar-dev/familiar/protocol"
@@ -10,7 +9,8 @@ import (
 // Inputs that continue a task or change how it runs: resume, a follow-up message,
 // the mode, its place in the queue, the archive.
 
-// cmdResume: auto is the usage limit's reset, which nobody waits on:
+// cmdResume is task/resume (text: task/send's message to a paused or
+// blocked task); auto is the usage limit's reset, which nobody waits on:
 // during a git operation it is kept for the operation's end.
 type cmdResume struct {
 	text string
@@ -183,14 +183,5 @@ func (in cmdArchive) apply(st *stepper) error {
 	}
 	st.emit(effAudit{action: action, actor: "user"})
 	st.changed()
-	return nil
-}
-
-// opBusy refuses what would start claude in a worktree a git operation
-// (merge, undo, remove) is working on, naming the operation.
-func (st *stepper) opBusy() error {
-	if op := st.s.op; op != opNone {
-		return protocol.FailedPrecondition(fmt.Sprintf("a %s of this task is in progress; try again when it is done", op), st.s.T.Status)
-	}
 	return nil
 }

@@ -324,8 +324,7 @@ func conflictsEqual(a, b []protocol.TaskConflict) bool {
 	return true
 }
 
-// forecastable reports whether the conflict forecast covers a task in
-// status s: live or ready to merge.
-func forecastable(s protocol.Status) bool {
-	return s.Live() || s == protocol.StatusMerging
-}
+// editTools are the tools whose completion may change the worktree's files
+// (the forecast is recomputed after one): the file tools, and commands,
+// through which agents also write (sed, generators, git itself).
+var editTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true, "Bash": true}

@@ -235,11 +235,6 @@ func (st *stepper) move(to protocol.Status) error {
 	return nil
 }
 
-// editTools are the tools whose completion may change the worktree's files
-// (the forecast is recomputed after one): the file tools, and commands,
-// through which agents also write (sed, generators, git itself).
-var editTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true, "Bash": true}
-
 // changed stamps the task and asks for it to be saved and announced.
 func (st *stepper) changed() {
 	st.s.T.UpdatedAt = st.e.now.UTC()
@@ -299,4 +294,19 @@ func step(s state, in input, e env) (state, []effect, error) {
 	}
 	st.announceEnd(s.T.Status)
 	return st.s, st.out, nil
+}
+
+// opBusy refuses what would start claude in a worktree a git operation
+// (merge, undo, remove) is working on, naming the operation.
+func (st *stepper) opBusy() error {
+	if op := st.s.op; op != opNone {
+		return protocol.FailedPrecondition(fmt.Sprintf("a %s of this task is in progress; try again when it is done", op), st.s.T.Status)
+	}
+	return nil
+}
+
+// forecastable reports whether the conflict forecast covers a task in
+// status s: live or ready to merge.
+func forecastable(s protocol.Status) bool {
+	return s.Live() || s == protocol.StatusMerging
 }
