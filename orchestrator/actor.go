@@ -179,18 +179,11 @@ func (a *actor) handle(env envelope) error {
 		}
 		return err
 	}
-	// The session and the agent count follow the agent's phase as step
-	// left it: a start accepted keeps the session it brought; an agent
-	// gone (exited, a start failed or settled before it reported) is
-	// counted out once.
-	prevAgent := a.st.agent
+	// A start the step accepted keeps the session it brought; an agent's
+	// end is the step's effAgentGone.
 	a.st = next
 	if env.sess != nil {
 		a.sess = env.sess
-	}
-	if prevAgent != agentNone && a.st.agent == agentNone {
-		a.sess = nil
-		a.o.agents.Done()
 	}
 	// Readers (the scheduler woken by an effect among them) see the new
 	// state before any effect runs.

@@ -65,6 +65,17 @@ func (eff effStartAgent) run(a *actor) {
 	a.startAgent(eff)
 }
 
+// effAgentGone: the task's agent has gone (it exited, or its start failed);
+// the actor lets its session go and counts it out, once per start (Close
+// waits for every agent). Emitted before anything a restart in the same
+// step emits.
+type effAgentGone struct{}
+
+func (effAgentGone) run(a *actor) {
+	a.sess = nil
+	a.o.agents.Done()
+}
+
 type effStopAgent struct{ now bool } // SIGTERM → grace → SIGKILL (now: SIGKILL at once)
 
 func (eff effStopAgent) run(a *actor) {

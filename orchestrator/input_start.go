@@ -73,6 +73,7 @@ func (in inStartFailed) apply(st *stepper) error {
 		return errTransition("fail the start of", status)
 	}
 	s.agent = agentNone
+	st.emit(effAgentGone{})
 	s.LastError = in.detail
 	switch s.stop.kind {
 	case stopCancel:

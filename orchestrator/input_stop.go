@@ -180,6 +180,7 @@ func (in inExited) apply(st *stepper) error {
 		return nil
 	}
 	s.agent = agentNone
+	st.emit(effAgentGone{})
 	s.Process = nil
 	if s.warm {
 		s.warm = false

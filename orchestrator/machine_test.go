@@ -132,7 +132,7 @@ func TestTransitions(t *testing.T) {
 		{name: "cancelled while starting: stopped once up", from: mk(protocol.StatusStarting, agentStarting, withStop(stopCancel)), in: inStarted{},
 			status: protocol.StatusStarting, phase: agentStopping, effects: []string{"stop agent", "persist", "updated"}},
 		{name: "transient start failure backs off", from: mk(protocol.StatusStarting, agentStarting), in: inStartFailed{detail: "start claude: boom", transient: true},
-			status: protocol.StatusStarting, gone: true, effects: []string{"persist", "backoff"},
+			status: protocol.StatusStarting, gone: true, effects: []string{"agent gone", "persist", "backoff"},
 			check: func(t *testing.T, s state) {
 				if s.StartFailures != 1 {
 					t.Errorf("failures %d", s.StartFailures)
@@ -146,7 +146,7 @@ func TestTransitions(t *testing.T) {
 				}
 			}},
 		{name: "worktree failure blocks at once", from: mk(protocol.StatusStarting, agentStarting), in: inStartFailed{detail: "create worktree: bad"},
-			status: protocol.StatusBlocked, effects: []string{"slot freed", "persist", "updated", "publish task/completed"}},
+			status: protocol.StatusBlocked, effects: []string{"agent gone", "slot freed", "persist", "updated", "publish task/completed"}},
 		{name: "start failure after a pause: paused", from: mk(protocol.StatusStarting, agentStarting, withStop(stopPause)), in: inStartFailed{detail: "x"},
 			status: protocol.StatusPaused},
 		{name: "backoff over: back to the queue", from: mk(protocol.StatusStarting, agentNone), in: inBackoffDone{},
@@ -394,7 +394,7 @@ func TestTransitions(t *testing.T) {
 				}
 			}},
 		{name: "exit after a mode switch: starts again, same slot", from: mk(running, agentStopping, withStop(stopSwitch)), in: inExited{},
-			status: protocol.StatusStarting, phase: agentStarting, effects: []string{"persist", "updated", "start agent"}},
+			status: protocol.StatusStarting, phase: agentStarting, effects: []string{"agent gone", "persist", "updated", "start agent"}},
 		{name: "exit after a transient failure: backs off", from: mk(running, agentStopping, withStop(stopRetry)), in: inExited{},
 			status: protocol.StatusStarting, gone: true},
 		{name: "exit after shutdown: interrupted", from: mk(protocol.StatusWaiting, agentStopping, withStop(stopShutdown), withQuestion(protocol.QuestionPermission)), in: inExited{},
