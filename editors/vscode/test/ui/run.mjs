@@ -578,7 +578,7 @@ const scenarios = {
    * Issue 26's queue, history, undo and grant controls: Move Up puts the
    * second of two queued tasks first and they start in that order; a task
    * allowed everything brings the warning before autonomy; an undo says it
-   * cannot take back a push; the undo countdown (undoWindowSec 45) shows in
+   * cannot take back a push; the undo countdown (undoWindowSec 60) shows in
    * the tree and the task view, and when it ends the Undo item goes with no
    * word from familiar; Search Tasks… finds a done task by its words;
    * Clear Finished takes the finished rows away; a repository grant revoked
@@ -590,8 +590,10 @@ const scenarios = {
   async manage(model) {
     await withSession('manage', {
       env: model.env,
-      // One at a time: the tasks behind the first wait in the queue.
-      settings: { 'familiar.maxConcurrent': 1, 'familiar.undoWindowSec': 45 },
+      // One at a time: the tasks behind the first wait in the queue. An undo
+      // window of a minute: long enough for the steps while it holds on a
+      // loaded machine, short enough to wait for its end.
+      settings: { 'familiar.maxConcurrent': 1, 'familiar.undoWindowSec': 60 },
     }, async (s) => {
       await s.ready();
       await s.openView();
@@ -643,7 +645,7 @@ const scenarios = {
         await s.shot('undo-countdown');
         if (!(await menuHas(s, 'Count down', 'Undo'))) throw new Error('no Undo item while the undo holds');
         log(`manage: counting down: "${await row('Count down').getAttribute('aria-label')}"`);
-        await s.page.locator('.monaco-list-row[aria-label^="Count down, merged"]:not([aria-label*="undo for"])').first().waitFor({ timeout: 90000 });
+        await s.page.locator('.monaco-list-row[aria-label^="Count down, merged"]:not([aria-label*="undo for"])').first().waitFor({ timeout: 150000 });
         await v.locator('.facts dd', { hasText: /possible for/ }).waitFor({ state: 'detached', timeout: 15000 });
         if (await menuHas(s, 'Count down', 'Undo')) throw new Error('Undo still offered after undoableUntil');
         await s.shot('undo-ended');
