@@ -651,3 +651,37 @@ func TestRunnerTaskWarmAgentSecOverridesTheSetting(t *testing.T) {
 		t.Errorf("a negative warmAgentSec: %v, want an error naming the field", err)
 	}
 }
+
+// TestRunnerModeSwitchCountsTheOldAgentOut: a mode switch stops the agent
+// and starts the next in the step that handles the exit; the old one is
+// counted out all the same, so Close, which waits for every agent, returns
+// (it waited for ever when the count followed the phase reaching none).
+func TestRunnerModeSwitchCountsTheOldAgentOut(t *testing.T) {
+	r := newRunner(t, protocol.DefaultSettings())
+	task := create(t, r.o, "switch")
+	r.session(t, 0)
+	r.status(t, task.ID, protocol.StatusRunning)
+	if _, err := r.o.TaskSetMode(context.Background(), &protocol.TaskSetModeParams{ID: task.ID, Mode: protocol.ModeArchitect}); err != nil {
+		t.Fatal(err)
+	}
+	r.session(t, 1)
+	r.status(t, task.ID, protocol.StatusRunning)
+	agents := func() int {
+		r.o.agents.mu.Lock()
+		defer r.o.agents.mu.Unlock()
+		return r.o.agents.n
+	}
+	if !testenv.Eventually(10*time.Second, func() bool { return agents() == 1 }) {
+		n := agents()
+		for range n - 1 {
+			r.o.agents.Done() // so that the cleanup's Close returns and the failure is said
+		}
+		t.Fatalf("%d agents counted after a mode switch, want 1: Close would wait for ever", n)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- r.o.Close() }()
+	testenv.Await(t, 10*time.Second, "Close returned", func() bool { return len(closed) == 1 })
+	if n := agents(); n != 0 {
+		t.Errorf("%d agents counted after Close, want 0", n)
+	}
+}
