@@ -46,8 +46,30 @@
       if (draft[key] === value) o.selected = true;
       s.appendChild(o);
     }
-    s.addEventListener('change', () => { draft[key] = s.value; save(); });
+    s.addEventListener('change', () => {
+      draft[key] = s.value;
+      save();
+      // Another type or profile pre-selects its profile's default skills (while the person has not chosen).
+      if ((key === 'type' || key === 'profile') && !draft.skillsTouched) rerender();
+    });
     return s;
+  }
+
+  /** The skills shown ticked: the person's choice, else the profile's defaults (what familiar gives an untouched task). */
+  function shownSkills() {
+    if (draft.skillsTouched) return draft.skills;
+    const prof = draft.profile || (lists.typeProfile || {})[draft.type] || 'default';
+    return lists.skills.filter((s) => (s.defaultFor || []).includes(prof)).map((s) => s.name);
+  }
+
+  function checkbox(id, label, checked, onChange, title) {
+    const cb = el('input', { type: 'checkbox', id });
+    cb.checked = !!checked;
+    cb.addEventListener('change', () => onChange(cb.checked));
+    const l = el('label', { for: id, title: title || '' });
+    l.appendChild(cb);
+    l.appendChild(document.createTextNode(' ' + label));
+    return l;
   }
 
   function render(profiles, skills) {
@@ -68,7 +90,8 @@
       ['test', 'test — write or repair tests'], ['custom', 'custom — the default profile']]), 'type'));
     row.appendChild(field('Mode', select('mode', 'mode', [
       ['executor', 'executor — changes code, runs commands'], ['architect', 'architect — plans only'], ['auditor', 'auditor — reviews, changes nothing']]), 'mode'));
-    row.appendChild(field('Profile', select('profile', 'profile', [['', '(the type\'s default)'], ...profiles.map((p) => [p.name, p.name])]), 'profile'));
+    const profSel = select('profile', 'profile', [['', '(the type\'s default)'], ...profiles.map((p) => [p.name, p.name])]);
+    row.appendChild(field('Profile', profSel, 'profile'));
     const prio = el('input', { id: 'priority', name: 'priority', type: 'number', step: '1' });
     prio.value = String(draft.priority || 0);
     bind(prio, 'priority', true);
@@ -77,20 +100,62 @@
 
     if (skills.length) {
       const box = el('div', { class: 'skills', id: 'skills' });
+      const ticked = shownSkills();
       for (const sk of skills) {
         const id = 'skill-' + sk.name.replace(/[^a-zA-Z0-9_-]/g, '_');
-        const cb = el('input', { type: 'checkbox', id });
-        cb.checked = draft.skills.includes(sk.name);
-        cb.addEventListener('change', () => {
-          draft.skills = cb.checked ? [...draft.skills, sk.name] : draft.skills.filter((n) => n !== sk.name);
+        const l = checkbox(id, sk.name, ticked.includes(sk.name), (on) => {
+          // The first change makes the whole shown selection the person's.
+          const now = shownSkills();
+          draft.skills = on ? [...now.filter((n) => n !== sk.name), sk.name] : now.filter((n) => n !== sk.name);
+          draft.skillsTouched = true;
           save();
-        });
-        const l = el('label', { for: id, title: sk.description || '' });
-        l.appendChild(cb);
-        l.appendChild(document.createTextNode(' ' + sk.name));
+          hint.textContent = skillsHint();
+        }, (sk.description || '') + (sk.path ? '\n' + sk.path : ''));
+        l.appendChild(el('span', { class: 'hint' }, ' (' + sk.where + ')'));
         box.appendChild(l);
       }
+      const hint = el('div', { class: 'hint', id: 'skills-hint' }, skillsHint());
+      box.appendChild(hint);
       form.appendChild(field('Skills', box, 'skills'));
+    }
+
+    // Directives: elevated says what it allows, before and while it is on.
+    const w = lists.words || {};
+    const dirs = el('div', { class: 'skills', id: 'directives' });
+    const d = draft.directives || {};
+    const warnBox = el('div', { class: 'warning', id: 'elevated-warning', role: 'alert' }, d.elevated ? w.elevatedWarning : '');
+    for (const k of ['think', 'verbose', 'elevated']) {
+      dirs.appendChild(checkbox('directive-' + k, k, d[k], (on) => {
+        draft.directives = Object.assign({}, draft.directives, { [k]: on });
+        if (k === 'elevated') warnBox.textContent = on ? w.elevatedWarning : '';
+        save();
+      }, w[k] || ''));
+    }
+    dirs.appendChild(warnBox);
+    form.appendChild(field('Directives', dirs, 'directives'));
+
+    // MCP servers this task adds (familiar's presets), each checked when added.
+    if ((lists.presets || []).length) {
+      const box = el('div', { class: 'mcp', id: 'mcp' });
+      for (const p of lists.presets) {
+        const id = 'mcp-' + p.name.replace(/[^a-zA-Z0-9_-]/g, '_');
+        const on = (draft.mcpPresets || []).includes(p.name);
+        const row = el('div', { class: 'preset' });
+        row.appendChild(checkbox(id, p.name, on, (v) => {
+          draft.mcpPresets = v ? [...(draft.mcpPresets || []).filter((n) => n !== p.name), p.name] : (draft.mcpPresets || []).filter((n) => n !== p.name);
+          save();
+          state.textContent = v ? 'checking…' : '';
+          state.className = 'hint check';
+          if (v) vscode.postMessage({ type: 'checkPreset', name: p.name });
+        }, p.detail));
+        const state = el('span', { class: 'hint check', id: id + '-check' }, checks[p.name] && on ? checks[p.name].text : '');
+        if (checks[p.name] && on && !checks[p.name].ok) state.className = 'error check';
+        row.appendChild(state);
+        box.appendChild(row);
+        if (on && !checks[p.name]) vscode.postMessage({ type: 'checkPreset', name: p.name });
+      }
+      box.appendChild(el('div', { class: 'hint' }, 'Added to this task\'s MCP servers, besides the session\'s (setting familiar.mcpServers).'));
+      form.appendChild(field('MCP servers', box, 'mcpServers'));
     }
     const crit = el('textarea', { id: 'criteria', name: 'criteria', rows: '3', placeholder: 'One per line (optional)' });
     crit.value = draft.criteria;
@@ -129,10 +194,20 @@
     bar.appendChild(discard);
     bar.appendChild(el('span', { class: 'hint' }, 'Ctrl+Enter creates. Escape or closing the tab keeps the draft.'));
     form.appendChild(bar);
-    title.focus();
+    // Once: a render after a change of type keeps the focus where the person is.
+    if (!focused) title.focus();
+    focused = true;
   }
+  let focused = false;
 
-  let lists = { profiles: [], skills: [] };
+  let lists = { profiles: [], skills: [], presets: [], typeProfile: {}, words: {} };
+  /** The last check of each preset: {ok, text}. */
+  const checks = {};
+  function skillsHint() {
+    if (draft.skillsTouched) return 'Your choice: the task gets exactly these.';
+    const prof = draft.profile || (lists.typeProfile || {})[draft.type] || 'default';
+    return shownSkills().length ? 'Ticked: the defaults of the profile ' + prof + '.' : 'The profile ' + prof + ' has no default skills.';
+  }
   function rerender() { render(lists.profiles, lists.skills); }
   function flush() { clearTimeout(saveTimer); vscode.postMessage({ type: 'draft', draft }); }
 
@@ -151,11 +226,18 @@
     const m = e.data;
     if (m.type === 'init') {
       draft = m.draft;
-      lists = { profiles: m.profiles || [], skills: m.skills || [] };
+      lists = { profiles: m.profiles || [], skills: m.skills || [], presets: m.presets || [], typeProfile: m.typeProfile || {}, words: m.words || {} };
       rerender();
     } else if (m.type === 'draft') {
       draft = m.draft;
       rerender();
+    } else if (m.type === 'presetCheck') {
+      checks[m.name] = { ok: m.ok, text: m.text };
+      const box = document.getElementById('mcp-' + m.name.replace(/[^a-zA-Z0-9_-]/g, '_') + '-check');
+      if (box && (draft.mcpPresets || []).includes(m.name)) {
+        box.textContent = m.text;
+        box.className = (m.ok ? 'hint' : 'error') + ' check';
+      }
     } else if (m.type === 'error') {
       const box = document.getElementById('error-' + m.field) || document.getElementById('error-title');
       box.textContent = m.message;

@@ -149,6 +149,16 @@
       case 'turn':
         n = el('div', 'item turn', it.usage);
         break;
+      case 'hook': {
+        // A verbose task's hook call: its name and subject, the payload on a click.
+        n = el('details', 'item hook');
+        const s = el('summary');
+        s.appendChild(el('span', 'who', 'Hook'));
+        s.appendChild(el('span', 'title', ' ' + (it.text || '')));
+        n.appendChild(s);
+        if (it.input) n.appendChild(el('pre', 'code', it.input));
+        break;
+      }
       default:
         n = el('div', 'item');
     }

@@ -11,6 +11,7 @@ import { Emitter } from 'vscode-jsonrpc';
 import type {
   Event, InitializeResult, Queue, QueueStatusResult, QueueUpdatedNotification, TaskOutputResult, ServerMessageNotification, SettingsUpdate, Task, TaskCompletedNotification,
   TaskOutputNotification, TaskQuestionNotification, TaskTranscriptNotification, TaskQuestionResolvedNotification, TaskUpdatedNotification,
+  TaskHookNotification, SkillsChangedNotification,
 } from './protocol';
 import { newerOrSame } from './model';
 
@@ -66,6 +67,8 @@ export class FamiliarClient {
   private readonly _onMessage = new Emitter<[ServerMessageNotification, Meta]>();
   private readonly _onTranscript = new Emitter<TaskTranscriptNotification>();
   private readonly _onQueue = new Emitter<[Queue, Meta]>();
+  private readonly _onHook = new Emitter<TaskHookNotification>();
+  private readonly _onSkillsChanged = new Emitter<[SkillsChangedNotification, Meta]>();
   private readonly _onSeq = new Emitter<number>();
   private readonly _onExit = new Emitter<{ code: number | null; signal: string | null; stderrTail: string }>();
   /** Connection state changes. */
@@ -83,6 +86,10 @@ export class FamiliarClient {
   readonly onTranscript = this._onTranscript.event;
   /** queue/updated: a step of the merge queue (replayed ones too, in order). */
   readonly onQueue = this._onQueue.event;
+  /** task/hook: a hook call of a verbose task (live, and replayed after a reconnect; a view dedupes by seq). */
+  readonly onHook = this._onHook.event;
+  /** skills/changed: the skill files changed, with the ones that did not load. */
+  readonly onSkillsChanged = this._onSkillsChanged.event;
   /** lastSeq advanced (persist it to replay after a reload). */
   readonly onSeq = this._onSeq.event;
   /** The familiar process ended without being asked to. */
@@ -274,6 +281,12 @@ export class FamiliarClient {
       case 'task/transcript':
         // Replayed ones too: a task view open across a reconnect dedupes by seq.
         this._onTranscript.fire(params);
+        return;
+      case 'task/hook':
+        this._onHook.fire(params);
+        return;
+      case 'skills/changed':
+        this._onSkillsChanged.fire([params, meta]);
         return;
     }
   }

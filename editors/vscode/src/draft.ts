@@ -1,6 +1,7 @@
 // New Task's draft and the task/create params it makes. Pure, for the fast tests.
 
-import type { Mode, TaskCreateParams, TaskType } from './protocol';
+import type { Directives, McpPreset, Mode, TaskCreateParams, TaskType } from './protocol';
+import { presetServers } from './controls';
 
 /** What the form holds; the draft kept between openings. */
 export interface Draft {
@@ -10,6 +11,15 @@ export interface Draft {
   mode: Mode;
   profile: string;
   skills: string[];
+  /**
+   * The person changed the skills: skills is their choice (even none).
+   * Untouched, the task is created without skills and familiar gives it
+   * its profile's defaults (the form shows them pre-selected).
+   */
+  skillsTouched?: boolean;
+  directives?: Directives;
+  /** Names of familiar's MCP presets (mcp/presets) this task adds to the session's servers. */
+  mcpPresets?: string[];
   criteria: string;
   priority: number;
   files: string[];
@@ -17,7 +27,7 @@ export interface Draft {
 }
 
 /** The task/create params of a form's draft: criteria one per line, empty fields left out. */
-export function createParams(d: Draft): TaskCreateParams {
+export function createParams(d: Draft, presets: McpPreset[] = []): TaskCreateParams {
   const title = d.title.trim();
   const p: TaskCreateParams = {
     title,
@@ -28,7 +38,12 @@ export function createParams(d: Draft): TaskCreateParams {
     acceptanceCriteria: d.criteria.split('\n').map((s) => s.replace(/^\s*[-*]\s+/, '').trim()).filter(Boolean),
   };
   if (d.profile) p.profile = d.profile;
-  if (d.skills.length) p.skills = d.skills;
+  if (d.skillsTouched || d.skills.length) p.skills = d.skills;
+  const dir: Directives = {};
+  for (const k of ['think', 'verbose', 'elevated'] as const) if (d.directives?.[k]) dir[k] = true;
+  if (Object.keys(dir).length) p.directives = dir;
+  const mcp = presetServers(d.mcpPresets ?? [], presets);
+  if (mcp) p.mcpServers = mcp;
   if (d.priority) p.priority = d.priority;
   if (d.files.length || d.notes) p.hints = { ...(d.files.length ? { files: d.files } : {}), ...(d.notes ? { notes: d.notes } : {}) };
   return p;

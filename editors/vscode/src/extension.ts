@@ -24,6 +24,10 @@ import { History } from './history';
 import { move } from './queue';
 import { autonomyWarning, showGrants } from './grants';
 import { MergeQueue } from './mergequeue';
+import { changeMode } from './modes';
+import { skillsChanged } from './skills';
+import { addPreset, checkMcpServers, settingServers } from './mcp';
+import { serverMessage } from './controls';
 import { error, gitTop, info, run, slug, trace, traceFile, warn } from './ui';
 
 let ext: Familiar | undefined;
@@ -165,6 +169,9 @@ export class Familiar implements vscode.Disposable {
     reg('familiar.cancelQueue', () => this.queue.cancel());
     reg('familiar.undoQueue', () => this.queue.undo());
     reg('familiar.dismissQueue', () => this.queue.dismiss());
+    reg('familiar.setMode', (a, mode?: string) => changeMode(this, id(a), mode as any));
+    reg('familiar.checkMcpServers', () => checkMcpServers(this));
+    reg('familiar.addMcpPreset', () => addPreset(this));
     reg('familiar.runDoctor', () => this.runDoctor());
     reg('familiar.showLog', () => this.log.show());
     this.updateStatus();
@@ -303,6 +310,8 @@ export class Familiar implements vscode.Disposable {
     });
     client.onTranscript((n) => this.taskViews.transcript(n));
     client.onQueue(([q]) => this.queue.updated(q));
+    client.onHook((n) => this.taskViews.hook(n));
+    client.onSkillsChanged(([n, meta]) => void skillsChanged(this, n, meta).catch((err) => this.fail(err)));
     client.onTask((t) => {
       // Archived (here or in another window): its row goes.
       if (t.archivedAt) {
@@ -328,14 +337,17 @@ export class Familiar implements vscode.Disposable {
     client.onQuestionResolved(([r]) => this.questions.closePrompt(`${r.id}/${r.questionId}`, r.decidedBy));
     client.onCompleted(([c]) => void this.completed(c));
     client.onServerMessage(([m, meta]) => {
-      const text = `Familiar: ${m.text}`;
       this.log.info(`server: ${m.level}: ${m.text}`);
       // The warning before autonomy: once per workspace, with its setting.
       if (m.setting && autonomyWarning(this, this.context.workspaceState, m)) return;
       if (meta.replayed || m.level === 'info') return;
+      const said = serverMessage(m.text, (id) => this.task(id)?.title);
+      const text = `Familiar: ${said.text}`;
       if (m.level === 'error') void error(text, 'Show Log').then((p) => p && this.log.show());
-      // The claude warning of initialize is shown (with its actions) by checkClaude.
-      else if (!/claude/i.test(m.text)) void warn(text);
+      // The missing claude of initialize is shown (with its actions) by
+      // checkClaude; every other warning is shown, those naming claude too
+      // (an MCP server that failed inside claude).
+      else if (!said.shownElsewhere) void warn(text);
     });
     try {
       const init = await client.start();
@@ -399,6 +411,9 @@ export class Familiar implements vscode.Disposable {
     const s = settingsFrom((key, def) => c.get(key, def));
     const policy = this.policy();
     if (policy) s.permissionPolicy = policy;
+    // Unset, familiar keeps the servers it has (another window's, familiar's own settings).
+    const mcp = settingServers();
+    if (mcp) s.mcpServers = mcp;
     return s;
   }
 
@@ -431,7 +446,10 @@ export class Familiar implements vscode.Disposable {
     }
     if (this.client?.state === 'connected') {
       try {
-        const s = await this.client.request<any>('settings/update', { settings: this.settings() });
+        const settings = this.settings();
+        // The setting removed: the session's servers go too (mcpServers is replaced whole).
+        if (e.affectsConfiguration('familiar.mcpServers') && !settings.mcpServers) settings.mcpServers = {};
+        const s = await this.client.request<any>('settings/update', { settings });
         if (typeof s?.undoWindowSec === 'number') this.undoWindowSec = s.undoWindowSec;
         this.log.info('settings updated');
       } catch (err: any) {

@@ -7,7 +7,10 @@
 
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
-import type { Mode, Profile, Skill, Task } from './protocol';
+import type { McpCheckResult, McpPreset, Mode, Profile, Skill, Task, TaskType } from './protocol';
+import { directiveWords, elevatedWarning, mcpCheckText, profileFor, shortPath } from './controls';
+import { presetDetail } from './mcp';
+import * as os from 'os';
 import { createParams, Draft } from './draft';
 import { Code } from './protocol';
 import { trace } from './ui';
@@ -16,6 +19,8 @@ const draftKey = 'familiar.newTaskDraft';
 
 export class NewTaskForm {
   private panel?: vscode.WebviewPanel;
+  /** mcp/presets as last read (task/create takes the servers, not their names). */
+  private presets: McpPreset[] = [];
 
   constructor(private readonly f: Familiar, private readonly state: vscode.Memento, private readonly extensionUri: vscode.Uri) {}
 
@@ -53,16 +58,39 @@ export class NewTaskForm {
     subs.push(w.onDidReceiveMessage(async (m: any) => {
       switch (m?.type) {
         case 'ready': {
-          const [profiles, skills] = await Promise.all([
-            this.f.connected().request<Profile[]>('profiles/list', {}).catch(() => [] as Profile[]),
-            this.f.connected().request<Skill[]>('skills/list', {}).catch(() => [] as Skill[]),
+          const client = await this.f.whenConnected();
+          const [profiles, skills, presets] = await Promise.all([
+            client.request<Profile[]>('profiles/list', {}).catch(() => [] as Profile[]),
+            client.request<Skill[]>('skills/list', {}).catch(() => [] as Skill[]),
+            client.request<McpPreset[]>('mcp/presets', {}).catch(() => [] as McpPreset[]),
           ]);
+          this.presets = presets;
+          // The profile a type gets when the form names none, for the
+          // form to pre-select that profile's default skills.
+          const types: TaskType[] = ['implement', 'fix', 'refactor', 'test', 'custom'];
           void w.postMessage({
             type: 'init',
             draft: this.state.get<Draft>(draftKey),
             profiles: profiles.map((p) => ({ name: p.name, description: p.description })),
-            skills: skills.map((s) => ({ name: s.name, description: s.description })),
+            typeProfile: Object.fromEntries(types.map((t) => [t, profileFor('', t, profiles)])),
+            skills: skills.map((s) => ({
+              name: s.name, description: s.description, defaultFor: s.defaultFor ?? [],
+              where: s.source === 'workspace' ? 'this repository' : s.source === 'global' ? 'yours' : s.source,
+              path: shortPath(s.path, this.f.root, os.homedir()),
+            })),
+            presets: presets.map((p) => ({ name: p.name, detail: presetDetail(p) })),
+            words: { ...directiveWords, elevatedWarning },
           });
+          return;
+        }
+        case 'checkPreset': {
+          // A preset added to the task is checked at once: its state shows next to it.
+          const p = this.presets.find((x) => x.name === m.name);
+          if (!p) return;
+          const res = await (await this.f.whenConnected()).request<McpCheckResult>('mcp/check', { servers: { [p.name]: p.server } })
+            .catch((err: any) => ({ servers: [{ name: p.name, available: false, problem: `familiar could not check it: ${err?.message ?? err}` }] }));
+          const c = res.servers.find((x) => x.name === p.name);
+          if (c) void w.postMessage({ type: 'presetCheck', name: p.name, ok: c.available, text: mcpCheckText(c) });
           return;
         }
         case 'draft':
@@ -93,7 +121,7 @@ export class NewTaskForm {
       void panel.webview.postMessage({ type: 'error', field: 'title', message: 'The task needs a title.' });
       return;
     }
-    const params = createParams(d);
+    const params = createParams(d, this.presets);
     let t: Task;
     try {
       t = await (await this.f.whenConnected()).request<Task>('task/create', params);

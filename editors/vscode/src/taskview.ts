@@ -11,7 +11,7 @@
 import * as vscode from 'vscode';
 import * as os from 'os';
 import type { Familiar } from './extension';
-import type { Task, TaskEventsResult, TaskTranscriptNotification } from './protocol';
+import type { Task, TaskEventsResult, TaskHookNotification, TaskTranscriptNotification } from './protocol';
 import { callRow, header, Item, itemView, Transcript } from './transcript';
 import { noAbsolutePaths, taskLabel } from './model';
 import { trace } from './ui';
@@ -25,7 +25,7 @@ export class Feed {
   private loading = true;
   /** How many transcript entries have been applied (the UI test's measure of size). */
   entries = 0;
-  private readonly held: TaskTranscriptNotification[] = [];
+  private readonly held: (TaskTranscriptNotification | TaskHookNotification)[] = [];
 
   constructor(private readonly f: Familiar, readonly id: string) {
     this.loaded = this.load().finally(() => {
@@ -41,19 +41,21 @@ export class Feed {
       const r = await client.request<TaskEventsResult>('task/events', { id: this.id, sinceSeq: since, limit: 10000 });
       for (const e of r.events) {
         if (e.method === 'task/transcript' && e.params?.entry && this.transcript.add(e.params.entry, e.seq)) this.entries++;
+        // A verbose task's hook calls, where they happened in the conversation.
+        if (e.method === 'task/hook' && e.params?.name) this.transcript.hook(e.params, e.seq);
         since = Math.max(since, e.seq);
       }
       if (r.events.length < 10000 || since >= r.lastSeq) break;
     }
   }
 
-  /** A live (or replayed) task/transcript of this task. */
-  live(n: TaskTranscriptNotification) {
+  /** A live (or replayed) task/transcript or task/hook of this task. */
+  live(n: TaskTranscriptNotification | TaskHookNotification) {
     if (this.loading) {
       this.held.push(n);
       return;
     }
-    const it = this.transcript.add(n.entry, n.seq);
+    const it = 'entry' in n ? this.transcript.add(n.entry, n.seq) : this.transcript.hook(n, n.seq);
     if (it) this.entries++;
     if (it) for (const l of this.listeners) l(it);
   }
@@ -97,6 +99,11 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
 
   /** A task/transcript notification: to the task's feed, if anything follows it. */
   transcript(n: TaskTranscriptNotification) {
+    this.feeds.get(n.id)?.live(n);
+  }
+
+  /** A task/hook notification (a verbose task's): to the task's feed, if anything follows it. */
+  hook(n: TaskHookNotification) {
     this.feeds.get(n.id)?.live(n);
   }
 

@@ -3,10 +3,10 @@
 // call one item updated in place, the plan one checklist, usage summed per
 // turn. Pure: no VS Code, so the fast tests cover it.
 
-import type { PlanItem, Task, ToolCall, TranscriptEntry, Usage } from './protocol';
+import type { PlanItem, Task, TaskHookNotification, ToolCall, TranscriptEntry, Usage } from './protocol';
 import { clock, duration, estimateText, heldInQueue, money, PathPlaces, plainText, relPath, secondsUntil, shortPath, taskLabel, taskStatusText, truncate, undoable } from './model';
 
-export type ItemKind = 'prompt' | 'text' | 'thinking' | 'tool' | 'plan' | 'turn';
+export type ItemKind = 'prompt' | 'text' | 'thinking' | 'tool' | 'plan' | 'turn' | 'hook';
 
 /** One row of the view. key is stable across updates of the same row. */
 export interface Item {
@@ -18,6 +18,8 @@ export interface Item {
   plan?: PlanItem[];
   /** A turn's usage: its responses summed. */
   usage?: Usage;
+  /** A hook call of a verbose task (task/hook): its name and payload. */
+  hook?: { name: string; payload: unknown; truncated?: boolean };
 }
 
 export class Transcript {
@@ -81,6 +83,19 @@ export class Transcript {
     return undefined;
   }
 
+  /**
+   * A task/hook of a verbose task: one row in the conversation where it
+   * happened. Hooks share the seq of transcript entries, so the same check
+   * keeps a replayed one from showing twice.
+   */
+  hook(n: Pick<TaskHookNotification, 'name' | 'payload' | 'truncated'>, seq = 0, at = ''): Item | undefined {
+    if (seq) {
+      if (seq <= this.lastSeq) return undefined;
+      this.lastSeq = seq;
+    }
+    return this.push({ key: `hook${++this.n}`, kind: 'hook', at, hook: { name: n.name, payload: n.payload, truncated: n.truncated } });
+  }
+
   private push(it: Item): Item {
     this.items.push(it);
     this.byKey.set(it.key, it);
@@ -136,7 +151,23 @@ export function itemAsText(it: Item, worktree?: string): string {
     }
     case 'plan': return (it.plan ?? []).map((p) => `${p.status === 'completed' ? '[x]' : p.status === 'in_progress' ? '[~]' : '[ ]'} ${p.content}`).join('\r\n') + '\r\n';
     case 'turn': return `\x1b[2m${usageText(it.usage!)}\x1b[0m\r\n`;
+    case 'hook': return `\x1b[2mhook ${hookTitle(it.hook!)}\x1b[0m\r\n`;
   }
+}
+
+/**
+ * A hook call in a line: its name and what it is about (the tool and its
+ * command or file, the prompt's start), from the payload claude sent.
+ */
+export function hookTitle(h: { name: string; payload: unknown }): string {
+  const p = (h.payload && typeof h.payload === 'object' ? h.payload : {}) as Record<string, any>;
+  const input = p.tool_input && typeof p.tool_input === 'object' ? p.tool_input : {};
+  const about = typeof p.tool_name === 'string'
+    ? [p.tool_name, typeof input.command === 'string' ? input.command : typeof input.file_path === 'string' ? input.file_path : ''].filter(Boolean).join(': ')
+    : typeof p.prompt === 'string' ? p.prompt
+      : typeof p.source === 'string' ? p.source
+        : typeof p.reason === 'string' ? p.reason : '';
+  return about ? `${h.name} — ${truncate(about.replace(/\s+/g, ' '), 120)}` : h.name;
 }
 
 function oneBlock(s: string): string {
@@ -181,6 +212,8 @@ export function header(t: Task, now: number, total?: Usage, where: PathPlaces = 
     [undoable(t, now), 'undo', 'Undo'],
     [t.driver === 'pty' || live, 'openTerminal', 'Terminal'],
     [['blocked', 'cancelled'].includes(t.status), 'retry', 'Retry'],
+    // The mode of a task that still works (or waits to go on): the agent goes on with the new mode's tools.
+    [live || t.status === 'blocked', 'setMode', 'Change Mode…'],
     [live, 'cancel', 'Cancel…'],
     // A summary cut at 30 KB opens whole (task/text).
     [!!t.result?.truncated && !!t.result.summaryRef, 'readSummary', 'Whole summary'],
@@ -250,6 +283,12 @@ export function itemView(it: Item, worktree?: string): ItemView {
       };
     }
     case 'turn': return { key: it.key, kind: it.kind, usage: usageText(it.usage!) };
+    case 'hook': {
+      let input = JSON.stringify(it.hook!.payload ?? {}, null, 2);
+      if (input.length > 4000) input = input.slice(0, 4000) + '\n[clipped here]';
+      else if (it.hook!.truncated) input += '\n[familiar cut this payload at 30 KB]';
+      return { key: it.key, kind: it.kind, text: hookTitle(it.hook!), input };
+    }
     case 'plan': return { key: it.key, kind: it.kind, plan: it.plan };
     default: return { key: it.key, kind: it.kind, text: it.text };
   }

@@ -190,7 +190,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     // without children, and the conflict stayed hidden.
     item.id = forecastRows ? `task:${t.id}:forecast` : `task:${t.id}`;
     const titleOf = (id: string) => this.f.task(id)?.title;
-    item.description = describe(t, now, true);
+    item.description = modeNote(t) + describe(t, now, true);
     item.iconPath = t.conflicts?.length && ['starting', 'running', 'merging'].includes(t.status)
       ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('notificationsWarningIcon.foreground'))
       : icon(t);
@@ -237,12 +237,16 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
 
 /** Everything a task's row shows (besides its place), to tell whether a redraw would change it. */
 function rowKey(t: Task, now: number): string {
-  return [JSON.stringify(t.conflicts ?? []), JSON.stringify(t.overlaps ?? []), t.title, t.status, t.activity, describe(t, now, true), undoable(t, now), t.worktree?.branch ?? '', t.type, t.mode, t.attempt,
+  return [JSON.stringify(t.conflicts ?? []), JSON.stringify(t.overlaps ?? []), t.title, t.status, t.activity, modeNote(t) + describe(t, now, true), undoable(t, now), t.worktree?.branch ?? '', t.type, t.mode, t.attempt,
     truncate(t.description, 300), t.result?.summary ?? ''].join('\u0000');
 }
 
 /** The groups of finished tasks, shown a page at a time. */
 const paged: GroupId[] = ['done', 'cancelled'];
+/** A mode other than the usual executor, at the row's start: what the agent may do shows at a glance. */
+function modeNote(t: Task): string {
+  return t.mode && t.mode !== 'executor' ? `${t.mode} · ` : '';
+}
 
 function place(t: Task): string {
   return `${groupOfTask(t)}/${t.status === 'queued' ? t.queuePosition ?? '' : ''}`;

@@ -41,7 +41,7 @@ test('the task view\'s header: the state in words, the queue position as the ser
   const q = header({ ...base, status: 'queued', queuePosition: 1, estimatedStartSec: 30 }, Date.parse(at));
   assert.equal(q.state, 'queued');
   assert.deepEqual(q.facts.find(([k]) => k === 'Queue'), ['Queue', '#1']);
-  assert.deepEqual(q.actions.map((a) => a.command), ['pause', 'openTerminal', 'cancel']);
+  assert.deepEqual(q.actions.map((a) => a.command), ['pause', 'openTerminal', 'setMode', 'cancel']);
   const r = header({ ...base, activityDetail: 'model error 500, retrying (3 of 10)' }, Date.parse(at));
   assert.equal(r.state, 'running — model error 500, retrying (3 of 10)');
   const ready = header({ ...base, status: 'merging', result: { success: true, summary: '', changedFiles: [], commits: [], costUsd: 0.004 } }, Date.parse(at));
