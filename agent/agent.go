@@ -35,6 +35,13 @@ type Session struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // goroutines the session started (hook holds, classifiers)
 	done   chan struct{}  // closed after the Exited event was emitted
+	// spawned is what claude was started with that a driver may need
+	// after (the PTY driver's MCP probe): the MCP config as written for
+	// this start (with the user's servers) and claude's environment.
+	spawned struct {
+		mcpConfigPath string
+		env           []string
+	}
 
 	watchdog *procs.Watchdog // nil without NoProgress (its methods are nil-safe)
 	gate     progressGate    // what pauses watchdog

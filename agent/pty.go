@@ -15,6 +15,7 @@ import (
 
 	"github.com/familiar-dev/familiar/agent/screen"
 	"github.com/familiar-dev/familiar/agent/transcript"
+	"github.com/familiar-dev/familiar/mcp"
 )
 
 // ptyDriver drives the interactive TUI under a PTY. Hooks are the primary
@@ -107,6 +108,43 @@ func (d *ptyDriver) attach() {
 	d.scr = screen.New(s.opts.Cols, s.opts.Rows, writerFunc(s.proc.Write))
 	s.wg.Add(1)
 	go d.classifyLoop()
+	if s.spawned.mcpConfigPath != "" {
+		// The screen says nothing of a server that failed (CLAUDE-CLI.md
+		// §5; only /mcp lists it): familiar asks each one itself.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			d.probeMCP(s.spawned.mcpConfigPath, s.opts.Dir, s.spawned.env)
+		}()
+	}
+}
+
+// ProblemMCPNotStarted starts the Problem text of an MCP server that did
+// not answer familiar's probe under the PTY driver (the stream driver
+// reports claude's own finding, ProblemMCPFailed).
+const ProblemMCPNotStarted = "an MCP server did not start"
+
+// probeMCP probes the stdio servers of the session's MCP config as claude
+// starts them, and reports each that would not start. It ends with the
+// session (its context), stopping what it started.
+func (d *ptyDriver) probeMCP(configPath, dir string, env []string) {
+	s := d.s
+	servers, err := mcp.ConfigServers(configPath)
+	if err != nil {
+		s.logger.Warn("MCP probe", "err", err)
+		return
+	}
+	for _, r := range mcp.Probe(s.ctx, servers, dir, env, mcp.ProbeTimeout) {
+		if strings.HasPrefix(r.Problem, mcp.ProblemCannotStart) {
+			// A command that is not there: familiar's check before the
+			// start said so already (orchestrator prepareMCP), in words.
+			s.logger.Warn("MCP server did not start", "server", r.Name, "problem", r.Problem)
+			continue
+		}
+		if r.Problem != "" {
+			s.emit(Event{Kind: EventProblem, Problem: fmt.Sprintf("%s: %s (%s)", ProblemMCPNotStarted, r.Name, r.Problem)})
+		}
+	}
 }
 
 func (d *ptyDriver) firstPrompt() {

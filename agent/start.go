@@ -129,6 +129,7 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		return fail(&StartError{Transient: true, Err: err})
 	}
 	s.proc = procAdapter{p}
+	s.spawned.mcpConfigPath, s.spawned.env = opts.MCPConfigPath, cfg.Env
 	// What `familiar bench --only firstrequest` splits the spawn into.
 	s.logger.Debug(SpawnRecord, slog.Duration("prepare", began.Sub(entered)), slog.Duration("config", configured.Sub(began)),
 		slog.Duration("exec", time.Since(configured)))

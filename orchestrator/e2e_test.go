@@ -877,6 +877,29 @@ func TestMcpServerThatFailsBecomesAWarning(t *testing.T) {
 	e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID))
 }
 
+// A server whose command exists (familiar's check before the start passes)
+// but exits at once fails inside claude: the person hears of it whatever
+// the driver. The stream driver says what claude's system/init reports;
+// under the PTY, whose screen says nothing of it, familiar's own probe
+// (issue 26).
+func TestMcpServerFailingInsideClaudeIsReportedByBothDrivers(t *testing.T) {
+	for _, driver := range []protocol.Driver{protocol.DriverPTY, protocol.DriverStream} {
+		t.Run(string(driver), func(t *testing.T) {
+			e := open(t, nil, nil)
+			task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{
+				Title: "with a server that exits", Description: "hi\n@@TEXT Hi.", Driver: driver,
+				McpServers: map[string]protocol.McpServer{"quits": {Type: "stdio", Command: "false"}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			said := map[protocol.Driver]string{protocol.DriverStream: "failed to start in claude", protocol.DriverPTY: "did not start: quits (exited with status 1"}[driver]
+			e.notes.wait(t, "the failure said", is(protocol.NotifyServerMessage, `"level":"warning"`, task.ID, "quits", said))
+			e.notes.wait(t, "completed", is(protocol.NotifyTaskCompleted, task.ID))
+		})
+	}
+}
+
 // A task's skills are installed where claude reads them: claude lists them.
 // Named in task/create, or (issue 26) a profile's default skills when
 // task/create names none; skills/list marks those, profiles/list lists them.

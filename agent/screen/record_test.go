@@ -83,7 +83,9 @@ type scenario struct {
 	home func(t *testing.T, home string)
 	// baseURL, when set, replaces the fake API's URL (a closed port).
 	baseURL func(t *testing.T) string
-	run     func(s *session)
+	// args are added to claude's command line (after --permission-mode default).
+	args []string
+	run  func(s *session)
 }
 
 var scenarios = []scenario{
@@ -91,6 +93,17 @@ var scenarios = []scenario{
 		s.capture("idle", hasAll("? for shortcuts", "❯"))
 		s.submit("@@TEXT I can do A or B. Which one do you prefer?")
 		s.capture("idle-after-turn", hasAll("Which one do you prefer?", "? for shortcuts"))
+	}},
+	// An MCP server that fails inside claude (its command exits at once):
+	// the idle screen says nothing of it, before or after a turn; only /mcp
+	// lists it (✘ broken). So the PTY driver probes servers itself
+	// (agent.ProblemMCPNotStarted).
+	{name: "mcp-failed", args: []string{"--strict-mcp-config", "--mcp-config", `{"mcpServers":{"broken":{"type":"stdio","command":"false"}}}`}, run: func(s *session) {
+		s.waitIdle()
+		s.submit("@@TEXT answered with a broken server")
+		s.capture("mcp-failed-idle", hasAll("answered with a broken server", "? for shortcuts"))
+		s.submit("/mcp")
+		s.capture("mcp-failed-list", hasAll("✘ broken"))
 	}},
 	{name: "working", run: func(s *session) {
 		s.waitIdle()
@@ -447,7 +460,7 @@ func startSession(t *testing.T, claude, git, version, outDir string, srv *fakeap
 	}
 	maps.Copy(extra, sc.env)
 
-	cmd := exec.Command(claude, "--permission-mode", "default")
+	cmd := exec.Command(claude, append([]string{"--permission-mode", "default"}, sc.args...)...)
 	cmd.Dir = repo
 	cmd.Env = withoutEmpty(agent.SessionEnv(os.Environ(), configDir, extra), sc.env)
 	// pty.StartWithSize makes claude a session leader (Setsid), so its pid is

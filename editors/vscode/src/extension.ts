@@ -169,7 +169,8 @@ export class Familiar implements vscode.Disposable {
     reg('familiar.cancelQueue', () => this.queue.cancel());
     reg('familiar.undoQueue', () => this.queue.undo());
     reg('familiar.dismissQueue', () => this.queue.dismiss());
-    reg('familiar.setMode', (a, mode?: string) => changeMode(this, id(a), mode as any));
+    // From a menu the second argument is the selection, not a mode.
+    reg('familiar.setMode', (a, mode?: unknown) => changeMode(this, id(a), typeof mode === 'string' ? mode as any : undefined));
     reg('familiar.checkMcpServers', () => checkMcpServers(this));
     reg('familiar.addMcpPreset', () => addPreset(this));
     reg('familiar.runDoctor', () => this.runDoctor());

@@ -5,7 +5,7 @@
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
 import type { Mode, Task } from './protocol';
-import { canSetMode, modeChoices } from './controls';
+import { canSetMode, modeChoices, modeWords } from './controls';
 import { taskLabel } from './model';
 
 export async function changeMode(f: Familiar, id: string, to?: Mode) {
@@ -15,7 +15,8 @@ export async function changeMode(f: Familiar, id: string, to?: Mode) {
   let mode = to;
   if (!mode) {
     const pick = await vscode.window.showQuickPick(
-      modeChoices(t.mode).map((c) => ({ label: c.label, description: c.description, mode: c.mode, picked: c.current })),
+      // The words as detail, on a line of their own: as a description the auditor's were cut.
+      modeChoices(t.mode).map((c) => ({ label: c.label, description: c.current ? 'now' : '', detail: modeWords[c.mode], mode: c.mode })),
       { title: `Change the mode of "${taskLabel(t)}"`, placeHolder: `Now ${t.mode}. The agent goes on in the same conversation with the new mode's tools.` });
     if (!pick) return;
     mode = pick.mode;

@@ -64,8 +64,9 @@ function freePort() {
 }
 
 /** The scripted model on loopback (internal/fakeapi/cmd/fakemodel). */
-export async function startModel(requestsFile) {
-  const proc = spawn(paths.fakemodel, ['-requests', requestsFile], { stdio: ['pipe', 'pipe', 'inherit'] });
+export async function startModel(requestsFile, find = []) {
+  // -find: each request line lists which of these strings its whole body held.
+  const proc = spawn(paths.fakemodel, ['-requests', requestsFile, ...(find.length ? ['-find', find.join(',')] : [])], { stdio: ['pipe', 'pipe', 'inherit'] });
   const rl = readline.createInterface({ input: proc.stdout });
   const line = await new Promise((resolve, reject) => {
     rl.once('line', resolve);

@@ -2,6 +2,7 @@
 // Usage: node test/ui/run.mjs [scenario ...]   (default: all)
 // Scenarios: main (with choice, multi-select and latency), reload, noclaude, control (pause/resume), view (issue 23: review, task view, answers, grants),
 // manage (issue 26: reorder, undo countdown, search, clear finished, revoke a grant), queue (issue 25: conflict forecast, Merge All Ready…), load.
+// mode, skills, mcp (issue 26: Change Mode…, skills and directives in New Task, MCP servers).
 // FAMILIAR_UI_RUNS sets the latency sample count (default 20).
 
 import * as fs from 'node:fs';
@@ -127,6 +128,15 @@ async function mergeAllReady(s, verify, instead) {
   await s.shot('merge-all-ready-verify');
   if (instead !== undefined) await input.fill(instead);
   await input.press('Enter');
+}
+
+/** Descriptions of the skills scenario's skills: found in a request, the skill reached the model. */
+const skillMarkers = { relnotes: 'SKILLMARK-RELNOTES-26', lint: 'SKILLMARK-LINT-26' };
+
+/** The last status word a row's label says, to wait for any of several. */
+async function waitRow(s, title, words, timeout = 120000) {
+  const sel = words.map((w) => `.monaco-list-row[aria-label^="${title}, ${w}"]`).join(', ');
+  await s.page.locator(sel).first().waitFor({ state: 'attached', timeout });
 }
 
 const bashTask = (file, text) => `@@TOOL Bash {"command":"printf '${text}\\\\n' > ${file}"}`;
@@ -353,6 +363,159 @@ const scenarios = {
       } finally {
         rpc.close();
       }
+    });
+  },
+
+  /**
+   * Issue 26, mode: a task waiting on a permission is switched to auditor
+   * from the tree's context menu; the agent goes on in its conversation,
+   * told of the switch; its row and its view say so; and its next turn's
+   * Write is refused without a question: the model gets an error result
+   * and no file is written.
+   */
+  async mode(model) {
+    await withSession('mode', { env: model.env }, async (s) => {
+      await s.ready();
+      await s.openView();
+      const title = 'Switch to auditor';
+      await s.newTask(title, '@@TOOL Bash {"command":"touch before-switch.txt"}\n@@TEXT Touched.');
+      const ask = `"${title}" asks to run Bash`;
+      await s.toast(ask).waitFor({ timeout: 120000 });
+      await s.waitTaskStatus(title, 'waiting');
+      // The task view offers it too while the task works.
+      const live = await openView(s, title);
+      await live.locator('.actions button', { hasText: 'Change Mode…' }).first().waitFor({ timeout: 30000 });
+      const before = model.requests().length;
+      await s.contextMenu(title, 'Change Mode…');
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: `Change the mode of "${title}"` }).waitFor({ state: 'visible', timeout: 30000 });
+      await s.shot('change-mode-pick');
+      await s.pick('auditor', 'refused without asking');
+      // The row says the mode (a mode other than executor starts its description).
+      await s.page.locator(`.monaco-list-row[aria-label^="${title}, "][aria-label*=", auditor · "]`).first().waitFor({ state: 'attached', timeout: 30000 });
+      await waitRow(s, title, ['ready to merge', 'done, no changes', 'blocked'], 180000);
+      if (!model.requests().slice(before).some((r) => /switched this task to auditor/.test(r.lastUserText))) throw new Error('the model was not told of the switch');
+      const v = await openView(s, title);
+      await v.locator('.facts dd', { hasText: /^auditor$/ }).first().waitFor({ timeout: 30000 });
+      await s.shot('auditor-after-switch');
+      // The next turn writes: refused without a question.
+      const rpc = await socketClient(s);
+      try {
+        const { tasks } = await rpc.request('task/list', {});
+        const t = tasks.find((x) => x.title === title);
+        if (t.mode !== 'auditor') throw new Error(`the task's mode is ${t.mode}`);
+        const next = model.requests().length;
+        await rpc.request('task/send', { id: t.id, text: `Write it down.\n@@TOOL Write ${JSON.stringify({ file_path: 'audit-26.txt', content: 'an auditor must not write this\n' })}\n@@TEXT Tried to write.` });
+        await waitFor('the turn after the write', () => model.requests().slice(next).some((r) => (r.toolResults ?? []).length), 180000, 250);
+        const refused = model.requests().slice(next).flatMap((r) => r.toolResults ?? []);
+        if (!refused.length || !refused.every((r) => r.isError)) throw new Error(`the auditor's write was not refused: ${JSON.stringify(refused).slice(0, 1000)}`);
+        log(`mode: the auditor's write was refused: ${refused[0].content.slice(0, 200)}`);
+        await waitRow(s, title, ['ready to merge', 'done, no changes', 'blocked'], 180000);
+        if (fs.existsSync(path.join(t.worktree.path, 'audit-26.txt'))) throw new Error('the auditor wrote audit-26.txt');
+        await s.shot('auditor-write-refused');
+      } finally {
+        rpc.close();
+      }
+    });
+  },
+
+  /**
+   * Issue 26, skills and directives: New Task lists the repository's
+   * skills; a profile's default skill is ticked when the profile is chosen;
+   * a skill picked besides it and the default both reach the model (their
+   * descriptions are in the request). Elevated shows what it allows. A
+   * broken skill file is a warning naming the file and its line.
+   */
+  async skills(model) {
+    const skill = (name, desc) => `---\nname: ${name}\ndescription: ${desc}\n---\nDo it well.\n`;
+    await withSession('skills', {
+      env: model.env,
+      files: {
+        '.familiar/skills/relnotes/SKILL.md': skill('relnotes', `Writes release notes (${skillMarkers.relnotes})`),
+        '.familiar/skills/lint/SKILL.md': skill('lint', `Runs the linters (${skillMarkers.lint})`),
+        '.familiar/profiles/writer.md': '---\ndescription: writes docs\nskills: [relnotes]\n---\n{{.Title}}\n\n{{.Description}}\n',
+      },
+    }, async (s) => {
+      await s.ready();
+      await s.openView();
+      await s.command('Familiar: New Task');
+      const f = await s.formFrame();
+      await f.locator('#title').fill('Notes with skills');
+      await f.locator('#description').fill('@@TEXT Noted.');
+      await f.locator('#skill-relnotes').waitFor({ timeout: 30000 });
+      if (await f.locator('#skill-relnotes').isChecked()) throw new Error('relnotes is ticked before its profile is chosen');
+      await f.locator('#profile').selectOption('writer');
+      // The profile's default skill is pre-selected.
+      await waitFor('the writer profile\'s default skill ticked', () => f.locator('#skill-relnotes').isChecked(), 15000);
+      await f.locator('#skills-hint', { hasText: 'defaults of the profile writer' }).waitFor({ timeout: 15000 });
+      await f.locator('#skill-lint').check();
+      await f.locator('#skills-hint', { hasText: 'Your choice' }).waitFor({ timeout: 15000 });
+      // Elevated says what it allows before the task is created; left off here.
+      await f.locator('#directive-elevated').check();
+      await f.locator('#elevated-warning', { hasText: 'without asking you' }).waitFor({ timeout: 15000 });
+      if (!/deny rule .* still wins/.test(await f.locator('#elevated-warning').textContent())) throw new Error('the elevated warning does not say a deny rule still wins');
+      await s.shot('new-task-skills-directives');
+      await f.locator('#directive-elevated').uncheck();
+      await f.locator('#create').click();
+      await waitFor('the New Task form to close', async () => !(await s.formFrame(0).catch(() => undefined)), 30000, 100);
+      await waitRow(s, 'Notes with skills', ['done, no changes', 'ready to merge'], 180000);
+      const found = new Set(model.requests().flatMap((r) => r.found ?? []));
+      for (const m of [skillMarkers.relnotes, skillMarkers.lint]) if (!found.has(m)) throw new Error(`the skill described "${m}" never reached the model (found: ${[...found].join(', ') || 'none'})`);
+      // A skill file that does not load: a warning naming it and its line.
+      fs.mkdirSync(path.join(s.repo, '.familiar/skills/broken'), { recursive: true });
+      fs.writeFileSync(path.join(s.repo, '.familiar/skills/broken/SKILL.md'), '---\nname: broken\ndescription: has a mode that is none\nmode: wizard\n---\nbody\n');
+      const bad = s.toast('a skill did not load: .familiar/skills/broken/SKILL.md:4: unknown mode');
+      await bad.waitFor({ timeout: 60000 });
+      await s.shot('skill-error-warning');
+    });
+  },
+
+  /**
+   * Issue 26, MCP: Check MCP Servers says, per server of the setting,
+   * whether it can start and why not; Add MCP Server Preset… adds a preset
+   * to the setting and checks it; New Task adds a preset to one task and
+   * shows its check next to it.
+   */
+  async mcp(model) {
+    await withSession('mcp', {
+      env: { ...model.env, GITHUB_PERSONAL_ACCESS_TOKEN: undefined },
+      // broken cannot start (no such command); quits starts and exits at once,
+      // which only claude (or familiar's probe under the PTY) finds.
+      settings: { 'familiar.mcpServers': { broken: { type: 'stdio', command: '/nonexistent/mcp-server' }, quits: { type: 'stdio', command: 'false' } } },
+    }, async (s) => {
+      await s.ready();
+      await s.openView();
+      await s.command('Familiar: Check MCP Servers');
+      const qi = s.page.locator('.quick-input-widget');
+      await qi.locator('.quick-input-title', { hasText: 'MCP servers: 1 of 2 cannot start' }).waitFor({ state: 'visible', timeout: 30000 });
+      await qi.locator('.monaco-list-row', { hasText: 'broken' }).filter({ hasText: 'cannot start' }).first().waitFor({ state: 'visible', timeout: 15000 });
+      await qi.locator('.monaco-list-row', { hasText: 'quits' }).filter({ hasText: 'ready' }).first().waitFor({ state: 'visible', timeout: 15000 });
+      await s.shot('check-mcp-servers');
+      await s.page.keyboard.press('Escape');
+      await s.command('Familiar: Add MCP Server Preset…');
+      await s.pick('filesystem', 'server-filesystem');
+      const added = s.toast('added the MCP server filesystem:');
+      await added.waitFor({ timeout: 30000 });
+      const addedText = await added.textContent();
+      if (!/filesystem: (ready|cannot start)/.test(addedText)) throw new Error(`the preset's check is not in words: ${addedText}`);
+      await s.shot('preset-added');
+      const settings = JSON.parse(fs.readFileSync(path.join(s.repo, '.vscode', 'settings.json'), 'utf8'));
+      if (!settings['familiar.mcpServers']?.filesystem || !settings['familiar.mcpServers']?.broken) throw new Error(`the setting is ${JSON.stringify(settings)}`);
+      // New Task: a preset for one task, checked as it is added.
+      await s.command('Familiar: New Task');
+      const f = await s.formFrame();
+      await f.locator('#mcp-github').check();
+      await f.locator('#mcp-github-check', { hasText: 'github: cannot start' }).waitFor({ timeout: 30000 });
+      if (!/GITHUB_PERSONAL_ACCESS_TOKEN/.test(await f.locator('#mcp-github-check').textContent())) throw new Error('the github check does not say what is missing');
+      await s.shot('new-task-mcp-preset');
+      await f.locator('#discard').click();
+      await waitFor('the form to close', async () => !(await s.formFrame(0).catch(() => undefined)), 30000, 100);
+      // A server that fails inside claude is said, under the PTY driver too,
+      // naming the task by its title (a filter on "claude" hid it before).
+      const title = 'Uses MCP';
+      await s.newTask(title, '@@TEXT Nothing to do.');
+      await s.toast(`"${title}": an MCP server did not start: quits`).waitFor({ timeout: 120000 });
+      await s.shot('mcp-failure-inside-claude');
+      await waitRow(s, title, ['done, no changes', 'ready to merge'], 180000);
     });
   },
 
@@ -1082,7 +1245,7 @@ async function load(s, floodDir, agentNice) {
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'load'];
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
@@ -1094,7 +1257,8 @@ if (!fs.existsSync(paths.claude)) {
   console.error(`missing the claude CLI at ${paths.claude}: run bash .ci/run-tools or set FAMILIAR_CLAUDE`);
   process.exit(1);
 }
-const model = await startModel(path.join(artifacts, 'model-requests.jsonl'));
+// The skills scenario looks for its skills' descriptions in what reached the model.
+const model = await startModel(path.join(artifacts, 'model-requests.jsonl'), [skillMarkers.relnotes, skillMarkers.lint]);
 // Scenarios known to fail for a reason outside the extension (named with the
 // reason in .ci/run-vscode): their failure is reported, not counted; their
 // passing is reported so the entry gets removed.

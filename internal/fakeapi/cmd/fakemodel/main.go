@@ -5,13 +5,17 @@
 //
 // With -requests FILE it appends one JSON line per main request: the last
 // user text and the tool results it carries, so a test can check what an
-// answer given in the UI told the model.
+// answer given in the UI told the model. With -find A,B each line also
+// lists which of those strings the whole request held (a skill's
+// description in claude's listing, say), which the last user text alone
+// does not show.
 //
 // It is a test helper, never shipped: the model it serves is a script, not
 // Claude.
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -19,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -27,6 +32,7 @@ import (
 
 func main() {
 	requests := flag.String("requests", "", "append a JSON line per main request to this file")
+	find := flag.String("find", "", "comma-separated strings; each request line lists those its whole body holds")
 	flag.Parse()
 	srv := fakeapi.Start(fakeapi.PromptScript())
 	defer srv.Close()
@@ -49,7 +55,13 @@ func main() {
 			rec := struct {
 				LastUserText string   `json:"lastUserText"`
 				ToolResults  []result `json:"toolResults"`
+				Found        []string `json:"found,omitempty"`
 			}{LastUserText: req.LastUserText()}
+			for _, s := range strings.Split(*find, ",") {
+				if s != "" && bytes.Contains(req.Raw, []byte(s)) {
+					rec.Found = append(rec.Found, s)
+				}
+			}
 			for _, b := range req.ToolResults() {
 				rec.ToolResults = append(rec.ToolResults, result{Content: b.Content, IsError: b.IsError})
 			}
