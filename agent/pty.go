@@ -134,17 +134,16 @@ func (d *ptyDriver) probeMCP(configPath, dir string, env []string) {
 		s.logger.Warn("MCP probe", "err", err)
 		return
 	}
-	for _, r := range mcp.Probe(s.ctx, servers, dir, env, mcp.ProbeTimeout) {
-		if strings.HasPrefix(r.Problem, mcp.ProblemCannotStart) {
+	mcp.Probe(s.ctx, servers, dir, env, mcp.ProbeTimeout, func(r mcp.ProbeResult) {
+		switch {
+		case strings.HasPrefix(r.Problem, mcp.ProblemCannotStart):
 			// A command that is not there: familiar's check before the
 			// start said so already (orchestrator prepareMCP), in words.
 			s.logger.Warn("MCP server did not start", "server", r.Name, "problem", r.Problem)
-			continue
-		}
-		if r.Problem != "" {
+		case r.Problem != "":
 			s.emit(Event{Kind: EventProblem, Problem: fmt.Sprintf("%s: %s (%s)", ProblemMCPNotStarted, r.Name, r.Problem)})
 		}
-	}
+	})
 }
 
 func (d *ptyDriver) firstPrompt() {

@@ -51,11 +51,13 @@ type ProbeResult struct {
 // that exits first or does not answer within timeout would fail inside
 // claude too. This is how a failure shows under the PTY driver, whose
 // screen says nothing of it (the stream driver reads it from system/init).
-// Every server is stopped (its process group killed) before Probe
-// returns, also when ctx ends. Problems never carry what a server wrote
+// Each result goes to report as soon as that server is done (from the
+// server's own goroutine: a quick failure is not held back by a slow
+// server); a server still starting when ctx ends is not reported. Every
+// server is stopped (its process group killed) before Probe returns. Problems never carry what a server wrote
 // (its stderr can hold a secret), only how it failed. HTTP and SSE
 // servers are left out: Checker reaches their URL before the task starts.
-func Probe(ctx context.Context, servers map[string]Server, dir string, env []string, timeout time.Duration) []ProbeResult {
+func Probe(ctx context.Context, servers map[string]Server, dir string, env []string, timeout time.Duration, report func(ProbeResult)) {
 	names := make([]string, 0, len(servers))
 	for n, s := range servers {
 		if s.Type == "" || s.Type == TypeStdio {
@@ -63,18 +65,19 @@ func Probe(ctx context.Context, servers map[string]Server, dir string, env []str
 		}
 	}
 	sort.Strings(names)
-	out := make([]ProbeResult, len(names))
 	done := make(chan struct{})
-	for i, n := range names {
+	for _, n := range names {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			out[i] = ProbeResult{Name: n, Problem: probeOne(ctx, servers[n], dir, env, timeout)}
+			problem := probeOne(ctx, servers[n], dir, env, timeout)
+			if ctx.Err() == nil {
+				report(ProbeResult{Name: n, Problem: problem})
+			}
 		}()
 	}
 	for range names {
 		<-done
 	}
-	return out
 }
 
 // initializeRequest is what claude 2.1.330 sends first (CLAUDE-CLI.md §5).

@@ -188,7 +188,8 @@
     const cancel = el('button', { type: 'button', id: 'cancel' }, 'Close (keep the draft)');
     const discard = el('button', { type: 'button', id: 'discard', class: 'link' }, 'Discard the draft');
     cancel.addEventListener('click', () => { flush(); vscode.postMessage({ type: 'cancel' }); });
-    discard.addEventListener('click', () => vscode.postMessage({ type: 'discard' }));
+    // A save still pending would bring the discarded draft back.
+    discard.addEventListener('click', () => { clearTimeout(saveTimer); vscode.postMessage({ type: 'discard' }); });
     bar.appendChild(create);
     bar.appendChild(cancel);
     bar.appendChild(discard);
