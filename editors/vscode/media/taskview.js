@@ -166,6 +166,25 @@
     return n;
   }
 
+  // A verbose task's hook calls, in the order they came, in a box of their
+  // own below the conversation: they arrive as claude makes them, its
+  // transcript later, so among the rows they stood before the prompt that
+  // caused them.
+  let hooks = null;
+  function hookBox() {
+    if (!hooks) {
+      hooks = el('details', 'hooks');
+      hooks.id = 'hooks';
+      hooks.appendChild(el('summary'));
+      log.after(hooks);
+    }
+    return hooks;
+  }
+  function countHooks() {
+    const n = hooks ? hooks.querySelectorAll('.item.hook').length : 0;
+    if (hooks) hooks.firstChild.textContent = 'Hook calls (' + n + '): this task is verbose';
+  }
+
   function put(it) {
     const old = nodes.get(it.key);
     const n = render(it);
@@ -173,6 +192,7 @@
     if (old && old.tagName === 'DETAILS' && n.tagName === 'DETAILS' && !(it.diffs || []).length) n.open = old.open;
     nodes.set(it.key, n);
     if (old) old.replaceWith(n);
+    else if (it.kind === 'hook') { hookBox().appendChild(n); countHooks(); }
     else log.appendChild(n);
   }
 
@@ -212,15 +232,18 @@
       case 'reset': {
         log.textContent = '';
         nodes.clear();
+        if (hooks) { hooks.remove(); hooks = null; }
         // Built off the page and put in at once: one layout, not one per row.
         const frag = document.createDocumentFragment();
+        const hookFrag = document.createDocumentFragment();
         for (const it of m.items) {
           const n = render(it);
           nodes.set(it.key, n);
-          frag.appendChild(n);
+          (it.kind === 'hook' ? hookFrag : frag).appendChild(n);
         }
         log.appendChild(frag);
-        if (!m.items.length) log.appendChild(el('div', 'empty', 'Nothing yet: the conversation shows here as the agent works.'));
+        if (hookFrag.childNodes.length) { hookBox().appendChild(hookFrag); countHooks(); }
+        if (!m.items.some((it) => it.kind !== 'hook')) log.appendChild(el('div', 'empty', 'Nothing yet: the conversation shows here as the agent works.'));
         window.scrollTo(0, document.body.scrollHeight);
         requestAnimationFrame(() => vscode.postMessage({ type: 'rendered', items: m.items.length }));
         break;

@@ -151,7 +151,8 @@ export function itemAsText(it: Item, worktree?: string): string {
     }
     case 'plan': return (it.plan ?? []).map((p) => `${p.status === 'completed' ? '[x]' : p.status === 'in_progress' ? '[~]' : '[ ]'} ${p.content}`).join('\r\n') + '\r\n';
     case 'turn': return `\x1b[2m${usageText(it.usage!)}\x1b[0m\r\n`;
-    case 'hook': return `\x1b[2mhook ${hookTitle(it.hook!)}\x1b[0m\r\n`;
+    // A terminal shows the conversation: hook calls come before the entries they belong after.
+    case 'hook': return '';
   }
 }
 
@@ -189,6 +190,9 @@ export function header(t: Task, now: number, total?: Usage, where: PathPlaces = 
   const facts: [string, string, string?][] = [];
   const activity = t.status === 'running' ? t.activityDetail || t.activity.replace('_', ' ') : '';
   facts.push(['Mode', t.mode], ['Type', t.type], ['Driver', t.driver]);
+  // What the task was created with beyond its mode: elevated above all, which asks nothing.
+  const dirs = (['elevated', 'think', 'verbose'] as const).filter((k) => t.directives?.[k]);
+  if (dirs.length) facts.push(['Directives', dirs.join(', ')]);
   if (t.worktree) {
     // Outside the repository (under $XDG_DATA_HOME), its whole path is long.
     facts.push(['Branch', t.worktree.branch], ['Worktree', shortPath(t.worktree.path, where.repo, where.home), t.worktree.path]);

@@ -422,8 +422,9 @@ const scenarios = {
    * Issue 26, skills and directives: New Task lists the repository's
    * skills; a profile's default skill is ticked when the profile is chosen;
    * a skill picked besides it and the default both reach the model (their
-   * descriptions are in the request). Elevated shows what it allows. A
-   * broken skill file is a warning naming the file and its line.
+   * descriptions are in the request). Elevated shows what it allows; a
+   * verbose task's view shows its hook calls. A broken skill file is a
+   * warning naming the file and its line.
    */
   async skills(model) {
     const skill = (name, desc) => `---\nname: ${name}\ndescription: ${desc}\n---\nDo it well.\n`;
@@ -455,11 +456,18 @@ const scenarios = {
       if (!/deny rule .* still wins/.test(await f.locator('#elevated-warning').textContent())) throw new Error('the elevated warning does not say a deny rule still wins');
       await s.shot('new-task-skills-directives');
       await f.locator('#directive-elevated').uncheck();
+      // Verbose: the task view shows the agent's hook calls.
+      await f.locator('#directive-verbose').check();
       await f.locator('#create').click();
       await waitFor('the New Task form to close', async () => !(await s.formFrame(0).catch(() => undefined)), 30000, 100);
       await waitRow(s, 'Notes with skills', ['done, no changes', 'ready to merge'], 180000);
       const found = new Set(model.requests().flatMap((r) => r.found ?? []));
       for (const m of [skillMarkers.relnotes, skillMarkers.lint]) if (!found.has(m)) throw new Error(`the skill described "${m}" never reached the model (found: ${[...found].join(', ') || 'none'})`);
+      const v = await openView(s, 'Notes with skills');
+      await v.locator('#hooks > summary', { hasText: 'Hook calls (' }).click();
+      await v.locator('.item.hook summary', { hasText: 'UserPromptSubmit' }).first().waitFor({ timeout: 30000 });
+      await v.locator('.item.hook summary', { hasText: 'Stop' }).first().waitFor({ timeout: 30000 });
+      await s.shot('verbose-hooks-in-view');
       // A skill file that does not load: a warning naming it and its line.
       fs.mkdirSync(path.join(s.repo, '.familiar/skills/broken'), { recursive: true });
       fs.writeFileSync(path.join(s.repo, '.familiar/skills/broken/SKILL.md'), '---\nname: broken\ndescription: has a mode that is none\nmode: wizard\n---\nbody\n');
@@ -513,7 +521,11 @@ const scenarios = {
       // naming the task by its title (a filter on "claude" hid it before).
       const title = 'Uses MCP';
       await s.newTask(title, '@@TEXT Nothing to do.');
-      await s.toast(`"${title}": an MCP server did not start: quits`).waitFor({ timeout: 120000 });
+      const quits = s.toast(`"${title}": an MCP server did not start: quits`);
+      await quits.waitFor({ timeout: 120000 });
+      // Expanded, a toast among others shows its whole text (best effort: only the screenshot needs it).
+      await quits.hover();
+      await quits.locator('.codicon-notifications-expand').first().click({ timeout: 5000 }).catch(() => undefined);
       await s.shot('mcp-failure-inside-claude');
       await waitRow(s, title, ['done, no changes', 'ready to merge'], 180000);
     });
