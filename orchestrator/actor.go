@@ -180,10 +180,15 @@ func (a *actor) handle(env envelope) error {
 		return err
 	}
 	// A start the step accepted keeps the session it brought; an agent's
-	// end is the step's effAgentGone.
+	// end is the step's effAgentGone, which counts it out. The view
+	// published before the effects run has no session once the step has
+	// none.
 	a.st = next
 	if env.sess != nil {
 		a.sess = env.sess
+	}
+	if a.st.agent == agentNone {
+		a.sess = nil
 	}
 	// Readers (the scheduler woken by an effect among them) see the new
 	// state before any effect runs.
