@@ -19,10 +19,16 @@ import (
 // store, read back at start), a running task is expected to end at its start
 // plus that, and the queue is simulated slot by slot from there. Estimates are
 // absolute times, so they count down between updates.
+//
+// Before there is history there is no estimate: the 180 s that stood in for
+// one said "starts in about 6 min" for tasks of seconds, and a guess shown as
+// an estimate is worse than none. A task whose length (or the length of one
+// ahead of it in its slot) is unknown gets no estimate fields.
 
-// defaultExpected is a task's expected length before any task of the
-// repository has succeeded.
-const defaultExpected = 180 * time.Second
+// minHistory is how many successful runs a level of the fallback chain needs
+// before its median is used: one or two runs are one task's accident (a
+// first run that installed dependencies, a one-line fix).
+const minHistory = 3
 
 // overrunGrace is how far ahead a task past its expected length is expected
 // to end: soon, but not "now" forever.
@@ -56,17 +62,17 @@ func (h *durationHistory) add(profile string, typ protocol.TaskType, d time.Dura
 	}
 }
 
-// expected is the median of the most specific history that has runs: the
-// profile and type, the profile, the type, any task; else defaultExpected.
-// A median, because one run that waited on a person overnight must not move
-// every estimate.
+// expected is the median of the most specific history that has minHistory
+// runs: the profile and type, the profile, the type, any task; else 0, no
+// estimate. A median, because one run that waited on a person overnight must
+// not move every estimate.
 func (h *durationHistory) expected(profile string, typ protocol.TaskType) time.Duration {
 	for _, k := range historyKeys(profile, typ) {
-		if s := h.byKey[k]; len(s) > 0 {
+		if s := h.byKey[k]; len(s) >= minHistory {
 			return median(s)
 		}
 	}
-	return defaultExpected
+	return 0
 }
 
 // historyOf is the history of the tasks read back from the store: each
@@ -100,18 +106,24 @@ func median(s []time.Duration) time.Duration {
 // liveRun is a task holding a slot, for the estimate.
 type liveRun struct {
 	startedAt time.Time
-	expected  time.Duration
+	expected  time.Duration // 0: unknown (no history)
 }
 
 // estimateQueue is when each live task is expected to end and each queued
 // task (in start order) to start, given slots slots. A live task is expected
 // to end at its start plus its expected length, and never sooner than
-// overrunGrace from now (one past its length ends "soon", not "now" forever); a slot frees when the number of live tasks drops below slots,
-// and the next queued task takes it for its expected length.
+// overrunGrace from now (one past its length ends "soon", not "now" forever);
+// a slot frees when the number of live tasks drops below slots, and the next
+// queued task takes it for its expected length. An expected length of 0 is
+// unknown: that task's end is the zero time, as is the start of every task
+// that would wait for it (a slot held for an unknown time frees last, never).
 func estimateQueue(now time.Time, slots int, running []liveRun, queued []time.Duration) (ends, starts []time.Time) {
 	slots = max(slots, 1)
 	ends = make([]time.Time, len(running))
 	for i, r := range running {
+		if r.expected <= 0 {
+			continue
+		}
 		end := r.startedAt.Add(r.expected)
 		if r.startedAt.IsZero() {
 			end = now.Add(r.expected)
@@ -123,8 +135,9 @@ func estimateQueue(now time.Time, slots int, running []liveRun, queued []time.Du
 	}
 	// free are the times slots become free for the queue, earliest first:
 	// the first len(running)-slots ends only bring the count down to slots.
+	// An unknown end (zero) sorts last.
 	free := slices.Clone(ends)
-	slices.SortFunc(free, func(a, b time.Time) int { return a.Compare(b) })
+	sortFree(free)
 	if extra := len(free) - slots; extra > 0 {
 		free = free[extra:]
 	}
@@ -134,12 +147,35 @@ func estimateQueue(now time.Time, slots int, running []liveRun, queued []time.Du
 	starts = make([]time.Time, len(queued))
 	for i, d := range queued {
 		at := free[0]
+		if at.IsZero() {
+			// Every slot is held for an unknown time: neither this task's
+			// start nor any later one's is known.
+			break
+		}
 		if at.Before(now) {
 			at = now
 		}
 		starts[i] = at
-		free[0] = at.Add(d)
-		sort.Slice(free, func(a, b int) bool { return free[a].Before(free[b]) })
+		free[0] = time.Time{}
+		if d > 0 {
+			free[0] = at.Add(d)
+		}
+		sortFree(free)
 	}
 	return ends, starts
+}
+
+// sortFree sorts slot-free times earliest first, unknown (zero) last.
+func sortFree(free []time.Time) {
+	slices.SortFunc(free, func(a, b time.Time) int {
+		switch {
+		case a.IsZero() && b.IsZero():
+			return 0
+		case a.IsZero():
+			return 1
+		case b.IsZero():
+			return -1
+		}
+		return a.Compare(b)
+	})
 }

@@ -64,6 +64,33 @@ func TestEstimateQueueCountsDown(t *testing.T) {
 	}
 }
 
+// A task with no history to go by has no estimate, and neither has any task
+// that would wait for its slot; a slot that frees at a known time still gives
+// the next task its start.
+func TestEstimateQueueWithoutHistory(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 7, 0, 0, 0, time.UTC)
+	now := t0.Add(10 * time.Second)
+	// One slot held by a task of unknown length: no end, no start for any.
+	ends, starts := estimateQueue(now, 1, []liveRun{{t0, 0}}, []time.Duration{time.Minute, time.Minute})
+	if !ends[0].IsZero() || !starts[0].IsZero() || !starts[1].IsZero() {
+		t.Errorf("unknown running: ends %v starts %v", ends, starts)
+	}
+	// Two slots, one held for an unknown time, one ending in 50 s: the head
+	// starts then; a head of unknown length leaves the next one unknown.
+	ends, starts = estimateQueue(now, 2, []liveRun{{t0, 0}, {t0, time.Minute}}, []time.Duration{0, time.Minute})
+	if !ends[0].IsZero() || secs(now, ends[1:])[0] != 50 {
+		t.Errorf("ends = %v", ends)
+	}
+	if secs(now, starts[:1])[0] != 50 || !starts[1].IsZero() {
+		t.Errorf("starts = %v", starts)
+	}
+	// A free slot is not a guess: the head starts now even with no history.
+	_, starts = estimateQueue(now, 2, []liveRun{{t0, 0}}, []time.Duration{0, 0})
+	if !starts[0].Equal(now) || !starts[1].IsZero() {
+		t.Errorf("free slot: starts = %v", starts)
+	}
+}
+
 func equalInts(a, b []int) bool {
 	if len(a) != len(b) {
 		return false
@@ -78,17 +105,32 @@ func equalInts(a, b []int) bool {
 
 func TestDurationHistoryMedianBySpecificity(t *testing.T) {
 	var h durationHistory
-	if got := h.expected("default", protocol.TaskTypeFix); got != defaultExpected {
+	// No history: no estimate (it was a 180 s guess).
+	if got := h.expected("default", protocol.TaskTypeFix); got != 0 {
 		t.Errorf("empty = %v", got)
 	}
-	for _, d := range []time.Duration{60, 70, 65} {
-		h.add("default", protocol.TaskTypeFix, d*time.Second)
+	// Fewer than minHistory runs anywhere: still none.
+	h.add("default", protocol.TaskTypeFix, 60*time.Second)
+	h.add("default", protocol.TaskTypeFix, 70*time.Second)
+	if got := h.expected("default", protocol.TaskTypeFix); got != 0 {
+		t.Errorf("two runs = %v", got)
+	}
+	h.add("default", protocol.TaskTypeFix, 65*time.Second)
+	if got := h.expected("default", protocol.TaskTypeFix); got != 65*time.Second {
+		t.Errorf("three runs = %v", got)
 	}
 	// One run that waited on a person for an hour moves the median little.
 	h.add("default", protocol.TaskTypeFix, time.Hour)
 	if got := h.expected("default", protocol.TaskTypeFix); got != 67500*time.Millisecond {
 		t.Errorf("fix = %v", got)
 	}
+	// One run of the profile and type is not enough: a less specific level
+	// with enough runs is used (here any task's: 20, 60, 65, 70, 3600).
+	h.add("reviewer", protocol.TaskTypeTest, 20*time.Second)
+	if got := h.expected("reviewer", protocol.TaskTypeTest); got != 65*time.Second {
+		t.Errorf("reviewer test, one run = %v", got)
+	}
+	h.add("reviewer", protocol.TaskTypeTest, 20*time.Second)
 	h.add("reviewer", protocol.TaskTypeTest, 20*time.Second)
 	if got := h.expected("reviewer", protocol.TaskTypeTest); got != 20*time.Second {
 		t.Errorf("reviewer test = %v", got)
@@ -100,8 +142,8 @@ func TestDurationHistoryMedianBySpecificity(t *testing.T) {
 	if got := h.expected("other", protocol.TaskTypeFix); got != 67500*time.Millisecond {
 		t.Errorf("other fix = %v", got)
 	}
-	if got := h.expected("other", protocol.TaskTypeRefactor); got != 65*time.Second {
-		t.Errorf("any = %v", got) // median of 20, 60, 65, 70, 3600
+	if got := h.expected("other", protocol.TaskTypeRefactor); got != 60*time.Second {
+		t.Errorf("any = %v", got) // median of 20, 20, 20, 60, 65, 70, 3600
 	}
 	for range historyKeep + 5 {
 		h.add("x", protocol.TaskTypeCustom, time.Second)

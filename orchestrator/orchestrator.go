@@ -384,7 +384,7 @@ func (o *Orchestrator) fillEstimates(snap *protocol.Task) {
 		o.rebuildQueueLocked(now)
 	}
 	if !queued {
-		if end, ok := o.queueEnds[snap.ID]; ok {
+		if end, ok := o.queueEnds[snap.ID]; ok && !end.IsZero() { // zero: no history to estimate it from
 			snap.EstimatedEndAt = end
 			rem := max(int(end.Sub(now).Seconds()), 0)
 			snap.EstimatedRemainingSec = &rem
@@ -403,8 +403,15 @@ func (o *Orchestrator) fillEstimates(snap *protocol.Task) {
 		// Not among the views yet: after the last one known.
 		at = now
 		if n := len(q); n > 0 {
-			at = o.queueStarts[q[n-1].id].Add(o.history.expected(snap.Profile, snap.Type))
+			at = time.Time{}
+			last, d := o.queueStarts[q[n-1].id], o.history.expected(q[n-1].view().T.Profile, q[n-1].view().T.Type)
+			if !last.IsZero() && d > 0 {
+				at = last.Add(d)
+			}
 		}
+	}
+	if at.IsZero() {
+		return // no history to estimate it from: no estimate rather than a guess
 	}
 	est := max(int(at.Sub(now).Seconds()), 0)
 	if est == 0 {

@@ -532,6 +532,19 @@ export function estimateText(t: Task, now: number): string {
 }
 
 /**
+ * estimateText for a tooltip or the task view, where there is room to say
+ * why there is none: familiar gives no estimate until it has seen tasks
+ * succeed (a guess read as an estimate was worse than nothing). A row says
+ * nothing then.
+ */
+export function estimateOrWhyNot(t: Task, now: number): string {
+  const s = estimateText(t, now);
+  if (s) return s;
+  const live = t.status === 'running' || t.status === 'starting' || t.status === 'waiting';
+  return live || t.status === 'queued' ? 'no estimate yet' : '';
+}
+
+/**
  * Where the person knows a path from, for showing it: relative to the
  * repository when inside it, else "~/…" under the home directory, else the
  * path itself (a worktree is outside the repository, under

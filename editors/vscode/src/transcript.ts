@@ -4,7 +4,7 @@
 // turn. Pure: no VS Code, so the fast tests cover it.
 
 import type { PlanItem, Task, TaskHookNotification, ToolCall, TranscriptEntry, Usage } from './protocol';
-import { clock, duration, estimateText, heldInQueue, money, PathPlaces, plainText, relPath, secondsUntil, shortPath, taskLabel, taskStatusText, truncate, undoable } from './model';
+import { clock, duration, estimateOrWhyNot, heldInQueue, money, PathPlaces, plainText, relPath, secondsUntil, shortPath, taskLabel, taskStatusText, truncate, undoable } from './model';
 
 export type ItemKind = 'prompt' | 'text' | 'thinking' | 'tool' | 'plan' | 'turn' | 'hook';
 
@@ -198,7 +198,7 @@ export function header(t: Task, now: number, total?: Usage, where: PathPlaces = 
     facts.push(['Branch', t.worktree.branch], ['Worktree', shortPath(t.worktree.path, where.repo, where.home), t.worktree.path]);
   }
   if (t.status === 'queued' && t.queuePosition !== undefined) facts.push(['Queue', `#${t.queuePosition}`]);
-  const estimate = estimateText(t, now);
+  const estimate = estimateOrWhyNot(t, now);
   if (estimate) facts.push(['Estimate', estimate]);
   if (undoable(t, now)) facts.push(['Undo', `possible for ${clock(Math.ceil(secondsUntil(t.undoableUntil, now) ?? 0))} more`]);
   if (t.blocked) facts.push(['Blocked', plainText(t.blocked.detail || t.blocked.reason)]);

@@ -2,7 +2,7 @@
 
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
-import { describe, estimateText, secondsUntil, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
+import { describe, estimateOrWhyNot, secondsUntil, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
 import type { Task } from './protocol';
 import { escapeMd } from './ui';
 import { isQueueNode, QueueNode } from './mergequeue';
@@ -214,7 +214,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     md.appendText(truncate(t.description, 300) + '\n\n');
     md.appendMarkdown(`${t.type} · ${t.mode} · attempt ${t.attempt}${t.worktree ? ` · \`${t.worktree.branch}\`` : ''}`);
     // What a narrow side bar cuts from the row's end: the estimate, the undo's time.
-    const more = [estimateText(t, now), undoable(t, now) ? undoText(t, now, false) : ''].filter(Boolean);
+    const more = [estimateOrWhyNot(t, now), undoable(t, now) ? undoText(t, now, false) : ''].filter(Boolean);
     if (more.length) md.appendMarkdown('\n\n').appendText(more.join(' · '));
     if (t.blocked?.detail) md.appendMarkdown('\n\n').appendText(truncate(t.blocked.detail, 500));
     if (t.result?.summary) md.appendMarkdown('\n\n').appendText(truncate(t.result.summary, 500));

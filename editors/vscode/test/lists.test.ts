@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { grantsByScope, parseRange, ranges, reorderStep } from '../src/lists';
-import { about, describe, estimateText, groupOfTask, tasksIn, undoable, undoText } from '../src/model';
+import { about, describe, estimateOrWhyNot, estimateText, groupOfTask, tasksIn, undoable, undoText } from '../src/model';
 import { header } from '../src/transcript';
 import type { Task } from '../src/protocol';
 
@@ -34,6 +34,17 @@ test('estimates count down to their times, in words, and say when they are past'
   assert.equal(estimateText(queued, now + 121_000), 'starts soon');
   assert.equal(describe({ ...running, startedAt: '2026-01-01T00:08:00Z' }, now, true), 'thinking · 2m · about 3 min left');
   assert.equal(estimateText({ ...base, status: 'merged', estimatedEndAt: at(60) }, now), '');
+});
+
+test('before familiar has history there is no estimate: the row says nothing, the tooltip why', () => {
+  const running = { ...base, startedAt: '2026-01-01T00:08:00Z' };
+  assert.equal(describe(running, now, true), 'thinking · 2m');
+  assert.equal(estimateOrWhyNot(running, now), 'no estimate yet');
+  const queued = { ...base, status: 'queued' as const, queuePosition: 2 };
+  assert.equal(describe(queued, now, true), '#2 in queue');
+  assert.equal(estimateOrWhyNot(queued, now), 'no estimate yet');
+  assert.equal(estimateOrWhyNot({ ...queued, estimatedStartAt: at(120) }, now), 'starts in about 2 min');
+  assert.equal(estimateOrWhyNot({ ...base, status: 'merged' }, now), '');
 });
 
 test('undo holds until undoableUntil exactly, counting down in the tree and the task view', () => {
