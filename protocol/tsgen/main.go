@@ -226,6 +226,19 @@ func Generate() ([]byte, error) {
 			s, s.Live(), s.Finished(), s.Resumable(), s.Undoable(), s.HoldsWorktree(), s.Words())
 	}
 	b.WriteString("};\n")
+	// One function per predicate, named as its Go method, so the
+	// extension's questions read as the server's (statusLive(t.status) for
+	// t.Status.Live()). A status a newer familiar added is none of them, as
+	// in Go, rather than a TypeError on an undefined row.
+	for _, p := range []struct{ fn, trait, doc string }{
+		{"statusLive", "live", "the task's agent is starting or at work (starting, running, waiting)"},
+		{"statusFinished", "finished", "the task's work is over, well or not (merging, merged, blocked, cancelled)"},
+		{"statusResumable", "resumable", "task/resume continues the task in its worktree and session (paused, blocked)"},
+		{"statusUndoable", "undoable", "task/undo takes the task within the undo window (merging, merged, blocked, cancelled)"},
+		{"statusHoldsWorktree", "holdsWorktree", "work that will run in the task's worktree is queued or under way (queued, starting, running, waiting); cancelling stops it"},
+	} {
+		fmt.Fprintf(&b, "\n/** %s: %s. */\nexport function %s(s: string): boolean {\n  return StatusTraits[s as Status]?.%s ?? false;\n}\n", p.trait, p.doc, p.fn, p.trait)
+	}
 	return b.Bytes(), nil
 }
 

@@ -60,6 +60,13 @@ func TestGeneratedCarriesTheContract(t *testing.T) {
 		"  byStatus: Partial<Record<Status, number>>;",
 		"  NotFound: -32001,",
 		"  AllowAlwaysExact: 'allow_always_exact',",
+		"  paused: { live: false, finished: false, resumable: true, undoable: false, holdsWorktree: false, words: \"paused\" },",
+		"export function statusLive(s: string): boolean {",
+		"export function statusFinished(s: string): boolean {",
+		"export function statusResumable(s: string): boolean {",
+		"export function statusUndoable(s: string): boolean {",
+		"export function statusHoldsWorktree(s: string): boolean {",
+		"  return StatusTraits[s as Status]?.holdsWorktree ?? false;",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("protocol.ts lacks %q", want)

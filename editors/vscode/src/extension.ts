@@ -12,7 +12,7 @@ import { BinaryError, describeSource, resolveFamiliar } from './binary';
 import { FamiliarClient } from './client';
 import { clock, counts, plural, secondsLeft, secondsUntil, EndAnnouncer, endNotice, TaskEnd, settingsFrom, stillEnded, taskLabel } from './model';
 import type { Policy, SettingsUpdate, Task, TaskCompletedNotification, TaskCreateParams, TaskResult, TaskTextResult } from './protocol';
-import { Code } from './protocol';
+import { Code, statusHoldsWorktree } from './protocol';
 import { TaskTree, Node } from './tree';
 import { DetailsProvider } from './details';
 import { Changes, TextProvider } from './changes';
@@ -517,7 +517,8 @@ export class Familiar implements vscode.Disposable {
     let live = false;
     let counting = false;
     for (const t of c.tasks.values()) {
-      if (['running', 'starting', 'waiting', 'queued'].includes(t.status)) live = true;
+      // Queued or at work: its elapsed time and estimate move.
+      if (statusHoldsWorktree(t.status)) live = true;
       // An undo's countdown, and its end takes the Undo item away.
       else if (t.status === 'merged' && (secondsUntil(t.undoableUntil, Date.now()) ?? -1) > -5) counting = true;
     }
@@ -529,7 +530,7 @@ export class Familiar implements vscode.Disposable {
       const uri = e.document.uri;
       if (uri.scheme !== 'familiar-task') continue;
       const t = c.tasks.get(uri.path.split('/')[1]);
-      if (t && ['running', 'starting', 'waiting', 'queued'].includes(t.status)) this.details.changed(t.id);
+      if (t && statusHoldsWorktree(t.status)) this.details.changed(t.id);
     }
   }
 

@@ -2,6 +2,7 @@
 // times. No VS Code dependency, so the fast tests cover them.
 
 import type { Question, SettingsUpdate, Status, Task, TaskCompletedNotification } from './protocol';
+import { statusFinished, statusLive } from './protocol';
 
 export type GroupId = 'waiting' | 'running' | 'queued' | 'ready' | 'blocked' | 'done' | 'cancelled';
 
@@ -219,8 +220,6 @@ export function endOfTask(t: Task): TaskEnd {
   };
 }
 
-const liveStatuses: Status[] = ['queued', 'starting', 'running', 'waiting', 'paused'];
-
 /**
  * Announces every end of a task once. familiar sends task/completed for
  * every end; an older familiar sent it only on success, so a task that
@@ -241,7 +240,7 @@ export class EndAnnouncer {
 
   /** A task/updated: the end to announce when it is an older familiar's silent block. */
   updated(t: Task): TaskEnd | undefined {
-    if (liveStatuses.includes(t.status)) {
+    if (!statusFinished(t.status)) {
       this.ended.delete(t.id);
       return undefined;
     }
@@ -255,7 +254,7 @@ export class EndAnnouncer {
    * replayed from task/events before it were announced.)
    */
   known(t: Task) {
-    if (liveStatuses.includes(t.status) || this.ended.has(t.id)) return;
+    if (!statusFinished(t.status) || this.ended.has(t.id)) return;
     if (t.status === 'blocked') this.ended.set(t.id, 'failed');
     else if (t.status === 'merging' || t.status === 'merged') this.ended.set(t.id, 'ok');
   }
@@ -523,7 +522,7 @@ export function estimateText(t: Task, now: number): string {
     if (s === undefined) return '';
     return s <= 0 ? 'starts soon' : `starts in ${about(s)}`;
   }
-  if (t.status === 'running' || t.status === 'starting' || t.status === 'waiting') {
+  if (statusLive(t.status)) {
     const s = secondsUntil(t.estimatedEndAt, now);
     if (s === undefined) return '';
     return s <= 0 ? 'taking longer than expected' : `${about(s)} left`;
@@ -540,8 +539,7 @@ export function estimateText(t: Task, now: number): string {
 export function estimateOrWhyNot(t: Task, now: number): string {
   const s = estimateText(t, now);
   if (s) return s;
-  const live = t.status === 'running' || t.status === 'starting' || t.status === 'waiting';
-  return live || t.status === 'queued' ? 'no estimate yet' : '';
+  return statusLive(t.status) || t.status === 'queued' ? 'no estimate yet' : '';
 }
 
 /**

@@ -1366,3 +1366,28 @@ export const StatusTraits: Record<Status, { live: boolean; finished: boolean; re
   blocked: { live: false, finished: true, resumable: true, undoable: true, holdsWorktree: false, words: "blocked" },
   cancelled: { live: false, finished: true, resumable: false, undoable: true, holdsWorktree: false, words: "cancelled" },
 };
+
+/** live: the task's agent is starting or at work (starting, running, waiting). */
+export function statusLive(s: string): boolean {
+  return StatusTraits[s as Status]?.live ?? false;
+}
+
+/** finished: the task's work is over, well or not (merging, merged, blocked, cancelled). */
+export function statusFinished(s: string): boolean {
+  return StatusTraits[s as Status]?.finished ?? false;
+}
+
+/** resumable: task/resume continues the task in its worktree and session (paused, blocked). */
+export function statusResumable(s: string): boolean {
+  return StatusTraits[s as Status]?.resumable ?? false;
+}
+
+/** undoable: task/undo takes the task within the undo window (merging, merged, blocked, cancelled). */
+export function statusUndoable(s: string): boolean {
+  return StatusTraits[s as Status]?.undoable ?? false;
+}
+
+/** holdsWorktree: work that will run in the task's worktree is queued or under way (queued, starting, running, waiting); cancelling stops it. */
+export function statusHoldsWorktree(s: string): boolean {
+  return StatusTraits[s as Status]?.holdsWorktree ?? false;
+}

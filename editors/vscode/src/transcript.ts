@@ -4,6 +4,7 @@
 // turn. Pure: no VS Code, so the fast tests cover it.
 
 import type { PlanItem, Task, TaskHookNotification, ToolCall, TranscriptEntry, Usage } from './protocol';
+import { statusFinished, statusHoldsWorktree } from './protocol';
 import { clock, duration, estimateOrWhyNot, heldInQueue, money, PathPlaces, plainText, relPath, secondsUntil, shortPath, taskLabel, taskStatusText, truncate, undoable } from './model';
 
 export type ItemKind = 'prompt' | 'text' | 'thinking' | 'tool' | 'plan' | 'turn' | 'hook';
@@ -204,13 +205,13 @@ export function header(t: Task, now: number, total?: Usage, where: PathPlaces = 
   if (t.blocked) facts.push(['Blocked', plainText(t.blocked.detail || t.blocked.reason)]);
   const u = t.usage ?? total;
   const none = !!t.result?.noChanges;
-  const live = ['running', 'waiting', 'starting', 'paused', 'queued'].includes(t.status);
+  const live = !statusFinished(t.status);
   const a: [boolean, string, string][] = [
     [t.status === 'waiting', 'answer', 'Answer…'],
     // A queued task paused is held in the queue until resumed.
-    [['running', 'waiting', 'starting', 'queued'].includes(t.status), 'pause', 'Pause'],
+    [statusHoldsWorktree(t.status), 'pause', 'Pause'],
     [t.status === 'paused', 'resume', 'Resume'],
-    [['blocked', 'merging', 'merged', 'cancelled'].includes(t.status), 'continue', 'Continue…'],
+    [statusFinished(t.status), 'continue', 'Continue…'],
     [!none && !!t.worktree && t.status !== 'queued', 'showChanges', 'Show Changes'],
     [t.status === 'merging' && !none, 'merge', 'Merge…'],
     [undoable(t, now), 'undo', 'Undo'],
@@ -221,7 +222,7 @@ export function header(t: Task, now: number, total?: Usage, where: PathPlaces = 
     [live, 'cancel', 'Cancel…'],
     // A summary cut at 30 KB opens whole (task/text).
     [!!t.result?.truncated && !!t.result.summaryRef, 'readSummary', 'Whole summary'],
-    [['blocked', 'cancelled', 'merged', 'merging'].includes(t.status), 'remove', 'Remove…'],
+    [statusFinished(t.status), 'remove', 'Remove…'],
   ];
   return {
     title: taskLabel(t),

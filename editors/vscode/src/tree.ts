@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { Familiar } from './extension';
 import { describe, estimateOrWhyNot, secondsUntil, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
 import type { Task } from './protocol';
+import { statusHoldsWorktree } from './protocol';
 import { escapeMd } from './ui';
 import { isQueueNode, QueueNode } from './mergequeue';
 import { forecastLines, forecastText } from './queuemodel';
@@ -59,7 +60,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     for (const id of this.drawn.keys()) {
       const t = this.f.task(id);
       // A passed undo a few seconds on (a tick may be late), not forever.
-      if (t && (['running', 'starting', 'waiting', 'queued'].includes(t.status) || (t.status === 'merged' && (secondsUntil(t.undoableUntil, Date.now()) ?? -1) > -5))) this.dirty.add(id);
+      if (t && (statusHoldsWorktree(t.status) || (t.status === 'merged' && (secondsUntil(t.undoableUntil, Date.now()) ?? -1) > -5))) this.dirty.add(id);
     }
     if (this.dirty.size) this.schedule();
   }
