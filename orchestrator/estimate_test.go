@@ -220,6 +220,28 @@ func TestUndoableUntil(t *testing.T) {
 	if got := undoableUntil(running, nil, window, now); !got.IsZero() {
 		t.Errorf("running = %v", got)
 	}
+	// task/undo's refusal is the same function's: each zero says why.
+	noWT := finished
+	noWT.Worktree = nil
+	for _, c := range []struct {
+		t     protocol.Task
+		merge *mergeRecord
+		win   time.Duration
+		at    time.Time
+		why   string
+	}{
+		{finished, nil, window, now, ""},
+		{merged, nil, window, now, "familiar has no record of this merge"},
+		{noWT, nil, window, now, "the task has no worktree"},
+		{running, nil, window, now, "the task is working: only a finished task's work can be undone"},
+		{finished, nil, 0, now, "undo is turned off (undoWindowSec is 0)"},
+		{finished, nil, window, now.Add(10 * time.Minute), "the undo window has passed"},
+	} {
+		until, why := undoWindow(c.t, c.merge, c.win, c.at)
+		if why != c.why || until.IsZero() != (why != "") {
+			t.Errorf("undoWindow(%s, window %v) = %v, %q; want why %q", c.t.Status, c.win, until, why, c.why)
+		}
+	}
 }
 
 // The history is read back from the store's tasks: only successful runs,

@@ -86,7 +86,7 @@ func (in cmdSend) apply(st *stepper) error {
 		s.FollowUp = in.text
 		s.T.Result = nil
 		st.changed()
-	case status == protocol.StatusBlocked || status == protocol.StatusPaused:
+	case status.Resumable():
 		// Continue a blocked task: same session, same worktree, with the
 		// person's message.
 		return st.apply(cmdResume{text: in.text})
@@ -166,7 +166,7 @@ type cmdArchive struct{ at time.Time }
 func (in cmdArchive) apply(st *stepper) error {
 	s := &st.s
 	status := s.T.Status
-	if !in.at.IsZero() && (status.Live() || status == protocol.StatusQueued) {
+	if !in.at.IsZero() && status.HoldsWorktree() {
 		return protocol.FailedPrecondition("task "+s.T.ID+" is "+string(status)+": only a task that is not queued or running can be archived; cancel it first", status)
 	}
 	if s.T.ArchivedAt.IsZero() == in.at.IsZero() {

@@ -179,7 +179,7 @@ func (st *stepper) move(to protocol.Status) error {
 	}
 	s.T.Status = to
 	now := st.e.now.UTC()
-	if to.Live() || to == protocol.StatusQueued {
+	if to.HoldsWorktree() {
 		// A task that works again is no longer in the archive.
 		s.T.ArchivedAt = time.Time{}
 	}
@@ -192,10 +192,13 @@ func (st *stepper) move(to protocol.Status) error {
 			s.T.StartedAt = now
 		}
 		s.T.Blocked = nil
-	case protocol.StatusMerging, protocol.StatusBlocked, protocol.StatusCancelled:
-		s.T.FinishedAt = now
 	case protocol.StatusQueued:
 		s.T.FinishedAt = time.Time{}
+	}
+	// A finished task's FinishedAt is set (Status.Finished); merged
+	// keeps its merging's, when the work was done.
+	if to.Finished() && to != protocol.StatusMerged {
+		s.T.FinishedAt = now
 	}
 	if to != protocol.StatusRunning && to != protocol.StatusWaiting {
 		s.T.Activity = protocol.ActivityIdle
@@ -207,7 +210,7 @@ func (st *stepper) move(to protocol.Status) error {
 	}
 	if from.Live() && !to.Live() {
 		var ran time.Duration
-		if !s.T.StartedAt.IsZero() && to != protocol.StatusPaused && to != protocol.StatusQueued {
+		if !s.T.StartedAt.IsZero() && to.Finished() {
 			ran = now.Sub(s.T.StartedAt)
 		}
 		st.emit(effSlotFreed{ranFor: ran, succeeded: to == protocol.StatusMerging, profile: s.T.Profile, typ: s.T.Type})

@@ -100,20 +100,14 @@ func (o *Orchestrator) undo(ctx context.Context, p *protocol.TaskIDParams, warn 
 		}
 	}()
 	status := v.T.Status
-	window := time.Duration(o.settingsNow().UndoWindowSec) * time.Second
-	since := v.T.FinishedAt
 	merge := v.merge
-	if merge != nil && status == protocol.StatusMerged {
-		since = merge.At
-	}
-	if window <= 0 || since.IsZero() || o.clk.Now().Sub(since) > window {
-		return nil, protocol.FailedPrecondition("the undo window has passed", status)
+	// The task's undoableUntil says the same, so a client that offers Undo
+	// while it holds is never refused.
+	if _, why := undoWindow(v.T, merge, time.Duration(o.settingsNow().UndoWindowSec)*time.Second, o.clk.Now()); why != "" {
+		return nil, protocol.FailedPrecondition(why, status)
 	}
 	wt, hasWT := o.worktreeOfView(v)
 	if status == protocol.StatusMerged {
-		if merge == nil {
-			return nil, protocol.FailedPrecondition("familiar has no record of this merge", status)
-		}
 		if err := o.cfg.Repo.UndoMerge(ctx, p.ID, merge.MergeResult); err != nil {
 			return nil, mapError(err, "undo", "id")
 		}
@@ -166,24 +160,40 @@ func (o *Orchestrator) lastUndoRef(ctx context.Context, id string) string {
 // undoableUntil is when task/undo stops being accepted for t, zero when it
 // is not (or no longer) accepted.
 func undoableUntil(t protocol.Task, merge *mergeRecord, window time.Duration, now time.Time) time.Time {
+	until, _ := undoWindow(t, merge, window, now)
+	return until
+}
+
+// undoWindow is task/undo's check and the task's undoableUntil, one
+// function so the two cannot disagree: when the undo stops being accepted,
+// or (zero time) why it is not.
+func undoWindow(t protocol.Task, merge *mergeRecord, window time.Duration, now time.Time) (time.Time, string) {
 	var since time.Time
 	switch {
 	case t.Status == protocol.StatusMerged:
-		if merge != nil {
-			since = merge.At
+		// A merge is undone in the base, worktree or not; its window runs
+		// from the merge.
+		if merge == nil {
+			return time.Time{}, "familiar has no record of this merge"
 		}
+		since = merge.At
 	case t.Status.Undoable():
 		// Before a merge an undo steps the task's branch back in its
-		// worktree: none (never started, or removed) is nothing to undo,
-		// and task/undo refuses it.
-		if t.Worktree != nil {
-			since = t.FinishedAt
+		// worktree: none (never started, or removed) is nothing to undo.
+		if t.Worktree == nil {
+			return time.Time{}, "the task has no worktree"
 		}
+		since = t.FinishedAt
+	default:
+		return time.Time{}, "the task is " + t.Status.Words() + ": only a finished task's work can be undone"
 	}
-	if window <= 0 || since.IsZero() || now.Sub(since) > window {
-		return time.Time{}
+	switch {
+	case window <= 0:
+		return time.Time{}, "undo is turned off (undoWindowSec is 0)"
+	case since.IsZero() || now.Sub(since) > window:
+		return time.Time{}, "the undo window has passed"
 	}
-	return since.Add(window).UTC()
+	return since.Add(window).UTC(), ""
 }
 
 func (o *Orchestrator) worktreeOfView(v *taskView) (worktree.Worktree, bool) {
