@@ -631,6 +631,31 @@ func TestSetModeContinuesTheSession(t *testing.T) {
 	if !sawNotice {
 		t.Error("the model never heard of the mode switch in the same conversation")
 	}
+	// The Bash that waited on its permission when the switch restarted
+	// claude is in no session file: familiar closed it when its agent
+	// exited, in the transcript and in task/get's steps (it stayed pending
+	// for ever).
+	last := map[string]string{}
+	for _, n := range e.notes.all() {
+		var p protocol.TaskTranscriptNotification
+		if n.method != protocol.NotifyTaskTranscript || json.Unmarshal(n.params, &p) != nil || p.ID != a.ID || p.Entry.ToolCall == nil {
+			continue
+		}
+		last[p.Entry.ToolCall.Name+" "+p.Entry.ToolCall.ID] = p.Entry.ToolCall.Status
+	}
+	if len(last) == 0 {
+		t.Error("no tool call in the transcript")
+	}
+	for call, status := range last {
+		if status == "pending" || status == "running" {
+			t.Errorf("%s is still %s in the transcript after its agent was restarted", call, status)
+		}
+	}
+	for _, tc := range after.Steps {
+		if tc.Status == "pending" || tc.Status == "running" {
+			t.Errorf("step %s %s is still %s", tc.Name, tc.ID, tc.Status)
+		}
+	}
 }
 
 func gitIn(t *testing.T, dir string, args ...string) string {

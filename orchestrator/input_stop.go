@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/agent/transcript"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -181,6 +182,7 @@ func (in inExited) apply(st *stepper) error {
 	}
 	s.agent = agentNone
 	st.emit(effAgentGone{})
+	st.closeOpenCalls()
 	s.Process = nil
 	if s.warm {
 		s.warm = false
@@ -279,4 +281,37 @@ func sideloadLost(settings []string) string {
 	}
 	return "claude refused to start with MCP servers passed on its command line (your organization's managed settings set " +
 		"disableSideloadFlags); the task needs none of its own, so it starts again without " + lost
+}
+
+// closeOpenCalls ends, as failed, the tool calls the agent that just exited
+// left pending or running: a call waiting on a permission when a mode
+// switch (or any stop mid-turn) restarted claude is in no session file
+// (CLAUDE-CLI.md §6), so the next agent's transcript never mentions it and
+// it showed as pending for ever. Each is published again with its end, as
+// a call's every change is, so clients replace it and the store replays it
+// closed.
+func (st *stepper) closeOpenCalls() {
+	now := st.e.now.UTC()
+	for _, tc := range openCalls(st.s.steps) {
+		tc.Status = transcript.StatusFailed
+		tc.EndedAt = &now
+		if tc.Result == "" {
+			tc.Result = interruptedCall
+		}
+		st.transcript(protocol.TranscriptEntry{Kind: transcript.KindToolCall, At: now, ToolCall: &tc})
+	}
+}
+
+// interruptedCall is the result of a tool call its agent left unfinished.
+const interruptedCall = "interrupted: claude stopped before this call finished"
+
+// openCalls are the steps not yet completed or failed, copies to change.
+func openCalls(steps []protocol.ToolCall) []protocol.ToolCall {
+	var open []protocol.ToolCall
+	for _, tc := range steps {
+		if tc.Status == transcript.StatusPending || tc.Status == transcript.StatusRunning {
+			open = append(open, tc)
+		}
+	}
+	return open
 }

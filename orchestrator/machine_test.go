@@ -826,3 +826,66 @@ func TestKindName(t *testing.T) {
 		}
 	}
 }
+
+// A tool call the exiting agent left pending (a Bash waiting on its
+// permission when a mode switch restarted claude) or running is closed as
+// failed and published again: the next agent's transcript never mentions
+// it. Calls already over are left as they are, and a second exit finds
+// nothing open.
+func TestExitClosesOpenToolCalls(t *testing.T) {
+	at := testEnv.now.Add(-30 * time.Second)
+	withSteps := func(s *state) {
+		s.steps = []protocol.ToolCall{
+			{ID: "done", Name: "Read", Status: "completed", Result: "file", StartedAt: at},
+			{ID: "asks", Name: "Bash", Status: "pending", Input: []byte(`{"command":"rm -rf build"}`), StartedAt: at},
+			{ID: "runs", Name: "Bash", Status: "running", StartedAt: at},
+			{ID: "denied", Name: "Write", Status: "failed", Result: "denied", StartedAt: at},
+		}
+	}
+	s, effs, err := step(mk(protocol.StatusRunning, agentStopping, withStop(stopSwitch), withSteps), inExited{}, testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var closed []string
+	for _, e := range effs {
+		p, ok := e.(effPublish)
+		if !ok {
+			continue
+		}
+		n, ok := p.n.(protocol.TaskTranscriptNotification)
+		if !ok {
+			continue
+		}
+		tc := n.Entry.ToolCall
+		if n.Entry.Kind != "tool_call" || tc == nil || tc.Status != "failed" || tc.Result != interruptedCall || tc.EndedAt == nil || !tc.EndedAt.Equal(testEnv.now) {
+			t.Errorf("published %+v", n.Entry)
+			continue
+		}
+		closed = append(closed, tc.ID)
+	}
+	if want := []string{"asks", "runs"}; !reflect.DeepEqual(closed, want) {
+		t.Errorf("closed %v, want %v", closed, want)
+	}
+	want := map[string]string{"done": "completed", "asks": "failed", "runs": "failed", "denied": "failed"}
+	for _, tc := range s.steps {
+		if tc.Status != want[tc.ID] {
+			t.Errorf("step %s is %s, want %s", tc.ID, tc.Status, want[tc.ID])
+		}
+	}
+	if s.steps[3].Result != "denied" || s.steps[1].Input == nil {
+		t.Errorf("a closed call lost what it had: %+v", s.steps)
+	}
+	if len(openCalls(s.steps)) != 0 {
+		t.Errorf("still open: %+v", openCalls(s.steps))
+	}
+	// The restarted agent's exit closes nothing more.
+	s.agent, s.stop = agentStopping, stopIntent{kind: stopSwitch}
+	_, effs, _ = step(s, inExited{}, testEnv)
+	for _, e := range effs {
+		if p, ok := e.(effPublish); ok {
+			if _, ok := p.n.(protocol.TaskTranscriptNotification); ok {
+				t.Errorf("second exit published %+v", p.n)
+			}
+		}
+	}
+}
