@@ -380,10 +380,20 @@ export class Session {
     });
     fs.closeSync(this.csLog);
     // The repository's background familiar outlives its editors on purpose: stop it.
+    let stopped = 'returned';
     try {
-      execFileSync(paths.familiar, ['stop', '--workspace', this.repo], { env: this.env, stdio: 'pipe', timeout: 120000 });
-    } catch {
-      // None running (or no git repository).
+      execFileSync(paths.familiar, ['stop', '--workspace', this.repo], { env: this.env, stdio: 'pipe', timeout: stopTimeoutMs });
+    } catch (err) {
+      // None running (or no git repository) fails too: what is left tells.
+      stopped = err.code === 'ETIMEDOUT' || err.signal ? `gave up after ${stopTimeoutMs / 1000} s` : `failed (${String(err.stderr ?? err.message).trim().slice(0, 200)})`;
+    }
+    // A stop that hung (or one that returned with the daemon still up)
+    // would leak the daemon, its claudes and their fake model past the
+    // test: kill them, and fail the scenario saying so.
+    const left = daemonPids(path.join(this.dir, 'state')).filter(alive);
+    if (left.length) {
+      for (const pid of left) killTree(pid);
+      throw new Error(`familiar stop ${stopped} with the background familiar still running (pid ${left.join(', ')}): killed its process group and every process under it with SIGKILL`);
     }
   }
 
@@ -399,6 +409,88 @@ export class Session {
       log(`${this.name}: could not remove ${this.dir}: ${err.message}`);
     }
   }
+}
+
+/** How long close() lets `familiar stop` take before it kills the daemon. */
+const stopTimeoutMs = 120000;
+
+/**
+ * The pids the background familiars of a session published (daemon.json in
+ * each repository's data dir under the session's own XDG_STATE_HOME, so
+ * none is another test's).
+ */
+export function daemonPids(stateDir) {
+  const root = path.join(stateDir, 'familiar');
+  if (!fs.existsSync(root)) return [];
+  const pids = [];
+  for (const d of fs.readdirSync(root)) {
+    try {
+      const info = JSON.parse(fs.readFileSync(path.join(root, d, 'daemon.json'), 'utf8'));
+      if (Number.isInteger(info.pid) && info.pid > 1) pids.push(info.pid);
+    } catch {
+      // No daemon.json: none running there (a stopped daemon removes it).
+    }
+  }
+  return pids;
+}
+
+/** A process's ppid, process group and state, from /proc/<pid>/stat (Linux). */
+function procStat(pid) {
+  try {
+    const st = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name is in parentheses and may hold spaces or parentheses.
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+    return { state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether pid is a running familiar (a zombie is not; nor is a process that
+ * reused a stale daemon.json's pid, which must never be killed).
+ */
+export function alive(pid) {
+  const st = procStat(pid);
+  if (!st || st.state === 'Z' || st.state === 'X') return false;
+  try {
+    return path.basename(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).startsWith('familiar');
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * SIGKILLs pid's process group and every process under it, and their
+ * groups: the daemon leads its own session (setsid), and claude under the
+ * PTY driver leads another, so its group alone is not all it started. The
+ * tree is read before any kill (orphans are re-parented away from it); the
+ * harness's own group is never signalled.
+ */
+export function killTree(pid) {
+  const own = procStat(process.pid)?.pgrp;
+  const children = new Map();
+  for (const e of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    const st = procStat(Number(e));
+    if (!st) continue;
+    if (!children.has(st.ppid)) children.set(st.ppid, []);
+    children.get(st.ppid).push(Number(e));
+  }
+  const tree = [];
+  for (const todo = [pid]; todo.length;) {
+    const p = todo.pop();
+    tree.push(p);
+    todo.push(...(children.get(p) ?? []));
+  }
+  const groups = new Set(tree.map((p) => procStat(p)?.pgrp).filter((g) => g && g > 1 && g !== own));
+  for (const g of groups) {
+    try { process.kill(-g, 'SIGKILL'); } catch {}
+  }
+  for (const p of tree) {
+    try { process.kill(p, 'SIGKILL'); } catch {}
+  }
+  log(`killed the process tree of ${pid}: ${tree.length} processes in ${groups.size} groups`);
 }
 
 export function percentile(xs, p) {

@@ -14,9 +14,11 @@ import { artifacts, extDir, log, paths, percentile, socketClient, startModel, st
 /** Runs fn in a fresh session; on failure keeps a screenshot and the code-server log. */
 async function withSession(name, opts, fn) {
   const s = await startSession(name, opts);
+  let failed = false;
   try {
     return await fn(s);
   } catch (err) {
+    failed = true;
     await s.shot('FAILED').catch(() => undefined);
     const logs = path.join(s.dir, 'code-server.log');
     if (fs.existsSync(logs)) fs.copyFileSync(logs, path.join(artifacts, `${name}-code-server.log`));
@@ -35,8 +37,17 @@ async function withSession(name, opts, fn) {
     }
     throw err;
   } finally {
-    await s.close();
+    // A daemon close() had to kill fails the scenario, unless it failed
+    // already (its own error says more; the kill is logged).
+    let closeErr;
+    try {
+      await s.close();
+    } catch (err) {
+      closeErr = err;
+    }
     s.cleanup();
+    if (closeErr && !failed) throw closeErr;
+    if (closeErr) log(`${name}: ${closeErr.message}`);
   }
 }
 
