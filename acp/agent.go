@@ -51,6 +51,7 @@ type Agent struct {
 	sessions    map[string]*session  // guarded by mu
 	elicitation bool                 // guarded by mu; the client takes elicitation requests
 	termAuth    bool                 // guarded by mu; the client can run `familiar acp login` in a terminal
+	notices     bool                 // guarded by mu; the client shows notice updates
 }
 
 // Serve speaks ACP on in/out until in ends or ctx is done, then closes its
@@ -165,6 +166,8 @@ func (a *Agent) initialize(raw json.RawMessage) (any, error) {
 	e := p.ClientCapabilities.Elicitation
 	a.elicitation = e != nil && len(e.Form) > 0 && string(e.Form) != "null"
 	a.termAuth = p.ClientCapabilities.Auth.Terminal
+	sc := p.ClientCapabilities.Session
+	a.notices = sc != nil && len(sc.Notices) > 0 && string(sc.Notices) != "null"
 	a.mu.Unlock()
 	caps := map[string]any{
 		"loadSession":        true,
@@ -301,7 +304,7 @@ func (a *Agent) familiarFor(ctx context.Context, field, cwd string) (*familiar, 
 	if f != nil {
 		return f, nil
 	}
-	f, _, err := dialFamiliar(ctx, a.opts.Dial, root, a.opts.Version)
+	f, _, err := dialFamiliar(ctx, a.opts.Dial, root, a.opts.Version, func(m protocol.ServerMessageNotification) { a.globalMessage(root, m) })
 	if err != nil {
 		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
 	}
@@ -319,6 +322,27 @@ func (a *Agent) familiarFor(ctx context.Context, field, cwd string) (*familiar, 
 		a.familiarGone(f)
 	}()
 	return f, nil
+}
+
+// globalMessage shows a warning or error of the familiar of root that is
+// about no one task to every session on it. The warning that a task is
+// elevated is left out: a session that chose elevated said so itself
+// (setDirective), and another client's elevated task is not this one's.
+func (a *Agent) globalMessage(root string, m protocol.ServerMessageNotification) {
+	if m.Setting == "directives.elevated" {
+		return
+	}
+	a.mu.Lock()
+	var to []*session
+	for _, s := range a.sessions {
+		if s.f.root == root {
+			to = append(to, s)
+		}
+	}
+	a.mu.Unlock()
+	for _, s := range to {
+		s.warn(m.Level, m.Text)
+	}
 }
 
 // familiarGone ends the turns that waited on a familiar that went away;

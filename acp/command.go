@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/familiar-dev/familiar/protocol"
 )
@@ -21,7 +23,7 @@ func slashCommand(text string) (cmd, arg string, ok bool) {
 		return "", "", false
 	}
 	switch f[0] {
-	case "diff", "merge", "undo", "retry":
+	case "diff", "merge", "undo", "retry", "archive", "grants", "revoke":
 		return f[0], strings.Join(f[1:], " "), true
 	}
 	return "", "", false
@@ -41,26 +43,117 @@ func (s *session) command(ctx context.Context, cmd, arg string) (any, error) {
 			s.message(words)
 		}
 	case *protocol.Task:
-		s.message(commandDone(cmd, r))
+		s.message(commandDone(cmd, r, time.Now()))
+	case *grantsResult:
+		s.message(grantsText(r.Grants))
+	case string:
+		s.message(r)
 	}
 	return map[string]any{"stopReason": stopEndTurn}, nil
 }
 
-// commandDone says in words what a slash command did.
-func commandDone(cmd string, t *protocol.Task) string {
+// commandDone says in words what a slash command did; now is for the
+// undo's time left.
+func commandDone(cmd string, t *protocol.Task, now time.Time) string {
 	base := "the base branch"
 	if t.Worktree != nil && t.Worktree.BaseRef != "" {
 		base = t.Worktree.BaseRef
 	}
 	switch {
 	case cmd == "merge" && t.Status == protocol.StatusMerged:
-		return fmt.Sprintf("Merged into %s. Your next prompt starts a new task from there.", base)
+		return fmt.Sprintf("Merged into %s. Your next prompt starts a new task from there.%s", base, undoLeft(t, now))
+	case cmd == "archive":
+		return "Archived: the task leaves familiar's task lists, here and in other editors; its branch and worktree stay. A prompt here takes it out of the archive."
 	case cmd == "undo":
 		return fmt.Sprintf("The merge into %s is undone; the task is %s.", base, statusWords(t.Status))
 	case cmd == "retry":
 		return fmt.Sprintf("Started attempt %d; the task is %s.", t.Attempt, statusWords(t.Status))
 	}
 	return fmt.Sprintf("/%s done; the task is %s.", cmd, statusWords(t.Status))
+}
+
+// undoLeft says how long /undo can take a merge back ("" when it cannot):
+// familiar's undoableUntil, in minutes and seconds from now.
+func undoLeft(t *protocol.Task, now time.Time) string {
+	if t.UndoableUntil.IsZero() || !t.UndoableUntil.After(now) {
+		return ""
+	}
+	left := t.UndoableUntil.Sub(now).Round(time.Second)
+	words := fmt.Sprintf("%d s", int(left.Seconds()))
+	if left >= time.Minute {
+		words = fmt.Sprintf("%d min %d s", int(left.Minutes()), int(left.Seconds())%60)
+	}
+	return fmt.Sprintf(" /undo takes it back for %s more (until %s UTC).", words, t.UndoableUntil.UTC().Format("15:04:05"))
+}
+
+// grantsResult is /grants' (and _familiar/grants') answer: the grants
+// that hold for the session's task, in /revoke's numbering.
+type grantsResult struct {
+	Grants []protocol.Grant `json:"grants"`
+}
+
+// grantsText lists the allow-always grants that hold for the session's
+// task, numbered for /revoke.
+func grantsText(grants []protocol.Grant) string {
+	if len(grants) == 0 {
+		return "No allow-always grants hold for this task: every call the policy does not allow is asked."
+	}
+	var b strings.Builder
+	b.WriteString("Allow-always grants for this task (a deny rule still wins):")
+	for i, g := range grants {
+		fmt.Fprintf(&b, "\n%d. %s — %s", i+1, g.Rule, scopeWords(g.Scope))
+	}
+	b.WriteString("\n\nRevoke one with /revoke and its number or rule.")
+	return b.String()
+}
+
+func scopeWords(s protocol.GrantScope) string {
+	switch s {
+	case protocol.GrantTask:
+		return "this task"
+	case protocol.GrantRepository:
+		return "this repository (.familiar/policy.yaml)"
+	case protocol.GrantUser:
+		return "all your repositories (your familiar/policy.yaml)"
+	}
+	return string(s)
+}
+
+// pickGrant is the grant /revoke's argument names: its number in the
+// list /grants shows, or its rule (the narrowest scope first).
+func pickGrant(grants []protocol.Grant, arg string) (protocol.Grant, error) {
+	arg = strings.TrimSpace(arg)
+	if arg == "" {
+		return protocol.Grant{}, errors.New("say which grant: /revoke and its number in /grants, or its rule")
+	}
+	if n, err := strconv.Atoi(arg); err == nil {
+		if n < 1 || n > len(grants) {
+			return protocol.Grant{}, fmt.Errorf("there is no grant %d; /grants lists %d", n, len(grants))
+		}
+		return grants[n-1], nil
+	}
+	for _, g := range grants {
+		if g.Rule == arg {
+			return g, nil
+		}
+	}
+	return protocol.Grant{}, fmt.Errorf("no grant of the rule %s holds for this task; /grants lists them", arg)
+}
+
+// taskGrants are the grants that hold for task id: its own, the
+// repository's and the user's.
+func (s *session) taskGrants(ctx context.Context, id string) ([]protocol.Grant, error) {
+	res, err := s.f.PolicyList(ctx, &protocol.PolicyListParams{TaskID: id})
+	if err != nil {
+		return nil, err
+	}
+	out := []protocol.Grant{}
+	for _, g := range res.Grants {
+		if g.Scope != protocol.GrantTask || g.TaskID == id {
+			out = append(out, g)
+		}
+	}
+	return out, nil
 }
 
 // diffResult is _familiar/diff's answer: task/diff's (with each file's
@@ -159,6 +252,34 @@ func (s *session) run(ctx context.Context, cmd, arg string) (any, error) {
 			return nil, err
 		}
 		return t, nil
+	case "archive":
+		if _, err := s.f.TaskArchive(ctx, &protocol.TaskArchiveParams{IDs: []string{taskID}}); err != nil {
+			return nil, err
+		}
+		return s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID})
+	case "grants":
+		grants, err := s.taskGrants(ctx, taskID)
+		if err != nil {
+			return nil, err
+		}
+		return &grantsResult{Grants: grants}, nil
+	case "revoke":
+		grants, err := s.taskGrants(ctx, taskID)
+		if err != nil {
+			return nil, err
+		}
+		g, err := pickGrant(grants, arg)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.f.PolicyRevoke(ctx, &protocol.PolicyRevokeParams{Rule: g.Rule, Scope: g.Scope, TaskID: g.TaskID})
+		if err != nil {
+			return nil, err
+		}
+		if !res.Revoked {
+			return fmt.Sprintf("%s (%s) was no longer granted.", g.Rule, scopeWords(g.Scope)), nil
+		}
+		return fmt.Sprintf("Revoked %s (%s): familiar asks for such calls again. A claude session already running keeps it until it restarts.", g.Rule, scopeWords(g.Scope)), nil
 	case "retry":
 		t, err := s.f.TaskRetry(ctx, &protocol.TaskRetryParams{ID: taskID})
 		if err != nil {
@@ -171,7 +292,7 @@ func (s *session) run(ctx context.Context, cmd, arg string) (any, error) {
 		}
 		return t, nil
 	}
-	return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("familiar acp has no command %q: diff, merge, undo or retry.", cmd)}
+	return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("familiar acp has no command %q: diff, merge, undo, retry, archive, grants or revoke.", cmd)}
 }
 
 // diffContent is a task's changes as ACP tool call content: a diff item

@@ -66,6 +66,10 @@ func (s *session) configOptions() []any {
 	}
 }
 
+// elevatedWarning is said when a session turns elevated on: familiar's
+// warning before autonomy (orchestrator autonomyWarnings), for this session.
+const elevatedWarning = "This session's task will be elevated: its agent runs every tool call no deny rule matches without asking you. A deny rule still wins."
+
 // The think and elevated options (task/create's directives): on or off.
 const (
 	optThink    = "think"
@@ -121,8 +125,17 @@ func (s *session) setConfig(ctx context.Context, p setConfigParams) (any, error)
 			return nil, err
 		}
 	case optThink, optElevated:
+		s.mu.Lock()
+		was := s.elevated
+		s.mu.Unlock()
 		if err := s.setDirective(p.ConfigID, v); err != nil {
 			return nil, err
+		}
+		if p.ConfigID == optElevated && v == valueOn && !was {
+			// familiar's warning before autonomy, in this session: familiar
+			// sends its own once per workspace, which an editor that joined
+			// later never hears.
+			s.warn(protocol.LevelWarning, elevatedWarning)
 		}
 	case "":
 		return nil, invalidParams("configId", "configId is required.")

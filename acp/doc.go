@@ -33,9 +33,19 @@
 //	                       auth); session/new and authenticate answer auth_required when
 //	                       familiar's claude.auth says tasks could not log in; logout runs
 //	                       claude auth logout
-//	/diff /merge /undo /retry and _familiar/diff|merge|undo|retry (/diff: ACP diff content,
+//	/diff /merge /undo /retry and _familiar/diff|merge|undo|retry|archive (/diff: ACP diff content,
 //	                       then the task's conflict forecast in words);
 //	                       a prompt after /merge starts a new task from the merged base
+//	/archive               task/archive of the session's task (it leaves session/list)
+//	/grants, /revoke N|rule  policy/list and policy/revoke of the grants that hold for the
+//	                       session's task (_familiar/grants answers them as data); /merge says
+//	                       how long /undo holds (the task's undoableUntil)
+//	notices                familiar's warnings and errors (server/message: a session's MCP
+//	                       server that cannot start or failed in claude, the policy's warning
+//	                       before autonomy, a usage limit) reach the sessions they concern as
+//	                       `notice` updates where the client takes them (session.notices), else
+//	                       as familiar's words in the conversation; turning elevated on says
+//	                       familiar's warning before autonomy in the session
 //	_familiar/queue        {sessionId, ids?, strategy?, verify?}: queue/merge on the session's
 //	                       repository (every ready task by default); familiar's refusals keep
 //	                       their codes

@@ -441,3 +441,8 @@ func TestACPSessionLifecycle(t *testing.T) { newWorld(t).run("lifecycle") }
 // its title; "Reject, and stop this turn" ends the turn before the model
 // goes on.
 func TestACPEditPermissionAndRejectStop(t *testing.T) { newWorld(t).run("editperm") }
+
+// The controls of issue 26 that map to ACP: familiar's warnings as notices
+// (a session's MCP server that cannot start, elevated), /grants and
+// /revoke, a live mode switch, /merge with the undo's time left, /archive.
+func TestACPControls(t *testing.T) { newWorld(t).run("controls") }

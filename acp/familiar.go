@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/familiar-dev/familiar/protocol"
@@ -31,6 +32,10 @@ type familiar struct {
 	// unclaimed keeps the latest notifications of tasks nobody follows yet:
 	// a new task's first ones arrive before task/create's answer.
 	unclaimed []notification // guarded by mu
+	// onGlobal gets familiar's warnings and errors about no one task (a
+	// usage limit, a permission policy that asks nothing, the store):
+	// every session on this familiar shows them.
+	onGlobal func(protocol.ServerMessageNotification)
 }
 
 type notification struct {
@@ -41,12 +46,12 @@ type notification struct {
 // maxUnclaimed bounds unclaimed.
 const maxUnclaimed = 512
 
-func dialFamiliar(ctx context.Context, dial Dialer, root, version string) (*familiar, *protocol.InitializeResult, error) {
+func dialFamiliar(ctx context.Context, dial Dialer, root, version string, onGlobal func(protocol.ServerMessageNotification)) (*familiar, *protocol.InitializeResult, error) {
 	rwc, err := dial(ctx, root)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to familiar for %s: %w", root, err)
 	}
-	f := &familiar{root: root, subs: map[string][]func(string, json.RawMessage){}}
+	f := &familiar{root: root, subs: map[string][]func(string, json.RawMessage){}, onGlobal: onGlobal}
 	f.Client = rpcclient.New(rwc, f.handle)
 	init, err := f.Initialize(ctx, &protocol.InitializeParams{
 		WorkspaceRoot: root, ClientInfo: &protocol.ClientInfo{Name: "familiar-acp", Version: version}})
@@ -71,6 +76,18 @@ func (f *familiar) handle(method string, params json.RawMessage) {
 	id := head.ID
 	if head.Task != nil {
 		id = head.Task.ID
+	}
+	if method == protocol.NotifyServerMessage {
+		var m protocol.ServerMessageNotification
+		if json.Unmarshal(params, &m) != nil || m.Level == protocol.LevelInfo {
+			return // info is for a log; an ACP client shows each message
+		}
+		if id = messageTask(m.Text); id == "" {
+			if f.onGlobal != nil {
+				f.onGlobal(m)
+			}
+			return
+		}
 	}
 	if id == "" {
 		return
@@ -118,4 +135,19 @@ func (f *familiar) follow(id string, fn func(method string, params json.RawMessa
 			f.subs[id][n] = func(string, json.RawMessage) {}
 		}
 	}
+}
+
+// messageTask is the task a server/message is about: familiar starts
+// those with "task <id>: " (an MCP server that will not start, an agent's
+// problem); "" for the others.
+func messageTask(text string) string {
+	rest, ok := strings.CutPrefix(text, "task ")
+	if !ok {
+		return ""
+	}
+	id, _, ok := strings.Cut(rest, ": ")
+	if !ok || id == "" || strings.ContainsAny(id, " \t\n") {
+		return ""
+	}
+	return id
 }

@@ -61,8 +61,11 @@ func (s *session) announce() {
 	s.update(map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{
 		map[string]any{"name": "diff", "description": "Show what the task changed, against where it started."},
 		map[string]any{"name": "merge", "description": "Merge the task's work into its base branch.", "input": map[string]any{"hint": "merge, squash or rebase (default merge)"}},
-		map[string]any{"name": "undo", "description": "Undo the task's merge (within the undo window)."},
+		map[string]any{"name": "undo", "description": "Undo the task's merge, while the undo window holds (/merge says until when); a push cannot be taken back."},
 		map[string]any{"name": "retry", "description": "Start the task again as a new attempt, told why the last one stopped."},
+		map[string]any{"name": "archive", "description": "Take the finished task out of familiar's task lists (here and in other editors); its branch and worktree stay."},
+		map[string]any{"name": "grants", "description": "List the allow-always grants that hold for the task: its own, the repository's and yours."},
+		map[string]any{"name": "revoke", "description": "Revoke an allow-always grant: familiar asks for such calls again.", "input": map[string]any{"hint": "the grant's number in /grants, or its rule"}},
 	}})
 }
 
@@ -70,6 +73,43 @@ func (s *session) announce() {
 // not count as the turn's text, so the agent's own words still follow.
 func (s *session) note(text string) {
 	s.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textContent(text)})
+}
+
+// warn shows familiar's warning or error: as a notice where the client
+// takes notices (live, not part of the conversation), else as words in
+// the conversation, marked as familiar's rather than the agent's.
+func (s *session) warn(level protocol.MessageLevel, text string) {
+	s.a.mu.Lock()
+	notices := s.a.notices
+	s.a.mu.Unlock()
+	severity := "warning"
+	if level == protocol.LevelError {
+		severity = "error"
+	}
+	if notices {
+		title, detail := text, ""
+		if i := strings.Index(text, ": "); i > 0 && i < 120 && strings.HasPrefix(text, "task ") {
+			// "task <id>: <what>": the id means nothing in this session.
+			title = text[i+2:]
+		}
+		if i := strings.Index(title, ". "); i > 0 {
+			title, detail = title[:i+1], strings.TrimSpace(title[i+2:])
+		}
+		u := map[string]any{"sessionUpdate": "notice", "severity": severity, "title": title}
+		if detail != "" {
+			u["description"] = detail
+		}
+		s.update(u)
+		return
+	}
+	word := "Warning"
+	if level == protocol.LevelError {
+		word = "Error"
+	}
+	if i := strings.Index(text, ": "); i > 0 && i < 120 && strings.HasPrefix(text, "task ") {
+		text = text[i+2:]
+	}
+	s.note(fmt.Sprintf("\n\n%s from familiar: %s\n\n", word, text))
 }
 
 // sawTask keeps what the session needs of its task as familiar reports it.
@@ -361,6 +401,11 @@ func (s *session) onNotification(method string, raw json.RawMessage) {
 		var n protocol.TaskCompletedNotification
 		if json.Unmarshal(raw, &n) == nil {
 			s.completed(n.Result)
+		}
+	case protocol.NotifyServerMessage:
+		var n protocol.ServerMessageNotification
+		if json.Unmarshal(raw, &n) == nil {
+			s.warn(n.Level, n.Text)
 		}
 	}
 }

@@ -22,6 +22,9 @@ type initializeParams struct {
 		Auth struct {
 			Terminal bool `json:"terminal"`
 		} `json:"auth"`
+		Session *struct {
+			Notices json.RawMessage `json:"notices"`
+		} `json:"session"`
 	} `json:"clientCapabilities"`
 }
 

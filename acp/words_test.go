@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/familiar-dev/familiar/protocol"
 )
@@ -17,12 +18,58 @@ func TestStatusWords(t *testing.T) {
 			t.Errorf("%s → %q", st, w)
 		}
 	}
-	undo := commandDone("undo", &protocol.Task{Status: protocol.StatusMerging, Worktree: &protocol.Worktree{BaseRef: "main"}})
+	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	undo := commandDone("undo", &protocol.Task{Status: protocol.StatusMerging, Worktree: &protocol.Worktree{BaseRef: "main"}}, now)
 	if undo != "The merge into main is undone; the task is ready to merge." {
 		t.Errorf("/undo says %q", undo)
 	}
-	if m := commandDone("merge", &protocol.Task{Status: protocol.StatusMerged, Worktree: &protocol.Worktree{BaseRef: "main"}}); !strings.HasPrefix(m, "Merged into main.") {
+	if m := commandDone("merge", &protocol.Task{Status: protocol.StatusMerged, Worktree: &protocol.Worktree{BaseRef: "main"}}, now); m != "Merged into main. Your next prompt starts a new task from there." {
 		t.Errorf("/merge says %q", m)
+	}
+	// With familiar's undoableUntil, /merge says how long /undo holds.
+	merged := &protocol.Task{Status: protocol.StatusMerged, Worktree: &protocol.Worktree{BaseRef: "main"}, UndoableUntil: now.Add(4*time.Minute + 59600*time.Millisecond)}
+	if m := commandDone("merge", merged, now); !strings.HasSuffix(m, " /undo takes it back for 5 min 0 s more (until 10:04:59 UTC).") {
+		t.Errorf("/merge with an undo window says %q", m)
+	}
+	if m := commandDone("merge", merged, now.Add(30*time.Second)); !strings.Contains(m, "for 4 min 30 s more") {
+		t.Errorf("/merge 30 s later says %q", m)
+	}
+	if m := commandDone("merge", merged, now.Add(time.Hour)); strings.Contains(m, "/undo") {
+		t.Errorf("/merge after the window says %q", m)
+	}
+}
+
+// A server/message is a task's when familiar starts it "task <id>: ".
+func TestMessageTask(t *testing.T) {
+	for text, want := range map[string]string{
+		"task t-1a: MCP server bad: command not found": "t-1a",
+		"task t-1a changed files inside a submodule":   "",
+		"The permission policy's default is allow":     "",
+		"task : nothing": "",
+	} {
+		if got := messageTask(text); got != want {
+			t.Errorf("messageTask(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// /revoke takes the number /grants showed or the rule; anything else is
+// refused in words.
+func TestPickGrant(t *testing.T) {
+	grants := []protocol.Grant{{Rule: "Bash(touch:*)", Scope: protocol.GrantTask, TaskID: "t1"}, {Rule: "Read", Scope: protocol.GrantUser}}
+	if g, err := pickGrant(grants, "2"); err != nil || g.Rule != "Read" {
+		t.Errorf("2: %+v %v", g, err)
+	}
+	if g, err := pickGrant(grants, " Bash(touch:*) "); err != nil || g.Scope != protocol.GrantTask {
+		t.Errorf("rule: %+v %v", g, err)
+	}
+	for _, bad := range []string{"", "3", "0", "Edit"} {
+		if _, err := pickGrant(grants, bad); err == nil {
+			t.Errorf("%q was taken", bad)
+		}
+	}
+	if txt := grantsText(grants); !strings.Contains(txt, "1. Bash(touch:*) — this task") || !strings.Contains(txt, "2. Read — all your repositories") {
+		t.Errorf("grants text %q", txt)
 	}
 }
 

@@ -393,6 +393,70 @@ const scenarios = {
       expect(stop === "end_turn" && text(s).includes("Going on."), "after the stop: " + stop, s);
     });
   },
+  // The controls of issue 26 in ACP terms: familiar's warnings as notices
+  // (an MCP server that cannot start, elevated), the commands in
+  // availableCommands, /grants and /revoke (the next call is asked again),
+  // a live mode switch (the next turn's write refused), /merge saying how
+  // long /undo holds, /archive.
+  async controls() {
+    await withAgent(async (ctx) => {
+      const notices = (s) => s.updates.filter((u) => u.sessionUpdate === "notice");
+      const broken = [{ name: "broken", command: "/nonexistent/familiar-mcp-server", args: [], env: [] }];
+      const e = await newSession(ctx, async () => "allow_once", broken);
+      await until(() => e.updates.some((u) => u.sessionUpdate === "available_commands_update"), "available commands", e);
+      const names = e.updates.find((u) => u.sessionUpdate === "available_commands_update").availableCommands.map((c) => c.name);
+      for (const n of ["diff", "merge", "undo", "retry", "archive", "grants", "revoke"]) expect(names.includes(n), "availableCommands lack " + n + ": " + names);
+      await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: e.id, configId: "elevated", value: "on" });
+      await until(() => notices(e).some((n) => n.severity === "warning" && /elevated/.test(n.title) && /deny rule still wins/.test(n.description ?? "")), "the elevated warning", e);
+      let stop = await prompt(ctx, e, tool("touch acp-elevated.txt"));
+      expect(stop === "end_turn" && text(e).includes("Finished."), "an elevated turn: " + stop, e);
+      await until(() => notices(e).some((n) => /broken/.test(n.title + (n.description ?? ""))), "the MCP server's warning", e);
+
+      const asked0 = seen.permissions;
+      const asked = () => seen.permissions - asked0;
+      const s = await newSession(ctx, async () => "allow_always");
+      stop = await prompt(ctx, s, tool("touch acp-granted.txt"));
+      expect(stop === "end_turn" && asked() === 1, "allow always: " + stop, s);
+      const words = (from) => s.updates.slice(from).filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+      let at = s.updates.length;
+      await prompt(ctx, s, "/grants");
+      expect(/1\. Bash\(touch[^\n]*— this task/.test(words(at)), "/grants said " + JSON.stringify(words(at)), s);
+      const listed = await ctx.request("_familiar/grants", { sessionId: s.id });
+      expect(listed.grants.length === 1 && listed.grants[0].scope === "task", "_familiar/grants " + JSON.stringify(listed));
+      // Granted: the same command runs without a question.
+      stop = await prompt(ctx, s, tool("touch acp-granted.txt"));
+      expect(stop === "end_turn" && asked() === 1, "a granted call was asked: " + asked(), s);
+      at = s.updates.length;
+      await prompt(ctx, s, "/revoke 1");
+      expect(/^Revoked Bash\(touch/.test(words(at)), "/revoke said " + JSON.stringify(words(at)), s);
+      const left = await ctx.request("_familiar/grants", { sessionId: s.id });
+      expect(left.grants.length === 0, "grants after /revoke " + JSON.stringify(left));
+
+      // The mode changes live: the task's next turn is an architect's.
+      await ctx.request(acp.methods.agent.session.setMode, { sessionId: s.id, modeId: "architect" });
+      stop = await prompt(ctx, s, `plan\n@@TOOL Write {"file_path":"acp-architect.txt","content":"x"}\n@@TEXT Planned.`);
+      expect(stop === "end_turn" && asked() === 1, "the architect's turn: " + stop, s);
+      const st = toolStatuses(s);
+      const write = s.updates.find((u) => u.sessionUpdate === "tool_call" && /acp-architect/.test(JSON.stringify(u)));
+      expect(write && st[write.toolCallId].at(-1) === "failed", "the architect's write was not refused: " + JSON.stringify(write && st[write.toolCallId]), s);
+      // Back to executor: a claude session started after the revoke asks
+      // for the call again (one already running keeps what it was granted,
+      // as /revoke says; the mode switch started a new one).
+      await ctx.request(acp.methods.agent.session.setMode, { sessionId: s.id, modeId: "executor" });
+      s.onPermission = async () => "allow_once";
+      stop = await prompt(ctx, s, tool("touch acp-granted.txt"));
+      expect(stop === "end_turn" && asked() === 2, "after /revoke the call was not asked: " + asked(), s);
+
+      at = s.updates.length;
+      await prompt(ctx, s, "/merge");
+      expect(/^Merged into .*\/undo takes it back for \d+ min \d+ s more \(until \d\d:\d\d:\d\d UTC\)\./.test(words(at)), "/merge said " + JSON.stringify(words(at)), s);
+      at = s.updates.length;
+      await prompt(ctx, s, "/archive");
+      expect(/^Archived/.test(words(at)), "/archive said " + JSON.stringify(words(at)), s);
+      const list = await ctx.request(acp.methods.agent.session.list, { cwd });
+      expect(!list.sessions.some((x) => x.sessionId === s.id) && list.sessions.some((x) => x.sessionId === e.id), "session/list after /archive: " + JSON.stringify(list.sessions.map((x) => x.sessionId)));
+    }, { session: { notices: {} } });
+  },
   async allow() {
     await withAgent(async (ctx) => {
       const s = await newSession(ctx);
