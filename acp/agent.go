@@ -327,9 +327,10 @@ func (a *Agent) familiarFor(ctx context.Context, field, cwd string) (*familiar, 
 // globalMessage shows a warning or error of the familiar of root that is
 // about no one task to every session on it. The warning that a task is
 // elevated is left out: a session that chose elevated said so itself
-// (setDirective), and another client's elevated task is not this one's.
+// (setDirective), and another client's elevated task is not this one's;
+// so is task/undo's warning (/undo says it).
 func (a *Agent) globalMessage(root string, m protocol.ServerMessageNotification) {
-	if m.Setting == "directives.elevated" {
+	if m.Setting == "directives.elevated" || strings.HasPrefix(m.Text, undoWarning) {
 		return
 	}
 	a.mu.Lock()

@@ -65,12 +65,22 @@ func commandDone(cmd string, t *protocol.Task, now time.Time) string {
 	case cmd == "archive":
 		return "Archived: the task leaves familiar's task lists, here and in other editors; its branch and worktree stay. A prompt here takes it out of the archive."
 	case cmd == "undo":
-		return fmt.Sprintf("The merge into %s is undone; the task is %s.", base, statusWords(t.Status))
+		// familiar's warning of what an undo leaves (a server/message to
+		// every client) is said here, in its place, for this session alone
+		// (globalMessage leaves it out).
+		return fmt.Sprintf("The merge into %s is undone; the task is %s. %s The undone commit is kept under refs/familiar/undo/.", base, statusWords(t.Status), undoLeaves)
 	case cmd == "retry":
 		return fmt.Sprintf("Started attempt %d; the task is %s.", t.Attempt, statusWords(t.Status))
 	}
 	return fmt.Sprintf("/%s done; the task is %s.", cmd, statusWords(t.Status))
 }
+
+// undoLeaves is what an undo cannot take back (familiar's words,
+// orchestrator notUndoable).
+const undoLeaves = "familiar cannot undo pushes, nor changes made outside the worktree (other files, services, databases)."
+
+// undoWarning starts familiar's server/message after a task/undo.
+const undoWarning = "Undone, but "
 
 // undoLeft says how long /undo can take a merge back ("" when it cannot):
 // familiar's undoableUntil, in minutes and seconds from now.

@@ -20,7 +20,7 @@ func TestStatusWords(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	undo := commandDone("undo", &protocol.Task{Status: protocol.StatusMerging, Worktree: &protocol.Worktree{BaseRef: "main"}}, now)
-	if undo != "The merge into main is undone; the task is ready to merge." {
+	if undo != "The merge into main is undone; the task is ready to merge. familiar cannot undo pushes, nor changes made outside the worktree (other files, services, databases). The undone commit is kept under refs/familiar/undo/." {
 		t.Errorf("/undo says %q", undo)
 	}
 	if m := commandDone("merge", &protocol.Task{Status: protocol.StatusMerged, Worktree: &protocol.Worktree{BaseRef: "main"}}, now); m != "Merged into main. Your next prompt starts a new task from there." {
