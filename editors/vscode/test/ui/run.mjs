@@ -407,6 +407,10 @@ const scenarios = {
       if (!model.requests().slice(before).some((r) => /switched this task to auditor/.test(r.lastUserText))) throw new Error('the model was not told of the switch');
       const v = await openView(s, title);
       await v.locator('.facts dd', { hasText: /^auditor$/ }).first().waitFor({ timeout: 30000 });
+      // The Bash that waited on its permission when the switch restarted
+      // claude is closed, not pending for ever (no session file holds it).
+      await v.locator('details.item.tool.status-failed', { hasText: 'touch before-switch.txt' }).first().waitFor({ timeout: 30000 });
+      if (await v.locator('details.item.tool.status-pending, details.item.tool.status-running').count()) throw new Error('a tool call is still pending or running in the task view after the switch');
       await s.shot('auditor-after-switch');
       // The next turn writes: refused without a question.
       const rpc = await socketClient(s);
