@@ -383,7 +383,7 @@ func (a *Agent) newSession(ctx context.Context, raw json.RawMessage) (any, error
 	if err := authRequired(f); err != nil {
 		return nil, err
 	}
-	s := a.addSession(newID(), f, *p.Cwd, mcp)
+	s := a.addSession(ctx, newID(), f, *p.Cwd, mcp)
 	return replied{result: map[string]any{"sessionId": s.id, "modes": modes(s.mode), "configOptions": s.configOptions()},
 		then: s.announce}, nil
 }
@@ -405,9 +405,16 @@ func (a *Agent) sessionPlace(ctx context.Context, method string, cwd *string, se
 	return f, mcp, nil
 }
 
-func (a *Agent) addSession(id string, f *familiar, cwd string, mcp map[string]protocol.McpServer) *session {
+func (a *Agent) addSession(ctx context.Context, id string, f *familiar, cwd string, mcp map[string]protocol.McpServer) *session {
 	s := &session{id: id, a: a, f: f, cwd: cwd, mcp: mcp, mode: string(protocol.ModeExecutor),
-		model: modelDefault, announced: map[string]bool{}}
+		model: modelDefault, skills: skillsDefault, announced: map[string]bool{}}
+	// The skills offered: without them the option offers the profile's
+	// defaults and none, which still holds.
+	if list, err := f.SkillsList(ctx, &protocol.SkillsListParams{}); err != nil {
+		a.opts.Logger.Warn("skills/list", "err", err)
+	} else {
+		s.skillList = list
+	}
 	a.mu.Lock()
 	if old := a.sessions[id]; old != nil {
 		old.stopFollowing()
@@ -445,8 +452,8 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay boo
 		return nil, &rpcError{Code: codeNotFound, Message: fmt.Sprintf("No session %q in %s: %v", p.SessionID, f.root, err),
 			Data: map[string]string{"field": "sessionId"}}
 	}
-	s := a.addSession(p.SessionID, f, *p.Cwd, mcp)
-	s.mode = string(t.Mode)
+	s := a.addSession(ctx, p.SessionID, f, *p.Cwd, mcp)
+	s.mode, s.skills = string(t.Mode), skillsStarted
 	if t.Model != "" {
 		s.model = t.Model
 	}

@@ -30,7 +30,7 @@ var modelChoices = []struct{ id, name, desc string }{
 
 func (s *session) configOptions() []any {
 	s.mu.Lock()
-	mode, model, think, elevated := s.mode, s.model, s.think, s.elevated
+	mode, model, think, elevated, skills := s.mode, s.model, s.think, s.elevated, s.skills
 	s.mu.Unlock()
 	var modeOpts, modelOpts []any
 	for _, m := range modes(mode).AvailableModes {
@@ -63,7 +63,112 @@ func (s *session) configOptions() []any {
 				map[string]any{"value": valueOff, "name": "Ask", "description": "Tool calls the policy does not allow are asked."},
 				map[string]any{"value": valueOn, "name": "Elevated", "description": "Nothing is asked: every call no deny rule matches runs."},
 			}},
+		map[string]any{"id": optSkills, "name": "Skills", "type": "select",
+			"description":  "The skills installed for the task's agent, from the repository's .familiar/skills and yours; chosen before the first prompt.",
+			"currentValue": skills, "options": s.skillOptions(skills)},
 	}
+}
+
+// The skills option's values besides a skill's name.
+const (
+	optSkills     = "skills"
+	skillsDefault = "default" // task/create without skills: the profile's defaults
+	skillsNone    = "none"
+	skillsAll     = "all"
+	// skillsStarted stands for the skills of a task this session was
+	// loaded from: familiar's Task does not say them.
+	skillsStarted = "started"
+)
+
+// skillOptions are the skills option's values: the profile's defaults,
+// none, all, then each skill alone (a select takes one value; a skill
+// named like one of the others is left out).
+func (s *session) skillOptions(current string) []any {
+	var defaults, all []string
+	for _, sk := range s.skillList {
+		all = append(all, sk.Name)
+		if len(sk.DefaultFor) > 0 {
+			defaults = append(defaults, fmt.Sprintf("%s for %s", sk.Name, strings.Join(sk.DefaultFor, ", ")))
+		}
+	}
+	def := "The default skills of the task's profile: none."
+	if len(defaults) > 0 {
+		def = "The default skills of the task's profile (" + strings.Join(defaults, "; ") + ")."
+	}
+	out := []any{map[string]any{"value": skillsDefault, "name": "Profile's defaults", "description": def},
+		map[string]any{"value": skillsNone, "name": "None", "description": "No skills."}}
+	if len(all) > 0 {
+		out = append(out, map[string]any{"value": skillsAll, "name": "All", "description": "Every skill: " + strings.Join(all, ", ") + "."})
+	}
+	for _, sk := range s.skillList {
+		if reservedSkillValue(sk.Name) {
+			continue
+		}
+		where := "yours"
+		if sk.Source == protocol.SourceWorkspace {
+			where = "the repository's"
+		}
+		desc := sk.Description
+		if desc == "" {
+			desc = sk.Name
+		}
+		out = append(out, map[string]any{"value": sk.Name, "name": sk.Name, "description": fmt.Sprintf("Only this skill (%s): %s", where, desc)})
+	}
+	if current == skillsStarted {
+		out = append(out, map[string]any{"value": skillsStarted, "name": "As the task started", "description": "The skills the session's task was created with."})
+	}
+	return out
+}
+
+func reservedSkillValue(v string) bool {
+	return v == skillsDefault || v == skillsNone || v == skillsAll || v == skillsStarted
+}
+
+// taskSkills are task/create's skills for the option's value: nil (absent:
+// the profile's defaults), none, every skill, or one.
+func (s *session) taskSkills(v string) []string {
+	switch v {
+	case skillsDefault, skillsStarted, "":
+		return nil
+	case skillsNone:
+		return []string{}
+	case skillsAll:
+		out := []string{}
+		for _, sk := range s.skillList {
+			out = append(out, sk.Name)
+		}
+		return out
+	}
+	return []string{v}
+}
+
+// setSkills chooses the skills of the session's next task; a task already
+// started keeps its own (they are installed when its agent starts).
+func (s *session) setSkills(v string) error {
+	s.mu.Lock()
+	same := v == s.skills
+	s.mu.Unlock()
+	if same {
+		return nil
+	}
+	ok := v == skillsDefault || v == skillsNone || v == skillsAll
+	var names []string
+	for _, sk := range s.skillList {
+		names = append(names, sk.Name)
+		ok = ok || (sk.Name == v && !reservedSkillValue(v))
+	}
+	if !ok {
+		return invalidParams("value", fmt.Sprintf("Unknown skills value %q: default, none, all or a skill's name (%s).", v, strings.Join(names, ", ")))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.taskID != "" && v != s.skills {
+		return &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf(
+			"This session's task started with its skills, which hold for the task. Start a new session for skills %s.", v),
+			Data: map[string]string{"field": "value"}}
+	}
+	s.skills = v
+	return nil
 }
 
 // elevatedWarning is said when a session turns elevated on: familiar's
@@ -137,10 +242,14 @@ func (s *session) setConfig(ctx context.Context, p setConfigParams) (any, error)
 			// later never hears.
 			s.warn(protocol.LevelWarning, elevatedWarning)
 		}
+	case optSkills:
+		if err := s.setSkills(v); err != nil {
+			return nil, err
+		}
 	case "":
 		return nil, invalidParams("configId", "configId is required.")
 	default:
-		return nil, invalidParams("configId", fmt.Sprintf("Unknown config option %q: mode, model, think or elevated.", p.ConfigID))
+		return nil, invalidParams("configId", fmt.Sprintf("Unknown config option %q: mode, model, think, elevated or skills.", p.ConfigID))
 	}
 	return map[string]any{"configOptions": s.configOptions()}, nil
 }

@@ -20,7 +20,8 @@
 //	session/set_config_option  the mode (as set_mode), the model (task/create's model;
 //	                       chosen before the first prompt: claude keeps its model for a session),
 //	                       think (category thought_level) and elevated, on or off: task/create's
-//	                       directives, chosen before the first prompt too
+//	                       directives, chosen before the first prompt too; skills (the
+//	                       profile's defaults, none, all, or one of skills/list)
 //	session/load, /list    replayed from the store (task/events, task/list); the first user
 //	                       message is the person's own text (the task's description); list
 //	                       entries carry _meta.familiar {taskId, status, state (in words)}

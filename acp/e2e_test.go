@@ -446,3 +446,26 @@ func TestACPEditPermissionAndRejectStop(t *testing.T) { newWorld(t).run("editper
 // (a session's MCP server that cannot start, elevated), /grants and
 // /revoke, a live mode switch, /merge with the undo's time left, /archive.
 func TestACPControls(t *testing.T) { newWorld(t).run("controls") }
+
+// The repository's skills are the session's skills config option (issue
+// 26); the one chosen is the task's: familiar's prompt carries it to the
+// model. A change once the task started is refused.
+func TestACPSkills(t *testing.T) {
+	w := newWorld(t)
+	dir := filepath.Join(w.repo, ".familiar", "skills", "release-notes")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: release-notes\ndescription: Write release notes\n---\nList user-visible changes.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.runWith("skills", []string{"ACP_SKILL=release-notes"})
+	reqs := w.api.MainRequests()
+	if len(reqs) == 0 {
+		t.Fatal("no request reached the model")
+	}
+	// familiar's prompt carries the task's skills, each under its name.
+	if first := reqs[0].LastUserText(); !strings.Contains(first, "## Skill: release-notes\nWrite release notes\n\nList user-visible changes.") {
+		t.Errorf("the skill did not reach the model; first message:\n%s", tail(first, 3000))
+	}
+}

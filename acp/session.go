@@ -20,11 +20,15 @@ type session struct {
 	cwd string
 	mcp map[string]protocol.McpServer
 
-	mu        sync.Mutex
-	mode      string          // guarded by mu
-	model     string          // guarded by mu; a model alias, or modelDefault
-	think     bool            // guarded by mu; the next task's think directive
-	elevated  bool            // guarded by mu; the next task's elevated directive
+	mu       sync.Mutex
+	mode     string // guarded by mu
+	model    string // guarded by mu; a model alias, or modelDefault
+	think    bool   // guarded by mu; the next task's think directive
+	elevated bool   // guarded by mu; the next task's elevated directive
+	skills   string // guarded by mu; the next task's skills: skillsDefault, skillsNone, skillsAll or a skill's name
+	// skillList are the repository's and the user's skills as the session
+	// began (skills/list); set before the session is shared.
+	skillList []protocol.Skill
 	taskID    string          // guarded by mu
 	worktree  string          // guarded by mu; the task's worktree, once it has one
 	unfollow  func()          // guarded by mu
@@ -257,10 +261,10 @@ func (s *session) create(ctx context.Context, text string) error {
 		title = string([]rune(title)[:80]) + "…"
 	}
 	s.mu.Lock()
-	mode, model, think, elevated := s.mode, s.model, s.think, s.elevated
+	mode, model, think, elevated, skills := s.mode, s.model, s.think, s.elevated, s.skills
 	s.mu.Unlock()
 	p := &protocol.TaskCreateParams{Title: title, Description: text, Mode: protocol.Mode(mode), McpServers: s.mcp,
-		Driver: protocol.Driver(s.a.opts.Driver), WarmAgentSec: &acpWarmSec}
+		Driver: protocol.Driver(s.a.opts.Driver), WarmAgentSec: &acpWarmSec, Skills: s.taskSkills(skills)}
 	if think || elevated {
 		p.Directives = &protocol.Directives{Think: think, Elevated: elevated}
 	}

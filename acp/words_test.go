@@ -180,3 +180,18 @@ func TestForecastWords(t *testing.T) {
 		t.Errorf("forecastWords = %q\nwant %q", w, want)
 	}
 }
+
+// The skills option's value as task/create's skills: absent for the
+// profile's defaults (and a loaded task's), [] for none, every skill, one.
+func TestTaskSkills(t *testing.T) {
+	s := &session{skillList: []protocol.Skill{{Name: "a"}, {Name: "b"}}}
+	for v, want := range map[string][]string{skillsDefault: nil, skillsStarted: nil, skillsNone: {}, skillsAll: {"a", "b"}, "b": {"b"}} {
+		got := s.taskSkills(v)
+		if (got == nil) != (want == nil) || strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: %#v, want %#v", v, got, want)
+		}
+	}
+	if err := s.setSkills("c"); err == nil || !strings.Contains(err.Error(), "a, b") {
+		t.Errorf("an unknown skill: %v", err)
+	}
+}

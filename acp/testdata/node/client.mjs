@@ -457,6 +457,27 @@ const scenarios = {
       expect(!list.sessions.some((x) => x.sessionId === s.id) && list.sessions.some((x) => x.sessionId === e.id), "session/list after /archive: " + JSON.stringify(list.sessions.map((x) => x.sessionId)));
     }, { session: { notices: {} } });
   },
+  // The repository's skills as the skills config option (ACP_SKILL names
+  // one); the one chosen is the task's.
+  async skills() {
+    const name = process.env.ACP_SKILL;
+    await withAgent(async (ctx) => {
+      const res = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+      const s = { id: res.sessionId, updates: [], onPermission: async () => "allow_once" };
+      current.sessions[s.id] = s;
+      const opt = res.configOptions.find((o) => o.id === "skills");
+      expect(opt && opt.currentValue === "default" && ["default", "none", "all", name].every((v) => opt.options.some((o) => o.value === v)), "skills option " + JSON.stringify(opt));
+      expect(/Write release notes/.test(opt.options.find((o) => o.value === name).description), "the skill's description " + JSON.stringify(opt));
+      const bad = await rpcError(ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "skills", value: "no-such-skill" }), "an unknown skill");
+      expect(bad.code === -32602 && bad.data?.field === "value" && bad.message.includes(name), "unknown skill: " + JSON.stringify(bad));
+      const set = await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "skills", value: name });
+      expect(configValue(set.configOptions, "skills") === name, "after setting skills: " + JSON.stringify(set));
+      const stop = await prompt(ctx, s, "hello\n@@TEXT Hi.");
+      expect(stop === "end_turn" && text(s).includes("Hi."), "stopReason " + stop, s);
+      const late = await rpcError(ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "skills", value: "none" }), "skills changed once the task runs");
+      expect(/hold for the task/.test(late.message), "skills change refused: " + JSON.stringify(late));
+    });
+  },
   async allow() {
     await withAgent(async (ctx) => {
       const s = await newSession(ctx);
