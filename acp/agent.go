@@ -458,7 +458,7 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay boo
 		s.model = t.Model
 	}
 	if d := t.Directives; d != nil {
-		s.think, s.elevated = d.Think, d.Elevated
+		s.think, s.elevated, s.verbose = d.Think, d.Elevated, d.Verbose
 	}
 	s.sawTask(*t)
 	if replay {

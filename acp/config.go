@@ -30,7 +30,7 @@ var modelChoices = []struct{ id, name, desc string }{
 
 func (s *session) configOptions() []any {
 	s.mu.Lock()
-	mode, model, think, elevated, skills := s.mode, s.model, s.think, s.elevated, s.skills
+	mode, model, think, elevated, verbose, skills := s.mode, s.model, s.think, s.elevated, s.verbose, s.skills
 	s.mu.Unlock()
 	var modeOpts, modelOpts []any
 	for _, m := range modes(mode).AvailableModes {
@@ -46,7 +46,7 @@ func (s *session) configOptions() []any {
 		// current value must be one of the options.
 		modelOpts = append(modelOpts, map[string]any{"value": model, "name": model, "description": "The model this session's task runs on."})
 	}
-	return []any{
+	opts := []any{
 		map[string]any{"id": "mode", "name": "Mode", "category": "mode", "type": "select",
 			"description": "What the task's agent may do.", "currentValue": mode, "options": modeOpts},
 		map[string]any{"id": "model", "name": "Model", "category": "model", "type": "select",
@@ -67,6 +67,25 @@ func (s *session) configOptions() []any {
 			"description":  "The skills installed for the task's agent, from the repository's .familiar/skills and yours; chosen before the first prompt.",
 			"currentValue": skills, "options": s.skillOptions(skills)},
 	}
+	if s.hooksShown() {
+		opts = append(opts, map[string]any{"id": optVerbose, "name": "Hook calls", "type": "select",
+			"description":  "The verbose directive: each Claude Code hook call of the task shown as a notice; chosen before the first prompt.",
+			"currentValue": onOff(verbose), "options": []any{
+				map[string]any{"value": valueOff, "name": "Hidden", "description": "Hook calls are not shown."},
+				map[string]any{"value": valueOn, "name": "Shown", "description": "Each hook call (its name, tool and payload) is shown as a notice."},
+			}})
+	}
+	return opts
+}
+
+// hooksShown: the verbose option is offered. Hook calls come from claude's
+// hooks, which familiar installs under the PTY driver only (the stream
+// driver answers claude's control requests instead), and are shown as
+// notices, which only a client that takes them shows.
+func (s *session) hooksShown() bool {
+	s.a.mu.Lock()
+	defer s.a.mu.Unlock()
+	return s.a.opts.Driver == string(protocol.DriverPTY) && s.a.notices
 }
 
 // The skills option's values besides a skill's name.
@@ -179,6 +198,7 @@ const elevatedWarning = "This session's task will be elevated: its agent runs ev
 const (
 	optThink    = "think"
 	optElevated = "elevated"
+	optVerbose  = "verbose"
 	valueOn     = "on"
 	valueOff    = "off"
 )
@@ -201,8 +221,11 @@ func (s *session) setDirective(id, v string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := &s.think
-	if id == optElevated {
+	switch id {
+	case optElevated:
 		cur = &s.elevated
+	case optVerbose:
+		cur = &s.verbose
 	}
 	if s.taskID != "" && *cur != on {
 		return &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf(
@@ -229,6 +252,13 @@ func (s *session) setConfig(ctx context.Context, p setConfigParams) (any, error)
 		if err := s.setModel(v); err != nil {
 			return nil, err
 		}
+	case optVerbose:
+		if !s.hooksShown() {
+			return nil, invalidParams("configId", "Option verbose (hook calls as notices) is offered to clients that take notices, with familiar acp --driver pty: under the stream driver claude runs no hooks.")
+		}
+		if err := s.setDirective(p.ConfigID, v); err != nil {
+			return nil, err
+		}
 	case optThink, optElevated:
 		s.mu.Lock()
 		was := s.elevated
@@ -249,7 +279,7 @@ func (s *session) setConfig(ctx context.Context, p setConfigParams) (any, error)
 	case "":
 		return nil, invalidParams("configId", "configId is required.")
 	default:
-		return nil, invalidParams("configId", fmt.Sprintf("Unknown config option %q: mode, model, think, elevated or skills.", p.ConfigID))
+		return nil, invalidParams("configId", fmt.Sprintf("Unknown config option %q: mode, model, think, elevated, verbose or skills.", p.ConfigID))
 	}
 	return map[string]any{"configOptions": s.configOptions()}, nil
 }

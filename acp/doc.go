@@ -21,7 +21,8 @@
 //	                       chosen before the first prompt: claude keeps its model for a session),
 //	                       think (category thought_level) and elevated, on or off: task/create's
 //	                       directives, chosen before the first prompt too; skills (the
-//	                       profile's defaults, none, all, or one of skills/list)
+//	                       profile's defaults, none, all, or one of skills/list); verbose
+//	                       (hook calls as notices) under --driver pty for clients with notices
 //	session/load, /list    replayed from the store (task/events, task/list); the first user
 //	                       message is the person's own text (the task's description); list
 //	                       entries carry _meta.familiar {taskId, status, state (in words)}

@@ -469,3 +469,9 @@ func TestACPSkills(t *testing.T) {
 		t.Errorf("the skill did not reach the model; first message:\n%s", tail(first, 3000))
 	}
 }
+
+// The verbose directive (issue 26) under the PTY driver, whose claude runs
+// familiar's hooks: each hook call is an info notice, not the agent's words.
+func TestACPVerboseHooks(t *testing.T) {
+	newWorld(t).runWith("verbose", []string{`ACP_AGENT_ARGS=["--driver","pty"]`})
+}

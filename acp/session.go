@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/rpcclient"
@@ -25,6 +26,7 @@ type session struct {
 	model    string // guarded by mu; a model alias, or modelDefault
 	think    bool   // guarded by mu; the next task's think directive
 	elevated bool   // guarded by mu; the next task's elevated directive
+	verbose  bool   // guarded by mu; the next task's verbose directive
 	skills   string // guarded by mu; the next task's skills: skillsDefault, skillsNone, skillsAll or a skill's name
 	// skillList are the repository's and the user's skills as the session
 	// began (skills/list); set before the session is shared.
@@ -115,6 +117,39 @@ func (s *session) warn(level protocol.MessageLevel, text string) {
 	}
 	s.note(fmt.Sprintf("\n\n%s from familiar: %s\n\n", word, text))
 }
+
+// hook shows one hook call of a verbose task as an info notice: live,
+// not part of the conversation (a hook call is not the agent's), and only
+// to a client that takes notices — without them there is no place for it
+// that would not read as the agent's words or tool calls.
+func (s *session) hook(n protocol.TaskHookNotification) {
+	s.a.mu.Lock()
+	notices := s.a.notices
+	s.a.mu.Unlock()
+	if !notices {
+		return
+	}
+	title := "Hook " + n.Name
+	var head struct {
+		Tool string `json:"tool_name"`
+	}
+	if json.Unmarshal(n.Payload, &head) == nil && head.Tool != "" {
+		title += ": " + head.Tool
+	}
+	desc := string(n.Payload)
+	if len(desc) > maxHookText {
+		// Cut on a rune boundary; the whole is in familiar (task/hook).
+		cut := maxHookText
+		for cut > 0 && !utf8.RuneStart(desc[cut]) {
+			cut--
+		}
+		desc = desc[:cut] + "…"
+	}
+	s.update(map[string]any{"sessionUpdate": "notice", "severity": "info", "title": title, "description": desc})
+}
+
+// maxHookText bounds a hook call's payload in its notice.
+const maxHookText = 2000
 
 // sawTask keeps what the session needs of its task as familiar reports it.
 func (s *session) sawTask(t protocol.Task) {
@@ -261,12 +296,12 @@ func (s *session) create(ctx context.Context, text string) error {
 		title = string([]rune(title)[:80]) + "…"
 	}
 	s.mu.Lock()
-	mode, model, think, elevated, skills := s.mode, s.model, s.think, s.elevated, s.skills
+	mode, model, think, elevated, verbose, skills := s.mode, s.model, s.think, s.elevated, s.verbose, s.skills
 	s.mu.Unlock()
 	p := &protocol.TaskCreateParams{Title: title, Description: text, Mode: protocol.Mode(mode), McpServers: s.mcp,
 		Driver: protocol.Driver(s.a.opts.Driver), WarmAgentSec: &acpWarmSec, Skills: s.taskSkills(skills)}
-	if think || elevated {
-		p.Directives = &protocol.Directives{Think: think, Elevated: elevated}
+	if think || elevated || verbose {
+		p.Directives = &protocol.Directives{Think: think, Elevated: elevated, Verbose: verbose}
 	}
 	if model != modelDefault {
 		p.Model = model
@@ -405,6 +440,11 @@ func (s *session) onNotification(method string, raw json.RawMessage) {
 		var n protocol.TaskCompletedNotification
 		if json.Unmarshal(raw, &n) == nil {
 			s.completed(n.Result)
+		}
+	case protocol.NotifyTaskHook:
+		var n protocol.TaskHookNotification
+		if json.Unmarshal(raw, &n) == nil {
+			s.hook(n)
 		}
 	case protocol.NotifyServerMessage:
 		var n protocol.ServerMessageNotification

@@ -478,6 +478,22 @@ const scenarios = {
       expect(/hold for the task/.test(late.message), "skills change refused: " + JSON.stringify(late));
     });
   },
+  // Verbose (with --driver pty, whose claude runs familiar's hooks): each
+  // hook call of the task is an info notice.
+  async verbose() {
+    await withAgent(async (ctx) => {
+      const res = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+      const s = { id: res.sessionId, updates: [], onPermission: async () => "allow_once" };
+      current.sessions[s.id] = s;
+      expect(configValue(res.configOptions, "verbose") === "off", "verbose option " + JSON.stringify(res.configOptions));
+      await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: s.id, configId: "verbose", value: "on" });
+      const stop = await prompt(ctx, s, tool("touch acp-verbose.txt"));
+      expect(stop === "end_turn", "stopReason " + stop, s);
+      const notices = () => s.updates.filter((u) => u.sessionUpdate === "notice");
+      await until(() => notices().some((n) => n.severity === "info" && n.title === "Hook PreToolUse: Bash" && /acp-verbose/.test(n.description)), "the verbose task's PreToolUse hook call", s);
+      expect(!text(s).includes("PreToolUse"), "a hook call read as the agent's words", s);
+    }, { session: { notices: {} } });
+  },
   async allow() {
     await withAgent(async (ctx) => {
       const s = await newSession(ctx);
