@@ -283,11 +283,7 @@ func (st *stepper) transcript(e protocol.TranscriptEntry) {
 	if u := e.Usage; u != nil {
 		s.T.Usage = ownUsage(s.T.Usage)
 		t := s.T.Usage
-		t.InputTokens += u.InputTokens
-		t.OutputTokens += u.OutputTokens
-		t.CacheReadTokens += u.CacheReadTokens
-		t.CacheWriteTokens += u.CacheWriteTokens
-		t.CostUSD += u.CostUSD
+		t.AddCounts(*u)
 		t.Responses++
 		if u.Responses > 0 { // a stream-json turn's usage counts all its responses
 			t.Responses += u.Responses - 1

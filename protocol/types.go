@@ -580,3 +580,14 @@ type Usage struct {
 	Total            *Usage  `json:"total,omitempty"`
 	Turns            []Usage `json:"turns,omitempty"`
 }
+
+// AddCounts adds u's tokens and cost to t: the one sum the transcript's
+// totals and a task's keep. Responses is the caller's, since what u
+// counts as differs (one response, a turn of n, a turn that says none).
+func (t *Usage) AddCounts(u Usage) {
+	t.InputTokens += u.InputTokens
+	t.OutputTokens += u.OutputTokens
+	t.CacheReadTokens += u.CacheReadTokens
+	t.CacheWriteTokens += u.CacheWriteTokens
+	t.CostUSD += u.CostUSD
+}

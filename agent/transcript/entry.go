@@ -78,10 +78,6 @@ type (
 
 // add adds one response's usage to a sum (its Responses counts them).
 func add(t *Usage, u Usage) {
-	t.InputTokens += u.InputTokens
-	t.OutputTokens += u.OutputTokens
-	t.CacheReadTokens += u.CacheReadTokens
-	t.CacheWriteTokens += u.CacheWriteTokens
-	t.CostUSD += u.CostUSD
+	t.AddCounts(u)
 	t.Responses++
 }

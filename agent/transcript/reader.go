@@ -292,11 +292,7 @@ func (r *Reader) result(l *line) []Entry {
 	turn := Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
 		CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Responses: n}
 	r.turn = turn
-	r.total.InputTokens += turn.InputTokens
-	r.total.OutputTokens += turn.OutputTokens
-	r.total.CacheReadTokens += turn.CacheReadTokens
-	r.total.CacheWriteTokens += turn.CacheWriteTokens
-	r.total.CostUSD += turn.CostUSD
+	r.total.AddCounts(turn)
 	r.total.Responses += n
 	t := r.total
 	u.Total = &t
