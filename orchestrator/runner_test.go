@@ -230,6 +230,32 @@ func (r *runnerEnv) status(t *testing.T, id string, want protocol.Status) *proto
 	return got
 }
 
+// warm: the task's finished claude is kept for a follow-up.
+func (r *runnerEnv) warm(id string) bool {
+	a, err := r.o.get(id)
+	return err == nil && a.view().warm
+}
+
+// finishWarm: the turn the task runs on s ends, and (warmAgentSec set)
+// the finished task keeps its claude.
+func (r *runnerEnv) finishWarm(t *testing.T, id string, s *fakeSession) {
+	t.Helper()
+	s.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
+	r.status(t, id, protocol.StatusMerging)
+	testenv.Await(t, 10*time.Second, "task "+id+" warm", func() bool { return r.warm(id) })
+}
+
+// awaitGone waits for s's claude to be let go; failure says what it means
+// when it is not.
+func awaitGone(t *testing.T, s *fakeSession, failure string) {
+	t.Helper()
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal(failure)
+	}
+}
+
 func create(t *testing.T, o *Orchestrator, title string) *protocol.Task {
 	t.Helper()
 	task, err := o.TaskCreate(context.Background(), &protocol.TaskCreateParams{Title: title, Description: "do it"})
@@ -266,11 +292,7 @@ func TestRunnerQuestionCompletionMergeSingleFlight(t *testing.T) {
 		t.Fatalf("result %+v", done.Result)
 	}
 	// The finished agent is let go.
-	select {
-	case <-s.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the finished agent was not stopped")
-	}
+	awaitGone(t, s, "the finished agent was not stopped")
 	// Two merges at once: one wins, the other is refused naming the state.
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
@@ -427,17 +449,11 @@ func TestRunnerWarmAgentTakesFollowUpsAndGivesWay(t *testing.T) {
 		defer r.mu.Unlock()
 		return len(r.sessions)
 	}
-	warm := func(id string) bool {
-		a, err := r.o.get(id)
-		return err == nil && a.view().warm
-	}
 
 	a := create(t, r.o, "a")
 	s0 := r.session(t, 0)
 	r.status(t, a.ID, protocol.StatusRunning)
-	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
-	r.status(t, a.ID, protocol.StatusMerging)
-	testenv.Await(t, 10*time.Second, "a warm", func() bool { return warm(a.ID) })
+	r.finishWarm(t, a.ID, s0)
 
 	// The follow-up goes to the claude that is there.
 	if _, err := r.o.TaskSend(ctx, &protocol.TaskSendParams{ID: a.ID, Text: "one more thing"}); err != nil {
@@ -455,27 +471,19 @@ func TestRunnerWarmAgentTakesFollowUpsAndGivesWay(t *testing.T) {
 		t.Fatal("the warm claude was stopped by its follow-up")
 	default:
 	}
-	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done again."}})
-	r.status(t, a.ID, protocol.StatusMerging)
-	testenv.Await(t, 10*time.Second, "a warm again", func() bool { return warm(a.ID) })
+	r.finishWarm(t, a.ID, s0)
 
 	// A queued task needs the one slot: the warm claude goes first.
 	b := create(t, r.o, "b")
-	select {
-	case <-s0.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the warm claude kept the slot a queued task needs")
-	}
+	awaitGone(t, s0, "the warm claude kept the slot a queued task needs")
 	s1 := r.session(t, 1)
 	r.status(t, b.ID, protocol.StatusRunning)
-	if warm(a.ID) {
+	if r.warm(a.ID) {
 		t.Error("a still counted warm after its claude exited")
 	}
 
 	// b finishes warm; a merge lets its claude go before git runs.
-	s1.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
-	r.status(t, b.ID, protocol.StatusMerging)
-	testenv.Await(t, 10*time.Second, "b warm", func() bool { return warm(b.ID) })
+	r.finishWarm(t, b.ID, s1)
 	if _, err := r.o.TaskMerge(ctx, &protocol.TaskMergeParams{ID: b.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -496,9 +504,7 @@ func TestRunnerWarmAgentTakesFollowUpsAndGivesWay(t *testing.T) {
 	if s2.opts.SessionID != "sess-1" {
 		t.Errorf("the cold follow-up resumed session %q", s2.opts.SessionID)
 	}
-	s2.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
-	r.status(t, a.ID, protocol.StatusMerging)
-	testenv.Await(t, 10*time.Second, "a warm a third time", func() bool { return warm(a.ID) })
+	r.finishWarm(t, a.ID, s2)
 	// The timer is armed by the actor's effect right after the view shows
 	// warm: advance until it has fired rather than once.
 	testenv.Await(t, 10*time.Second, "the warm claude let go after warmAgentSec", func() bool {
@@ -523,18 +529,6 @@ func TestRunnerWarmAgentLetGoWhenBlocked(t *testing.T) {
 	settings.MaxConcurrent = 1
 	settings.WarmAgentSec = 600
 	r := newRunner(t, settings)
-	warm := func(id string) bool {
-		a, err := r.o.get(id)
-		return err == nil && a.view().warm
-	}
-	gone := func(s *fakeSession, what string) {
-		t.Helper()
-		select {
-		case <-s.Done():
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s kept its claude", what)
-		}
-	}
 	holdsNone := func(id string) {
 		t.Helper()
 		r.status(t, id, protocol.StatusBlocked)
@@ -542,7 +536,7 @@ func TestRunnerWarmAgentLetGoWhenBlocked(t *testing.T) {
 			a, err := r.o.get(id)
 			return err == nil && a.view().agentPhase == agentNone
 		})
-		if warm(id) {
+		if r.warm(id) {
 			t.Errorf("the blocked task %s still counts a warm claude", id)
 		}
 	}
@@ -550,14 +544,12 @@ func TestRunnerWarmAgentLetGoWhenBlocked(t *testing.T) {
 	a := create(t, r.o, "a")
 	s0 := r.session(t, 0)
 	r.status(t, a.ID, protocol.StatusRunning)
-	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
-	r.status(t, a.ID, protocol.StatusMerging)
-	testenv.Await(t, 10*time.Second, "a warm", func() bool { return warm(a.ID) })
+	r.finishWarm(t, a.ID, s0)
 
 	// The idle claude's login is refused: blocked{auth}, the claude let go.
 	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{Failed: true, Error: "Not logged in",
 		Failure: &agent.Failure{Kind: agent.FailureAuth, Status: 401, Message: "Not logged in"}}})
-	gone(s0, "the warm task blocked")
+	awaitGone(t, s0, "the warm task blocked kept its claude")
 	holdsNone(a.ID)
 	if b := r.status(t, a.ID, protocol.StatusBlocked).Blocked; b == nil || b.Reason != protocol.BlockedAuth {
 		t.Errorf("blocked = %+v, want auth", b)
@@ -571,7 +563,7 @@ func TestRunnerWarmAgentLetGoWhenBlocked(t *testing.T) {
 	// b's own turn fails: blocked, and not kept warm despite the setting.
 	s1.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{Failed: true, Error: "bad request",
 		Failure: &agent.Failure{Kind: agent.FailureAPI, Status: 400, Message: "bad request"}}})
-	gone(s1, "the task blocked at its turn's end")
+	awaitGone(t, s1, "the task blocked at its turn's end kept its claude")
 	holdsNone(b.ID)
 	c := create(t, r.o, "c")
 	r.session(t, 2)
@@ -587,20 +579,11 @@ func TestRunnerWarmAgentLetGoWhenArchived(t *testing.T) {
 	a := create(t, r.o, "a")
 	s0 := r.session(t, 0)
 	r.status(t, a.ID, protocol.StatusRunning)
-	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
-	r.status(t, a.ID, protocol.StatusMerging)
-	testenv.Await(t, 10*time.Second, "a warm", func() bool {
-		v, err := r.o.get(a.ID)
-		return err == nil && v.view().warm
-	})
+	r.finishWarm(t, a.ID, s0)
 	if _, err := r.o.TaskArchive(context.Background(), &protocol.TaskArchiveParams{IDs: []string{a.ID}}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-s0.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the archived task kept its warm claude")
-	}
+	awaitGone(t, s0, "the archived task kept its warm claude")
 	if got := r.status(t, a.ID, protocol.StatusMerging); got.ArchivedAt.IsZero() {
 		t.Error("not archived")
 	}
@@ -625,11 +608,7 @@ func TestRunnerTaskWarmAgentSecOverridesTheSetting(t *testing.T) {
 	s1.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
 	r.status(t, a.ID, protocol.StatusMerging)
 	r.status(t, b.ID, protocol.StatusMerging)
-	select {
-	case <-s1.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the plain task's claude was kept")
-	}
+	awaitGone(t, s1, "the plain task's claude was kept")
 	select {
 	case <-s0.Done():
 		t.Fatal("the task that asked for warmAgentSec lost its claude")
