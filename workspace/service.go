@@ -56,6 +56,27 @@ func (s *Service) orch() (*orchestrator.Orchestrator, error) {
 	return s.ws.Orch, nil
 }
 
+// call and run are the methods the orchestrator answers as they are
+// (m, a method expression such as (*orchestrator.Orchestrator).TaskGet):
+// before initialize the client is told so, as every method but initialize
+// and shutdown must.
+func call[P, R any](s *Service, ctx context.Context, p P, m func(*orchestrator.Orchestrator, context.Context, P) (R, error)) (R, error) {
+	o, err := s.orch()
+	if err != nil {
+		var none R
+		return none, err
+	}
+	return m(o, ctx, p)
+}
+
+func run[P any](s *Service, ctx context.Context, p P, m func(*orchestrator.Orchestrator, context.Context, P) error) error {
+	o, err := s.orch()
+	if err != nil {
+		return err
+	}
+	return m(o, ctx, p)
+}
+
 // Initialize opens the workspace (or checks the client names the one
 // already open) and reports what this familiar can do.
 func (s *Service) Initialize(ctx context.Context, p *protocol.InitializeParams) (*protocol.InitializeResult, error) {
@@ -132,123 +153,63 @@ func (s *Service) SettingsUpdate(ctx context.Context, p *protocol.SettingsUpdate
 }
 
 func (s *Service) TaskCreate(ctx context.Context, p *protocol.TaskCreateParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskCreate(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskCreate)
 }
 
 func (s *Service) TaskGet(ctx context.Context, p *protocol.TaskGetParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskGet(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskGet)
 }
 
 func (s *Service) TaskList(ctx context.Context, p *protocol.TaskListParams) (*protocol.TaskListResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskList(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskList)
 }
 
 func (s *Service) TaskCancel(ctx context.Context, p *protocol.TaskCancelParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskCancel(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskCancel)
 }
 
 func (s *Service) TaskRespond(ctx context.Context, p *protocol.TaskRespondParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskRespond(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskRespond)
 }
 
 func (s *Service) TaskSend(ctx context.Context, p *protocol.TaskSendParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskSend(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskSend)
 }
 
 func (s *Service) TaskInput(ctx context.Context, p *protocol.TaskInputParams) error {
-	o, err := s.orch()
-	if err != nil {
-		return err
-	}
-	return o.TaskInput(ctx, p)
+	return run(s, ctx, p, (*orchestrator.Orchestrator).TaskInput)
 }
 
 func (s *Service) TaskResize(ctx context.Context, p *protocol.TaskResizeParams) error {
-	o, err := s.orch()
-	if err != nil {
-		return err
-	}
-	return o.TaskResize(ctx, p)
+	return run(s, ctx, p, (*orchestrator.Orchestrator).TaskResize)
 }
 
 func (s *Service) TaskScreen(ctx context.Context, p *protocol.TaskScreenParams) (*protocol.TaskScreenResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskScreen(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskScreen)
 }
 
 func (s *Service) TaskOutput(ctx context.Context, p *protocol.TaskOutputParams) (*protocol.TaskOutputResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskOutput(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskOutput)
 }
 
 func (s *Service) TaskReorder(ctx context.Context, p *protocol.TaskReorderParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskReorder(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskReorder)
 }
 
 func (s *Service) TaskDiff(ctx context.Context, p *protocol.TaskDiffParams) (*protocol.TaskDiffResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskDiff(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskDiff)
 }
 
 func (s *Service) TaskArchive(ctx context.Context, p *protocol.TaskArchiveParams) (*protocol.TaskArchiveResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskArchive(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskArchive)
 }
 
 func (s *Service) TaskRemove(ctx context.Context, p *protocol.TaskRemoveParams) error {
-	o, err := s.orch()
-	if err != nil {
-		return err
-	}
-	return o.TaskRemove(ctx, p)
+	return run(s, ctx, p, (*orchestrator.Orchestrator).TaskRemove)
 }
 
 func (s *Service) TaskEvents(ctx context.Context, p *protocol.TaskEventsParams) (*protocol.TaskEventsResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskEvents(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskEvents)
 }
 
 func (s *Service) ServerStats(ctx context.Context, p *protocol.ServerStatsParams) (*protocol.ServerStats, error) {
@@ -260,35 +221,19 @@ func (s *Service) ServerStats(ctx context.Context, p *protocol.ServerStatsParams
 }
 
 func (s *Service) TaskPause(ctx context.Context, p *protocol.TaskPauseParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskPause(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskPause)
 }
 
 func (s *Service) TaskResume(ctx context.Context, p *protocol.TaskResumeParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskResume(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskResume)
 }
 
 func (s *Service) TaskRetry(ctx context.Context, p *protocol.TaskRetryParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskRetry(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskRetry)
 }
 
 func (s *Service) TaskSetMode(ctx context.Context, p *protocol.TaskSetModeParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskSetMode(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskSetMode)
 }
 
 func (s *Service) ProfilesList(ctx context.Context, p *protocol.ProfilesListParams) ([]protocol.Profile, error) {
@@ -332,27 +277,15 @@ func (s *Service) McpCheck(ctx context.Context, p *protocol.McpCheckParams) (*pr
 }
 
 func (s *Service) TaskMerge(ctx context.Context, p *protocol.TaskMergeParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskMerge(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskMerge)
 }
 
 func (s *Service) TaskUndo(ctx context.Context, p *protocol.TaskUndoParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskUndo(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskUndo)
 }
 
 func (s *Service) TaskInterrupt(ctx context.Context, p *protocol.TaskInterruptParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskInterrupt(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskInterrupt)
 }
 
 // ServerStop is the background familiar's (daemon.Service overrides it): a
@@ -363,73 +296,37 @@ func (s *Service) ServerStop(ctx context.Context, p *protocol.ServerStopParams) 
 }
 
 func (s *Service) TaskMarkDone(ctx context.Context, p *protocol.TaskMarkDoneParams) (*protocol.Task, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskMarkDone(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskMarkDone)
 }
 
 func (s *Service) TaskText(ctx context.Context, p *protocol.TaskTextParams) (*protocol.TaskTextResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.TaskText(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskText)
 }
 
 func (s *Service) PolicyList(ctx context.Context, p *protocol.PolicyListParams) (*protocol.PolicyListResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.PolicyList(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).PolicyList)
 }
 
 func (s *Service) PolicyRevoke(ctx context.Context, p *protocol.PolicyRevokeParams) (*protocol.PolicyRevokeResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.PolicyRevoke(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).PolicyRevoke)
 }
 
 func (s *Service) QueueMerge(ctx context.Context, p *protocol.QueueMergeParams) (*protocol.Queue, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.QueueMerge(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).QueueMerge)
 }
 
 func (s *Service) QueueStatus(ctx context.Context, p *protocol.QueueStatusParams) (*protocol.QueueStatusResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.QueueStatus(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).QueueStatus)
 }
 
 func (s *Service) QueueCancel(ctx context.Context, p *protocol.QueueCancelParams) (*protocol.Queue, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.QueueCancel(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).QueueCancel)
 }
 
 func (s *Service) QueueUndo(ctx context.Context, p *protocol.QueueUndoParams) (*protocol.Queue, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.QueueUndo(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).QueueUndo)
 }
 
 func (s *Service) AuditList(ctx context.Context, p *protocol.AuditListParams) (*protocol.AuditListResult, error) {
-	o, err := s.orch()
-	if err != nil {
-		return nil, err
-	}
-	return o.AuditList(ctx, p)
+	return call(s, ctx, p, (*orchestrator.Orchestrator).AuditList)
 }
