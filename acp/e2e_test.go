@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,20 +117,92 @@ func (w *world) run(scenario string) string {
 
 func (w *world) runWith(scenario string, env []string) string {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(testenv.RepoRoot(), "acp", "testdata", "node", "client.mjs"), scenario)
+	cmd := exec.Command("node", filepath.Join(testenv.RepoRoot(), "acp", "testdata", "node", "client.mjs"), scenario)
 	cmd.Dir = w.repo
 	cmd.Env = append(append([]string(nil), w.env...), env...)
 	// The agent the client started may hold the pipes after a kill.
 	cmd.WaitDelay = 10 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		w.t.Fatalf("scenario %s: start node: %v", scenario, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(scenarioTimeout):
+		// A hang (seen once in CI with nothing on either stream): say
+		// where everything stood before killing it.
+		dump := w.dumpHung(cmd.Process.Pid, done)
+		w.t.Fatalf("scenario %s: no end after %v\nstdout:\n%s\nstderr (the client's dump, familiar acp's and its serve's goroutines):\n%s\n%s",
+			scenario, scenarioTimeout, out.String(), tail(errb.String(), 60000), dump)
+	}
+	if err != nil {
 		w.t.Fatalf("scenario %s: %v\nstdout:\n%s\nstderr:\n%s", scenario, err, out.String(), tail(errb.String(), 6000))
 	}
 	w.t.Logf("scenario %s: %s", scenario, strings.TrimSpace(out.String()))
 	return out.String()
+}
+
+// scenarioTimeout is how long a scenario may take; each takes seconds.
+const scenarioTimeout = 90 * time.Second
+
+// dumpHung gathers what tells a hung scenario's cause: the node client
+// writes its state (SIGUSR2, client.mjs), every familiar process of the
+// test writes its goroutines (SIGQUIT: familiar acp's and its serve
+// child's reach the client's stderr; the background familiar's go to its
+// daemon.err), and it returns the tails of the familiar.log and
+// daemon.err files under the test's state dir. The client is killed if it
+// has not ended on its own once its agent exited; done is its Wait.
+func (w *world) dumpHung(nodePID int, done <-chan error) string {
+	w.t.Helper()
+	_ = syscall.Kill(nodePID, syscall.SIGUSR2)
+	var b strings.Builder
+	for _, p := range processesWith(w.marker()) {
+		fmt.Fprintf(&b, "process when it hung: %s\n", p)
+		pid, name, _ := strings.Cut(p, " ")
+		if n, err := strconv.Atoi(pid); err == nil && name == "familiar" {
+			_ = syscall.Kill(n, syscall.SIGQUIT)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(nodePID, syscall.SIGKILL)
+		<-done
+	}
+	// The background familiar writes its goroutines as it dies.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(processesWith(w.marker())) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond) // nothing notifies a non-parent of an exit
+	}
+	var state string
+	for _, kv := range w.env {
+		if v, ok := strings.CutPrefix(kv, "XDG_STATE_HOME="); ok {
+			state = filepath.Dir(v)
+		}
+	}
+	_ = filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (d.Name() != "familiar.log" && d.Name() != "daemon.err") {
+			return nil
+		}
+		data, _ := os.ReadFile(path)
+		fmt.Fprintf(&b, "=== %s:\n%s\n", path, tail(string(data), 60000))
+		return nil
+	})
+	return b.String()
+}
+
+// marker is the environment entry every process of the test carries.
+func (w *world) marker() string {
+	for _, kv := range w.env {
+		if strings.HasPrefix(kv, "XDG_STATE_HOME=") {
+			return kv
+		}
+	}
+	return ""
 }
 
 // stopFamiliar stops the repository's background familiar (it outlives
@@ -151,12 +224,7 @@ func (w *world) stopFamiliar() {
 // state dir in their environment.
 func (w *world) waitProcessesGone() {
 	w.t.Helper()
-	var marker string
-	for _, kv := range w.env {
-		if strings.HasPrefix(kv, "XDG_STATE_HOME=") {
-			marker = kv
-		}
-	}
+	marker := w.marker()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		left := processesWith(marker)

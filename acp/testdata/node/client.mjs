@@ -42,8 +42,13 @@ function fail(msg) {
 const warnOnly = process.env.ACP_VALIDATE === "warn";
 seen.invalid = 0;
 
+// recent keeps the last lines each way for the dump a hung scenario
+// writes (dumpOnSignal).
+const recent = [];
 function check(validate, line, dir) {
   if (!line.trim()) return;
+  recent.push(`${Date.now() - t0} ${dir}: ${line.slice(0, 600)}`);
+  if (recent.length > 60) recent.shift();
   if (process.env.ACP_TRACE) process.stderr.write(`${dir}: ${line.slice(0, 400)}\n`);
   let msg;
   try { msg = JSON.parse(line); } catch { fail(`${dir} line is not JSON: ${line}`); }
@@ -760,6 +765,22 @@ scenarios.idle = async () => {
   });
   process.stdout.write(JSON.stringify({ idle: samples }) + "\n");
 };
+
+// A scenario the Go test gives up on gets SIGUSR2 (e2e_test.go's runWith):
+// the client says where it stood (what it saw, the last lines each way,
+// each session's updates), then waits for its agent, which the test sends
+// SIGQUIT for its goroutines, to close its stderr, so that dump is passed
+// on before the client exits.
+process.on("SIGUSR2", () => {
+  const sessions = Object.fromEntries(Object.entries(current?.sessions ?? {}).map(([id, s]) =>
+    [id, (s.updates ?? []).map((u) => u.sessionUpdate + (u.status ? ":" + u.status : ""))]));
+  process.stderr.write("=== client dump (" + scenario + ", " + (Date.now() - t0) + " ms)\n" +
+    JSON.stringify({ seen, wire, sessions }) + "\n--- last lines (ms since start):\n" + recent.join("\n") + "\n=== end of client dump\n");
+  const done = () => process.exit(3);
+  if (!current_child || current_child.exitCode !== null || current_child.signalCode !== null) done();
+  current_child.stderr.on("close", done);
+  setTimeout(done, 15000).unref();
+});
 
 if (!scenarios[scenario]) fail("unknown scenario " + scenario);
 await scenarios[scenario]();
