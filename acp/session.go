@@ -643,10 +643,6 @@ func (s *session) question(q protocol.Question) {
 	s.mu.Unlock()
 	title := relTitle(titleOf(q), wt)
 	diffs := editDiffs(q, wt)
-	if !seen {
-		// The session file can lag the hook: announce the call from the question.
-		s.toolCall(&protocol.ToolCall{ID: id, Name: q.Tool, Kind: kindOf(q.Tool), Title: title, Input: q.Input, Status: "pending"})
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
 	if s.permissions == nil {
@@ -664,6 +660,18 @@ func (s *session) question(q protocol.Question) {
 			s.mu.Unlock()
 			cancel()
 		}()
+		// familiar publishes a question its policy settled too (elevated,
+		// an allow rule, a grant), with its resolution right after: only
+		// one the task still waits on is put to the person. The task's
+		// view is settled before familiar publishes the question.
+		t, err := s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID})
+		if ctx.Err() != nil || (err == nil && (t.PendingQuestion == nil || t.PendingQuestion.ID != q.ID)) {
+			return // settled meanwhile (its resolution cancels ctx), or never pending
+		}
+		if !seen {
+			// The session file can lag the hook: announce the call from the question.
+			s.toolCall(&protocol.ToolCall{ID: id, Name: q.Tool, Kind: kindOf(q.Tool), Title: title, Input: q.Input, Status: "pending"})
+		}
 		tc := map[string]any{"toolCallId": id, "title": title, "kind": kindOf(q.Tool), "status": "pending"}
 		if len(q.Input) > 0 {
 			tc["rawInput"] = q.Input
@@ -677,7 +685,7 @@ func (s *session) question(q protocol.Question) {
 				OptionID string `json:"optionId"`
 			} `json:"outcome"`
 		}
-		err := s.a.c.call(ctx, "session/request_permission", map[string]any{
+		err = s.a.c.call(ctx, "session/request_permission", map[string]any{
 			"sessionId": s.id, "toolCall": tc, "options": permissionOptions(q),
 		}, &res)
 		if err != nil {

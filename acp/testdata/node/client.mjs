@@ -414,7 +414,10 @@ const scenarios = {
       await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: e.id, configId: "elevated", value: "on" });
       await until(() => notices(e).some((n) => n.severity === "warning" && /elevated/.test(n.title) && /deny rule still wins/.test(n.description ?? "")), "the elevated warning", e);
       let stop = await prompt(ctx, e, tool("touch acp-elevated.txt"));
-      expect(stop === "end_turn" && text(e).includes("Finished."), "an elevated turn: " + stop, e);
+      // Nothing is asked, and no phantom call stays pending: familiar's
+      // record of the policy's decision is not a question to the person.
+      expect(stop === "end_turn" && text(e).includes("Finished.") && seen.permissions === 0, "an elevated turn: " + stop + ", permissions asked " + seen.permissions, e);
+      expect(Object.values(toolStatuses(e)).every((st) => st.at(-1) === "completed"), "tool calls of the elevated turn " + JSON.stringify(toolStatuses(e)), e);
       await until(() => notices(e).some((n) => /broken/.test(n.title + (n.description ?? ""))), "the MCP server's warning", e);
 
       const asked0 = seen.permissions;
