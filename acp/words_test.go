@@ -140,7 +140,7 @@ func TestPlainName(t *testing.T) {
 // another client created with a model's full name.
 func TestModelOptionHoldsTheCurrentValue(t *testing.T) {
 	for _, model := range []string{modelDefault, "opus", "claude-opus-5-5"} {
-		s := &session{mode: "executor", model: model}
+		s := &session{a: &Agent{}, mode: "executor", model: model}
 		var found bool
 		for _, o := range s.configOptions() {
 			opt := o.(map[string]any)
@@ -158,7 +158,7 @@ func TestModelOptionHoldsTheCurrentValue(t *testing.T) {
 			t.Errorf("model %s is not among the options", model)
 		}
 	}
-	s := &session{mode: "executor", model: modelDefault, taskID: "t1"}
+	s := &session{a: &Agent{}, mode: "executor", model: modelDefault, taskID: "t1"}
 	if err := s.setModel("opus"); err == nil || !strings.Contains(err.Error(), "claude's default model") {
 		t.Errorf("a model change once the task runs: %v", err)
 	}
