@@ -128,9 +128,7 @@ type candidate struct {
 // snapshots and the pairs of the tasks that changed.
 func (f *forecaster) round(ctx context.Context, dirty map[string]bool, all bool) {
 	o := f.o
-	o.mu.Lock()
-	actors := o.actorsLocked()
-	o.mu.Unlock()
+	actors := o.actors()
 	byBase := map[string][]*candidate{}
 	seen := map[string]bool{}
 	for _, a := range actors {

@@ -80,9 +80,7 @@ func (o *Orchestrator) PolicyList(ctx context.Context, p *protocol.PolicyListPar
 		}
 		res.Grants = append(res.Grants, a.view().T.Grants...)
 	} else {
-		o.mu.Lock()
-		actors := o.actorsLocked()
-		o.mu.Unlock()
+		actors := o.actors()
 		for _, a := range actors {
 			res.Grants = append(res.Grants, a.view().T.Grants...)
 		}

@@ -175,9 +175,7 @@ func (o *Orchestrator) UseSettings(s protocol.Settings) {
 // for them to settle. reason is "" for the person's cancel (Ctrl-C), or why
 // familiar cancels them itself, which their end announces.
 func (o *Orchestrator) CancelAll(ctx context.Context, reason string) {
-	o.mu.Lock()
-	actors := o.actorsLocked()
-	o.mu.Unlock()
+	actors := o.actors()
 	var wg sync.WaitGroup
 	for _, a := range actors {
 		if s := a.view().T.Status; !s.HoldsWorktree() {
@@ -196,9 +194,7 @@ func (o *Orchestrator) CancelAll(ctx context.Context, reason string) {
 
 // Kill stops every running agent without a grace period (a second Ctrl-C).
 func (o *Orchestrator) Kill() {
-	o.mu.Lock()
-	actors := o.actorsLocked()
-	o.mu.Unlock()
+	actors := o.actors()
 	var views []*taskView
 	for _, a := range actors {
 		if v := a.view(); v.sess != nil {

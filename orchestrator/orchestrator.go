@@ -246,6 +246,15 @@ func (o *Orchestrator) Close() error {
 	return nil
 }
 
+// actors is a snapshot of the tasks' actors, to visit without holding mu:
+// what is done with each (a cancel, a git forecast, a post) may take mu
+// itself or take long.
+func (o *Orchestrator) actors() []*actor {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.actorsLocked()
+}
+
 func (o *Orchestrator) actorsLocked() []*actor {
 	out := make([]*actor, 0, len(o.tasks))
 	for _, a := range o.tasks {

@@ -138,9 +138,7 @@ func (o *Orchestrator) updateRunningSkills(c profiles.SkillsChange) {
 	if len(c.Updated) == 0 && len(c.Removed) == 0 {
 		return
 	}
-	o.mu.Lock()
-	actors := o.actorsLocked()
-	o.mu.Unlock()
+	actors := o.actors()
 	for _, a := range actors {
 		v := a.view()
 		if !v.T.Status.Live() {

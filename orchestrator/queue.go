@@ -190,9 +190,7 @@ func (o *Orchestrator) queueTasks(named []string) ([]string, error) {
 	if len(named) > 0 {
 		return named, nil
 	}
-	o.mu.Lock()
-	actors := o.actorsLocked()
-	o.mu.Unlock()
+	actors := o.actors()
 	var ready []*taskView
 	for _, a := range actors {
 		v := a.view()
