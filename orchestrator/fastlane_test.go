@@ -37,9 +37,7 @@ func TestFastQueueRunsByPriorityThenOrder(t *testing.T) {
 	settings.MaxConcurrent = 1
 	r := newRunner(t, settings)
 	ctx := context.Background()
-	first := create(t, r.o, "first")
-	s0 := r.session(t, 0)
-	r.status(t, first.ID, protocol.StatusRunning)
+	first, s0 := r.running(t, "first", 0)
 	low, err := r.o.TaskCreate(ctx, &protocol.TaskCreateParams{Title: "low", Description: "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -77,9 +75,7 @@ func TestFastApprovalTimeoutDenies(t *testing.T) {
 	settings := protocol.DefaultSettings()
 	settings.ApprovalTimeoutSec = 20
 	r := newRunnerWith(t, settings, runnerOptions{clk: clk})
-	task := create(t, r.o, "asks")
-	s := r.session(t, 0)
-	r.status(t, task.ID, protocol.StatusRunning)
+	task, s := r.running(t, "asks", 0)
 	armed := clk.Pending()
 	s.opts.OnEvent(agent.Event{Kind: agent.EventQuestion, Question: &agent.Question{ID: "q1", Kind: agent.KindPermission, Tool: "Bash", Text: "Run rm"}})
 	w := r.status(t, task.ID, protocol.StatusWaiting)
@@ -117,9 +113,7 @@ func TestFastStatsCountTheQueue(t *testing.T) {
 	settings.MaxConcurrent = 1
 	r := newRunner(t, settings)
 	ctx := context.Background()
-	a := create(t, r.o, "a")
-	s := r.session(t, 0)
-	r.status(t, a.ID, protocol.StatusRunning)
+	a, s := r.running(t, "a", 0)
 	b := create(t, r.o, "b")
 	r.status(t, b.ID, protocol.StatusQueued)
 	st, err := r.o.ServerStats(ctx)
@@ -168,9 +162,7 @@ func TestFastMergeAndUndoInGit(t *testing.T) {
 		_ = os.WriteFile(filepath.Join(opts.Dir, "made.txt"), []byte("by the agent\n"), 0o644)
 	}})
 	before := git(t, root, "rev-parse", "main")
-	task := create(t, r.o, "make a file")
-	s := r.session(t, 0)
-	r.status(t, task.ID, protocol.StatusRunning)
+	task, s := r.running(t, "make a file", 0)
 	finish(t, r, s, task.ID)
 	done := r.status(t, task.ID, protocol.StatusMerging)
 	if done.Result == nil || len(done.Result.ChangedFiles) != 1 || done.Result.ChangedFiles[0].Path != "made.txt" {
@@ -206,9 +198,7 @@ func TestFastUsageLimitHoldsTheQueueAndResumes(t *testing.T) {
 	settings := protocol.DefaultSettings()
 	settings.MaxConcurrent = 2
 	r := newRunnerWith(t, settings, runnerOptions{clk: clk})
-	a := create(t, r.o, "limited")
-	s := r.session(t, 0)
-	r.status(t, a.ID, protocol.StatusRunning)
+	a, s := r.running(t, "limited", 0)
 	resets := clk.Now().Add(time.Hour)
 	armed := clk.Pending()
 	s.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{Failed: true, Error: "limit",
@@ -245,9 +235,7 @@ func TestFastRetentionRemovesOldFinishedLogs(t *testing.T) {
 	r := newRunnerWith(t, settings, runnerOptions{clk: clk, onStart: func(opts agent.Options) {
 		_ = os.WriteFile(opts.LogPath, []byte("output\n"), 0o600)
 	}})
-	done := create(t, r.o, "done")
-	s := r.session(t, 0)
-	r.status(t, done.ID, protocol.StatusRunning)
+	done, s := r.running(t, "done", 0)
 	finish(t, r, s, done.ID)
 	<-s.Done()
 	live := create(t, r.o, "live")

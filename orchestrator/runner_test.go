@@ -230,6 +230,16 @@ func (r *runnerEnv) status(t *testing.T, id string, want protocol.Status) *proto
 	return got
 }
 
+// running creates a task and waits for it to run on the runner's i-th
+// claude.
+func (r *runnerEnv) running(t *testing.T, title string, i int) (*protocol.Task, *fakeSession) {
+	t.Helper()
+	task := create(t, r.o, title)
+	s := r.session(t, i)
+	r.status(t, task.ID, protocol.StatusRunning)
+	return task, s
+}
+
 // warm: the task's finished claude is kept for a follow-up.
 func (r *runnerEnv) warm(id string) bool {
 	a, err := r.o.get(id)
@@ -269,9 +279,7 @@ func TestRunnerQuestionCompletionMergeSingleFlight(t *testing.T) {
 	settings := protocol.DefaultSettings()
 	r := newRunner(t, settings)
 	ctx := context.Background()
-	task := create(t, r.o, "first")
-	s := r.session(t, 0)
-	r.status(t, task.ID, protocol.StatusRunning)
+	task, s := r.running(t, "first", 0)
 
 	s.opts.OnEvent(agent.Event{Kind: agent.EventQuestion, Question: &agent.Question{ID: "q1", Kind: agent.KindPermission, Tool: "Bash", Text: "Run ls"}})
 	w := r.status(t, task.ID, protocol.StatusWaiting)
@@ -321,9 +329,7 @@ func TestRunnerQuestionCompletionMergeSingleFlight(t *testing.T) {
 func TestRunnerPauseWhileStartingAndContinueBlocked(t *testing.T) {
 	r := newRunner(t, protocol.DefaultSettings())
 	ctx := context.Background()
-	task := create(t, r.o, "p")
-	s := r.session(t, 0)
-	r.status(t, task.ID, protocol.StatusRunning)
+	task, s := r.running(t, "p", 0)
 	if _, err := r.o.TaskPause(ctx, &protocol.TaskIDParams{ID: task.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -408,9 +414,7 @@ func TestRunnerTransientStartFailureRetries(t *testing.T) {
 func TestRunnerRetryFromBranchWaitsForAnOperation(t *testing.T) {
 	r := newRunner(t, protocol.DefaultSettings())
 	ctx := context.Background()
-	task := create(t, r.o, "first")
-	s := r.session(t, 0)
-	r.status(t, task.ID, protocol.StatusRunning)
+	task, s := r.running(t, "first", 0)
 	s.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "All done."}})
 	r.status(t, task.ID, protocol.StatusMerging)
 	<-s.Done()
@@ -450,9 +454,7 @@ func TestRunnerWarmAgentTakesFollowUpsAndGivesWay(t *testing.T) {
 		return len(r.sessions)
 	}
 
-	a := create(t, r.o, "a")
-	s0 := r.session(t, 0)
-	r.status(t, a.ID, protocol.StatusRunning)
+	a, s0 := r.running(t, "a", 0)
 	r.finishWarm(t, a.ID, s0)
 
 	// The follow-up goes to the claude that is there.
@@ -541,9 +543,7 @@ func TestRunnerWarmAgentLetGoWhenBlocked(t *testing.T) {
 		}
 	}
 
-	a := create(t, r.o, "a")
-	s0 := r.session(t, 0)
-	r.status(t, a.ID, protocol.StatusRunning)
+	a, s0 := r.running(t, "a", 0)
 	r.finishWarm(t, a.ID, s0)
 
 	// The idle claude's login is refused: blocked{auth}, the claude let go.
@@ -556,9 +556,7 @@ func TestRunnerWarmAgentLetGoWhenBlocked(t *testing.T) {
 	}
 
 	// The one slot is free: the next task starts without a cool-down.
-	b := create(t, r.o, "b")
-	s1 := r.session(t, 1)
-	r.status(t, b.ID, protocol.StatusRunning)
+	b, s1 := r.running(t, "b", 1)
 
 	// b's own turn fails: blocked, and not kept warm despite the setting.
 	s1.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{Failed: true, Error: "bad request",
@@ -576,9 +574,7 @@ func TestRunnerWarmAgentLetGoWhenArchived(t *testing.T) {
 	settings := protocol.DefaultSettings()
 	settings.WarmAgentSec = 600
 	r := newRunner(t, settings)
-	a := create(t, r.o, "a")
-	s0 := r.session(t, 0)
-	r.status(t, a.ID, protocol.StatusRunning)
+	a, s0 := r.running(t, "a", 0)
 	r.finishWarm(t, a.ID, s0)
 	if _, err := r.o.TaskArchive(context.Background(), &protocol.TaskArchiveParams{IDs: []string{a.ID}}); err != nil {
 		t.Fatal(err)
@@ -601,9 +597,7 @@ func TestRunnerTaskWarmAgentSecOverridesTheSetting(t *testing.T) {
 	}
 	s0 := r.session(t, 0)
 	r.status(t, a.ID, protocol.StatusRunning)
-	b := create(t, r.o, "plain")
-	s1 := r.session(t, 1)
-	r.status(t, b.ID, protocol.StatusRunning)
+	b, s1 := r.running(t, "plain", 1)
 	s0.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
 	s1.opts.OnEvent(agent.Event{Kind: agent.EventTurnEnded, Turn: &agent.TurnEnded{LastMessage: "Done."}})
 	r.status(t, a.ID, protocol.StatusMerging)
