@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -67,10 +68,5 @@ func checkDriver(name string) error {
 	if _, ok := drivers[name]; ok {
 		return nil
 	}
-	names := make([]string, 0, len(drivers))
-	for n := range drivers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return fmt.Errorf("unknown driver %q (want %s)", name, strings.Join(names, " or "))
+	return fmt.Errorf("unknown driver %q (want %s)", name, strings.Join(slices.Sorted(maps.Keys(drivers)), " or "))
 }

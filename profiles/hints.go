@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -255,11 +256,7 @@ func Outline(tracked []string, maxLines int) []string {
 			d.subs[sub]++
 		}
 	}
-	names := make([]string, 0, len(dirs))
-	for n := range dirs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(dirs))
 	sort.Strings(topFiles)
 
 	reserved := 0
@@ -294,11 +291,7 @@ func Outline(tracked []string, maxLines int) []string {
 	var out []string
 	for _, n := range shownDirs {
 		d := dirs[n]
-		subs := make([]string, 0, len(d.subs))
-		for s := range d.subs {
-			subs = append(subs, s)
-		}
-		sort.Strings(subs)
+		subs := slices.Sorted(maps.Keys(d.subs))
 		line := fmt.Sprintf("%s/ (%s", n, plural(d.files, "file"))
 		if left := len(subs) - perDir; left > 0 {
 			line += fmt.Sprintf("; %s not shown", plural(left, "dir"))
