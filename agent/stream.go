@@ -28,10 +28,10 @@ type streamDriver struct {
 	rawOutput *lineDropper
 
 	askMu sync.Mutex
-	// asking cancels the question of a can_use_tool request still waiting
-	// for the person, by request id: the CLI withdraws it with a
-	// control_cancel_request (an interrupt does).
-	asking map[string]context.CancelFunc // guarded by askMu
+	// asking is each can_use_tool request still waiting for the person,
+	// by request id: the CLI withdraws it with a control_cancel_request
+	// (an interrupt does).
+	asking map[string]asking // guarded by askMu
 
 	// Touched only by the reader goroutine (feed):
 	partial     []byte
@@ -44,6 +44,12 @@ type streamDriver struct {
 // ProblemMCPFailed starts the Problem text of an MCP server that claude
 // could not start.
 const ProblemMCPFailed = "an MCP server failed to start in claude"
+
+// asking is one can_use_tool request put to the person.
+type asking struct {
+	cancel context.CancelFunc // withdraws the question
+	done   chan struct{}      // closed once its asker returned
+}
 
 func newStreamDriver(s *Session) (driver, error) {
 	d := &streamDriver{s: s}
@@ -275,15 +281,17 @@ func (d *streamDriver) handleLine(line []byte) {
 			return
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
+		a := asking{cancel: cancel, done: make(chan struct{})}
 		d.askMu.Lock()
 		if d.asking == nil {
-			d.asking = map[string]context.CancelFunc{}
+			d.asking = map[string]asking{}
 		}
-		d.asking[m.RequestID] = cancel
+		d.asking[m.RequestID] = a
 		d.askMu.Unlock()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer close(a.done)
 			defer func() {
 				d.askMu.Lock()
 				delete(d.asking, m.RequestID)
@@ -294,12 +302,24 @@ func (d *streamDriver) handleLine(line []byte) {
 		}()
 	case "control_cancel_request":
 		// The CLI no longer waits for this answer: its question is
-		// resolved by the agent, and nobody answers it.
+		// resolved by the agent, and nobody answers it. The reader waits
+		// for the question's withdrawal before it reads on: an interrupt's
+		// result follows at once, and a turn that ended with its
+		// permission still pending reads as waiting on the person, which
+		// a withdrawal after it turned into a running task with an idle
+		// claude (an ACP session/cancel whose prompt never returned).
 		d.askMu.Lock()
-		if cancel := d.asking[m.RequestID]; cancel != nil {
-			cancel()
-		}
+		a, ok := d.asking[m.RequestID]
 		d.askMu.Unlock()
+		if ok {
+			a.cancel()
+			// The asker returns as soon as its context ends (waitAnswer);
+			// emitting never blocks.
+			select {
+			case <-a.done:
+			case <-s.ctx.Done():
+			}
+		}
 	case "result":
 		s.tr.line(line)
 		msg := m.Result
