@@ -949,12 +949,21 @@ func (s *Stream) learn(full string, spans []span) {
 		if strings.Contains(v, "-----") {
 			continue // a private key block is masked whole by its markers
 		}
+		// A private key's body that reaches the end of the text may end in
+		// the first dashes of its end marker, still to come: learnt with
+		// them, the body masked the marker's start where it showed whole
+		// ("…[masked 16 chars]-END PRIVATE KEY-----"), and the marker no
+		// longer closed the block. A body has no dashes of its own.
+		key := strings.HasSuffix(strings.TrimRight(full[:sp.start], " \t\r\n"), "PRIVATE KEY-----")
 		// The span may carry its label ("TOKEN='…", "Bearer …"): learn the
 		// long pieces between separators too.
 		pieces := append([]string{v}, strings.FieldsFunc(v, func(r rune) bool {
 			return r == ' ' || r == '=' || r == ':' || r == '\'' || r == '"' || r == '\n' || r == '\r' || r == '\t'
 		})...)
 		for _, piece := range pieces {
+			if key {
+				piece = strings.TrimRight(piece, "-")
+			}
 			if len(piece) < minLearned || !usableLiteral(piece) || slices.Contains(s.m.literals, piece) {
 				continue
 			}

@@ -132,6 +132,9 @@ func split(s string, n int) []string {
 // wrapped there, its second line may be the start of a key of its own.
 var shapeAtWrap = "sk-" + "ant-api03-aKiaxoxEyJ" + anthropicKey[23:]
 
+// keyBody is a private key's body with no line breaks.
+const keyBody = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+
 func TestStreamMasksWhatATerminalShows(t *testing.T) {
 	lit := "Zq9-custom-credential-value"
 	m := NewMasker([]string{"FAMILIAR_TEST_TOKEN=" + lit})
@@ -168,6 +171,9 @@ func TestStreamMasksWhatATerminalShows(t *testing.T) {
 		{name: "private key across chunks",
 			chunks:  []string{"-----BEGIN RSA PRIVATE KEY-----\n", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n", "4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onL\n", "-----END RSA PRIVATE KEY-----\nok\n"},
 			secrets: []string{"MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo", "4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onL"}},
+		{name: "private key on one line, cut in its end marker",
+			chunks:  []string{"-----BEGIN PRIVATE KEY-----" + keyBody + "----", "-END PRIVATE KEY-----\n"},
+			secrets: []string{keyBody}, want: "-----BEGIN PRIVATE KEY-----" + masked(keyBody) + "-----END PRIVATE KEY-----\n"},
 		{name: "key wrapped by the TUI", chunks: []string{"\x1b[38;5;246m  ⎿  $ echo build done; K='" + anthropicKey[:15] + "\x1b[39m\x1b[K\r\x1b[1B     \x1b[38;5;246m" + anthropicKey[15:] + "'\x1b[39m\r\n"},
 			secrets: []string{anthropicKey}},
 		{name: "keyed value wrapped across chunks", chunks: []string{"  ⎿  $ printf ok; export SERVICE_TOKEN='" + ghp[:8], "\r\x1b[1B\x1b[5C" + ghp[8:] + "'\r\n"},
@@ -198,6 +204,26 @@ func TestStreamMasksWhatATerminalShows(t *testing.T) {
 				t.Errorf("no masked form in %q", out)
 			}
 		})
+	}
+}
+
+// A private key block with no line breaks, cut into three reads anywhere,
+// masks to what the one-shot masker leaves as it is: its end marker comes
+// out whole, so the block is closed (a read cut in the marker made the body
+// take the marker's first dashes in 418 of the 5,671 cuts).
+func TestStreamOneLineKeyEveryCut(t *testing.T) {
+	m := NewMasker(nil)
+	text := "-----BEGIN PRIVATE KEY-----" + keyBody + "-----END PRIVATE KEY-----\n"
+	for i := 0; i <= len(text); i++ {
+		for j := i; j <= len(text); j++ {
+			out := streamAll(m, text[:i], text[i:j], text[j:])
+			if p := leaks(out, keyBody); p != "" {
+				t.Fatalf("cut %d,%d: output shows %q:\n%q", i, j, p, out)
+			}
+			if sh := shown(out); m.String(sh) != sh || !strings.HasSuffix(out, "-----END PRIVATE KEY-----\n") {
+				t.Fatalf("cut %d,%d: end marker not whole:\n%q", i, j, out)
+			}
+		}
 	}
 }
 
@@ -385,6 +411,9 @@ func FuzzStream(f *testing.F) {
 	f.Add("\x1b[1m"+ghp[:10]+"\x1b[0m"+ghp[10:], uint8(11), uint8(0))
 	f.Add("-----BEGIN PRIVATE KEY-----\nabcdefghijklmnop\n-----END PRIVATE KEY-----\n", uint8(9), uint8(2))
 	f.Add(strings.Repeat("spinner ", 6)+"t=1763929000\x1b[K\x1b[38;3H"+anthropicKey+" \r\n", uint8(70), uint8(9))
+	// A private key block with no line breaks, cut inside its body (leaked
+	// the key's body up to its END line before the fix).
+	f.Add("-----BEGIN PRIVATE KEY-----"+strings.Repeat("0", 40)+"-----END PRIVATE KEY-----", uint8(7), uint8(63))
 	f.Fuzz(func(t *testing.T, text string, a, b uint8) {
 		m := NewMasker(nil)
 		i := min(int(a), len(text))
