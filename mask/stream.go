@@ -199,8 +199,9 @@ func (m *Masker) Terminal(s string) string {
 func (s *Stream) Held() int { return len(s.pending) }
 
 // parse builds the view of pending and returns how many bytes of pending
-// it covers (an unfinished escape sequence at the end is left out).
-func (s *Stream) parse() int {
+// it covers (an unfinished escape sequence at the end is left out, and
+// unless flush is set, the start of a sequence that lost its ESC).
+func (s *Stream) parse(flush bool) int {
 	s.view, s.rawOff, s.rawEnd, s.segs, s.cols = s.view[:0], s.rawOff[:0], s.rawEnd[:0], s.segs[:0], s.cols[:0]
 	p := s.pending
 	s.examined += len(p)
@@ -254,10 +255,18 @@ func (s *Stream) parse() int {
 			}
 			col = cursorColumn(p[i:end], col)
 			i = end
-		case c == '[' && len(s.view) > 0 && joinable(s.view[len(s.view)-1]):
+		case c == '[' && s.afterWord():
 			// A sequence that lost its ESC on the way (claude shows a
 			// model's text without control characters: "Bearer[1C…",
 			// "sk-ant-…[1m…"): inside a word, take it for the sequence.
+			if !flush && remnantUnfinished(p, i) {
+				// "Bearer[0" at the end of a read may be "Bearer[0C" and
+				// a token: drawn as text, "[0" hid the blank the next read
+				// makes of it, and the token went out as a new word.
+				s.endCol = col
+				s.joinWrapped(i)
+				return i
+			}
 			if end, drawn, ok := remnant(p, i); ok {
 				s.segs = append(s.segs, segment{start: i, end: end, remnant: true})
 				if drawn != 0 {
@@ -384,6 +393,25 @@ func (s *Stream) move(w, from, to int) int {
 	return w + to - from
 }
 
+// afterWord reports whether the next view byte would go on a word: the
+// view's last byte, or before anything in it, the emitted text's.
+func (s *Stream) afterWord() bool {
+	if len(s.view) > 0 {
+		return joinable(s.view[len(s.view)-1])
+	}
+	return len(s.ctx) > 0 && joinable(s.ctx[len(s.ctx)-1])
+}
+
+// remnantUnfinished reports whether p[i:], a '[' at the end of p, may be the
+// start of a remnant (see remnant) that more bytes would finish.
+func remnantUnfinished(p []byte, i int) bool {
+	j := i + 1
+	for j < len(p) && j-i < 12 && (isDigit(p[j]) || p[j] == ';') {
+		j++
+	}
+	return j == len(p) || j == len(p)-1 && strings.IndexByte("mKCG", p[j]) >= 0
+}
+
 // remnant reads "[1m", "[0;31m", "[1C", "[27G" at p[i] followed by a byte
 // that may go on a word, and returns its end and what it draws.
 func remnant(p []byte, i int) (end int, drawn byte, ok bool) {
@@ -506,7 +534,7 @@ func isViewSpace(c byte) bool { return isSpace(c) }
 
 // process emits what is safe (all of it when flush is set) and keeps the rest.
 func (s *Stream) process(flush bool) []byte {
-	covered := s.parse()
+	covered := s.parse(flush)
 	view := s.view
 	ctx := s.ctx
 	if s.inKey {

@@ -132,8 +132,12 @@ func split(s string, n int) []string {
 // wrapped there, its second line may be the start of a key of its own.
 var shapeAtWrap = "sk-" + "ant-api03-aKiaxoxEyJ" + anthropicKey[23:]
 
-// keyBody is a private key's body with no line breaks.
-const keyBody = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+// keyBody is a private key's body with no line breaks; bearerToken is a
+// token with no shape of its own, a secret only after "Bearer".
+const (
+	keyBody     = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+	bearerToken = "q7Zt2mWx9LpR4vKc"
+)
 
 func TestStreamMasksWhatATerminalShows(t *testing.T) {
 	lit := "Zq9-custom-credential-value"
@@ -186,6 +190,10 @@ func TestStreamMasksWhatATerminalShows(t *testing.T) {
 		{name: "short lines are not joined", chunks: []string{"title: x\nnext line\n"}, want: "title: x\nnext line\n"},
 		{name: "sequences that lost their ESC", chunks: []string{"header Bearer[1C" + ghp + ". key " + anthropicKey[:20] + "[1m" + anthropicKey[20:] + " ok\n"},
 			secrets: []string{ghp, anthropicKey}},
+		{name: "a sequence that lost its ESC, cut inside it", chunks: []string{"header Bearer[1", "C" + bearerToken + " ok\n"},
+			secrets: []string{bearerToken}},
+		{name: "a sequence that lost its ESC, cut before it", chunks: []string{"header Bearer", "[1C" + bearerToken + " ok\n"},
+			secrets: []string{bearerToken}},
 		{name: "brackets in code are text", chunks: []string{"x := a[1]; y[2m] = 3 // [0m\n"}, want: "x := a[1]; y[2m] = 3 // [0m\n"},
 		{name: "osc title", chunks: []string{"\x1b]0;" + ghp + "\x07ok\n"}, secrets: []string{ghp}},
 		{name: "clean text passes unchanged", chunks: []string{"\x1b[32m✓\x1b[0m compiled 42 ", "modules\x1b[27Gin 1.2s\r\n", "task: skip the sketch"},
@@ -414,6 +422,8 @@ func FuzzStream(f *testing.F) {
 	// A private key block with no line breaks, cut inside its body (leaked
 	// the key's body up to its END line before the fix).
 	f.Add("-----BEGIN PRIVATE KEY-----"+strings.Repeat("0", 40)+"-----END PRIVATE KEY-----", uint8(7), uint8(63))
+	// Sequences that lost their ESC around a bearer token.
+	f.Add("0[CBeArer[0C00000000", uint8(11), uint8(9))
 	f.Fuzz(func(t *testing.T, text string, a, b uint8) {
 		m := NewMasker(nil)
 		i := min(int(a), len(text))
