@@ -2,7 +2,7 @@
 
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
-import { describe, estimateOrWhyNot, modeNote, redrawn, rowKey, secondsUntil, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
+import { describe, estimateOrWhyNot, secondsUntil, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
 import type { Task } from './protocol';
 import { statusHoldsWorktree } from './protocol';
 import { escapeMd } from './ui';
@@ -93,23 +93,19 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     this.pending = setTimeout(() => {
       this.pending = undefined;
       const now = Date.now();
-      // Only the rows that would look different: a redraw costs the
-      // renderer, and 30 running tasks are dirty every second for their
-      // elapsed time.
-      const rows = redrawn([...this.dirty], (id) => this.f.task(id), this.shown, now);
-      const full = this.full || rows === 'all';
+      // Only when a row would look different: a redraw costs the renderer,
+      // and 30 running tasks are dirty every second for their elapsed time.
+      const visible = this.full || [...this.dirty].some((id) => {
+        const t = this.f.task(id);
+        return !t || this.shown.get(id) !== rowKey(t, now);
+      });
       this.full = false;
       this.dirty.clear();
-      if (!full && !rows.length) return;
+      if (!visible) return;
       this.last = now;
-      // The whole tree only when rows move, come or go. A whole-tree refresh
-      // makes VS Code's extension host forget every row's element until the
-      // tree is listed again, and a context menu entry clicked meanwhile ran
-      // its command with no row ("Select a task in the Familiar view
-      // first"); redrawn each second for a countdown, that was a real gap.
-      // A row's own refresh keeps the others' elements, and its own under
-      // the same id (its element object is the same: this.node).
-      this.changed.fire(full ? undefined : (rows as string[]).map((id) => this.node('task', id)));
+      // Always the whole tree: refreshing single rows every second (elapsed
+      // times) made VS Code drop clicks on those rows in the UI test.
+      this.changed.fire(undefined);
     }, wait);
   }
 
@@ -240,8 +236,18 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   }
 }
 
+/** Everything a task's row shows (besides its place), to tell whether a redraw would change it. */
+function rowKey(t: Task, now: number): string {
+  return [JSON.stringify(t.conflicts ?? []), JSON.stringify(t.overlaps ?? []), t.title, t.status, t.activity, modeNote(t) + describe(t, now, true), undoable(t, now), t.worktree?.branch ?? '', t.type, t.mode, t.attempt,
+    truncate(t.description, 300), t.result?.summary ?? ''].join('\u0000');
+}
+
 /** The groups of finished tasks, shown a page at a time. */
 const paged: GroupId[] = ['done', 'cancelled'];
+/** A mode other than the usual executor, at the row's start: what the agent may do shows at a glance. */
+function modeNote(t: Task): string {
+  return t.mode && t.mode !== 'executor' ? `${t.mode} · ` : '';
+}
 
 function place(t: Task): string {
   return `${groupOfTask(t)}/${t.status === 'queued' ? t.queuePosition ?? '' : ''}`;
