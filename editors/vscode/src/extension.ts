@@ -10,7 +10,7 @@ import * as path from 'path';
 import { ChildProcess, spawn } from 'child_process';
 import { BinaryError, describeSource, resolveFamiliar } from './binary';
 import { FamiliarClient } from './client';
-import { clock, counts, plural, secondsLeft, secondsUntil, EndAnnouncer, endNotice, TaskEnd, settingsFrom, stillEnded, taskLabel } from './model';
+import { clock, rowTask, counts, plural, secondsLeft, secondsUntil, EndAnnouncer, endNotice, TaskEnd, settingsFrom, stillEnded, taskLabel } from './model';
 import type { Policy, SettingsUpdate, Task, TaskCompletedNotification, TaskCreateParams, TaskResult, TaskTextResult } from './protocol';
 import { Code, statusHoldsWorktree } from './protocol';
 import { TaskTree, Node } from './tree';
@@ -89,7 +89,7 @@ export class Familiar implements vscode.Disposable {
   constructor(private readonly context: vscode.ExtensionContext) {
     this.taskViews = new TaskViews(this, context.extensionUri);
     this.newTaskForm = new NewTaskForm(this, context.workspaceState, context.extensionUri);
-    this.disposables.push(this.terminals, this.taskViews, this.queue);
+    this.disposables.push(this.terminals, this.taskViews, this.queue, this.tree);
     this.log = vscode.window.createOutputChannel('Familiar', { log: true });
     this.status = vscode.window.createStatusBarItem('familiar.status', vscode.StatusBarAlignment.Left, 50);
     this.status.name = 'Familiar';
@@ -142,23 +142,35 @@ export class Familiar implements vscode.Disposable {
     reg('familiar.newTaskFromEditor', (uri?: vscode.Uri) => this.newTask(true, uri));
     reg('familiar.refresh', () => this.reconnect());
     reg('familiar.reconnect', () => this.reconnect());
-    reg('familiar.openTerminal', (a) => this.terminals.openTerminal(id(a)));
+    // The commands on a task, each twice: familiar.X from the palette (or a
+    // caller with an id) takes the selected task, else the one in front;
+    // familiar.row.X, what the tree's row menus run, takes its row or does
+    // nothing (rowTask).
+    const onTask: [string, (id: string, a: any, b: any) => unknown][] = [
+      ['openTerminal', (t) => this.terminals.openTerminal(t)],
+      ['openTask', (t) => this.showTask(t, false)],
+      ['showDetails', (t) => this.showDetails(t)],
+      ['answer', (t) => this.questions.answer(t)],
+      ['showChanges', (t) => this.changes.showChanges(t)],
+      ['merge', (t) => this.changes.merge(t)],
+      ['undo', (t) => this.changes.undo(t)],
+      ['pause', (t) => this.act('task/pause', t, 'Paused')],
+      ['resume', (t) => this.act('task/resume', t, 'Resumed')],
+      ['cancel', (t) => this.cancel(t)],
+      ['retry', (t) => this.act('task/retry', t, 'Retrying')],
+      ['continue', (t) => this.continueTask(t)],
+      ['remove', (t) => this.remove(t)],
+      ['moveUp', (t) => move(this, t, -1)],
+      ['moveDown', (t) => move(this, t, 1)],
+      // From a menu the second argument is the selection, not a mode.
+      ['setMode', (t, _a, mode) => changeMode(this, t, typeof mode === 'string' ? mode as any : undefined)],
+    ];
+    for (const [name, fn] of onTask) {
+      reg(`familiar.${name}`, (a, b) => fn(id(a), a, b));
+      reg(`familiar.row.${name}`, (a, b) => fn(rowTask(a), a, b));
+    }
     reg('familiar.showTask', (a) => this.showTask(id(a), typeof a === 'string'));
-    reg('familiar.openTask', (a) => this.showTask(id(a), false));
-    reg('familiar.showDetails', (a) => this.showDetails(id(a)));
-    reg('familiar.answer', (a) => this.questions.answer(id(a)));
     reg('familiar.answerPrompt', (taskId: string, questionId: string, choice: string) => this.questions.answerPrompt(taskId, questionId, choice));
-    reg('familiar.showChanges', (a) => this.changes.showChanges(id(a)));
-    reg('familiar.merge', (a) => this.changes.merge(id(a)));
-    reg('familiar.undo', (a) => this.changes.undo(id(a)));
-    reg('familiar.pause', (a) => this.act('task/pause', id(a), 'Paused'));
-    reg('familiar.resume', (a) => this.act('task/resume', id(a), 'Resumed'));
-    reg('familiar.cancel', (a) => this.cancel(id(a)));
-    reg('familiar.retry', (a) => this.act('task/retry', id(a), 'Retrying'));
-    reg('familiar.continue', (a) => this.continueTask(id(a)));
-    reg('familiar.remove', (a) => this.remove(id(a)));
-    reg('familiar.moveUp', (a) => move(this, id(a), -1));
-    reg('familiar.moveDown', (a) => move(this, id(a), 1));
     reg('familiar.searchTasks', () => this.history.search());
     reg('familiar.clearSearch', () => this.history.clearSearch());
     reg('familiar.showMore', (g) => this.tree.showMore(g?.kind === 'more' ? g.id : g));
@@ -169,8 +181,6 @@ export class Familiar implements vscode.Disposable {
     reg('familiar.cancelQueue', () => this.queue.cancel());
     reg('familiar.undoQueue', () => this.queue.undo());
     reg('familiar.dismissQueue', () => this.queue.dismiss());
-    // From a menu the second argument is the selection, not a mode.
-    reg('familiar.setMode', (a, mode?: unknown) => changeMode(this, id(a), typeof mode === 'string' ? mode as any : undefined));
     reg('familiar.checkMcpServers', () => checkMcpServers(this));
     reg('familiar.addMcpPreset', () => addPreset(this));
     reg('familiar.runDoctor', () => this.runDoctor());

@@ -231,6 +231,8 @@ export function endOfTask(t: Task): TaskEnd {
 export class EndAnnouncer {
   /** Task id → the kind of end announced ("ok" or "failed") since it last ran. */
   private readonly ended = new Map<string, string>();
+  /** Task id → its status in the last task/updated (the latest last, bounded). */
+  private readonly seen = new Map<string, Status>();
 
   /** A task/completed: the end to announce, or undefined when it was announced already. */
   completed(c: TaskCompletedNotification, t?: Task): TaskEnd | undefined {
@@ -240,6 +242,17 @@ export class EndAnnouncer {
 
   /** A task/updated: the end to announce when it is an older familiar's silent block. */
   updated(t: Task): TaskEnd | undefined {
+    const was = this.seen.get(t.id);
+    this.seen.delete(t.id);
+    this.seen.set(t.id, t.status);
+    if (this.seen.size > 2000) this.seen.delete(this.seen.keys().next().value!);
+    // Back from merged by an undo: ready to merge again because the person
+    // asked for it, not news (an end announced now, a replayed one, would
+    // say "is ready to merge" to whoever just pressed Undo).
+    if (was === 'merged' && t.status === 'merging') {
+      this.ended.set(t.id, 'ok');
+      return undefined;
+    }
     if (!statusFinished(t.status)) {
       this.ended.delete(t.id);
       return undefined;
@@ -254,6 +267,7 @@ export class EndAnnouncer {
    * replayed from task/events before it were announced.)
    */
   known(t: Task) {
+    this.seen.set(t.id, t.status);
     if (!statusFinished(t.status) || this.ended.has(t.id)) return;
     if (t.status === 'blocked') this.ended.set(t.id, 'failed');
     else if (t.status === 'merging' || t.status === 'merged') this.ended.set(t.id, 'ok');
@@ -262,6 +276,7 @@ export class EndAnnouncer {
   /** A task removed: nothing of it is kept. */
   forget(id: string) {
     this.ended.delete(id);
+    this.seen.delete(id);
   }
 
   private once(end: TaskEnd): boolean {
@@ -725,4 +740,58 @@ export const grantScopes: { scope: 'task' | 'repository' | 'user'; label: string
 /** Markdown link text that stays text: an agent's words may hold brackets. */
 export function linkText(s: string): string {
   return s.replace(/[\\[\]]/g, '\\$&');
+}
+
+/**
+ * Which of the dirty tasks' rows to redraw at now: those whose text changed
+ * since drawn (shown holds what each row showed), or 'all' when one cannot be
+ * redrawn alone — gone, or gaining or losing its forecast rows (its id
+ * changes with them, see tree.ts getTreeItem). A dirty task never drawn
+ * (paged out, under a search) has no row to redraw.
+ */
+export function redrawn(dirty: Iterable<string>, task: (id: string) => Task | undefined, shown: ReadonlyMap<string, string>, now: number): string[] | 'all' {
+  const out: string[] = [];
+  for (const id of dirty) {
+    const t = task(id);
+    if (!t) return 'all';
+    const was = shown.get(id);
+    if (was === undefined) continue;
+    const key = rowKey(t, now);
+    if (was === key) continue;
+    if (hasForecast(was) !== hasForecast(key)) return 'all';
+    out.push(id);
+  }
+  return out;
+}
+
+/** Whether a rowKey has forecast rows (its first two fields). */
+function hasForecast(key: string): boolean {
+  return !key.startsWith('[]\u0000[]\u0000');
+}
+
+/** Everything a task's row shows (besides its place), to tell whether a redraw would change it. */
+export function rowKey(t: Task, now: number): string {
+  return [JSON.stringify(t.conflicts ?? []), JSON.stringify(t.overlaps ?? []), t.title, t.status, t.activity, modeNote(t) + describe(t, now, true), undoable(t, now), t.worktree?.branch ?? '', t.type, t.mode, t.attempt,
+    truncate(t.description, 300), t.result?.summary ?? ''].join('\u0000');
+}
+
+/** A mode other than the usual executor, at the row's start: what the agent may do shows at a glance. */
+export function modeNote(t: Task): string {
+  return t.mode && t.mode !== 'executor' ? `${t.mode} · ` : '';
+}
+
+/** What a row's menu entry says when it reached its command without its row. */
+export const rowLost = 'That row was being redrawn as you chose the entry, so nothing was done: open its menu again.';
+
+/**
+ * The task a tree row's menu entry (familiar.row.*) acts on: the row's own
+ * element, or none. VS Code's extension host forgets every row's element
+ * from a whole-tree redraw until the tree is listed again, and an entry
+ * chosen meanwhile gets no row; it must not take the selected task, or the
+ * one in front, instead (Merge, Discard, Undo on another task).
+ */
+export function rowTask(arg: unknown): string {
+  const n = arg as { kind?: unknown; id?: unknown } | undefined;
+  if (n && n.kind === 'task' && typeof n.id === 'string' && n.id) return n.id;
+  throw new Error(rowLost);
 }

@@ -2,7 +2,7 @@
 
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
-import { describe, estimateOrWhyNot, secondsUntil, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
+import { describe, estimateOrWhyNot, modeNote, redrawn, rowKey, secondsUntil, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
 import type { Task } from './protocol';
 import { statusHoldsWorktree } from './protocol';
 import { escapeMd } from './ui';
@@ -38,8 +38,31 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   private queueIndex = new Map<string, number>();
   /** The search shown instead of the groups, if any. */
   filter?: TreeFilter;
+  /** Each drawn task's own click command (rowCommand). */
+  private readonly clicks = new Map<string, vscode.Disposable>();
 
   constructor(private readonly f: Familiar) {}
+
+  dispose() {
+    for (const d of this.clicks.values()) d.dispose();
+    this.clicks.clear();
+  }
+
+  /**
+   * The command a click on a task's row runs: one of the task's own, with
+   * no arguments. A command with arguments is kept by the extension host
+   * under a key that dies with the row's element node, and a row's own
+   * refresh replaces that node before the renderer has the new row: a click
+   * in between ran the dead key ("Actual command not found", no task view;
+   * the load scenario's click under the flood, 30 rows redrawn each second).
+   * A command of its own never goes stale, nor needs the row's element
+   * (which a whole-tree redraw takes away for a moment) or the selection.
+   */
+  private rowCommand(id: string): string {
+    const name = `familiar.showTask.${id}`;
+    if (!this.clicks.has(id)) this.clicks.set(id, vscode.commands.registerCommand(name, () => vscode.commands.executeCommand('familiar.showTask', id)));
+    return name;
+  }
 
   /** Redraws everything (soon, coalesced). */
   refresh() {
@@ -93,19 +116,24 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     this.pending = setTimeout(() => {
       this.pending = undefined;
       const now = Date.now();
-      // Only when a row would look different: a redraw costs the renderer,
-      // and 30 running tasks are dirty every second for their elapsed time.
-      const visible = this.full || [...this.dirty].some((id) => {
-        const t = this.f.task(id);
-        return !t || this.shown.get(id) !== rowKey(t, now);
-      });
+      // Only the rows that would look different: a redraw costs the
+      // renderer, and 30 running tasks are dirty every second for their
+      // elapsed time.
+      const rows = redrawn(this.dirty, (id) => this.f.task(id), this.shown, now);
+      const full = this.full || rows === 'all';
       this.full = false;
       this.dirty.clear();
-      if (!visible) return;
+      if (!full && !rows.length) return;
       this.last = now;
-      // Always the whole tree: refreshing single rows every second (elapsed
-      // times) made VS Code drop clicks on those rows in the UI test.
-      this.changed.fire(undefined);
+      // The whole tree only when rows move, come or go. A whole-tree refresh
+      // makes VS Code's extension host forget every row's element at once
+      // (ExtHostTreeView._addAllToClear) until the tree is listed again, and
+      // a menu entry chosen meanwhile reaches its command with no row
+      // (extension.ts rowTask: it then does nothing and says so). A row's
+      // own refresh swaps its element under the same handle in one step, so
+      // no entry loses it; the element is the same object (this.node), the
+      // one getChildren returned, which is how VS Code finds the row.
+      this.changed.fire(full ? undefined : (rows as string[]).map((id) => this.node('task', id)));
     }, wait);
   }
 
@@ -123,7 +151,14 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     const tasks = this.f.client?.tasks.values() ?? [];
     if (!n) {
       const all = [...tasks];
-      for (const id of [...this.drawn.keys()]) if (!this.taskOf(id)) { this.drawn.delete(id); this.shown.delete(id); this.nodes.delete(`task:${id}`); }
+      for (const id of [...this.drawn.keys()]) {
+        if (this.taskOf(id)) continue;
+        this.drawn.delete(id);
+        this.shown.delete(id);
+        this.nodes.delete(`task:${id}`);
+        this.clicks.get(id)?.dispose();
+        this.clicks.delete(id);
+      }
       if (this.filter) return [this.node('search', 'search'), ...this.filter.tasks.map((t) => this.node('task', t.id))];
       // The merge queue, while it runs (and its undo window after), first.
       return [...this.f.queue.roots(), ...groups.filter((g) => all.some((t) => groupOfTask(t) === g.id)).map((g) => this.node('group', g.id))];
@@ -209,7 +244,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     }
     if (t.archivedAt) flags.push('archived');
     item.contextValue = flags.join(' ');
-    item.command = { command: 'familiar.showTask', title: 'Show Details', arguments: [t.id] };
+    item.command = { command: this.rowCommand(t.id), title: 'Show Details' };
     const md = new vscode.MarkdownString(undefined, true);
     md.appendMarkdown(`**${escapeMd(taskLabel(t))}** — ${taskStatusText(t)}\n\n`);
     md.appendText(truncate(t.description, 300) + '\n\n');
@@ -236,19 +271,8 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   }
 }
 
-/** Everything a task's row shows (besides its place), to tell whether a redraw would change it. */
-function rowKey(t: Task, now: number): string {
-  return [JSON.stringify(t.conflicts ?? []), JSON.stringify(t.overlaps ?? []), t.title, t.status, t.activity, modeNote(t) + describe(t, now, true), undoable(t, now), t.worktree?.branch ?? '', t.type, t.mode, t.attempt,
-    truncate(t.description, 300), t.result?.summary ?? ''].join('\u0000');
-}
-
 /** The groups of finished tasks, shown a page at a time. */
 const paged: GroupId[] = ['done', 'cancelled'];
-/** A mode other than the usual executor, at the row's start: what the agent may do shows at a glance. */
-function modeNote(t: Task): string {
-  return t.mode && t.mode !== 'executor' ? `${t.mode} · ` : '';
-}
-
 function place(t: Task): string {
   return `${groupOfTask(t)}/${t.status === 'queued' ? t.queuePosition ?? '' : ''}`;
 }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { grantsByScope, parseRange, ranges, reorderStep } from '../src/lists';
-import { about, describe, estimateOrWhyNot, estimateText, groupOfTask, tasksIn, undoable, undoText } from '../src/model';
+import { about, describe, estimateOrWhyNot, estimateText, groupOfTask, redrawn, rowKey, rowLost, rowTask, tasksIn, undoable, undoText } from '../src/model';
 import { header } from '../src/transcript';
 import type { Task } from '../src/protocol';
 
@@ -104,4 +104,30 @@ test('a queued task paused is held in the queue, not running', () => {
   assert.equal(groupOfTask(paused), 'running');
   assert.equal(describe(paused, now, true), 'paused · 30s');
   assert.deepEqual(tasksIn('queued', [held, { ...base, id: 'q', status: 'queued', queuePosition: 1 }]).map((t) => t.id), ['q', 't1']);
+});
+
+test('a countdown redraws only the rows whose text changed, and the whole tree only when a row cannot be redrawn alone', () => {
+  const undo = { ...base, id: 'u', status: 'merged' as const, undoableUntil: at(45), startedAt: at(-100), finishedAt: at(-40) };
+  const still = { ...base, id: 's', status: 'merged' as const, startedAt: at(-100), finishedAt: at(-40) };
+  const tasks = new Map<string, Task>([[undo.id, undo], [still.id, still]]);
+  const task = (id: string) => tasks.get(id);
+  const shown = new Map([[undo.id, rowKey(undo, now)], [still.id, rowKey(still, now)]]);
+  // A second later: the undo's row reads another time, the other row the same.
+  assert.deepEqual(redrawn(['u', 's'], task, shown, now + 1000), ['u']);
+  assert.deepEqual(redrawn(['s'], task, shown, now + 1000), []);
+  // Never drawn (paged out): nothing to redraw.
+  assert.deepEqual(redrawn(['u'], task, new Map(), now + 1000), []);
+  // Gone, or gaining forecast rows (a new row id): the whole tree.
+  assert.equal(redrawn(['x'], task, shown, now), 'all');
+  tasks.set('s', { ...still, conflicts: [{ with: 'base', files: ['a.txt'] }] });
+  assert.equal(redrawn(['s'], task, shown, now), 'all');
+});
+
+test('a row menu entry acts on its row, or on nothing and says so', () => {
+  assert.equal(rowTask({ kind: 'task', id: 't7' }), 't7');
+  // No row (a whole-tree redraw took its element away), a group's, a
+  // queue's, a bare id: never the selected task instead.
+  for (const arg of [undefined, null, { kind: 'group', id: 'running' }, { kind: 'task', id: '' }, 't7', { id: 't7' }]) {
+    assert.throws(() => rowTask(arg), { message: rowLost }, JSON.stringify(arg));
+  }
 });

@@ -132,6 +132,30 @@ test('success: ready to merge, or done with no changes and no Merge', () => {
   assert.equal(counts([t]).ready, 0);
 });
 
+test('a task back from merged by an undo is not announced ready to merge again; run again, its next end is', () => {
+  const ends = new EndAnnouncer();
+  const done = { seq: 3, id: base.id, status: 'merging', result: { success: true, summary: '', changedFiles: [{ path: 'a', status: 'added' }], commits: [] } } as unknown as TaskCompletedNotification;
+  assert.ok(ends.completed(done));
+  assert.equal(ends.updated({ ...base, status: 'merged' }), undefined);
+  // A window that connects now learns the task as merged.
+  const other = new EndAnnouncer();
+  other.known({ ...base, status: 'merged' });
+  for (const e of [ends, other]) {
+    // Undone: merging again, as task/updated says; a task/completed of it
+    // (replayed after a reconnect) is not news either.
+    assert.equal(e.updated({ ...base, status: 'merging' }), undefined);
+    assert.equal(e.completed({ ...done, seq: 4 }), undefined);
+    // Continued: its next end is news.
+    e.updated({ ...base, status: 'running' });
+    assert.ok(e.completed({ ...done, seq: 5 }));
+  }
+  // A window that first hears of the task as merging (its end, not an
+  // undo) still announces the task/completed that follows.
+  const fresh = new EndAnnouncer();
+  assert.equal(fresh.updated({ ...base, status: 'merging' }), undefined);
+  assert.ok(fresh.completed(done));
+});
+
 test('an end is announced once, whichever of task/updated and task/completed comes first', () => {
   const blocked: Task = { ...base, status: 'blocked', blocked: { reason: 'auth', detail: 'no login' } };
   // An older familiar: only the task/updated.
