@@ -839,18 +839,23 @@ const scenarios = {
         await waitFor('the task view\'s undo time to count down', async () => (await left.innerText().catch(() => was)) !== was, 15000, 200);
         await s.shot('undo-countdown');
         if (!(await menuHas(s, 'Count down', 'Undo'))) throw new Error('no Undo item while the undo holds');
-        // Its row is redrawn each second while it counts down; a context menu
-        // entry clicked then reaches the command with its row, not the
-        // selected one (another task's, here) nor none. A whole-tree redraw
-        // made VS Code forget the rows' elements until the tree was listed
-        // again, and an entry landing then ran with none.
-        for (let i = 0; i < 5; i++) {
+        // Its row is redrawn each second while it counts down (in seconds,
+        // under a minute); a context menu entry clicked then reaches the
+        // command with its row, not the selected one (another task's, here)
+        // nor none. A whole-tree redraw made VS Code forget the rows'
+        // elements until the tree was listed again, and an entry landing
+        // then ran with none and took the selected task.
+        await waitFor('Count down\'s undo to count in seconds', async () => /undo for \d+s/.test(await row('Count down').getAttribute('aria-label').catch(() => '') ?? ''), 60000, 200);
+        const before = await row('Count down').getAttribute('aria-label');
+        for (let i = 0; i < 8; i++) {
           await openView(s, 'Undo me');
           await s.page.locator('.tabs-container .tab.active', { hasText: 'Undo me' }).first().waitFor({ timeout: 15000 });
           await s.contextMenu('Count down', 'Open Task');
           await s.page.locator('.tabs-container .tab.active', { hasText: 'Count down' }).first().waitFor({ timeout: 15000 });
         }
-        log(`manage: after the menus: "${await row('Count down').getAttribute('aria-label')}"`);
+        const after = await row('Count down').getAttribute('aria-label');
+        log(`manage: Count down's menu 8 times, its row from "${before}" to "${after}"`);
+        if (after === before) throw new Error('Count down\'s row was not redrawn while its menu was used');
         v = await viewOf(s, 'Count down');
         log(`manage: counting down: "${await row('Count down').getAttribute('aria-label')}"`);
         await s.page.locator('.monaco-list-row[aria-label^="Count down, merged"]:not([aria-label*="undo for"])').first().waitFor({ timeout: 150000 });
@@ -1168,6 +1173,16 @@ async function latency(s) {
   if (samples.length !== n) throw new Error(`measured ${samples.length} of ${n} prompts`);
 }
 
+/** The first line of the logs under dir (code-server's, the extension host's) that holds text, if any. */
+function grepLogs(dir, text) {
+  const walk = (d) => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => e.isDirectory() ? walk(path.join(d, e.name)) : e.name.endsWith('.log') ? [path.join(d, e.name)] : []);
+  for (const f of walk(dir)) {
+    const line = fs.readFileSync(f, 'utf8').split('\n').find((l) => l.includes(text));
+    if (line) return line.trim();
+  }
+  return '';
+}
+
 /** Clicks alternately on two tree rows and times until the details editor shows the clicked task. */
 async function clickLatency(s, a, b, rounds) {
   const times = [];
@@ -1177,7 +1192,13 @@ async function clickLatency(s, a, b, rounds) {
     const t0 = Date.now();
     await row.click();
     // The task view (one preview tab the clicks reuse) shows the task's title.
-    await view(s).locator('#head h1', { hasText: title }).first().waitFor({ timeout: 180000 });
+    await view(s).locator('#head h1', { hasText: title }).first().waitFor({ timeout: 180000 }).catch((err) => {
+      // A click that ran a row command VS Code had dropped shows nothing: the
+      // extension host's log says so (a row's click with arguments did, its
+      // row redrawn meanwhile).
+      const dead = grepLogs(s.dir, 'Actual command not found');
+      throw new Error(`click ${i + 1} on "${title}" opened no task view${dead ? `; the extension host: ${dead}` : ''}: ${err.message}`);
+    });
     times.push(Date.now() - t0);
   }
   return times;
