@@ -362,6 +362,11 @@ const scenarios = {
         const gate = path.join(s.dir, 'gate');
         await mergeAllReady(s, verify, `while ! test -f ${gate}; do sleep 0.1; done`);
         await row(`In the merge queue: ${A}, verifying`).waitFor({ state: 'attached', timeout: 120000 });
+        // The queue row's menu holds the queue's entries, none of a task's:
+        // its "queue running" matched theirs, and they acted on the selected task.
+        for (const item of ['Pause', 'Cancel', 'Change Mode…', 'Open Task']) {
+          if (await menuHas(s, 'Merge queue', item)) throw new Error(`the merge queue row's menu offers ${item}, a task's entry`);
+        }
         await s.contextMenu('Merge queue', 'Cancel Queue');
         fs.writeFileSync(gate, '');
         const cancelled = s.toast('the merge queue was cancelled');
