@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,10 +59,35 @@ type ptyDriver struct {
 	failed      bool   // guarded by mu; the turn of failedEpoch was reported failed
 	failedEpoch int    // guarded by mu
 	transcript  string // guarded by mu; the transcript path the hooks gave
-	// The last PreToolUse's call: PermissionRequest, which follows it,
-	// carries no tool_use_id of its own.
-	lastToolUse, lastToolName string // guarded by mu
+	// starts delivers PreToolUse without claude waiting for it; nil when
+	// its spool could not be made (PreToolUse then comes over HTTP).
+	starts *toolStarts
+	// The calls PreToolUse announced and no PostToolUse ended yet, newest
+	// last: PermissionRequest carries no tool_use_id of its own, so its
+	// call is found among these by tool and input.
+	startedCalls []startedCall // guarded by mu
+	// endedCalls are the ids of the latest calls that ended: a start
+	// read from the spool after its call's end starts nothing.
+	endedCalls []string // guarded by mu
 }
+
+type startedCall struct {
+	id, tool string
+	input    json.RawMessage
+}
+
+// Bounds of the started and ended calls kept: a turn's parallel calls fit.
+const (
+	maxStartedCalls = 32
+	maxEndedCalls   = 64
+)
+
+// toolStartWait bounds how long a permission question waits for its
+// call's start from the spool: normally the start is there first (the
+// hook is spawned before claude's own permission check), so this is only
+// for a spawn slowed by a loaded machine; past it the question goes out
+// with the id the session file gives, if any.
+const toolStartWait = 2 * time.Second
 
 func newPTYDriver(s *Session) (driver, error) {
 	if s.opts.Hooks == nil {
@@ -76,6 +102,12 @@ func (d *ptyDriver) prepare() (map[string]any, map[string]string, func()) {
 	o := &d.s.opts
 	url, secret, unregister := o.Hooks.Register(d.hook)
 	settings := sessionHookSettings(hookEvents, o.CLI.Version, url, secret, int(o.HookTimeout/time.Second))
+	if starts, err := newToolStarts(o.ConfigDir); err != nil {
+		d.s.logger.Warn("tool starts come over HTTP, holding claude up", "err", err)
+	} else {
+		d.starts = starts
+		settings = WithToolStartHook(settings, starts.dir)
+	}
 	env := map[string]string{}
 	for k, v := range screen.RendererEnv() {
 		env[k] = v
@@ -108,6 +140,17 @@ func (d *ptyDriver) attach() {
 	d.scr = screen.New(s.opts.Cols, s.opts.Rows, writerFunc(s.proc.Write))
 	s.wg.Add(1)
 	go d.classifyLoop()
+	if d.starts != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer d.starts.remove()
+			if err := d.starts.watch(s.ctx, d.toolStarted); err != nil {
+				s.logger.Warn("tool starts read only before other hooks", "err", err)
+				<-s.ctx.Done()
+			}
+		}()
+	}
 	if s.spawned.mcpConfigPath != "" {
 		// The screen says nothing of a server that failed (CLAUDE-CLI.md
 		// §5; only /mcp lists it): familiar asks each one itself.
@@ -190,18 +233,79 @@ func (d *ptyDriver) resize(cols, rows int) error {
 
 func (d *ptyDriver) screen() screen.Snapshot { return d.scr.Snapshot() }
 
-// toolUseID is the id of the call a PermissionRequest is about.
-func (d *ptyDriver) toolUseID(p hookPayload) string {
+// toolUseID is the id of the call a PermissionRequest is about: the
+// started call of the same tool and input. A start still on its way from
+// the spool is waited for, up to toolStartWait.
+func (d *ptyDriver) toolUseID(ctx context.Context, p hookPayload) string {
 	if p.ToolUseID != "" {
 		return p.ToolUseID
 	}
-	d.mu.Lock()
-	id, name := d.lastToolUse, d.lastToolName
-	d.mu.Unlock()
-	if name == p.ToolName && id != "" {
-		return id
+	if id := d.startedID(p); id != "" || d.starts == nil {
+		return cmp.Or(id, d.s.tr.pendingID(p.ToolName))
 	}
-	return d.s.tr.pendingID(p.ToolName)
+	began := d.s.opts.Clock.Now()
+	t := d.s.opts.Clock.NewTimer(toolStartWait)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.starts.arrived:
+			if id := d.startedID(p); id != "" {
+				d.s.logger.Debug("permission waited for its tool start", "waited", d.s.opts.Clock.Now().Sub(began))
+				return id
+			}
+		case <-t.C():
+			d.s.logger.Warn("no tool start came for a permission", "tool", p.ToolName, "waited", toolStartWait)
+			return d.s.tr.pendingID(p.ToolName)
+		case <-ctx.Done():
+			return ""
+		}
+	}
+}
+
+// startedID takes the newest started call of p's tool and input: a call
+// is asked about once, so a later identical call is not taken for it.
+func (d *ptyDriver) startedID(p hookPayload) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, c := range slices.Backward(d.startedCalls) {
+		if c.tool == p.ToolName && jsonEqual(c.input, p.ToolInput) {
+			d.startedCalls = slices.Delete(d.startedCalls, i, i+1)
+			return c.id
+		}
+	}
+	return ""
+}
+
+// toolStarted handles a PreToolUse payload read from the spool.
+func (d *ptyDriver) toolStarted(raw json.RawMessage) { d.hook(d.s.ctx, "PreToolUse", raw) }
+
+// callStarted records a started call; false if it ended already (its
+// start was read from the spool after its PostToolUse).
+func (d *ptyDriver) callStarted(p hookPayload) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if slices.Contains(d.endedCalls, p.ToolUseID) {
+		return false
+	}
+	d.startedCalls = append(d.startedCalls, startedCall{id: p.ToolUseID, tool: p.ToolName, input: p.ToolInput})
+	if n := len(d.startedCalls) - maxStartedCalls; n > 0 {
+		d.startedCalls = slices.Delete(d.startedCalls, 0, n)
+	}
+	return true
+}
+
+// callEnded records a call's end.
+func (d *ptyDriver) callEnded(id string) {
+	if id == "" {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.startedCalls = slices.DeleteFunc(d.startedCalls, func(c startedCall) bool { return c.id == id })
+	d.endedCalls = append(d.endedCalls, id)
+	if n := len(d.endedCalls) - maxEndedCalls; n > 0 {
+		d.endedCalls = slices.Delete(d.endedCalls, 0, n)
+	}
 }
 
 // hookPayload is the union of the hook payload fields familiar reads.
@@ -620,6 +724,12 @@ func (d *ptyDriver) sendPrompt(text string) error {
 // hook handles one hook call from this session's CLI.
 func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage) any {
 	s := d.s
+	if d.starts != nil && event != "PreToolUse" {
+		// Starts written before this hook was sent are handled first, in
+		// claude's order: a permission names its call, an end ends a
+		// started command.
+		d.starts.drain(d.toolStarted)
+	}
 	var p hookPayload
 	_ = json.Unmarshal(raw, &p)
 	s.watchdog.Kick()
@@ -640,6 +750,7 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	case "UserPromptSubmit":
 		d.mu.Lock()
 		d.interrupted = false // an interrupt before this turn is not this turn's
+		d.startedCalls = nil  // calls an interrupt left unended are not this turn's
 		d.mu.Unlock()
 		s.mu.Lock()
 		s.retry = APIRetry{} // a new turn's retries count from 1
@@ -649,16 +760,14 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 		s.mu.Unlock()
 		s.setActivity(Activity{State: ActivityThinking})
 	case "PreToolUse":
-		if p.ToolUseID != "" {
-			d.mu.Lock()
-			d.lastToolUse = p.ToolUseID
-			d.lastToolName = p.ToolName
-			d.mu.Unlock()
+		if !d.callStarted(p) {
+			return nil
 		}
 		s.setActivity(toolActivity(p.ToolName, p.ToolInput))
 		s.commandStarted(p.ToolUseID, p.ToolName, p.ToolInput)
 		s.skillUsed(p.ToolName, p.ToolInput)
 	case "PostToolUse", "PostToolUseFailure":
+		d.callEnded(p.ToolUseID)
 		s.commandEnded(p.ToolUseID)
 		// A permission still held for this call was answered in the terminal.
 		s.resolveElsewhere(func(q *pendingQuestion) bool {
@@ -751,7 +860,7 @@ func (d *ptyDriver) permissionRequest(ctx context.Context, p hookPayload) any {
 		q := &pendingQuestion{
 			q: Question{
 				Kind: KindPermission, Text: permissionText(p.ToolName, p.ToolInput),
-				Tool: p.ToolName, Input: p.ToolInput, ToolUseID: d.toolUseID(p), Options: s.permissionOptions(p.ToolName, p.ToolInput), AllowText: true,
+				Tool: p.ToolName, Input: p.ToolInput, ToolUseID: d.toolUseID(ctx, p), Options: s.permissionOptions(p.ToolName, p.ToolInput), AllowText: true,
 			},
 			tool: p.ToolName, input: p.ToolInput, source: "hook",
 		}

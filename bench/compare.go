@@ -68,7 +68,10 @@ const (
 	// a bare HTTP handler (see tuiFloor).
 	SystemTUIFloor         = "claude TUI, PermissionRequest hook, direct (floor)"
 	SystemTUIFloorAllHooks = "claude TUI, all of familiar's hooks, direct (floor)"
-	SystemTUIFloorPreTool  = "claude TUI, answered at PreToolUse, direct (floor)"
+	// The same with PreToolUse over HTTP, which claude waits for:
+	// familiar's hooks until issue 29 (see agent.ToolStartHook).
+	SystemTUIFloorHTTPPreToolUse = "claude TUI, familiar's hooks with PreToolUse over HTTP, direct (floor)"
+	SystemTUIFloorPreTool        = "claude TUI, answered at PreToolUse, direct (floor)"
 )
 
 // ACPVersion is the pinned version of Zed's ACP adapter compared against
@@ -139,9 +142,10 @@ func (r *runner) compare(ctx context.Context) error {
 		{SystemStreamFloor, r.startStreamFloor},
 		{SystemAgentACP, r.startACP(agentACP)},
 		{SystemACP, r.startACP(oldACP)},
-		{SystemTUIFloor, r.startTUIFloor("PermissionRequest", false)},
-		{SystemTUIFloorAllHooks, r.startTUIFloor("PermissionRequest", true)},
-		{SystemTUIFloorPreTool, r.startTUIFloor("PreToolUse", false)},
+		{SystemTUIFloor, r.startTUIFloor("PermissionRequest", floorMinimal)},
+		{SystemTUIFloorAllHooks, r.startTUIFloor("PermissionRequest", floorFamiliar)},
+		{SystemTUIFloorHTTPPreToolUse, r.startTUIFloor("PermissionRequest", floorHTTPPreToolUse)},
+		{SystemTUIFloorPreTool, r.startTUIFloor("PreToolUse", floorMinimal)},
 	}
 	for _, s := range starts {
 		if !r.compared(s.name) {

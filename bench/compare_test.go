@@ -37,8 +37,8 @@ func TestCompareOneRound(t *testing.T) {
 	if err := r.compare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.report.Compare) != 8 {
-		t.Fatalf("%d systems compared, want 8: %+v", len(r.report.Compare), r.report.Compare)
+	if len(r.report.Compare) != 9 {
+		t.Fatalf("%d systems compared, want 9: %+v", len(r.report.Compare), r.report.Compare)
 	}
 	for _, c := range r.report.Compare {
 		if c.Skipped != "" {

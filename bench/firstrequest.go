@@ -53,8 +53,8 @@ func (r *runner) firstRequest(ctx context.Context) error {
 		{name: SystemFamiliarStream, startsOnAsk: true, start: func(ctx context.Context, api *demomodel.Server) (contender, error) {
 			return r.startFamiliar(ctx, api, protocol.DriverStream)
 		}},
-		{name: SystemTUIFloor, startsOnAsk: true, start: r.startTUIFloor("PermissionRequest", false)},
-		{name: SystemTUIFloorAllHooks, startsOnAsk: true, start: r.startTUIFloor("PermissionRequest", true)},
+		{name: SystemTUIFloor, startsOnAsk: true, start: r.startTUIFloor("PermissionRequest", floorMinimal)},
+		{name: SystemTUIFloorAllHooks, startsOnAsk: true, start: r.startTUIFloor("PermissionRequest", floorFamiliar)},
 		{name: SystemStreamFloor, start: r.startStreamFloor},
 		{name: SystemAgentACP, start: r.startACP(agentACP)},
 	}

@@ -110,7 +110,7 @@ func (r *runner) followUp(ctx context.Context) error {
 		{SystemFamiliarPTYWarm, familiar(protocol.DriverPTY, 600)},
 		{SystemAgentACP, acp(agentACP)},
 		{SystemTUIFloorAllHooks, func(ctx context.Context, api *demomodel.Server) (followUpper, error) {
-			c, err := r.startTUIFloor("PermissionRequest", true)(ctx, api)
+			c, err := r.startTUIFloor("PermissionRequest", floorFamiliar)(ctx, api)
 			if err != nil {
 				return nil, err
 			}

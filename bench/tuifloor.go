@@ -45,13 +45,21 @@ type hookCall struct {
 	at    time.Time
 }
 
-func (r *runner) startTUIFloor(answerAt string, allHooks bool) func(ctx context.Context, api *demomodel.Server) (contender, error) {
-	return r.startTUIFloorHooks(answerAt, allHooks, agent.HookSettings)
-}
+// floorHooks says which hooks a TUI floor subscribes to.
+type floorHooks int
 
-// startTUIFloorHooks is startTUIFloor with the hook settings of all made by
-// hooks (agent.HookSettings, or the settings of an earlier design).
-func (r *runner) startTUIFloorHooks(answerAt string, allHooks bool, hookSettings func(url, secret string, timeout int) map[string]any) func(ctx context.Context, api *demomodel.Server) (contender, error) {
+const (
+	// floorMinimal: UserPromptSubmit, Stop and the hook that answers.
+	floorMinimal floorHooks = iota
+	// floorFamiliar: every hook familiar's PTY driver takes, as it takes
+	// them (PreToolUse by the async command hook into a spool).
+	floorFamiliar
+	// floorHTTPPreToolUse: the same with PreToolUse over HTTP, which
+	// claude waits for (familiar's design until issue 29).
+	floorHTTPPreToolUse
+)
+
+func (r *runner) startTUIFloor(answerAt string, hooks floorHooks) func(ctx context.Context, api *demomodel.Server) (contender, error) {
 	return func(ctx context.Context, api *demomodel.Server) (contender, error) {
 		repo, cfg, err := r.floorDirs(ctx)
 		if err != nil {
@@ -66,8 +74,20 @@ func (r *runner) startTUIFloorHooks(answerAt string, allHooks bool, hookSettings
 		// familiar's own hook settings, so the floor subscribes to exactly
 		// what familiar does; the minimal floors keep only the hooks they
 		// need.
-		all := hookSettings("http://"+f.ln.Addr().String()+"/hook", "floor", 600)
-		if !allHooks {
+		all := agent.HookSettings("http://"+f.ln.Addr().String()+"/hook", "floor", 600)
+		switch hooks {
+		case floorHTTPPreToolUse:
+		case floorFamiliar:
+			// As familiar's PTY driver: PreToolUse by an async command hook
+			// into a spool (agent.ToolStartHook), which the floor leaves
+			// unread.
+			starts := filepath.Join(cfg, "tool-starts")
+			if err := os.MkdirAll(starts, 0o700); err != nil {
+				f.close()
+				return nil, err
+			}
+			all = agent.WithToolStartHook(all, starts)
+		default:
 			hooks := all["hooks"].(map[string]any)
 			for e := range hooks {
 				if e != "UserPromptSubmit" && e != answerAt && e != "Stop" {
