@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -67,25 +65,8 @@ func (r *runner) scale(ctx context.Context) error {
 		notes++
 		switch x.method {
 		case protocol.NotifyTaskOutput:
-			// " t=<ns>": the masker may hold a chunk's last word back until
-			// the next chunk, so the stamp can start a notification's data.
-			for p := x.params; ; {
-				i := bytes.Index(p, []byte("t="))
-				if i < 0 {
-					break
-				}
-				if i > 0 && p[i-1] != ' ' && p[i-1] != '"' {
-					p = p[i+2:]
-					continue
-				}
-				p = p[i+2:]
-				j := 0
-				for j < len(p) && p[j] >= '0' && p[j] <= '9' {
-					j++
-				}
-				if ns, err := strconv.ParseInt(string(p[:j]), 10, 64); err == nil && j > 0 {
-					outLag = append(outLag, x.at.Sub(time.Unix(0, ns)))
-				}
+			for _, ns := range stampsIn(x.params) {
+				outLag = append(outLag, x.at.Sub(time.Unix(0, ns)))
 			}
 		case protocol.NotifyTaskUpdated:
 			var u struct {
