@@ -333,8 +333,16 @@ const scenarios = {
       await until(() => closed, "session/close's answer", s);
       expect(stop === "cancelled", "a turn ended by session/close: " + stop, s);
       s.onPermission = async () => "allow_once";
-      const listed = (await ctx.request(acp.methods.agent.session.list, { cwd })).sessions.find((x) => x.sessionId === s.id);
-      expect(listed?._meta?.familiar?.status === "paused", "the closed session's task: " + JSON.stringify(listed));
+      // session/close returns once the pause is asked for; the task is
+      // paused when its claude has stopped (SIGTERM, then SIGKILL).
+      let listed;
+      const deadline = Date.now() + 30000;
+      for (;;) {
+        listed = (await ctx.request(acp.methods.agent.session.list, { cwd })).sessions.find((x) => x.sessionId === s.id);
+        if (listed?._meta?.familiar?.status === "paused") break;
+        expect(Date.now() < deadline && ["running", "paused"].includes(listed?._meta?.familiar?.status), "the closed session's task: " + JSON.stringify(listed));
+        await new Promise((r) => setTimeout(r, 20));
+      }
       const gone = await rpcError(prompt(ctx, s, "hello"), "a prompt to a closed session");
       expect(gone.code === -32002, "closed session: " + JSON.stringify(gone));
       const before = s.updates.length;
