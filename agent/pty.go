@@ -240,19 +240,22 @@ func (d *ptyDriver) toolUseID(ctx context.Context, p hookPayload) string {
 	if p.ToolUseID != "" {
 		return p.ToolUseID
 	}
-	if id := d.startedID(p); id != "" || d.starts == nil {
-		return cmp.Or(id, d.s.tr.pendingID(p.ToolName))
+	if d.starts == nil {
+		return cmp.Or(d.startedID(p), d.s.tr.pendingID(p.ToolName))
 	}
 	began := d.s.opts.Clock.Now()
 	t := d.s.opts.Clock.NewTimer(toolStartWait)
 	defer t.Stop()
 	for {
-		select {
-		case <-d.starts.arrived:
-			if id := d.startedID(p); id != "" {
-				d.s.logger.Debug("permission waited for its tool start", "waited", d.s.opts.Clock.Now().Sub(began))
-				return id
+		arrived := d.starts.next() // before looking: a start handled meanwhile closes it
+		if id := d.startedID(p); id != "" {
+			if waited := d.s.opts.Clock.Now().Sub(began); waited > 0 {
+				d.s.logger.Debug("permission waited for its tool start", "waited", waited)
 			}
+			return id
+		}
+		select {
+		case <-arrived:
 		case <-t.C():
 			d.s.logger.Warn("no tool start came for a permission", "tool", p.ToolName, "waited", toolStartWait)
 			return d.s.tr.pendingID(p.ToolName)

@@ -29,8 +29,9 @@ type toolStarts struct {
 	// drains finds every start written before it handled, not taken by
 	// another goroutine and still on its way.
 	mu sync.Mutex
-	// arrived is signalled after a drain handled at least one start.
-	arrived chan struct{}
+	// arrived is closed, and replaced, after a drain handled at least one
+	// start: every permission waiting for its start looks again.
+	arrived chan struct{} // guarded by mu
 }
 
 // toolStartsDir is the spool's name inside the session's claude config dir.
@@ -46,7 +47,7 @@ func newToolStarts(configDir string) (*toolStarts, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("tool starts: %w", err)
 	}
-	return &toolStarts{dir: dir, arrived: make(chan struct{}, 1)}, nil
+	return &toolStarts{dir: dir, arrived: make(chan struct{})}, nil
 }
 
 // ToolStartHook is the async command hook that writes each PreToolUse
@@ -118,10 +119,15 @@ func (t *toolStarts) drain(handle func(json.RawMessage)) {
 	for _, s := range starts {
 		handle(s.raw)
 	}
-	select {
-	case t.arrived <- struct{}{}:
-	default:
-	}
+	close(t.arrived)
+	t.arrived = make(chan struct{})
+}
+
+// next returns a channel closed once a start is handled after this call.
+func (t *toolStarts) next() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.arrived
 }
 
 // watch drains the spool each time a payload lands in it, until ctx ends.

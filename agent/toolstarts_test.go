@@ -41,6 +41,7 @@ func TestToolStartHookSpoolsPayloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
+	arrived := ts.next()
 	ts.drain(func(raw json.RawMessage) {
 		var p hookPayload
 		if err := json.Unmarshal(raw, &p); err != nil {
@@ -51,11 +52,17 @@ func TestToolStartHookSpoolsPayloads(t *testing.T) {
 	if strings.Join(got, ",") != "toolu_1,toolu_2" {
 		t.Fatalf("drained %v, want toolu_1,toolu_2 in order", got)
 	}
-	ts.drain(func(json.RawMessage) { t.Fatal("a payload handed over twice") })
 	select {
-	case <-ts.arrived:
+	case <-arrived:
 	default:
 		t.Fatal("a drain that handled starts did not say so")
+	}
+	arrived = ts.next()
+	ts.drain(func(json.RawMessage) { t.Fatal("a payload handed over twice") })
+	select {
+	case <-arrived:
+		t.Fatal("a drain that handled nothing said it handled a start")
+	default:
 	}
 	left, _ := os.ReadDir(ts.dir)
 	if len(left) != 1 || left[0].Name() != "99.part" {
