@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"go/build"
 	"io"
 	"os"
 	"os/exec"
@@ -35,7 +37,38 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	leakcheck.Main(m)
+	os.Exit(runWithFakeHome(m))
+}
+
+// runWithFakeHome runs the tests with HOME a directory of their own, which
+// every familiar and claude they start inherits (a test that needs another
+// sets its own): the user's shell profile is not read by claude's Bash
+// tool (a login shell) and nothing of the user's claude or familiar
+// config leaks in. What the real HOME gave and the tests need stays: git's
+// identity (GIT_CONFIG_GLOBAL) and Go's caches, for the tests that build.
+func runWithFakeHome(m *testing.M) int {
+	home, err := os.MkdirTemp("", "familiar-test-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake HOME:", err)
+		return 1
+	}
+	defer os.RemoveAll(home)
+	if real, err := os.UserHomeDir(); err == nil {
+		if _, err := os.Stat(filepath.Join(real, ".gitconfig")); err == nil && os.Getenv("GIT_CONFIG_GLOBAL") == "" {
+			os.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(real, ".gitconfig"))
+		}
+	}
+	if cfg, err := os.UserConfigDir(); err == nil && os.Getenv("GOENV") == "" {
+		os.Setenv("GOENV", filepath.Join(cfg, "go", "env"))
+	}
+	if os.Getenv("GOPATH") == "" {
+		os.Setenv("GOPATH", build.Default.GOPATH)
+	}
+	if cache, err := os.UserCacheDir(); err == nil && os.Getenv("GOCACHE") == "" {
+		os.Setenv("GOCACHE", filepath.Join(cache, "go-build"))
+	}
+	os.Setenv("HOME", home)
+	return leakcheck.Run(m)
 }
 
 type familiarProc struct {
