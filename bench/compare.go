@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,7 +170,7 @@ func (r *runner) compare(ctx context.Context) error {
 		e.c = c
 	}
 	for i := range r.opts.CompareRuns {
-		for _, e := range entries {
+		for _, e := range shuffled(entries, i) {
 			if e.c == nil {
 				continue
 			}
@@ -749,3 +750,16 @@ func (a *acpContender) finish(ctx context.Context) error {
 }
 
 func (a *acpContender) close() { stopChild(a.cmd, a.stdin, a.done) }
+
+// shuffled is the systems' order for round i: a permutation of its own
+// (seeded by i, so a rerun has the same orders), so that no system always
+// follows the same one. What a system does after its turn ended (familiar's
+// turn-end git work, a TUI's repaint) lands in the next one's round: in a
+// fixed order familiar stream always ran in familiar pty's wake.
+func shuffled[T any](entries []T, i int) []T {
+	out := make([]T, 0, len(entries))
+	for _, k := range rand.New(rand.NewPCG(29, uint64(i))).Perm(len(entries)) {
+		out = append(out, entries[k])
+	}
+	return out
+}

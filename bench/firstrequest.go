@@ -97,7 +97,7 @@ func (r *runner) firstRequest(ctx context.Context) error {
 		return reqs[0].At.Sub(t0), nil
 	}
 	for i := range r.opts.StartRuns {
-		for _, e := range kept {
+		for _, e := range shuffled(kept, i) {
 			if e.res.Skipped != "" {
 				continue
 			}

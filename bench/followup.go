@@ -139,7 +139,7 @@ func (r *runner) followUp(ctx context.Context) error {
 		e.f = f
 	}
 	for i := range r.opts.CompareRuns + 1 {
-		for _, e := range entries {
+		for _, e := range shuffled(entries, i) {
 			if e.f == nil {
 				continue
 			}

@@ -47,3 +47,39 @@ func TestMarkdown(t *testing.T) {
 		}
 	}
 }
+
+// TestShuffledVariesWhoComesBefore: each round's order is a permutation of
+// the systems, the same on a rerun, and over the rounds of a run each
+// system follows several others, so what one leaves behind after its turn
+// does not always land on the same neighbour.
+func TestShuffledVariesWhoComesBefore(t *testing.T) {
+	systems := []string{"pty", "stream", "floor", "acp", "old acp", "tui", "tui all", "tui http", "tui pre"}
+	before := map[string]map[string]bool{}
+	for i := range 22 {
+		order := shuffled(systems, i)
+		if strings.Join(order, ",") != strings.Join(shuffled(systems, i), ",") {
+			t.Fatalf("round %d: two orders", i)
+		}
+		seen := map[string]bool{}
+		for k, s := range order {
+			seen[s] = true
+			if k > 0 {
+				if before[s] == nil {
+					before[s] = map[string]bool{}
+				}
+				before[s][order[k-1]] = true
+			}
+		}
+		if len(seen) != len(systems) || len(order) != len(systems) {
+			t.Fatalf("round %d: %v is not a permutation", i, order)
+		}
+	}
+	for _, s := range systems {
+		if len(before[s]) < 4 {
+			t.Errorf("%s followed only %d systems in 22 rounds: %v", s, len(before[s]), before[s])
+		}
+	}
+	if got := systems[0]; got != "pty" {
+		t.Errorf("shuffled changed its argument: %v", systems)
+	}
+}
