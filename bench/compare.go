@@ -257,6 +257,7 @@ type familiarContender struct {
 	next   int
 	taskID string
 	qid    string // the pending question
+	cold   bool   // follow-ups: its claude is let go when a turn ends
 }
 
 type clientNote struct {

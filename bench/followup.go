@@ -83,6 +83,7 @@ func (r *runner) followUp(ctx context.Context) error {
 				return nil, err
 			}
 			fc := c.(*familiarContender)
+			fc.cold = warmSec == 0
 			if err := fc.client.Call(ctx, protocol.MethodSettingsUpdate, protocol.SettingsUpdateParams{
 				Settings: &protocol.SettingsUpdate{WarmAgentSec: &warmSec}}, nil); err != nil {
 				fc.close()
@@ -229,14 +230,28 @@ func (c *familiarContender) turnDone(ctx context.Context) error {
 }
 
 func (c *familiarContender) heldPIDs(ctx context.Context) []int {
-	var t protocol.Task
-	if err := c.client.Call(ctx, protocol.MethodTaskGet, protocol.TaskIDParams{ID: c.taskID}, &t); err != nil || t.Agent == nil || t.Agent.PID == 0 {
-		return nil
+	// A cold task's claude is on its way out when the turn has just ended
+	// (its round may be the last): what it holds between turns is what is
+	// left once it went, so wait for that, within a deadline.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		var t protocol.Task
+		if err := c.client.Call(ctx, protocol.MethodTaskGet, protocol.TaskIDParams{ID: c.taskID}, &t); err != nil || t.Agent == nil || t.Agent.PID == 0 {
+			return nil
+		}
+		if _, err := memoryOf(t.Agent.PID); err != nil {
+			return nil // let go (cold): nothing held
+		}
+		if !c.cold {
+			return []int{t.Agent.PID}
+		}
+		select {
+		case <-ctx.Done():
+			return []int{t.Agent.PID}
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	if _, err := memoryOf(t.Agent.PID); err != nil {
-		return nil // let go (cold): nothing held
-	}
-	return []int{t.Agent.PID}
 }
 
 // ---- the ACP adapter: session/prompt on its session ----
