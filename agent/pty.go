@@ -445,9 +445,25 @@ func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
 		owners := d.dialogOwners
 		d.dialogOwners, d.fallback = nil, nil
 		d.mu.Unlock()
-		s.resolveElsewhere(func(p *pendingQuestion) bool {
-			return p.source == "screen" || p.source == "hook" && slices.Contains(owners, p.q.ID)
-		}, "terminal")
+		s.resolveElsewhere(func(p *pendingQuestion) bool { return p.source == "screen" }, "terminal")
+		if len(owners) > 0 {
+			// A held hook's dialog that leaves is settled only if it stays
+			// gone: claude continued from SIGSTOP clears its screen and
+			// draws it again, and a question settled in that moment was
+			// gone when the person answered it (seen under load). An answer
+			// in the terminal is told at once by PostToolUse (allowed) or
+			// the Interrupted screen (denied) anyway.
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				if s.waitFor(context.Background(), s.opts.ConfirmWithin, func() bool { return isDialog(d.current().State) }) {
+					return // drawn again: still the hook's
+				}
+				s.resolveElsewhere(func(p *pendingQuestion) bool {
+					return p.source == "hook" && slices.Contains(owners, p.q.ID)
+				}, "terminal")
+			}()
+		}
 	case !isDialog(prev.State) && isDialog(c.State):
 		var owners []string
 		for _, p := range s.qs.all() {
