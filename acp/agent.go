@@ -466,6 +466,9 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay boo
 			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
 		}
 	} else {
+		s.mu.Lock()
+		s.settled = settledFrom(t.Steps)
+		s.mu.Unlock()
 		s.follow(t.ID)
 	}
 	return replied{result: map[string]any{"modes": modes(s.mode), "configOptions": s.configOptions()}, then: s.announce}, nil

@@ -36,6 +36,11 @@ type session struct {
 	unfollow  func()          // guarded by mu
 	turn      *turn           // guarded by mu; the prompt in flight
 	announced map[string]bool // guarded by mu; tool call ids the client has seen
+	// settled are the calls a resumed session's task had finished when it
+	// was resumed, by id, with their status: their end may still be on its
+	// way (familiar answers task/get before the notification that told it
+	// is durable and sent), and a resumed session shows no history.
+	settled map[string]string // guarded by mu
 	// asked is a choice or dialog question put to the person as a message;
 	// the next prompt answers it.
 	asked *protocol.Question // guarded by mu
@@ -577,12 +582,35 @@ func (s *session) transcript(e protocol.TranscriptEntry, replay bool) {
 	}
 }
 
+// settledFrom are the calls of steps that had ended: a resumed session's
+// task's, as task/get gave them.
+func settledFrom(steps []protocol.ToolCall) map[string]string {
+	settled := map[string]string{}
+	for _, tc := range steps {
+		if tc.Status == "completed" || tc.Status == "failed" {
+			settled[tc.ID] = tc.Status
+		}
+	}
+	return settled
+}
+
+// settledBefore says that tc is news from before the session was resumed:
+// its call had ended so already.
+func settledBefore(settled map[string]string, tc protocol.ToolCall) bool {
+	status, ok := settled[tc.ID]
+	return ok && status == tc.Status
+}
+
 // contextWindow is the context size usage_update reports against.
 const contextWindow = 200000
 
 // toolCall sends a tool call: the first time in full, later as updates.
 func (s *session) toolCall(tc *protocol.ToolCall) {
 	s.mu.Lock()
+	if settledBefore(s.settled, *tc) {
+		s.mu.Unlock()
+		return
+	}
 	seen := s.announced[tc.ID]
 	s.announced[tc.ID] = true
 	s.mu.Unlock()

@@ -195,3 +195,30 @@ func TestTaskSkills(t *testing.T) {
 		t.Errorf("an unknown skill: %v", err)
 	}
 }
+
+// A resumed session shows no history: a call its task had ended when
+// task/get answered is not sent again when its late notification comes
+// (TestACPSessionLifecycle in CI: the interrupted call's end came after
+// session/resume), but a later change to one still open is.
+func TestSettledBefore(t *testing.T) {
+	settled := settledFrom([]protocol.ToolCall{
+		{ID: "done", Status: "completed"}, {ID: "cut", Status: "failed"}, {ID: "open", Status: "pending"}, {ID: "run", Status: "running"},
+	})
+	for _, c := range []struct {
+		tc   protocol.ToolCall
+		want bool
+	}{
+		{protocol.ToolCall{ID: "cut", Status: "failed"}, true},
+		{protocol.ToolCall{ID: "done", Status: "completed"}, true},
+		{protocol.ToolCall{ID: "open", Status: "failed"}, false},
+		{protocol.ToolCall{ID: "run", Status: "completed"}, false},
+		{protocol.ToolCall{ID: "new", Status: "pending"}, false},
+	} {
+		if got := settledBefore(settled, c.tc); got != c.want {
+			t.Errorf("settledBefore(%s %s) = %v, want %v", c.tc.ID, c.tc.Status, got, c.want)
+		}
+	}
+	if settledBefore(nil, protocol.ToolCall{ID: "cut", Status: "failed"}) {
+		t.Error("a session not resumed has nothing settled")
+	}
+}
