@@ -51,6 +51,11 @@ type ptyDriver struct {
 	// screen after its hook's answer is going away (slowly, under load, or
 	// after claude was continued from SIGSTOP), not a question of its own.
 	hookAnswers int // guarded by mu
+	// answerUnseen: a hook question's answer went back to claude and claude
+	// has called no hook since, so it may not have taken the answer in yet
+	// (slow under load, or stopped): a dialog on screen meanwhile is most
+	// likely the answered one.
+	answerUnseen bool // guarded by mu
 	// dialogOwners are the hook questions pending when the dialog on
 	// screen appeared: the ones it settles when it leaves.
 	dialogOwners []string  // guarded by mu
@@ -539,6 +544,17 @@ func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
 	}
 }
 
+// answerLingerRounds bounds, in ConfirmWithin, how long a dialog on screen
+// waits while claude has not taken in a hook question's answer: a dialog
+// that is not the answered one is asked about after it all the same.
+const answerLingerRounds = 5
+
+func (d *ptyDriver) unseenAnswer() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.answerUnseen
+}
+
 // screenFallback turns a dialog on screen into a question when no hook did
 // within ConfirmWithin (dialogs that are not tool permissions, or hooks that
 // are silent).
@@ -578,6 +594,22 @@ func (d *ptyDriver) screenFallback(c screen.Classification) {
 		}
 		for range rounds {
 			if s.waitFor(context.Background(), s.opts.ConfirmWithin, settled) {
+				return
+			}
+		}
+		// Still there, but claude has not taken in the answer to its
+		// hook question (it called no hook since): claude continued from
+		// SIGSTOP draws the answered dialog again and, at load ~10, took
+		// over 3 s to take it away, and a question asked of it then was
+		// answered by keys into the next screen (TestTimeoutDenyReaches-
+		// ClaudeAfterSIGCONT). Wait while that holds, up to a bound; a
+		// dialog still there once claude calls a hook is asked about.
+		for range answerLingerRounds {
+			if !d.unseenAnswer() {
+				break
+			}
+			s.waitFor(context.Background(), s.opts.ConfirmWithin, func() bool { return settled() || !d.unseenAnswer() })
+			if settled() {
 				return
 			}
 		}
@@ -755,10 +787,21 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	s.watchdog.Kick()
 	d.mu.Lock()
 	d.hookHeard = true
+	// claude has gone on since any answer it was given (a start read from
+	// the spool may have been written before it).
+	tookAnswer := d.answerUnseen && event != "PreToolUse"
+	if tookAnswer {
+		d.answerUnseen = false
+	}
 	if p.TranscriptPath != "" {
 		d.transcript = p.TranscriptPath
 	}
 	d.mu.Unlock()
+	if tookAnswer {
+		s.mu.Lock()
+		s.notifyLocked() // a screen fallback waiting on that answer
+		s.mu.Unlock()
+	}
 	if s.opts.VerboseHooks {
 		s.emit(Event{Kind: EventHook, Hook: &HookEvent{Name: event, Payload: raw}})
 	}
@@ -898,6 +941,7 @@ func (d *ptyDriver) permissionRequest(ctx context.Context, p hookPayload) any {
 	}
 	d.mu.Lock()
 	d.hookAnswers++
+	d.answerUnseen = true
 	d.mu.Unlock()
 	s.mu.Lock()
 	s.notifyLocked() // a screen fallback waiting on this dialog stands down
