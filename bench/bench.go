@@ -27,10 +27,11 @@ const (
 	ScenarioCompare    = "compare"
 	ScenarioFollowUp   = "followup"
 	ScenarioFirst      = "firstrequest"
+	ScenarioStore      = "store"
 )
 
 // Scenarios lists every scenario.
-var Scenarios = []string{ScenarioDetect, ScenarioOverhead, ScenarioThroughput, ScenarioOutputLag, ScenarioStart, ScenarioScale, ScenarioCompare, ScenarioFollowUp, ScenarioFirst}
+var Scenarios = []string{ScenarioDetect, ScenarioOverhead, ScenarioThroughput, ScenarioOutputLag, ScenarioStart, ScenarioScale, ScenarioCompare, ScenarioFollowUp, ScenarioFirst, ScenarioStore}
 
 // Options configure Run. The zero value of each field means its default.
 type Options struct {
@@ -122,6 +123,7 @@ type Report struct {
 	Compare       []CompareResult      `json:"compare,omitempty"`
 	FollowUp      []FollowUpResult     `json:"followUp,omitempty"`
 	FirstRequest  []FirstRequestResult `json:"firstRequest,omitempty"`
+	StoreCommit   []CommitResult       `json:"storeCommit,omitempty"`
 	// Skipped says what did not run here and why.
 	Skipped     []string           `json:"skipped,omitempty"`
 	DurationSec float64            `json:"durationSec"`
@@ -200,6 +202,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		ScenarioCompare:    r.compare,
 		ScenarioFollowUp:   r.followUp,
 		ScenarioFirst:      r.firstRequest,
+		ScenarioStore:      r.storeCommit,
 	}
 	for _, name := range Scenarios {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, name) {

@@ -31,6 +31,8 @@ func printScenario(w io.Writer, rep *Report, name string) {
 		tableFollowUp(&b, rep)
 	case ScenarioFirst:
 		tableFirstRequest(&b, rep)
+	case ScenarioStore:
+		tableStoreCommit(&b, rep)
 	}
 	if b.Len() > 0 {
 		fmt.Fprintln(w, b.String())
@@ -106,6 +108,19 @@ func tableOutputLag(w io.Writer, rep *Report) {
 			held = []any{o.HeldLag.P50, o.HeldLag.P99}
 		}
 		t.row(end, o.Lag.N, o.Lag.P50, o.Lag.P99, o.Lag.Max, held[0], held[1])
+	}
+	t.flush()
+}
+
+func tableStoreCommit(w io.Writer, rep *Report) {
+	if len(rep.StoreCommit) == 0 {
+		return
+	}
+	c := rep.StoreCommit[0]
+	fmt.Fprintf(w, "### Store commit, one at a time, in a store made in %s (%s): every notification waits for its commit\n\n", c.Where, c.OS)
+	t := newTable(w, "commit", "commits", "p50 ms", "p95 ms", "p99 ms", "max ms")
+	for _, c := range rep.StoreCommit {
+		t.row(c.Kind, c.Latency.N, c.Latency.P50, c.Latency.P95, c.Latency.P99, c.Latency.Max)
 	}
 	t.flush()
 }
