@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/familiar-dev/familiar/jsonrpc"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/rpcclient"
 )
@@ -105,7 +106,7 @@ func Join(ctx context.Context, o JoinOptions) (*net.UnixConn, Info, error) {
 				continue
 			}
 			busy = res.Busy
-			if conn, err = dial(ctx, o.Socket); err != nil {
+			if conn, err = dialFirst(ctx, Sockets(o.DataDir, o.Socket)); err != nil {
 				return nil, info, err
 			}
 		}
@@ -136,7 +137,7 @@ func Stop(ctx context.Context, dataDir, socket string) (Info, error) {
 	if err != nil {
 		return info, err
 	}
-	conn, err := dial(ctx, socket)
+	conn, err := dialFirst(ctx, Sockets(dataDir, socket))
 	if err != nil {
 		return info, fmt.Errorf("connecting to the familiar (pid %d): %w", info.PID, err)
 	}
@@ -152,7 +153,7 @@ func Stop(ctx context.Context, dataDir, socket string) (Info, error) {
 // dialOrStart connects to the daemon, starting it under the start lock when
 // nobody accepts on the socket.
 func dialOrStart(ctx context.Context, o JoinOptions) (*net.UnixConn, error) {
-	if c, err := dialOnce(o.Socket); err == nil {
+	if c, err := dialOnce(o.DataDir, o.Socket); err == nil {
 		return c, nil
 	}
 	unlock, err := lock(ctx, filepath.Join(o.DataDir, LockFile))
@@ -161,8 +162,27 @@ func dialOrStart(ctx context.Context, o JoinOptions) (*net.UnixConn, error) {
 	}
 	defer unlock()
 	// Whoever held the lock before us may have started it meanwhile.
-	if c, err := dialOnce(o.Socket); err == nil {
+	if c, err := dialOnce(o.DataDir, o.Socket); err == nil {
 		return c, nil
+	}
+	// A familiar that published itself and does not accept has lost its
+	// socket file (a cleaner deleted it) or is about to listen: it listens
+	// again within SocketRecheck, and a second one would only fail on the
+	// store's lock. Wait for it, a bounded time: its pid may be another
+	// process's by now.
+	if info, err := ReadInfo(o.DataDir); err == nil {
+		o.Logger.Info("the background familiar does not accept on its socket; waiting for it to listen again",
+			"pid", info.PID, "socket", info.Socket)
+		deadline := time.Now().Add(3 * jsonrpc.SocketRecheck)
+		for time.Now().Before(deadline) && Alive(info.PID) {
+			if err := sleep(ctx, poll); err != nil {
+				return nil, fmt.Errorf("the background familiar (pid %d) did not listen again on %s: %w", info.PID, info.Socket, err)
+			}
+			if c, err := dialOnce(o.DataDir, o.Socket); err == nil {
+				return c, nil
+			}
+		}
+		o.Logger.Warn("the background familiar did not listen again; starting another", "pid", info.PID)
 	}
 	// Retry: a daemon of this repository that is still shutting down holds
 	// the store, and the new one then fails at once.
@@ -173,7 +193,7 @@ func dialOrStart(ctx context.Context, o JoinOptions) (*net.UnixConn, error) {
 			return nil, fmt.Errorf("starting the background familiar: %w", err)
 		}
 		for {
-			if c, err := dialOnce(o.Socket); err == nil {
+			if c, err := dialOnce(o.DataDir, o.Socket); err == nil {
 				return c, nil
 			}
 			select {
@@ -197,21 +217,46 @@ func dialOrStart(ctx context.Context, o JoinOptions) (*net.UnixConn, error) {
 	}
 }
 
-func dialOnce(socket string) (*net.UnixConn, error) {
-	c, err := net.DialTimeout("unix", socket, time.Second)
-	if err != nil {
-		return nil, err
+// Sockets are where to look for the familiar of dataDir, in order: the
+// socket its daemon.json names (a familiar of an older version, or with
+// another home, listens elsewhere than this binary would put it), then
+// socket, the path this binary computes.
+func Sockets(dataDir, socket string) []string {
+	if info, err := ReadInfo(dataDir); err == nil && info.Socket != "" && info.Socket != socket {
+		return []string{info.Socket, socket}
 	}
-	return c.(*net.UnixConn), nil
+	return []string{socket}
 }
 
-func dial(ctx context.Context, socket string) (*net.UnixConn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", socket)
-	if err != nil {
-		return nil, err
+// dialOnce tries each of Sockets(dataDir, socket) once.
+func dialOnce(dataDir, socket string) (*net.UnixConn, error) {
+	var first error
+	for _, p := range Sockets(dataDir, socket) {
+		c, err := net.DialTimeout("unix", p, time.Second)
+		if err == nil {
+			return c.(*net.UnixConn), nil
+		}
+		if first == nil {
+			first = err
+		}
 	}
-	return c.(*net.UnixConn), nil
+	return nil, first
+}
+
+// dialFirst connects to the first of sockets that accepts.
+func dialFirst(ctx context.Context, sockets []string) (*net.UnixConn, error) {
+	var d net.Dialer
+	var first error
+	for _, p := range sockets {
+		c, err := d.DialContext(ctx, "unix", p)
+		if err == nil {
+			return c.(*net.UnixConn), nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
 }
 
 // lock takes an exclusive flock on path, polling until ctx is done. The lock

@@ -10,9 +10,9 @@ import (
 
 // privateDir makes dir (mode 0700) if it is missing, and refuses one that
 // another user owns or others may write to: a socket path can be in a
-// shared directory (workspace.SocketPath falls back to one under
-// os.TempDir), where someone else could have made it first to put their own
-// socket in familiar's place.
+// shared directory (workspace.SocketPath falls back to one under /tmp when
+// there is no home), where someone else could have made it first to put
+// their own socket in familiar's place.
 func privateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("socket directory: %w", err)

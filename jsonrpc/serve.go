@@ -61,15 +61,28 @@ func interruptRead(r io.Reader) bool {
 // listens on the socket; the caller can Forward to it instead.
 var ErrSocketInUse = errors.New("another familiar is already listening on the socket")
 
+// SocketRecheck is how often a Listener looks whether its socket file is
+// still there (see Listen). A cleaner deletes it rarely (macOS's after 3
+// days untouched under $TMPDIR), so a few seconds' wait for the next client
+// then is fine; one lstat per period costs nothing.
+const SocketRecheck = 5 * time.Second
+
 // Listener accepts clients on a unix socket; see Server.Listen.
 type Listener struct {
-	srv    *Server
-	path   string
-	ln     *net.UnixListener
-	file   fs.FileInfo // the socket file we made, so Close removes only ours
-	cancel context.CancelFunc
+	srv     *Server
+	path    string
+	recheck time.Duration
+	cancel  context.CancelFunc
 
-	wg        sync.WaitGroup // the accept loop, its ctx watcher, every connection
+	relisten sync.Mutex // held by relistenIfGone: the watcher and the accept loop may both find the file gone
+
+	mu      sync.Mutex
+	ln      *net.UnixListener // guarded by mu: the one accepting now
+	file    fs.FileInfo       // guarded by mu: ln's socket file, so Close removes only ours
+	closed  bool              // guarded by mu: ctx done or Close called
+	problem string            // guarded by mu: why the last relisten failed, logged once
+
+	wg        sync.WaitGroup // the accept loops, the watcher, every connection
 	closeOnce sync.Once
 }
 
@@ -82,7 +95,17 @@ type Listener struct {
 // the umask's looser mode. A stale socket at PATH (nobody accepting) is
 // replaced; a live one makes Listen fail with ErrSocketInUse; anything that
 // is not a socket is left alone and is an error.
+//
+// A socket file deleted under a listening socket leaves it unreachable
+// (macOS's tmp cleaners do that to sockets untouched for 3 days): every
+// SocketRecheck, and when accepting fails, the Listener looks whether PATH
+// is still its socket, and when it is gone it listens again there, saying
+// so in the log.
 func (s *Server) Listen(ctx context.Context, addr string) (*Listener, error) {
+	return s.listen(ctx, addr, SocketRecheck)
+}
+
+func (s *Server) listen(ctx context.Context, addr string, recheck time.Duration) (*Listener, error) {
 	path, ok := strings.CutPrefix(addr, "unix:")
 	if !ok || path == "" {
 		return nil, fmt.Errorf("listen address %q is not of the form unix:PATH", addr)
@@ -98,16 +121,23 @@ func (s *Server) Listen(ctx context.Context, addr string) (*Listener, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	l := &Listener{srv: s, path: path, ln: ln, file: file, cancel: cancel}
-	l.wg.Add(2)
+	l := &Listener{srv: s, path: path, recheck: recheck, ln: ln, file: file, cancel: cancel}
+	l.wg.Add(3)
 	go func() {
 		defer l.wg.Done()
 		<-ctx.Done()
-		ln.Close() // unblocks Accept
+		l.mu.Lock()
+		l.closed = true
+		l.ln.Close() // unblocks Accept
+		l.mu.Unlock()
 	}()
 	go func() {
 		defer l.wg.Done()
-		l.accept(ctx)
+		l.accept(ctx, ln)
+	}()
+	go func() {
+		defer l.wg.Done()
+		l.watch(ctx)
 	}()
 	s.log.Info("listening", "socket", path)
 	return l, nil
@@ -124,17 +154,20 @@ func (l *Listener) Close() error {
 	l.closeOnce.Do(func() {
 		l.cancel()
 		l.wg.Wait()
-		if fi, statErr := os.Lstat(l.path); statErr == nil && os.SameFile(fi, l.file) {
+		l.mu.Lock()
+		file := l.file
+		l.mu.Unlock()
+		if fi, statErr := os.Lstat(l.path); statErr == nil && os.SameFile(fi, file) {
 			err = os.Remove(l.path)
 		}
 	})
 	return err
 }
 
-func (l *Listener) accept(ctx context.Context) {
+func (l *Listener) accept(ctx context.Context, ln *net.UnixListener) {
 	var backoff time.Duration
 	for {
-		conn, err := l.ln.Accept()
+		conn, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
@@ -143,6 +176,9 @@ func (l *Listener) accept(ctx context.Context) {
 			// spin, so back off a little, up to a second.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			l.srv.log.Warn("accepting a client failed", "err", err, "retryIn", backoff)
+			if l.relistenIfGone(ctx) {
+				return // a new accept loop serves the new socket
+			}
 			t := time.NewTimer(backoff)
 			select {
 			case <-t.C:
@@ -161,6 +197,80 @@ func (l *Listener) accept(ctx context.Context) {
 			}
 		}()
 	}
+}
+
+// watch looks every recheck whether the socket file is still ours.
+func (l *Listener) watch(ctx context.Context) {
+	t := time.NewTicker(l.recheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			l.relistenIfGone(ctx)
+		}
+	}
+}
+
+// relistenIfGone listens again at the socket's path when the file there is
+// no longer the socket this Listener accepts on: deleted (alone or with its
+// directory) or replaced by a stale one. A live socket of someone else, or
+// a file that is not a socket, is left alone and logged once. It reports
+// whether a new socket now accepts (the old one is closed).
+func (l *Listener) relistenIfGone(ctx context.Context) bool {
+	l.relisten.Lock()
+	defer l.relisten.Unlock()
+	l.mu.Lock()
+	file := l.file
+	l.mu.Unlock()
+	fi, err := os.Lstat(l.path)
+	if err == nil && os.SameFile(fi, file) {
+		return false
+	}
+	why := "deleted"
+	if err == nil {
+		why = "replaced"
+	}
+	ln, newFile, err := func() (*net.UnixListener, fs.FileInfo, error) {
+		if err := privateDir(filepath.Dir(l.path)); err != nil {
+			return nil, nil, err
+		}
+		if err := checkExisting(l.path); err != nil {
+			return nil, nil, err
+		}
+		return listenPrivate(l.path)
+	}()
+	l.mu.Lock()
+	if err != nil {
+		problem := err.Error()
+		logIt := problem != l.problem
+		l.problem = problem
+		l.mu.Unlock()
+		if logIt {
+			l.srv.log.Error("the socket file is gone and listening there again failed; new clients cannot connect", "socket", l.path, "was", why, "err", err)
+		}
+		return false
+	}
+	if l.closed || ctx.Err() != nil {
+		l.mu.Unlock()
+		ln.Close()
+		if fi, err := os.Lstat(l.path); err == nil && os.SameFile(fi, newFile) {
+			os.Remove(l.path)
+		}
+		return false
+	}
+	old := l.ln
+	l.ln, l.file, l.problem = ln, newFile, ""
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		l.accept(ctx, ln)
+	}()
+	l.mu.Unlock()
+	old.Close() // its file is not unlinked (listenPrivate): it is the new one's path
+	l.srv.log.Warn("the socket file was "+why+" under the listening familiar; listening there again", "socket", l.path)
+	return true
 }
 
 // checkExisting refuses to take over PATH unless it is free or a stale socket.

@@ -59,11 +59,23 @@ func DefaultDataDir(root string) string {
 // socket's address (sun_path holds 104 bytes on macOS, 108 on Linux, the
 // final NUL included). Under ~/Library/Application Support/familiar/state on
 // macOS, a repository name of some 25 characters is enough. Then it is
-// familiar-<uid>/<16 hex digits of the data dir's SHA-256>.sock under
-// os.TempDir() ($TMPDIR: per user on macOS, /tmp on Linux): the same for
-// every familiar of that data dir, and jsonrpc's Listen makes the directory
-// private to the user and refuses one that is not.
-func SocketPath(dataDir string) string { return socketPath(dataDir, runtime.GOOS, os.TempDir()) }
+// <16 hex digits of the data dir's SHA-256>.sock in ~/.familiar/run: the
+// same for every familiar and client of that data dir whatever their
+// environment, and in no directory a cleaner empties (macOS deletes what
+// under $TMPDIR was not touched for 3 days, live sockets included, and an
+// SSH login has no $TMPDIR at all). jsonrpc's Listen makes the directory
+// private to the user and refuses one that is not. Only a home too long
+// for even that (or none) falls back to /tmp/familiar-<uid>.
+//
+// Clients dial the socket daemon.json names first (daemon.Sockets): a
+// familiar started by an older version listens where that version put it.
+func SocketPath(dataDir string) string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = ""
+	}
+	return socketPath(dataDir, runtime.GOOS, home)
+}
 
 // sunPathMax is the longest socket path the platform takes (without the NUL).
 func sunPathMax(goos string) int {
@@ -75,11 +87,21 @@ func sunPathMax(goos string) int {
 	}
 }
 
-func socketPath(dataDir, goos, tmp string) string {
+// RunDir is where familiar's sockets go when a data dir's path is too long
+// for one: ~/.familiar/run.
+func RunDir(home string) string { return filepath.Join(home, ".familiar", "run") }
+
+func socketPath(dataDir, goos, home string) string {
 	p := filepath.Join(dataDir, "familiar.sock")
 	if len(p) <= sunPathMax(goos) {
 		return p
 	}
 	sum := sha256.Sum256([]byte(dataDir))
-	return filepath.Join(tmp, "familiar-"+strconv.Itoa(os.Getuid()), hex.EncodeToString(sum[:8])+".sock")
+	name := hex.EncodeToString(sum[:8]) + ".sock"
+	if filepath.IsAbs(home) {
+		if p := filepath.Join(RunDir(home), name); len(p) <= sunPathMax(goos) {
+			return p
+		}
+	}
+	return filepath.Join("/tmp", "familiar-"+strconv.Itoa(os.Getuid()), name)
 }

@@ -98,7 +98,12 @@ type auditPages func(cursor string) ([]protocol.AuditEntry, string, error)
 // left, read-only (a familiar starting meanwhile only waits for the read).
 // A repository familiar never served has an empty log.
 func auditSource(ctx context.Context, dataDir, root, taskID string, since time.Time) (auditPages, func(), error) {
-	sock := workspace.SocketPath(dataDir)
+	var sock string
+	live := func() bool {
+		p, ok := liveSocket(dataDir)
+		sock = p
+		return ok
+	}
 	viaSocket := func() (auditPages, func(), error) {
 		c, err := rpcclient.Dial(ctx, sock, protocol.InitializeParams{WorkspaceRoot: root,
 			ClientInfo: &protocol.ClientInfo{Name: "familiar audit export", Version: version}}, nil)
@@ -114,14 +119,14 @@ func auditSource(ctx context.Context, dataDir, root, taskID string, since time.T
 			return res.Entries, res.NextCursor, nil
 		}, func() { c.Close() }, nil
 	}
-	if socketLive(sock) {
+	if live() {
 		return viaSocket()
 	}
 	st, err := store.OpenReadOnly(filepath.Join(dataDir, store.FileName), store.Options{})
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return func(string) ([]protocol.AuditEntry, string, error) { return nil, "", nil }, func() {}, nil
-	case errors.Is(err, store.ErrLocked) && socketLive(sock):
+	case errors.Is(err, store.ErrLocked) && live():
 		return viaSocket() // a familiar started after the first look
 	case err != nil:
 		return nil, nil, err

@@ -666,3 +666,45 @@ func TestInitializeAnsweredAfterKillNine(t *testing.T) {
 	w.close(t)
 	t.Logf("in %d of 20 rounds the window first joined the dying familiar and then the new one", rejoined)
 }
+
+// A data dir too long for a socket's address puts the socket under
+// ~/.familiar/run, whatever $TMPDIR says. A cleaner deletes it under the
+// running familiar (macOS's does, 3 days untouched under $TMPDIR): the
+// familiar listens again, and a new editor window with no $TMPDIR (an SSH
+// login) joins it, not a second one; familiar stop reaches it too.
+func TestSocketDeletedUnderTheDaemon(t *testing.T) {
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	r := newDaemonRig(t, api)
+	long := filepath.Join(t.TempDir(), strings.Repeat("s", 60))
+	r.env = append(r.env, "XDG_STATE_HOME="+long)
+	r.dd = filepath.Join(long, "familiar", filepath.Base(r.repo)+"-"+dataDirHash(r.repo))
+	if len(filepath.Join(r.dd, "familiar.sock")) <= 107 {
+		t.Fatalf("data dir %s is short enough for its own socket", r.dd)
+	}
+
+	first := r.window("TMPDIR=" + t.TempDir())
+	first.client.Result("initialize", map[string]any{"workspaceRoot": r.repo}, nil)
+	info := r.info()
+	if want := workspace.RunDir(os.Getenv("HOME")); filepath.Dir(info.Socket) != want {
+		t.Fatalf("socket %s, want one in %s", info.Socket, want)
+	}
+	if err := os.Remove(info.Socket); err != nil {
+		t.Fatal(err)
+	}
+
+	second := r.window("TMPDIR=")
+	second.client.Result("initialize", map[string]any{"workspaceRoot": r.repo}, nil)
+	var st protocol.ServerStats
+	second.client.Result("server/stats", map[string]any{}, &st)
+	if pid := r.info().PID; pid != info.PID {
+		t.Errorf("the second window reached familiar pid %d, not %d", pid, info.PID)
+	}
+	if d := r.daemonPIDs(); len(d) != 1 {
+		t.Errorf("%d background familiars: %v", len(d), d)
+	}
+	log, _ := os.ReadFile(filepath.Join(r.dd, "familiar.log"))
+	if !strings.Contains(string(log), "listening there again") {
+		t.Errorf("the log does not say the familiar listened again:\n%s", tail(string(log), 3000))
+	}
+}

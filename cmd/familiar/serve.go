@@ -127,8 +127,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	var ws *workspace.Workspace
 	if root != "" {
-		sock := workspace.SocketPath(dd)
-		if *stdio && socketLive(sock) {
+		if sock, ok := liveSocket(dd); *stdio && ok {
 			logger.Info("joining the familiar already serving this repository", "socket", sock)
 			if err := jsonrpc.Forward(ctx, sock, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
 				logger.Error("forward", "err", err)
