@@ -33,11 +33,13 @@
 // Terminate sends SIGTERM to the child, to every descendant and to their
 // process groups, waits the grace period on the injected clock, then sends
 // SIGKILL, and polls the process table until nothing of the tree is left.
-// The tree is found by parent links and by a token in the environment
-// (TreeEnv) that descendants inherit, so it includes commands that started
-// their own session (claude runs each Bash tool command with setsid; those
-// survive a SIGKILL of claude) and processes reparented after their parent
-// died. On Linux, EnableSubreaper makes such orphans reparent to familiar
+// The tree is found by parent links, by a token in the environment
+// (TreeEnv) that descendants inherit, and by the sessions and process groups
+// of the root and of every descendant seen (see lineage), so it includes
+// commands that started their own session (claude runs each Bash tool
+// command with setsid; those survive a SIGKILL of claude) and processes
+// reparented after their parent died, even where their environment cannot
+// be read (macOS hides that of Apple's binaries). On Linux, EnableSubreaper makes such orphans reparent to familiar
 // instead of init, Terminate reaps the ones that belong to the tree, and
 // signals go through pidfds, so a recycled pid is never signalled.
 //
@@ -55,5 +57,6 @@
 // scheduling group of an agent's session). portable.go stands in for
 // native_linux.go on macOS, and on Linux when built with the portableprocs
 // tag, so that the way macOS runs is tested on Linux: no subreaper, orphans
-// reparented to init and found by their TreeEnv token alone.
+// reparented to init and found by their TreeEnv token, their session or
+// group, or the record a Process keeps of its descendants every second.
 package procs

@@ -325,6 +325,52 @@ func runHelper(args []string) {
 			}
 			fmt.Printf("spawned %d\n", c.Process.Pid)
 		}
+	case "escapes": // the ways a process leaves the tree, for TestTerminateFindsEscapesWithoutEnvironments
+		self, _ := os.Executable()
+		start := func(setsid bool, mode string) *exec.Cmd {
+			c := exec.Command(self, "-test.run=^$")
+			c.Env = append(os.Environ(), helperEnv+"="+mode)
+			c.Stdout, c.Stderr = os.Stdout, os.Stderr
+			c.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
+			if err := c.Start(); err != nil {
+				panic(err)
+			}
+			return c
+		}
+		// A background job whose shell ended: orphaned, still in the
+		// agent's session and group.
+		if err := start(false, "spawn-and-exit false sleeper kept-session").Wait(); err != nil {
+			panic(err)
+		}
+		// A daemon: orphaned in a session of its own once its parent, seen
+		// while it ran, has ended.
+		// (Reaped as they exit: a zombie's pid would stay.)
+		go start(false, "spawn-wait-exit true sleeper own-session").Wait()
+		// A command in a session of its own (claude's Bash tool) that
+		// starts a background job only after it was seen, then ends.
+		go start(true, "wait-spawn-exit false sleeper session-job").Wait()
+		fmt.Println("escapes ready")
+		blockForever()
+	case "spawn-and-exit", "spawn-wait-exit", "wait-spawn-exit": // setsid mode...: start mode, with a wait for SIGUSR1 before or after
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		if mode != "spawn-and-exit" {
+			fmt.Printf("waiter %s %d ready\n", strings.Join(args[1:], "-"), os.Getpid())
+		}
+		if mode == "wait-spawn-exit" {
+			<-usr1
+		}
+		self, _ := os.Executable()
+		c := exec.Command(self, "-test.run=^$")
+		c.Env = append(os.Environ(), helperEnv+"="+strings.Join(args[1:], " "))
+		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: args[0] == "true"}
+		if err := c.Start(); err != nil {
+			panic(err)
+		}
+		if mode == "spawn-wait-exit" {
+			<-usr1
+		}
 	case "sleeper": // name [ignore-term]
 		if len(args) > 1 && args[1] == "ignore-term" {
 			signal.Ignore(syscall.SIGTERM)

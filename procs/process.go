@@ -155,6 +155,9 @@ type Process struct {
 	outputs []*Output  // the PTY, or stdout then stderr
 	readers []*os.File // readers[i] is what outputs[i] reads
 	wd      *Watchdog  // nil without NoProgress
+	lin     *lineage   // the tree as seen while it ran; see lineage
+
+	stopRecord chan struct{} // closed by close: ends the lineage recorder
 
 	done   chan struct{}
 	status ExitStatus // written once before done is closed
@@ -237,6 +240,9 @@ func Start(cfg Config) (*Process, error) {
 		grace:  cfg.Grace,
 		logger: cfg.Logger,
 		done:   make(chan struct{}),
+		lin:    newLineage(),
+
+		stopRecord: make(chan struct{}),
 	}
 	// childEnds are the child's side of the PTY or pipes: closed in the
 	// parent after the child has them, so EOF is seen when the tree exits.
@@ -333,6 +339,21 @@ func Start(cfg Config) (*Process, error) {
 		go func() {
 			defer p.wg.Done()
 			o.run(p.readers[i])
+		}()
+	}
+	if !subreaper {
+		// Nothing brings orphans back to familiar: remember who was in the
+		// tree, for Terminate to find them after they left it.
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			var logged bool
+			p.lin.recordLoop(p.id, p.stopRecord, func(err error) {
+				if !logged {
+					logged = true
+					p.logger.Warn("procs: cannot read the process table to record the tree", "pid", pid, "err", err)
+				}
+			})
 		}()
 	}
 	p.logger.Info("procs: started", "pid", pid, "cmd", name, "dir", cfg.Dir, "pipes", cfg.Pipes)
@@ -485,6 +506,7 @@ func (p *Process) Terminate(ctx context.Context) error {
 		grace:  p.grace,
 		clk:    p.clk,
 		logger: p.logger,
+		lin:    p.lin,
 	}
 	if err := t.run(ctx); err != nil {
 		return fmt.Errorf("procs: terminate %d: %w", p.id.PID, err)
@@ -504,6 +526,7 @@ func (p *Process) Close() error {
 
 func (p *Process) close() error {
 	err := p.Terminate(context.Background())
+	close(p.stopRecord)
 	timeout := p.clk.NewTimer(drainTimeout)
 	defer timeout.Stop()
 	for i, o := range p.outputs {

@@ -49,8 +49,13 @@ func readAllStats() ([]procStat, error) {
 }
 
 // environHas reports whether the initial environment of pid contains token.
-// Unreadable environments (other users, zombies, vanished processes) do not.
-func environHas(pid int, token string) bool { return proctable.EnvironHas(pid, token) }
+// Unreadable environments (other users, zombies, vanished processes, and on
+// macOS Apple's own binaries) do not.
+func environHas(pid int, token string) bool { return envTable.EnvironHas(pid, token) }
+
+// envTable is where environHas reads environments: the machine's, or in a
+// test one that hides them as macOS does (set only while no Process runs).
+var envTable = proctable.Local
 
 func bootID() (string, error) { return proctable.BootID() }
 

@@ -50,7 +50,7 @@ func TerminateTree(ctx context.Context, id Identity, opts TreeOptions) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	t := &terminator{root: id, grace: opts.Grace, clk: opts.Clock, logger: opts.Logger}
+	t := &terminator{root: id, grace: opts.Grace, clk: opts.Clock, logger: opts.Logger, lin: newLineage()}
 	if err := t.run(ctx); err != nil {
 		return fmt.Errorf("procs: terminate tree of %d: %w", id.PID, err)
 	}
@@ -74,6 +74,9 @@ type terminator struct {
 	logger *slog.Logger
 
 	members map[int]*member // by pid; the tree as seen so far, dead or alive
+	// lin is what was seen of the tree before (a Process's record while it
+	// ran; empty for TerminateTree) and takes in what scan finds.
+	lin *lineage
 }
 
 func (t *terminator) run(ctx context.Context) error {
@@ -136,56 +139,66 @@ func (t *terminator) until(stop <-chan struct{}, deadline <-chan time.Time, sig 
 	}
 }
 
-// scan walks the process table and adds to members the root, every process whose
-// environment carries the tree token, and all descendants (by parent link) of
-// those and of known live members. It returns how many live processes it added.
+// scan walks the process table and adds to members the root, every
+// process whose environment carries the tree token, every process the
+// lineage follows (seen before, or in a session or group of a member), and
+// all descendants (by parent link) of those and of known live members. A
+// member found may bring its session or group in, so it looks again until
+// nothing is added. It returns how many live processes it added.
 func (t *terminator) scan() (int, error) {
-	all, err := readAllStats()
+	tb, err := readTable()
 	if err != nil {
 		return 0, err
 	}
-	self := os.Getpid()
+	self := ownIDs()
 	boot, _ := bootID()
-	children := make(map[int][]procStat)
-	var queue []procStat
-	for _, s := range all {
-		children[s.ppid] = append(children[s.ppid], s)
-		if s.dead() || s.pid == self || s.pid == 1 {
-			continue
-		}
-		known, ok := t.members[s.pid]
-		switch {
-		case ok && known.start == s.start:
-			queue = append(queue, s)
-		case s.pid == t.root.PID && s.start == t.root.StartTime && boot == t.root.BootID:
-			queue = append(queue, s)
-		case t.root.Tree != "" && environHas(s.pid, t.root.Tree):
-			queue = append(queue, s)
-		}
-	}
-	added := 0
 	seen := make(map[int]bool)
-	for len(queue) > 0 {
-		s := queue[0]
-		queue = queue[1:]
-		if seen[s.pid] || s.pid == self || s.pid == 1 {
-			continue
-		}
-		seen[s.pid] = true
-		if m, ok := t.members[s.pid]; !ok || m.start != s.start {
-			if ok {
-				pidfdClose(m.pidfd) // the old one is gone; its pid was reused inside the tree
+	added := 0
+	for round := 0; ; round++ {
+		var queue []procStat
+		for _, s := range tb.all {
+			if seen[s.pid] || s.dead() || s.pid == self.pid || s.pid <= 1 {
+				continue
 			}
-			t.members[s.pid] = &member{procStat: s, pidfd: pidfdOpen(s)}
-			added++
-		}
-		for _, c := range children[s.pid] {
-			if !c.dead() {
-				queue = append(queue, c)
+			known, ok := t.members[s.pid]
+			switch {
+			case ok && known.start == s.start:
+				queue = append(queue, s)
+			case s.pid == t.root.PID && s.start == t.root.StartTime && boot == t.root.BootID:
+				queue = append(queue, s)
+			case t.lin.follows(tb, s, self):
+				queue = append(queue, s)
+			case round == 0 && t.root.Tree != "" && environHas(s.pid, t.root.Tree):
+				queue = append(queue, s)
 			}
+		}
+		n := 0
+		for len(queue) > 0 {
+			s := queue[0]
+			queue = queue[1:]
+			if seen[s.pid] || s.pid == self.pid || s.pid <= 1 {
+				continue
+			}
+			seen[s.pid] = true
+			t.lin.note(tb, s, self)
+			if m, ok := t.members[s.pid]; !ok || m.start != s.start {
+				if ok {
+					pidfdClose(m.pidfd) // the old one is gone; its pid was reused inside the tree
+				}
+				t.members[s.pid] = &member{procStat: s, pidfd: pidfdOpen(s)}
+				n++
+			}
+			for _, c := range tb.children[s.pid] {
+				if !c.dead() {
+					queue = append(queue, c)
+				}
+			}
+		}
+		added += n
+		if n == 0 || round >= 8 {
+			return added, nil
 		}
 	}
-	return added, nil
 }
 
 // live returns the members still running, with their current process group.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/internal/testenv"
+	"github.com/familiar-dev/familiar/procs/proctable"
 )
 
 // TestTerminateAfterGrace: a child that ignores SIGTERM is killed once the
@@ -199,5 +200,72 @@ func TestTerminateTreeByIdentity(t *testing.T) {
 	}
 	if alive, _ := id.Alive(); alive {
 		t.Error("still alive after TerminateTree")
+	}
+}
+
+// hiddenEnvironments is the process table as macOS shows it to familiar for
+// Apple's own binaries (/bin/sh, zsh, sleep): no environment, so no TreeEnv.
+type hiddenEnvironments struct{ proctable.Table }
+
+func (hiddenEnvironments) EnvironHas(int, string) bool { return false }
+
+var waiterLine = regexp.MustCompile(`waiter (\S+) (\d+) ready`)
+
+// Processes that left the tree are found without reading an environment:
+// a background job orphaned in the agent's session (by its session and
+// group), a daemon in a session of its own whose parent was seen (by the
+// record of descendants), and a job started after the record in the session
+// of a command that was seen and has ended (by that session). Built with
+// portableprocs (.ci/run-portable), nothing brings the orphans back to the
+// test process, as on macOS.
+func TestTerminateFindsEscapesWithoutEnvironments(t *testing.T) {
+	checkLeaks(t)
+	envTable = hiddenEnvironments{proctable.Local}
+	t.Cleanup(func() { envTable = proctable.Local })
+	p := startHelper(t, Config{Grace: 10 * time.Second}, "escapes")
+	waitOutput(t, p.Output(), "escapes ready")
+	if !testenv.Eventually(10*time.Second, func() bool { return len(waiterLine.FindAllSubmatch(p.Output().Tail().Data, -1)) >= 2 }) {
+		t.Fatalf("want 2 waiters, output: %q", p.Output().Tail().Data)
+	}
+	ids := sleepers(t, p.Output(), 2)
+	// What a Process does every recordEvery, done now so that the test
+	// does not depend on a tick.
+	if err := p.lin.record(p.Identity()); err != nil {
+		t.Fatal(err)
+	}
+	var waiters []Identity
+	for _, m := range waiterLine.FindAllSubmatch(p.Output().Tail().Data, -1) {
+		pid, _ := strconv.Atoi(string(m[2]))
+		id, err := lookupIdentity(pid, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiters = append(waiters, id)
+		if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids = sleepers(t, p.Output(), 3)
+	if !testenv.Eventually(10*time.Second, func() bool {
+		for _, w := range waiters {
+			if alive, _ := w.Alive(); alive {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatal("the waiters did not exit")
+	}
+	for name, id := range ids {
+		s, _ := readStat(id.PID)
+		t.Logf("%s: pid %d, parent %d, session %d, group %d (agent %d)", name, id.PID, s.ppid, s.sid, s.pgid, p.Identity().PID)
+	}
+	if err := p.Terminate(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	for name, id := range ids {
+		if alive, err := id.Alive(); alive || err != nil {
+			t.Errorf("%s (%d) alive after Terminate: %v", name, id.PID, err)
+		}
 	}
 }
