@@ -22,18 +22,16 @@ type Location struct {
 }
 
 // Locate finds the repository dir is in: the nearest directory holding .git
-// from dir upwards (dir made absolute and its symbolic links resolved first,
-// so every way of naming a repository finds the same data dir), without
-// running git (the worktree package does that when the repository is
-// opened). ok is false when dir is in no repository.
+// from dir upwards (dir made absolute and spelled as the disk spells it,
+// symbolic links resolved: OnDisk, so every way of naming a repository finds
+// the same data dir), without running git (the worktree package does that
+// when the repository is opened). ok is false when dir is in no repository.
 func Locate(dir string) (loc Location, ok bool) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return Location{}, false
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
+	abs = OnDisk(abs)
 	for d := abs; ; {
 		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
 			return Location{Root: d, DataDir: DefaultDataDir(d)}, true
@@ -46,12 +44,51 @@ func Locate(dir string) (loc Location, ok bool) {
 	}
 }
 
+// OnDisk is the absolute path p with symbolic links resolved and each name
+// spelled as it is on disk: on macOS's case-insensitive APFS, `cd
+// ~/code/app` works in ~/Code/App, and the repository must not get a second
+// data dir (and a second background familiar) for it. It is fcntl
+// F_GETPATH on macOS and the kernel's own path of the opened directory on
+// Linux, with names found under another case on a case-insensitive file
+// system replaced by the directory's listing of them. A path that cannot be
+// opened keeps its spelling (symbolic links resolved where they can be).
+func OnDisk(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	if k, err := kernelPath(p); err == nil {
+		p = k
+	}
+	return fixSpelling(p)
+}
+
 // DefaultDataDir is <repo-name>-<short-hash> in familiar's state directory
 // (dirs.State: $XDG_STATE_HOME/familiar, else ~/.local/state/familiar on
-// Linux and ~/Library/Application Support/familiar/state on macOS).
+// Linux and ~/Library/Application Support/familiar/state on macOS), named
+// after root as OnDisk spells it. A data dir made before familiar spelled
+// roots that way (named after root as typed) is kept while the new one
+// does not exist, so no task is lost.
 func DefaultDataDir(root string) string {
+	canon := dataDirFor(OnDisk(root))
+	if canon == dataDirFor(root) {
+		return canon
+	}
+	if _, err := os.Stat(canon); err != nil {
+		if old := dataDirFor(root); isDir(old) {
+			return old
+		}
+	}
+	return canon
+}
+
+func dataDirFor(root string) string {
 	sum := sha256.Sum256([]byte(root))
 	return filepath.Join(dirs.State(), filepath.Base(root)+"-"+hex.EncodeToString(sum[:])[:8])
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // SocketPath is where a workspace's familiar listens for more clients:
