@@ -1,6 +1,7 @@
 // Package dirs says where familiar keeps things on this machine: its
 // configuration (profiles, the user's grants), its data (worktrees) and its
-// state (a repository's store, logs and socket). The XDG variables win
+// state (a repository's store, logs and socket), and where task worktrees
+// go by default (on macOS ~/.familiar/worktrees: see Dirs.Worktrees). The XDG variables win
 // wherever they are set to an absolute path (the XDG spec says to ignore a
 // relative one); otherwise each platform's own place: on Linux the XDG
 // defaults under ~/.config, ~/.local/share and ~/.local/state, on macOS
@@ -10,14 +11,27 @@ package dirs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
+	"unicode"
 )
 
 // Dirs are familiar's own directories (each already ends in familiar).
 type Dirs struct {
 	Config, Data, State string
+	// Worktrees is the default root of task worktrees: Data/worktrees,
+	// except on macOS without XDG_DATA_HOME, where it is
+	// ~/.familiar/worktrees. Data's "Application Support" has a space, and
+	// builds stop in a directory whose path has one (autoconf's configure:
+	// "unsafe absolute working directory name"; Makefiles and scripts that
+	// do not quote), though the same repository builds in the person's
+	// checkout. Worktrees made under the earlier root keep working: a task
+	// keeps its worktree's path.
+	Worktrees string
 }
 
 // Get returns the directories for this platform and environment. It fails
@@ -38,6 +52,9 @@ func Data() string { d, _ := Get(); return d.Data }
 
 // State is Get().State, or "" without a home directory.
 func State() string { d, _ := Get(); return d.State }
+
+// Worktrees is Get().Worktrees, or "" without a home directory.
+func Worktrees() string { d, _ := Get(); return d.Worktrees }
 
 // ErrNoHome is returned when a directory depends on a home that is not set.
 var ErrNoHome = errors.New("no home directory: set HOME, or the XDG_CONFIG_HOME, XDG_DATA_HOME and XDG_STATE_HOME variables")
@@ -65,13 +82,44 @@ func resolve(goos string, getenv func(string) string, home string) (Dirs, error)
 		d.Config = pick("XDG_CONFIG_HOME", support...)
 		d.Data = pick("XDG_DATA_HOME", support...)
 		d.State = pick("XDG_STATE_HOME", append(support, "state")...)
+		d.Worktrees = pick("XDG_DATA_HOME", ".familiar")
 	default:
 		d.Config = pick("XDG_CONFIG_HOME", ".config", "familiar")
 		d.Data = pick("XDG_DATA_HOME", ".local", "share", "familiar")
 		d.State = pick("XDG_STATE_HOME", ".local", "state", "familiar")
+		d.Worktrees = d.Data
+	}
+	if d.Worktrees != "" {
+		d.Worktrees = filepath.Join(d.Worktrees, "worktrees")
 	}
 	if missing {
 		return d, ErrNoHome
 	}
 	return d, nil
+}
+
+// BuildUnsafe describes what in path common build tools reject, "" when
+// nothing: whitespace and the characters autoconf's configure refuses in
+// its working directory (" # $ & ' ` \), and : and ; , which split
+// PATH-like lists and Makefile rules. A worktree whose path has one fails
+// to build where the person's checkout builds.
+func BuildUnsafe(path string) string {
+	var found []string
+	for _, r := range path {
+		var name string
+		switch {
+		case r == ' ':
+			name = "a space"
+		case unicode.IsSpace(r):
+			name = fmt.Sprintf("whitespace %q", r)
+		case strings.ContainsRune("\"#$&'`\\:;", r):
+			name = fmt.Sprintf("%q", r)
+		default:
+			continue
+		}
+		if !slices.Contains(found, name) {
+			found = append(found, name)
+		}
+	}
+	return strings.Join(found, ", ")
 }

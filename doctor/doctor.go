@@ -160,10 +160,26 @@ func checkDataDir(dir string) Check {
 
 func checkWorktreesDir() Check {
 	c := Check{Name: "worktrees", Blocking: true}
-	dir := filepath.Join(dirs.Data(), "worktrees")
+	dir := dirs.Worktrees()
+	if dir == "" {
+		c.Detail = "no worktree root: " + dirs.ErrNoHome.Error()
+		return c
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		c.Detail = fmt.Sprintf("%s: %v", dir, err)
 		c.Hint = "make it writable, or set XDG_DATA_HOME"
+		return c
+	}
+	return worktreesPathCheck(dir)
+}
+
+// worktreesPathCheck warns (without blocking: familiar runs, builds may
+// not) when the worktree root has what build tools reject.
+func worktreesPathCheck(dir string) Check {
+	c := Check{Name: "worktrees", Blocking: false}
+	if bad := dirs.BuildUnsafe(dir); bad != "" {
+		c.Detail = fmt.Sprintf("%s is writable, but its path has %s: autoconf's configure stops there (\"unsafe absolute working directory name\"), and Makefiles and scripts that do not quote paths break", dir, bad)
+		c.Hint = "set XDG_DATA_HOME to a directory whose path has none of them, or give familiar serve --worktrees one"
 		return c
 	}
 	c.OK = true

@@ -19,6 +19,7 @@ import (
 
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/clock"
+	"github.com/familiar-dev/familiar/dirs"
 	"github.com/familiar-dev/familiar/orchestrator"
 	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
@@ -67,7 +68,14 @@ func Open(ctx context.Context, root string, o Options) (*Workspace, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	repo, err := worktree.Open(ctx, root, worktree.Options{Root: o.WorktreesRoot, Logger: o.Logger})
+	wtRoot := o.WorktreesRoot
+	if wtRoot == "" {
+		wtRoot = dirs.Worktrees() // on macOS without the space of Application Support
+	}
+	if bad := dirs.BuildUnsafe(wtRoot); bad != "" {
+		o.Logger.Warn("the worktree root has characters build tools reject; tasks whose builds run configure or make may fail there", "root", wtRoot, "has", bad)
+	}
+	repo, err := worktree.Open(ctx, root, worktree.Options{Root: wtRoot, Logger: o.Logger})
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotFound) || errors.Is(err, worktree.ErrInvalid) {
 			return nil, protocol.InvalidParams("workspaceRoot", fmt.Sprintf("%s is not a git repository", root))
