@@ -32,8 +32,11 @@ func permissionDecision(p *pendingQuestion, a Answer, suggestions json.RawMessag
 	}
 	switch a.OptionID {
 	case OptionAllowAlways, OptionAllowAlwaysExact:
-		// An option without a rule said it remembers nothing.
-		if rule := optionRule(p.q, a.OptionID); rule != "" {
+		// An option without a rule said it remembers nothing. A rule
+		// claude's matcher reads differently (Bash(git diff:*) would let
+		// claude run git diff --output=f unasked) stays familiar's: claude
+		// asks again and familiar's policy, holding the grant, decides.
+		if rule := optionRule(p.q, a.OptionID); rule != "" && policy.ClaudeAgrees(rule) {
 			d["updatedPermissions"] = []map[string]any{addRule(rule)}
 		}
 	case OptionAcceptEdits:

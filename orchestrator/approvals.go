@@ -33,7 +33,9 @@ func (o *Orchestrator) policyDecision(own *protocol.Policy, directives *protocol
 		p = *own
 	}
 	elevated := directives != nil && directives.Elevated
-	dirs := policy.Dirs{}
+	// Paths are decided as written and with their links resolved: a link
+	// in the worktree may point into .github/ or out of the worktree.
+	dirs := policy.Dirs{Resolve: policy.ResolveSymlinks}
 	if wt != nil {
 		dirs.Work = wt.Path
 	}

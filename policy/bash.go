@@ -3,268 +3,8 @@ package policy
 import (
 	"errors"
 	"path"
-	"regexp"
 	"strings"
 )
-
-// A lexer, not a shell parser: it finds where simple commands begin and end
-// and which words they have, and it knows when it may be wrong. Every place
-// where it could disagree with bash about what is quoted (heredoc bodies,
-// comments, the end of a substitution) makes the script "uncertain": allow
-// rules then stop matching, and deny rules also see a reading that ignores
-// quotes, so text bash runs can never hide from them inside what the lexer
-// took for a string.
-
-// command is one simple command of a script.
-type command struct {
-	text  string   // the words as written, quotes kept, joined by single spaces
-	words []string // the words with quotes and escapes removed
-	// dynamic[i]: word i holds an expansion ($x, ${x}, $(…), `…`), so what
-	// it is is only known when the command runs.
-	dynamic []bool
-	// risky: the command runs a substitution or redirects output to a file,
-	// so only a rule spelling it out exactly may allow it.
-	risky bool
-}
-
-// script is what the lexer made of a whole Bash command.
-type script struct {
-	commands []command // including those inside substitutions
-	broken   bool      // an unterminated quote or substitution, or nesting too deep
-	heredoc  bool      // has a << heredoc, whose body the lexer reads as commands
-	comment  bool      // has a # comment, which the lexer reads as words
-	substit  bool      // has a $(…), `…`, <(…) or >(…)
-}
-
-// allowable reports whether the lexer's reading is sure enough for rules
-// that allow by prefix or pattern (or per command at all).
-func (s *script) allowable() bool { return !s.broken && !s.heredoc && !s.comment }
-
-func (s *script) uncertain() bool { return !s.allowable() || s.substit }
-
-const (
-	// Deeper nesting is not real work; it makes the script broken.
-	maxDepth = 64
-	// Longer commands are not analysed: they are never allowed by a prefix
-	// or pattern, and every Bash deny rule matches them. Keeps the checks
-	// of deny rules (which try each word after a wrapper as the program)
-	// cheap.
-	maxScript = 64 << 10
-	// sh -c "sh -c '…'" deeper than this matches every Bash deny rule.
-	maxShellDepth = 4
-	// The bytes lexed and tried for deny rules, all readings together: a
-	// script needing more (eval eval eval … would otherwise grow as a power
-	// of its length) matches every Bash deny rule.
-	maxReadings = 16 * maxScript
-)
-
-func lex(src string, blind bool) script {
-	l := lexer{src: src, blind: blind}
-	l.list(0)
-	return l.script
-}
-
-type lexer struct {
-	src   string
-	pos   int
-	blind bool // quotes and escapes are ordinary characters; no nesting
-	depth int
-	script
-}
-
-func (l *lexer) peek(n int) byte {
-	if l.pos+n < len(l.src) {
-		return l.src[l.pos+n]
-	}
-	return 0
-}
-
-// list lexes commands up to the end of the input or, inside a substitution,
-// to its closing byte, which it consumes.
-func (l *lexer) list(close byte) {
-	var b builder
-	parens := 0 // subshells opened inside a $( … ), whose ")" do not close it
-	for l.pos < len(l.src) {
-		c := l.src[l.pos]
-		// close is 0 at the top level, where a NUL byte is just a byte.
-		if close != 0 && c == close && (close != ')' || parens == 0) {
-			l.pos++
-			l.flush(&b)
-			return
-		}
-		switch {
-		case c == ' ' || c == '\t':
-			b.endWord()
-			l.pos++
-		case c == '(':
-			parens++
-			l.flush(&b)
-			l.pos++
-		case c == ')':
-			if parens > 0 {
-				parens--
-			}
-			l.flush(&b)
-			l.pos++
-		case c == '\n' || c == ';' || c == '|' || c == '&' && l.peek(1) != '>':
-			l.flush(&b)
-			l.pos++
-		case c == '&' || c == '>' || c == '<':
-			if l.peek(1) == '(' && c != '&' && !l.blind {
-				start := l.pos
-				l.nest(&b, 2, ')')
-				b.add(l.src[start:l.pos], l.src[start:l.pos])
-			} else {
-				l.redirect(&b)
-			}
-		case l.blind && (c == '\'' || c == '"' || c == '\\'):
-			b.add(l.src[l.pos:l.pos+1], "")
-			l.pos++
-		case c == '`':
-			if l.blind {
-				l.flush(&b)
-				l.pos++
-				continue
-			}
-			start := l.pos
-			l.nest(&b, 1, '`')
-			b.add(l.src[start:l.pos], l.src[start:l.pos])
-		case c == '$' && l.peek(1) == '(' && !l.blind:
-			start := l.pos
-			l.nest(&b, 2, ')')
-			b.add(l.src[start:l.pos], l.src[start:l.pos])
-		case c == '$' && l.peek(1) == '\'' && !l.blind:
-			l.ansiQuote(&b)
-		case c == '\\':
-			l.escape(&b)
-		case c == '\'':
-			l.singleQuote(&b)
-		case c == '"':
-			l.doubleQuote(&b)
-		default:
-			if c == '#' && !b.inWord {
-				l.comment = true
-			}
-			if c == '$' && !l.blind {
-				b.wordDyn = true
-			}
-			b.add(l.src[l.pos:l.pos+1], l.src[l.pos:l.pos+1])
-			l.pos++
-		}
-	}
-	if close != 0 {
-		l.broken = true
-	}
-	l.flush(&b)
-}
-
-// flush ends the command being built.
-func (l *lexer) flush(b *builder) {
-	b.endWord()
-	if b.redir != "" {
-		b.risky = true // a redirection with no target: bash refuses it
-	}
-	if len(b.words) > 0 {
-		l.commands = append(l.commands, command{text: b.text.String(), words: b.words, dynamic: b.dynamic, risky: b.risky})
-	}
-	*b = builder{}
-}
-
-// nest lexes a substitution whose opening is skip bytes long; its commands
-// join the script, and the command around it becomes risky.
-func (l *lexer) nest(b *builder, skip int, close byte) {
-	b.risky = true
-	b.wordDyn = true
-	l.substit = true
-	if l.depth >= maxDepth {
-		l.broken = true
-		l.pos = len(l.src)
-		return
-	}
-	l.pos += skip
-	l.depth++
-	l.list(close)
-	l.depth--
-}
-
-// redirect reads a redirection operator (with its file descriptor, as in
-// 2>&1) as a word of its own; the next word is its target.
-func (l *lexer) redirect(b *builder) {
-	fd := ""
-	if b.inWord && isDigits(b.raw.String()) {
-		fd = b.raw.String()
-		b.raw.Reset()
-		b.plain.Reset()
-		b.inWord = false
-	} else {
-		b.endWord()
-	}
-	op := ">"
-	for _, o := range []string{"&>>", "&>", ">>", ">&", ">|", "<<<", "<<-", "<<", "<>", "<&", ">", "<"} {
-		if strings.HasPrefix(l.src[l.pos:], o) {
-			op = o
-			break
-		}
-	}
-	l.pos += len(op)
-	if op == "<<" || op == "<<-" {
-		l.heredoc = true
-	}
-	if b.redir != "" {
-		b.risky = true // an operator where a target belongs
-	}
-	// The operator starts a word, so "2>&1" stays one word; what follows it
-	// in that word, or else the next word, is the target.
-	b.add(fd+op, fd+op)
-	b.redir, b.opLen = op, len(fd+op)
-}
-
-func (l *lexer) escape(b *builder) {
-	switch {
-	case l.pos+1 >= len(l.src):
-		b.add(`\`, `\`)
-		l.pos++
-	case l.src[l.pos+1] == '\n': // a line continuation joins the lines
-		l.pos += 2
-	default:
-		b.add(l.src[l.pos:l.pos+2], l.src[l.pos+1:l.pos+2])
-		l.pos += 2
-	}
-}
-
-func (l *lexer) singleQuote(b *builder) {
-	end := strings.IndexByte(l.src[l.pos+1:], '\'')
-	if end < 0 {
-		l.broken = true
-		b.add(l.src[l.pos:], l.src[l.pos+1:])
-		l.pos = len(l.src)
-		return
-	}
-	b.add(l.src[l.pos:l.pos+end+2], l.src[l.pos+1:l.pos+1+end])
-	l.pos += end + 2
-}
-
-// ansiQuote reads $'…', where \' does not end the string, decoding its
-// escapes as bash does: $'\x72m' is rm to a deny rule.
-func (l *lexer) ansiQuote(b *builder) {
-	start := l.pos
-	var plain strings.Builder
-	for i := l.pos + 2; i < len(l.src); i++ {
-		switch l.src[i] {
-		case '\\':
-			i = ansiEscape(l.src, i+1, &plain) - 1
-		case '\'':
-			l.pos = i + 1
-			b.add(l.src[start:l.pos], plain.String())
-			return
-		default:
-			plain.WriteByte(l.src[i])
-		}
-	}
-	l.broken = true
-	b.add(l.src[start:], plain.String())
-	l.pos = len(l.src)
-}
 
 // ansiEscape decodes the escape of $'…' whose letter is at s[i] and
 // returns the index after it.
@@ -337,130 +77,11 @@ func ansiEscape(s string, i int, out *strings.Builder) int {
 	}
 	return i + 1
 }
-
 func lowerByte(c byte) byte {
 	if 'A' <= c && c <= 'Z' {
 		return c + 'a' - 'A'
 	}
 	return c
-}
-
-func (l *lexer) doubleQuote(b *builder) {
-	start := l.pos
-	l.pos++
-	var plain strings.Builder
-	for l.pos < len(l.src) {
-		c := l.src[l.pos]
-		switch {
-		case c == '"':
-			l.pos++
-			b.add(l.src[start:l.pos], plain.String())
-			return
-		case c == '\\' && l.pos+1 < len(l.src):
-			switch n := l.src[l.pos+1]; n {
-			case '$', '`', '"', '\\':
-				plain.WriteByte(n)
-			case '\n':
-			default:
-				plain.WriteByte('\\')
-				plain.WriteByte(n)
-			}
-			l.pos += 2
-		case c == '$' && l.peek(1) == '(':
-			s := l.pos
-			l.nest(b, 2, ')')
-			plain.WriteString(l.src[s:l.pos])
-		case c == '`':
-			s := l.pos
-			l.nest(b, 1, '`')
-			plain.WriteString(l.src[s:l.pos])
-		default:
-			if c == '$' {
-				b.wordDyn = true
-			}
-			plain.WriteByte(c)
-			l.pos++
-		}
-	}
-	l.broken = true
-	b.add(l.src[start:], plain.String())
-}
-
-// builder collects one command's words.
-type builder struct {
-	text       strings.Builder
-	words      []string
-	raw, plain strings.Builder // the word being read
-	inWord     bool
-	dynamic    []bool
-	wordDyn    bool // the word being read holds an expansion
-	risky      bool
-	redir      string // a redirection operator waiting for its target
-	opLen      int    // how much of the word being read is that operator
-}
-
-func (b *builder) add(raw, plain string) {
-	b.raw.WriteString(raw)
-	b.plain.WriteString(plain)
-	b.inWord = true
-}
-
-func (b *builder) appendWord(raw, plain string) {
-	if b.text.Len() > 0 {
-		b.text.WriteByte(' ')
-	}
-	b.text.WriteString(raw)
-	b.words = append(b.words, plain)
-	b.dynamic = append(b.dynamic, b.wordDyn)
-	b.wordDyn = false
-}
-
-func (b *builder) endWord() {
-	if !b.inWord {
-		return
-	}
-	raw, plain := b.raw.String(), b.plain.String()
-	b.raw.Reset()
-	b.plain.Reset()
-	b.inWord = false
-	b.appendWord(raw, plain)
-	if b.redir == "" {
-		return
-	}
-	target := plain[b.opLen:]
-	if target == "" && b.opLen > 0 {
-		b.opLen = 0 // the operator stood alone: the next word is its target
-		return
-	}
-	if !harmlessRedirect(b.redir, target) {
-		b.risky = true
-	}
-	b.redir, b.opLen = "", 0
-}
-
-// harmlessRedirect reports whether a redirection only reads, duplicates a
-// descriptor, or throws output away.
-func harmlessRedirect(op, target string) bool {
-	switch op {
-	case "<", "<<", "<<-", "<<<":
-		return true
-	case ">&", "<&":
-		return isDigits(target) || target == "-"
-	}
-	switch target {
-	case "/dev/null", "/dev/stdout", "/dev/stderr":
-		return op != "<>"
-	}
-	return false
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // bashPattern is the content of a Bash rule.
@@ -507,7 +128,7 @@ func compileBash(content string) (matcher, error) {
 		return nil, errors.New("a Bash rule needs a command before its wildcard")
 	}
 	p := &bashPattern{kind: kind, whole: strings.TrimSpace(content)}
-	if s := lex(body, false); !s.broken && len(s.commands) == 1 {
+	if s := analyze(body); s.uncertain == "" && !s.unsure && len(s.commands) == 1 {
 		p.text = p.newGlob(s.commands[0].text)
 		p.plain = p.newGlob(strings.Join(s.commands[0].words, " "))
 	} else {
@@ -578,10 +199,10 @@ func (p *bashPattern) allow(c *call) bool {
 	return p.kind == exact && c.command != nil && strings.TrimSpace(*c.command) == p.whole
 }
 
-// allowsCommand matches one simple command of a script the lexer is sure
-// about. Prefix and glob rules never match a risky command.
+// allowsCommand matches one simple command of a script familiar is sure
+// about. Prefix and glob rules never match a risky or protected command.
 func (p *bashPattern) allowsCommand(cmd command) bool {
-	if p.kind != exact && cmd.risky {
+	if p.kind != exact && (cmd.risky != "" || cmd.protected != "") {
 		return false
 	}
 	return p.match(p.text, cmd.text)
@@ -591,140 +212,86 @@ func (p *bashPattern) deny(c *call) (bool, string) {
 	if c.command == nil {
 		return true, ": the call has no command familiar can read"
 	}
-	r := c.readings()
-	if r.unsure {
+	s := c.script()
+	if s.unsure {
 		return true, ": the command is too long or too deeply nested for familiar to check"
 	}
-	if r.dynamic != "" {
-		return true, ": the program " + quote(r.dynamic) + " is only known when the command runs"
+	if s.uncertain != "" {
+		return true, ": what it runs is only known when it runs (" + s.uncertain + "), so every Bash deny rule applies"
 	}
-	if p.match(p.fields, r.whole) {
+	if p.match(p.fields, strings.Join(strings.Fields(*c.command), " ")) {
 		return true, ""
 	}
-	for _, t := range r.texts {
-		if p.match(p.text, t) {
-			return true, ": it matches " + quote(t)
+	for _, cmd := range s.commands {
+		if p.match(p.text, cmd.text) {
+			return true, ": it matches " + quote(cmd.text)
 		}
-	}
-	for _, t := range r.plains {
-		if p.match(p.plain, t.String()) {
-			return true, ": it matches " + quote(t.String())
+		if r, ok := p.denyReading(cmd); ok {
+			return true, ": it matches " + quote(r)
 		}
 	}
 	return false, ""
 }
 
-// readings are the strings deny rules are tried against.
-type readings struct {
-	whole  string    // the whole script, whitespace squeezed
-	texts  []string  // each command as written
-	plains []reading // each command without quotes, from each word that may be the program
-	unsure bool      // the script could not be read in full
-	spent  int       // bytes lexed and put into readings, against maxReadings
-	// dynamic is a program word holding an expansion ("$X -rf /", eval
-	// "$CMD"): it may be any program, so every Bash deny rule matches.
-	dynamic string
-}
-
-// reading is head+tail, kept apart so that trying every word after a wrapper
-// as the program does not copy the rest of the command each time.
-type reading struct{ head, tail string }
-
-func (r reading) String() string { return r.head + r.tail }
-
-func (c *call) readings() *readings {
-	if c.denyReadings == nil {
-		r := &readings{whole: strings.Join(strings.Fields(*c.command), " ")}
-		r.read(*c.command, 0)
-		c.denyReadings = r
+// denyReading tries the readings of cmd a deny rule is matched against:
+// from each word that may be the program (after a wrapper such as sudo,
+// env, xargs or find -exec), with and without the program's directory, and
+// for git without its global options. A word only known when it runs may
+// be anything, so the rule matches if some value of it would.
+func (p *bashPattern) denyReading(cmd command) (string, bool) {
+	words, dyn := cmd.words, cmd.dynamic
+	if len(words) == 0 {
+		return "", false
 	}
-	return c.denyReadings
-}
-
-func (r *readings) read(src string, depth int) {
-	r.spent += 2 * len(src)
-	if depth > maxShellDepth || len(src) > maxScript || r.spent > maxReadings {
-		r.unsure = true
-		return
+	end := 1
+	if wrappers[path.Base(words[0])] {
+		end = min(len(words), maxStarts)
 	}
-	s := lex(src, false)
-	scripts := []script{s}
-	if s.uncertain() {
-		scripts = append(scripts, lex(src, true))
-	}
-	for _, sc := range scripts {
-		for _, cmd := range sc.commands {
-			r.texts = append(r.texts, cmd.text)
-			r.addPlain(cmd, depth)
+	for j := 0; j < end; j++ {
+		if dyn[j] {
+			if j == 0 {
+				return strings.Join(words, " "), true
+			}
+			continue // after a wrapper, more likely an option's value
 		}
-	}
-}
-
-var (
-	// Words that may come before the program.
-	keywords = map[string]bool{"!": true, "{": true, "}": true, "if": true, "then": true, "else": true,
-		"elif": true, "while": true, "until": true, "do": true, "done": true, "fi": true, "time": true}
-	assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=`)
-	// Programs that run another program named by one of their arguments.
-	wrappers = map[string]bool{"sudo": true, "doas": true, "su": true, "env": true, "command": true,
-		"builtin": true, "exec": true, "nohup": true, "nice": true, "ionice": true, "timeout": true,
-		"time": true, "stdbuf": true, "setsid": true, "xargs": true, "find": true, "parallel": true,
-		"watch": true, "strace": true, "ltrace": true, "chroot": true, "flock": true, "unbuffer": true,
-		"eval": true, "sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true,
-		"mksh": true, "fish": true, "busybox": true, "script": true}
-	shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true,
-		"ash": true, "mksh": true, "fish": true, "su": true}
-	dashC = regexp.MustCompile(`^-[A-Za-z]*c[A-Za-z]*$`)
-)
-
-// maxStarts bounds the words tried as the program after a wrapper.
-const maxStarts = 256
-
-func (r *readings) addPlain(cmd command, depth int) {
-	w := cmd.words
-	i := 0
-	for i < len(w) && (keywords[w[i]] || assignment.MatchString(w[i])) {
-		i++
-	}
-	if i == len(w) {
-		return
-	}
-	// Only the program itself: after a wrapper, a word with an expansion
-	// is as likely an option's value (sudo -u "$USER", find "$dir").
-	if i < len(cmd.dynamic) && cmd.dynamic[i] && r.dynamic == "" {
-		r.dynamic = w[i]
-	}
-	full := strings.Join(w[i:], " ")
-	end := len(w)
-	if !wrappers[path.Base(w[i])] {
-		end = i + 1
-	} else if end-i > maxStarts {
-		r.unsure = true
-		return
-	}
-	off := 0
-	for j := i; j < end; j++ {
-		rest := full[off:]
-		off += len(w[j]) + 1
-		if r.spent += len(rest); r.spent > maxReadings {
-			r.unsure = true
-			return
+		w, d := words[j:], dyn[j:]
+		variants := [][]string{w}
+		if b := path.Base(w[0]); b != w[0] {
+			variants = append(variants, append([]string{b}, w[1:]...))
 		}
-		r.plains = append(r.plains, reading{tail: rest})
-		prog := path.Base(w[j])
-		if prog != w[j] {
-			r.plains = append(r.plains, reading{head: prog, tail: rest[len(w[j]):]})
-		}
-		switch {
-		case prog == "eval":
-			r.read(strings.Join(w[j+1:], " "), depth+1)
-		case shells[prog]:
-			for k := j + 1; k+1 < len(w); k++ {
-				if dashC.MatchString(w[k]) {
-					r.read(w[k+1], depth+1)
-					break
-				}
+		for _, v := range variants {
+			if p.couldMatch(v, d) {
+				return strings.Join(v, " "), true
+			}
+			if g, gd, ok := withoutGit(v, d); ok && p.couldMatch(g, gd) {
+				return strings.Join(g, " "), true
 			}
 		}
 	}
+	return "", false
+}
+
+// couldMatch reports whether the plain pattern matches words for some value
+// of their dynamic words.
+func (p *bashPattern) couldMatch(words []string, dyn []bool) bool {
+	k := 0
+	for k < len(words) && !dyn[k] {
+		k++
+	}
+	known := strings.Join(words[:k], " ")
+	if k == len(words) {
+		return p.match(p.plain, known)
+	}
+	if k == 0 {
+		return true
+	}
+	pat := p.plain.s
+	switch p.kind {
+	case exact:
+		return pat == known || strings.HasPrefix(pat, known+" ")
+	case prefix:
+		return strings.HasPrefix(pat+" ", known+" ") || strings.HasPrefix(known+" ", pat+" ")
+	}
+	first := p.plain.segs[0]
+	return strings.HasPrefix(known+" ", first) || strings.HasPrefix(first, known)
 }

@@ -89,3 +89,43 @@ func fuzzInput(tool, arg string) json.RawMessage {
 	b, _ := json.Marshal(map[string]string{key: arg})
 	return b
 }
+
+// FuzzBashTable starts from issue 37's table of requests. Whatever the
+// command: deciding it never panics; the red team's policy allows it only
+// if no deny rule matches; and a deny rule that matches it still matches
+// it run any other way bash runs the same text (bash -c, eval, a
+// substitution, a brace group): never allowed in one reading what a deny
+// rule matches in another.
+func FuzzBashTable(f *testing.F) {
+	for _, tc := range redCases {
+		if tc.tool == "" {
+			f.Add(tc.in)
+		}
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		in := bash(cmd)
+		got := DecideIn(redDirs, redTeam, false, "Bash", in)
+		for _, d := range redTeam.Deny {
+			one := Policy{Default: Allow, Allow: []string{"Bash"}, Deny: []string{d}}
+			denied := DecideIn(redDirs, one, false, "Bash", in).Verdict == Deny
+			if denied && got.Verdict == Allow {
+				t.Fatalf("%q allowed (%s), yet %s matches it", cmd, got.Reason, d)
+			}
+			if !denied || strings.HasSuffix(cmd, `\`) {
+				continue
+			}
+			q := "'" + strings.ReplaceAll(cmd, "'", `'\''`) + "'"
+			wraps := []string{"bash -c " + q, "eval " + q, "sh -c -- " + q}
+			if _, err := parse(cmd); err == nil {
+				// Text bash refuses can mean something else inside
+				// another construct (A)$( is an error, echo $(A)$() is not).
+				wraps = append(wraps, "echo $("+cmd+"\n)", "{ "+cmd+"\n}", "ls; "+cmd)
+			}
+			for _, wrapped := range wraps {
+				if v := DecideIn(redDirs, one, false, "Bash", bash(wrapped)); v.Verdict != Deny {
+					t.Fatalf("%s denies %q but not %q: %s", d, cmd, wrapped, v.Reason)
+				}
+			}
+		}
+	})
+}

@@ -104,12 +104,12 @@ func bashGrants(command string) []string {
 		}
 		return out
 	}
-	s := lex(command, false)
-	if !s.allowable() || s.substit || len(s.commands) != 1 {
+	s := analyze(command)
+	if s.unsure || s.uncertain != "" || len(s.commands) != 1 {
 		return rules("")
 	}
 	cmd := s.commands[0]
-	if cmd.risky || len(cmd.words) == 0 {
+	if cmd.risky != "" || cmd.protected != "" || len(cmd.words) == 0 {
 		return rules("")
 	}
 	for _, dyn := range cmd.dynamic {
@@ -117,7 +117,14 @@ func bashGrants(command string) []string {
 			return rules("")
 		}
 	}
-	words := cmd.words
+	// A prefix on a program that runs other programs (sudo, env, bash, …)
+	// would allow whatever it runs.
+	if prog := path.Base(cmd.words[0]); wrappers[prog] || shells[prog] || prog == "eval" || prog == "source" || prog == "." {
+		return rules("")
+	}
+	// git's harmless global options are left out of the text allow rules
+	// match; GrantRules drops a prefix that would not match the command.
+	words := withoutHarmlessGit(cmd.words)
 	prefix := words[0]
 	switch {
 	case len(words) == 1:
@@ -198,4 +205,52 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func withoutHarmlessGit(words []string) []string {
+	drop, _, _ := gitGlobals(words)
+	var out []string
+	for i, w := range words {
+		if !drop[i] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// ClaudeAgrees reports whether claude's own matcher allows exactly what
+// familiar's does for rule, so that an "allow always" may be handed to
+// claude for the session. A rule it does not agree on is kept by familiar
+// only: claude then asks for each later call, and familiar's policy decides
+// it. claude matches Bash(git diff:*) by prefix, flags and all (git diff
+// --output=f), and reads path patterns without familiar's guarded
+// directories and resolved links; it agrees on exact commands, single files
+// outside the guarded directories, domains, subagents and whole MCP or
+// other tools.
+func ClaudeAgrees(rule string) bool {
+	r, err := ParseRule(rule)
+	if err != nil {
+		return false
+	}
+	switch {
+	case r.Tool == "Bash":
+		b, ok := r.m.(*bashPattern)
+		if !ok || b.kind != exact {
+			return false // Bash alone, a prefix or a pattern
+		}
+		s := analyze(r.Content)
+		return s.uncertain == "" && !s.unsure && len(s.commands) == 1
+	case contains(pathRuleTools, r.Tool):
+		p, ok := r.m.(*pathPattern)
+		if !ok || r.namesGuarded() {
+			return false
+		}
+		for _, s := range p.segs {
+			if strings.ContainsAny(s, "*?[") {
+				return false
+			}
+		}
+		return true
+	}
+	return true
 }

@@ -40,6 +40,15 @@ func TestGrantRules(t *testing.T) {
 		// A huge command: no rule spells it out (it would be the label).
 		{"Bash", js(map[string]string{"command": "echo " + strings.Repeat("x", 5000)}), nil},
 		{"Bash", js(map[string]string{"command": "npm run " + strings.Repeat("x", 5000)}), []string{"Bash(npm run:*)"}},
+		// Issue 37: a risky flag gets the exact rule only; the prefix
+		// offered for a plain command does not cover the risky flags.
+		{"Bash", js(map[string]string{"command": "git diff --stat"}), []string{"Bash(git diff:*)", "Bash(git diff --stat)"}},
+		{"Bash", js(map[string]string{"command": "git --no-pager diff"}), []string{"Bash(git diff:*)", "Bash(git --no-pager diff)"}},
+		{"Bash", js(map[string]string{"command": "git diff --output=x"}), []string{"Bash(git diff --output=x)"}},
+		{"Bash", js(map[string]string{"command": "git -C /x diff"}), []string{"Bash(git -C /x diff)"}},
+		{"Bash", js(map[string]string{"command": "sudo ls"}), []string{"Bash(sudo ls)"}},
+		{"Bash", js(map[string]string{"command": "bash build"}), []string{"Bash(bash build)"}},
+		{"Bash", js(map[string]string{"command": "echo ${x@P}"}), []string{"Bash(echo ${x@P})"}},
 	} {
 		got := GrantRules(d, tc.tool, tc.input)
 		if !slices.Equal(got, tc.want) {
@@ -57,8 +66,26 @@ func TestGrantRules(t *testing.T) {
 	if v := DecideIn(d, Policy{Allow: []string{"Bash(npm test:*)"}}, false, "Bash", js(map[string]string{"command": "npm test > /etc/passwd"})).Verdict; v == Allow {
 		t.Error("Bash(npm test:*) allowed a redirect to a file")
 	}
+	for _, cmd := range []string{"git diff --output=x", "git diff --ext-diff", "git diff --no-index ~/.ssh/id_rsa /dev/null", "git -c diff.external=x diff"} {
+		if v := DecideIn(d, Policy{Allow: []string{"Bash(git diff:*)"}}, false, "Bash", js(map[string]string{"command": cmd})).Verdict; v == Allow {
+			t.Errorf("Bash(git diff:*), granted for git diff --stat, allowed %q", cmd)
+		}
+	}
 	// The file's own rule allows that file only, not its neighbour.
 	if v := DecideIn(d, Policy{Allow: []string{"Edit(./docs/a.md)"}}, false, "Write", js(map[string]string{"file_path": "/w/task/docs/b.md"})).Verdict; v == Allow {
 		t.Error("Edit(./docs/a.md) allowed docs/b.md")
+	}
+}
+
+func TestClaudeAgrees(t *testing.T) {
+	for rule, want := range map[string]bool{
+		"Bash(npm test:*)": false, "Bash(npm test)": true, "Bash": false, "Bash(git * main)": false,
+		"Bash(ls && rm x)": false, "Edit(./src/**)": false, "Edit(./src/a.go)": true,
+		"Edit(./.claude/settings.json)": false, "Read(./docs/a.md)": true, "WebFetch(domain:go.dev)": true,
+		"mcp__github": true, "Task(Explore)": true, "Bash(rm:*": false,
+	} {
+		if got := ClaudeAgrees(rule); got != want {
+			t.Errorf("ClaudeAgrees(%q) = %v, want %v", rule, got, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -68,12 +69,27 @@ func compilePath(content string) (matcher, error) {
 // target is the path a call works on, and whether the tool searches a whole
 // directory (Grep, Glob, LS) rather than one file.
 func (p *pathPattern) target(c *call) (f string, tree, ok bool) {
+	return c.target()
+}
+
+func (c *call) target() (f string, tree, ok bool) {
 	switch c.tool {
 	case "Grep", "Glob", "LS":
-		if c.path == nil || *c.path == "" {
-			return ".", true, true // they search the working directory
+		dir := "."
+		if c.path != nil && *c.path != "" {
+			dir = *c.path
 		}
-		return *c.path, true, true
+		if c.tool == "Glob" && c.pattern != nil {
+			// An absolute pattern, or one climbing out with "..", searches
+			// where it says, not in path.
+			if base, ok := globBase(*c.pattern); ok {
+				if path.IsAbs(base) || strings.HasPrefix(base, "~") {
+					return base, true, true
+				}
+				return path.Join(dir, base), true, true
+			}
+		}
+		return dir, true, true // they search the working directory by default
 	case "NotebookEdit", "NotebookRead":
 		if c.notebookPath != nil {
 			return *c.notebookPath, false, *c.notebookPath != ""
@@ -104,8 +120,16 @@ func (p *pathPattern) match(c *call) (tri, string) {
 	if !ok {
 		return maybe, ""
 	}
-	if len(f) > maxPath {
-		return maybe, f
+	if len(f) > maxPath || strings.IndexByte(f, 0) >= 0 {
+		return maybe, f // a NUL byte ends the path where the kernel reads it
+	}
+	if f == "~" || strings.HasPrefix(f, "~/") {
+		if c.dirs.Home == "" {
+			return maybe, f
+		}
+		f = c.dirs.Home + f[1:]
+	} else if strings.HasPrefix(f, "~") {
+		return maybe, f // ~user
 	}
 	if !path.IsAbs(f) {
 		if c.dirs.Work != "" {
@@ -143,6 +167,8 @@ func (p *pathPattern) match(c *call) (tri, string) {
 		rel = f[1:]
 	case strings.HasPrefix(f, base+"/"):
 		rel = f[len(base)+1:]
+	case tree && within(base, f):
+		return maybe, f // a search of a directory above the pattern's
 	default:
 		return no, f // outside the pattern's directory
 	}
@@ -221,7 +247,127 @@ func (p *pathPattern) deny(c *call) (bool, string) {
 		if f == "" {
 			return true, ": the call names no path familiar can read"
 		}
+		if _, tree, _ := p.target(c); tree && c.dirs.Work != "" && within(path.Clean(f), c.dirs.Work) {
+			// A search of the worktree is not a read of the denied file in
+			// it: denying every Grep and Glob of the worktree for
+			// Read(./.env) made the agent useless. A search of the denied
+			// directory itself is still denied (yes above).
+			return false, ""
+		}
 		return true, ": familiar cannot rule out that it covers " + f
 	}
 	return false, ""
+}
+
+func within(f, dir string) bool {
+	return f == dir || dir == "/" || strings.HasPrefix(f, dir+"/")
+}
+
+// globBase is the directory a Glob pattern searches when it says one: the
+// segments before its first wildcard, for an absolute pattern, one from
+// the home directory, or one climbing out with "..".
+func globBase(pattern string) (string, bool) {
+	if !path.IsAbs(pattern) && !strings.HasPrefix(pattern, "~") && !strings.Contains(pattern, "..") {
+		return "", false
+	}
+	segs := strings.Split(pattern, "/")
+	var keep []string
+	for _, s := range segs {
+		if strings.ContainsAny(s, "*?[{") {
+			break
+		}
+		keep = append(keep, s)
+	}
+	base := strings.Join(keep, "/")
+	if base == "" && path.IsAbs(pattern) {
+		base = "/"
+	}
+	if base == "" {
+		base = "."
+	}
+	return base, true
+}
+
+// editPath is the file an edit tool writes.
+func (c *call) editPath() (string, bool) {
+	if !slices.Contains(editTools, c.tool) {
+		return "", false
+	}
+	f, _, ok := c.target()
+	return f, ok
+}
+
+// isGuardedPath reports whether an edit tool writes under .claude/, .git/,
+// .vscode/ or .idea/, as written or once its links are resolved.
+func (c *call) isGuardedPath() bool {
+	f, ok := c.editPath()
+	if !ok {
+		return false
+	}
+	if protectedPath(f) != "" {
+		return true
+	}
+	if alt := c.resolved(); alt != nil {
+		g, _ := alt.editPath()
+		return protectedPath(g) != ""
+	}
+	return false
+}
+
+// resolved is the call with its file path's symbolic links resolved (and
+// the directories resolved too, so that a worktree under a linked /tmp
+// still holds its files), or nil when that changes nothing.
+func (c *call) resolved() *call {
+	if c.dirs.Resolve == nil || c.alt == nil && c.noAlt {
+		return c.alt
+	}
+	if c.alt != nil {
+		return c.alt
+	}
+	c.noAlt = true
+	f, tree, ok := c.target()
+	if !ok || strings.IndexByte(f, 0) >= 0 || len(f) > maxPath {
+		return nil
+	}
+	if f == "~" || strings.HasPrefix(f, "~/") {
+		if c.dirs.Home == "" {
+			return nil
+		}
+		f = c.dirs.Home + f[1:]
+	}
+	if !path.IsAbs(f) {
+		if c.dirs.Work == "" {
+			return nil
+		}
+		f = path.Join(c.dirs.Work, f)
+	}
+	r := c.dirs.Resolve(path.Clean(f))
+	rd := Dirs{Work: resolveDir(c.dirs.Resolve, c.dirs.Work), Home: resolveDir(c.dirs.Resolve, c.dirs.Home)}
+	if r == "" || r == path.Clean(f) && rd.Work == c.dirs.Work && rd.Home == c.dirs.Home {
+		return nil
+	}
+	alt := *c
+	alt.dirs = rd
+	alt.parsed, alt.alt = nil, nil
+	alt.filePath, alt.notebookPath, alt.path, alt.pattern = nil, nil, nil, nil
+	switch {
+	case tree:
+		alt.path = &r
+	case c.notebookPath != nil && (c.tool == "NotebookEdit" || c.tool == "NotebookRead"):
+		alt.notebookPath = &r
+	default:
+		alt.filePath = &r
+	}
+	c.alt = &alt
+	return c.alt
+}
+
+func resolveDir(resolve func(string) string, d string) string {
+	if d == "" {
+		return ""
+	}
+	if r := resolve(d); r != "" {
+		return r
+	}
+	return d
 }

@@ -69,6 +69,11 @@ type Dirs struct {
 	Work string
 	// Home is what "~/" in a rule means.
 	Home string
+	// Resolve, when set, returns an absolute path with its symbolic links
+	// resolved (ResolveSymlinks does it on the file system). A file path is
+	// then decided on both its written and its resolved form: an allow
+	// rule must cover both, a deny rule either.
+	Resolve func(string) string
 }
 
 // Decide is DecideIn with unknown directories: a rule path relative to the
@@ -92,6 +97,20 @@ func DecideIn(d Dirs, p Policy, elevated bool, tool string, input json.RawMessag
 			return Decision{Verdict: Deny, Rule: s, Reason: "denied by the rule " + s + why}
 		}
 	}
+	if why := c.guarded(); why != "" {
+		// Neither elevation nor a rule that does not name it allows this:
+		// claude reads hooks and settings from these directories and runs
+		// them outside familiar's policy, and an unsandboxed call is
+		// outside the wall the sandbox puts around the task.
+		if dec, ok := allowed(p.Allow, c); ok {
+			return dec
+		}
+		v := Ask
+		if p.Default == Deny {
+			v = Deny
+		}
+		return Decision{Verdict: v, Reason: why + ", which only a rule naming it allows" + elevatedNote(elevated) + ", so " + map[Verdict]string{Ask: "a person decides", Deny: "the default applies: deny"}[v]}
+	}
 	if elevated {
 		// Elevated means "allow what no rule denies": an explicit deny
 		// rule is the person's word and still wins.
@@ -107,8 +126,17 @@ func DecideIn(d Dirs, p Policy, elevated bool, tool string, input json.RawMessag
 	reason := "no rule decides this " + tool + " call, so the default applies: " + string(v)
 	if c.unallowed != "" {
 		reason = "the command " + quote(c.unallowed) + " matches no allow rule, so the default applies: " + string(v)
+	} else if c.uncertainWhy != "" {
+		reason = "what the command runs is only known when it runs (" + c.uncertainWhy + "), so no prefix rule allows it and the default applies: " + string(v)
 	}
 	return Decision{Verdict: v, Reason: reason}
+}
+
+func elevatedNote(elevated bool) string {
+	if elevated {
+		return " (elevation does not)"
+	}
+	return ""
 }
 
 // allowed finds the allow rules that cover c. For Bash every simple command
@@ -118,16 +146,24 @@ func allowed(rules []string, c *call) (Decision, bool) {
 	for i, s := range rules {
 		parsed[i], _ = ParseRule(s)
 	}
+	guard := c.guarded() != ""
 	for i, r := range parsed {
-		if r.allowsWhole(c) {
+		// A guarded call is allowed as a whole only by a rule naming it: a
+		// Bash rule spelling out the script, a path rule naming the
+		// directory; not by Bash or Edit alone.
+		if r.allowsWhole(c) && (!guard || r.m != nil && (c.tool == "Bash" || r.namesGuarded())) {
 			return Decision{Verdict: Allow, Rule: rules[i], Reason: "allowed by the rule " + rules[i]}, true
 		}
 	}
-	if c.tool != "Bash" || c.command == nil || len(*c.command) > maxScript {
+	if c.tool != "Bash" || c.command == nil || len(*c.command) > maxScript || c.unsandboxed {
 		return Decision{}, false
 	}
 	s := c.script()
-	if !s.allowable() || len(s.commands) == 0 {
+	if s.unsure || len(s.commands) == 0 {
+		return Decision{}, false
+	}
+	if s.uncertain != "" {
+		c.uncertainWhy = s.uncertain
 		return Decision{}, false
 	}
 	var by []string
@@ -161,11 +197,16 @@ type call struct {
 	tool string
 	dirs Dirs
 	// fields of the input, nil when absent or not a string.
-	command, filePath, notebookPath, path, url, subagentType *string
-	badInput                                                 bool // input is not a JSON object
-	lexed                                                    *script
-	denyReadings                                             *readings
-	unallowed                                                string // the first command no allow rule covered, for Reason
+	command, filePath, notebookPath, path, url, subagentType, pattern *string
+	// unsandboxed: a Bash call asking to run outside claude's sandbox
+	// (dangerouslyDisableSandbox).
+	unsandboxed  bool
+	badInput     bool // input is not a JSON object
+	parsed       *script
+	unallowed    string // the first command no allow rule covered, for Reason
+	uncertainWhy string // why no prefix rule could allow the script, for Reason
+	alt          *call  // the call with its path's links resolved; see resolved
+	noAlt        bool   // resolved has looked
 }
 
 func newCall(tool string, input json.RawMessage, d Dirs) *call {
@@ -175,7 +216,7 @@ func newCall(tool string, input json.RawMessage, d Dirs) *call {
 	if !path.IsAbs(d.Home) {
 		d.Home = ""
 	}
-	c := &call{tool: tool, dirs: Dirs{Work: cleanDir(d.Work), Home: cleanDir(d.Home)}}
+	c := &call{tool: tool, dirs: Dirs{Work: cleanDir(d.Work), Home: cleanDir(d.Home), Resolve: d.Resolve}}
 	// A map, not a struct: encoding/json matches struct fields without
 	// regard to case, so {"command":"rm -rf /","Command":"ls"} would be read
 	// as "ls" while Claude runs the first. Keys here must match exactly.
@@ -201,6 +242,10 @@ func newCall(tool string, input json.RawMessage, d Dirs) *call {
 	c.path = str("path")
 	c.url = str("url")
 	c.subagentType = str("subagent_type")
+	c.pattern = str("pattern")
+	if raw, ok := fields["dangerouslyDisableSandbox"]; ok && string(raw) != "false" && string(raw) != "null" {
+		c.unsandboxed = true
+	}
 	return c
 }
 
@@ -211,13 +256,37 @@ func cleanDir(d string) string {
 	return path.Clean(d)
 }
 
-// script lexes the Bash command once per call.
+// script parses the Bash command once per call.
 func (c *call) script() *script {
-	if c.lexed == nil {
-		s := lex(*c.command, false)
-		c.lexed = &s
+	if c.parsed == nil {
+		c.parsed = analyze(*c.command)
 	}
-	return c.lexed
+	return c.parsed
+}
+
+// guarded says why the call needs a rule that names it, even when the task
+// is elevated: it writes under .claude/, .git/, .vscode/ or .idea/, or runs
+// a command outside claude's sandbox. "" when it does not.
+func (c *call) guarded() string {
+	if c.isGuardedPath() {
+		f, _ := c.editPath()
+		return "it writes " + f + " under " + protectedPath(f)
+	}
+	if c.tool != "Bash" || c.command == nil {
+		return ""
+	}
+	if c.unsandboxed {
+		return "it asks to run outside the sandbox (dangerouslyDisableSandbox)"
+	}
+	if len(*c.command) > maxScript {
+		return ""
+	}
+	for _, cmd := range c.script().commands {
+		if cmd.protected != "" {
+			return "the command " + quote(cmd.text) + " " + cmd.protected
+		}
+	}
+	return ""
 }
 
 // quote shortens what goes into a Reason: a command can be a whole script.

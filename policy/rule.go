@@ -160,7 +160,15 @@ func (r Rule) matchDeny(c *call) (bool, string) {
 	if r.m == nil {
 		return true, ""
 	}
-	return r.m.deny(c)
+	if m, why := r.m.deny(c); m {
+		return true, why
+	}
+	if alt := c.resolved(); alt != nil {
+		if m, why := r.m.deny(alt); m {
+			return true, why + " (through a symbolic link)"
+		}
+	}
+	return false, ""
 }
 
 // allowsWhole reports whether r allows the call as a whole: for Bash, only a
@@ -169,7 +177,29 @@ func (r Rule) allowsWhole(c *call) bool {
 	if !r.covers(c.tool, false) {
 		return false
 	}
-	return r.m == nil || r.m.allow(c)
+	if r.m == nil {
+		return true
+	}
+	if !r.m.allow(c) {
+		return false
+	}
+	alt := c.resolved()
+	return alt == nil || r.m.allow(alt)
+}
+
+// namesGuarded reports whether a path rule names one of the guarded
+// directories (.claude, .git, .vscode, .idea) in a segment of its own.
+func (r Rule) namesGuarded() bool {
+	p, ok := r.m.(*pathPattern)
+	if !ok {
+		return false
+	}
+	for _, s := range p.segs {
+		if protectedPath(s) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // allowsCommand reports whether r allows one simple command of a script.
