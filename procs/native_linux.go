@@ -16,6 +16,10 @@ import (
 // subreaper says whether this build makes familiar a child subreaper.
 const subreaper = true
 
+// ptyBlockingReads: Linux reads the PTY master through epoll, with read
+// deadlines (see portable.go for macOS).
+const ptyBlockingReads = false
+
 // EnableSubreaper marks the calling process a child subreaper
 // (PR_SET_CHILD_SUBREAPER): processes orphaned below it — a Bash tool command
 // whose claude was killed, a double-forked daemon — are reparented to it

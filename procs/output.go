@@ -65,6 +65,13 @@ type Output struct {
 	carryFlush time.Duration
 	done       chan struct{} // closed when the stream ended and the log is closed
 
+	// blocking is set for a PTY master read in blocking mode (macOS: see
+	// ptyBlockingReads): no read deadlines, so held-back bytes are flushed
+	// by carryTimer, and stop wakes the read with wake.
+	blocking bool
+	wake     func() error
+	timers   sync.WaitGroup // carryTimer's callback while it may run
+
 	mu sync.Mutex
 	// guarded by mu:
 	tail     ring
@@ -74,6 +81,8 @@ type Output struct {
 	ended    bool
 	logErr   error
 	stopping bool // Close gave up waiting for EOF; the reader must exit
+
+	carryTimer *time.Timer // guarded by mu: flushes the carry of a blocking read
 }
 
 // newOutput returns the Output for one stream; log may be nil, onLogErr and
@@ -279,6 +288,10 @@ func completeUTF8(b []byte) int {
 // run reads f until the stream ends, then finishes the Output. It is the one
 // reader of f, started by Start and waited for by Close.
 func (o *Output) run(f *os.File) {
+	if o.blocking {
+		o.runBlocking(f)
+		return
+	}
 	defer o.finish()
 	buf := make([]byte, readBufSize)
 	deadlineSet := false
@@ -311,6 +324,61 @@ func (o *Output) run(f *os.File) {
 	}
 }
 
+// runBlocking is run for a file read in blocking mode, as creack/pty reads a
+// PTY master on macOS: Go's kqueue poller is not used for it, since kqueue
+// on a PTY master reports it readable when it is not, and a reader through
+// it spun at 100 % CPU (creack/pty#174, reverted in v1.1.21; golang/go#22099).
+// Held-back bytes are flushed by a timer instead of a read deadline; stop
+// wakes a read by writing to the terminal's other side.
+func (o *Output) runBlocking(f *os.File) {
+	defer o.finish()
+	buf := make([]byte, readBufSize)
+	for {
+		n, err := f.Read(buf)
+		if o.isStopping() {
+			return // woken by stop: what this read brought is its wake-up byte, or dropped with it
+		}
+		if n > 0 {
+			o.write(buf[:n])
+			if o.hasCarry() {
+				o.armCarryTimer()
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EIO) {
+				o.logger.Warn("procs: read output", "stream", o.name, "err", err)
+			}
+			return
+		}
+	}
+}
+
+// armCarryTimer flushes held-back bytes after carryFlush unless a read
+// completes them first (then the flush finds nothing to do).
+func (o *Output) armCarryTimer() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.carryTimer != nil && o.carryTimer.Stop() {
+		o.timers.Done() // the callback it stopped will not run
+	}
+	o.timers.Add(1)
+	o.carryTimer = time.AfterFunc(o.carryFlush, func() {
+		defer o.timers.Done()
+		o.flushCarry()
+	})
+}
+
+// stopCarryTimer stops the carry timer and waits for its callback.
+func (o *Output) stopCarryTimer() {
+	o.mu.Lock()
+	if o.carryTimer != nil && o.carryTimer.Stop() {
+		o.timers.Done()
+	}
+	o.carryTimer = nil
+	o.mu.Unlock()
+	o.timers.Wait()
+}
+
 // setDeadline sets f's read deadline unless Close is forcing the reader out,
 // whose past deadline must not be overwritten.
 func (o *Output) setDeadline(f *os.File, t time.Time) {
@@ -330,12 +398,24 @@ func (o *Output) isStopping() bool {
 // stop makes the reader of f return now, whether or not the stream ended.
 func (o *Output) stop(f *os.File) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	o.stopping = true
-	_ = f.SetReadDeadline(time.Unix(1, 0))
+	if !o.blocking {
+		_ = f.SetReadDeadline(time.Unix(1, 0))
+		o.mu.Unlock()
+		return
+	}
+	o.mu.Unlock()
+	// A blocking read has no deadline, and closing f does not end it (the
+	// descriptor is closed only once the read returns): give it a byte.
+	if err := o.wake(); err != nil {
+		o.logger.Error("procs: cannot wake the output reader; it ends when the terminal's last holder closes it", "stream", o.name, "err", err)
+	}
 }
 
 func (o *Output) finish() {
+	if o.blocking {
+		o.stopCarryTimer()
+	}
 	if o.log != nil {
 		if err := o.log.Close(); err != nil {
 			o.log = nil

@@ -17,6 +17,14 @@ import "golang.org/x/sys/unix"
 // subreaper says whether this build makes familiar a child subreaper.
 const subreaper = false
 
+// ptyBlockingReads: the PTY master is read in blocking mode by its reader
+// goroutine, as creack/pty does on macOS, not through Go's poller (kqueue
+// there, which reports a PTY master readable when it is not: a reader spun
+// at 100 % CPU, creack/pty#174). Output.runBlocking says how deadlines are
+// done without it. Built with portableprocs, Linux reads that way too, so
+// the tests exercise macOS's read path.
+const ptyBlockingReads = true
+
 // EnableSubreaper does nothing in this build: there is no child subreaper
 // outside Linux. Orphans of a task are found by TreeEnv, and init reaps them.
 func EnableSubreaper() error { return nil }

@@ -96,7 +96,8 @@ type Config struct {
 	// Logger receives what happens to the process; nil discards.
 	Logger *slog.Logger
 
-	carryFlush time.Duration // tests only: see defaultCarryFlush
+	carryFlush  time.Duration // tests only: see defaultCarryFlush
+	blockingPTY bool          // tests only: read the PTY as macOS does (ptyBlockingReads) on any build
 }
 
 // ExitStatus is how a child ended.
@@ -151,6 +152,7 @@ type Process struct {
 	logger  *slog.Logger
 
 	pty     *os.File   // PTY master; nil with pipes
+	ptyName string     // the PTY's slave side, e.g. /dev/pts/3
 	stdin   *os.File   // write end of stdin; nil under a PTY
 	outputs []*Output  // the PTY, or stdout then stderr
 	readers []*os.File // readers[i] is what outputs[i] reads
@@ -247,6 +249,8 @@ func Start(cfg Config) (*Process, error) {
 	// childEnds are the child's side of the PTY or pipes: closed in the
 	// parent after the child has them, so EOF is seen when the tree exits.
 	var childEnds []*os.File
+	var blocking bool // the PTY master is read in blocking mode (ptyBlockingReads)
+	var ptyName string
 	if cfg.Pipes {
 		var ends [3][2]*os.File // [i][0] read end, [i][1] write end
 		for i := range ends {
@@ -272,10 +276,14 @@ func Start(cfg Config) (*Process, error) {
 			_ = master.Close()
 			return fail(fmt.Errorf("set pty size: %w", err))
 		}
-		if master, err = pollable(master); err != nil {
-			return fail(err)
+		blocking = ptyBlockingReads || cfg.blockingPTY
+		if !blocking {
+			if master, err = pollable(master); err != nil {
+				return fail(err)
+			}
 		}
 		closers = append(closers, master)
+		ptyName = tty.Name()
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 		childEnds = []*os.File{tty}
 		p.pty = master
@@ -322,6 +330,11 @@ func Start(cfg Config) (*Process, error) {
 		}
 	} else {
 		p.outputs = []*Output{newOutput("pty", cfg.TailBytes, filterLog(outLog, cfg.LogFilter), cfg.LogPath, cfg.OnLogError, p.wd.Kick, cfg.Logger)}
+		p.ptyName = ptyName
+		if blocking {
+			p.outputs[0].blocking = true
+			p.outputs[0].wake = func() error { return pokeTerminal(ptyName) }
+		}
 	}
 
 	if cfg.carryFlush > 0 {
@@ -358,6 +371,20 @@ func Start(cfg Config) (*Process, error) {
 	}
 	p.logger.Info("procs: started", "pid", pid, "cmd", name, "dir", cfg.Dir, "pipes", cfg.Pipes)
 	return p, nil
+}
+
+// pokeTerminal writes one NUL byte to the terminal whose slave side is
+// name: the master's blocking read returns with it.
+func pokeTerminal(name string) error {
+	fd, err := unix.Open(name, unix.O_WRONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", name, err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte{0}); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
 }
 
 // pollable returns f's descriptor as an *os.File in non-blocking mode, so

@@ -443,3 +443,66 @@ func fdOf(t *testing.T, path string) int {
 	t.Fatalf("%s is not open", path)
 	return -1
 }
+
+// A process outside the tree holds the terminal open after the tree is gone:
+// Close stops waiting for the output after drainTimeout and makes the reader
+// return, whether it reads through the poller (a past deadline) or blocks in
+// read(2) as on macOS (woken by a byte written to the terminal).
+func TestCloseWithTerminalHeldOutsideTheTree(t *testing.T) {
+	checkLeaks(t)
+	for _, blocking := range []bool{false, true} {
+		t.Run(map[bool]string{false: "poller", true: "blocking"}[blocking], func(t *testing.T) {
+			p, err := Start(helperConfig(Config{blockingPTY: blocking}, "echo"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := os.OpenFile(p.ptyName, os.O_RDWR|syscall.O_NOCTTY, 0)
+			if err != nil {
+				p.Close()
+				t.Fatal(err)
+			}
+			defer held.Close()
+			closed := make(chan error, 1)
+			go func() { closed <- p.Close() }()
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatal("Close did not return while the terminal was held")
+			}
+			select {
+			case <-p.Output().Done():
+			default:
+				t.Error("the output did not end")
+			}
+		})
+	}
+}
+
+// The CPU this process spends reading an idle child's PTY (a measurement,
+// not a check: run with FAMILIAR_MEASURE_IDLE_CPU=<seconds>), through the
+// poller and in blocking mode as on macOS.
+func TestMeasureIdlePTYReadCPU(t *testing.T) {
+	secs, err := strconv.Atoi(os.Getenv("FAMILIAR_MEASURE_IDLE_CPU"))
+	if err != nil || secs <= 0 {
+		t.Skip("a measurement: set FAMILIAR_MEASURE_IDLE_CPU=<seconds>")
+	}
+	cpu := func() time.Duration {
+		var ru unix.Rusage
+		if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	for _, blocking := range []bool{false, true} {
+		p := startHelper(t, Config{blockingPTY: blocking}, "ignore-term")
+		waitOutput(t, p.Output(), "ready")
+		before, start := cpu(), time.Now()
+		time.Sleep(time.Duration(secs) * time.Second) // the measurement's window
+		used, wall := cpu()-before, time.Since(start)
+		t.Logf("blocking=%v: %v CPU in %v (%.3f %%)", blocking, used, wall.Round(time.Millisecond), 100*used.Seconds()/wall.Seconds())
+		p.Close()
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -707,4 +708,40 @@ func TestSocketDeletedUnderTheDaemon(t *testing.T) {
 	if !strings.Contains(string(log), "listening there again") {
 		t.Errorf("the log does not say the familiar listened again:\n%s", tail(string(log), 3000))
 	}
+}
+
+// The CPU the background familiar uses while its agent idles, waiting on a
+// question (a measurement, not a check: run with
+// FAMILIAR_MEASURE_IDLE_CPU=<seconds>, once as built and once with
+// -tags portableprocs, which reads the PTY in blocking mode as macOS does).
+func TestMeasureIdleAgentDaemonCPU(t *testing.T) {
+	secs, err := strconv.Atoi(os.Getenv("FAMILIAR_MEASURE_IDLE_CPU"))
+	if err != nil || secs <= 0 {
+		t.Skip("a measurement: set FAMILIAR_MEASURE_IDLE_CPU=<seconds>")
+	}
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	r := newDaemonRig(t, api)
+	w := r.window()
+	defer w.close(t)
+	w.client.Result("initialize", map[string]any{"workspaceRoot": r.repo}, nil)
+	var task protocol.Task
+	w.client.Result("task/create", map[string]any{"title": "idle", "description": askingTask}, &task)
+	w.client.WaitNotification(0, "question", editor.Method("task/question", task.ID))
+	pid := r.info().PID
+	cpu := func() time.Duration {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
+	}
+	time.Sleep(2 * time.Second) // let the start settle: this is the measurement's window, not a wait for a condition
+	before, start := cpu(), time.Now()
+	time.Sleep(time.Duration(secs) * time.Second)
+	used, wall := cpu()-before, time.Since(start)
+	t.Logf("background familiar (pid %d) with its agent waiting on a question: %v CPU in %v (%.2f %%)", pid, used, wall.Round(time.Millisecond), 100*used.Seconds()/wall.Seconds())
 }
