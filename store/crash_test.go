@@ -26,6 +26,8 @@ func runHelper(mode string) int {
 	switch mode {
 	case helperAppend:
 		return appendUntilKilled(os.Getenv(helperDBEnv))
+	case helperQuestions:
+		return questionCommits(os.Getenv(helperDBEnv))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 		return 2
