@@ -2,7 +2,9 @@ package bench
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -80,6 +82,7 @@ func loadAvg() [3]float64 {
 	var l [3]float64
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
+		l, _ = sysLoadAvg() // macOS: sysctl vm.loadavg
 		return l
 	}
 	f := strings.Fields(string(b))
@@ -92,7 +95,7 @@ func loadAvg() [3]float64 {
 func memTotalGiB() float64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
-		return 0
+		return round(float64(sysMemBytes()) / (1 << 30)) // macOS: sysctl hw.memsize
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -108,9 +111,27 @@ func memTotalGiB() float64 {
 func kernel() string {
 	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
 	if err != nil {
-		return ""
+		return sysKernel() // macOS: sysctl kern.ostype and kern.osrelease
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// parseLoadavg reads macOS's struct loadavg (sysctl vm.loadavg): three
+// fixpt_t (uint32) averages, padding, and the long fscale they are scaled
+// by.
+func parseLoadavg(b []byte) ([3]float64, bool) {
+	var l [3]float64
+	if len(b) < 24 {
+		return l, false
+	}
+	scale := float64(binary.LittleEndian.Uint64(b[16:]))
+	if scale == 0 {
+		return l, false
+	}
+	for i := range l {
+		l[i] = math.Round(float64(binary.LittleEndian.Uint32(b[4*i:]))/scale*100) / 100
+	}
+	return l, true
 }
 
 func mib(b int64) float64 { return round(float64(b) / (1 << 20)) }

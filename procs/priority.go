@@ -114,13 +114,20 @@ func whileLimited(clk clock.Clock, stop <-chan struct{}, newer <-chan int, nice 
 // whoever started it.
 var ErrNotSessionLeader = errors.New("familiar does not lead its own session")
 
+// ErrNoAutogroup is returned by SetOwnSessionNice where the kernel has no
+// autogroups (macOS; Linux without CONFIG_SCHED_AUTOGROUP): familiar's own
+// priority is left as it is, since a process's niceness cannot go back up
+// without privilege; its agents still run at their lowered niceness.
+var ErrNoAutogroup = errors.New("no autogroups here: familiar's own priority is left as it is")
+
 // SetOwnSessionNice gives the autogroup of familiar's own session the
 // niceness nice, so that the background familiar's work on its agents'
 // output (masking, logging, reading their screens) yields to the editor as
 // the agents do. Only a session leader may: otherwise the group is the
 // editor's or the shell's. Unlike a process's niceness, an autogroup's can
 // go back up to 0 without privilege, so the setting can change at run time.
-// Where the kernel has no autogroups it does nothing. again reports a
+// Where the kernel has no autogroups it does nothing and says so
+// (ErrNoAutogroup). again reports a
 // refusal by the kernel's rate limit, which a later try may not meet.
 func SetOwnSessionNice(nice int) (again bool, err error) {
 	if !leadsOwnSession() {
@@ -128,7 +135,7 @@ func SetOwnSessionNice(nice int) (again bool, err error) {
 	}
 	f, err := openAutogroup("self")
 	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
+		return false, ErrNoAutogroup
 	}
 	if err != nil {
 		return false, fmt.Errorf("open autogroup: %w", err)
@@ -203,6 +210,9 @@ func (o *OwnSession) run() {
 		switch {
 		case stopped:
 			return
+		case errors.Is(err, ErrNoAutogroup):
+			current = tried
+			o.logger.Info("the background familiar keeps its priority (no autogroups here); its agents run at their own lowered niceness", "nice", tried)
 		case err != nil:
 			o.logger.Warn("the background familiar keeps its scheduling share", "nice", tried, "err", err)
 		default:

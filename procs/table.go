@@ -111,13 +111,17 @@ func reapZombie(m *member) bool {
 
 // TreeProgress is a fingerprint of what the descendants of a process are
 // doing: it changes when one of them writes anything (to a terminal, a pipe
-// or a file; Linux only, see proctable.Table.Written) or when one starts or
-// ends. A command that prints progresses; a `sleep 1200` or a call hung on
+// or a file; Linux only, see proctable.Table.Written), uses CPU (macOS
+// only), or when one starts or ends. A command that prints progresses; a `sleep 1200` or a call hung on
 // the network does not.
 type TreeProgress struct {
 	Procs   int    // live descendants
 	Written uint64 // bytes they have written (wchar of /proc/PID/io; 0 on macOS)
-	pids    uint64 // a sum over their (pid, start time), to see one replaced by another
+	// CPU is the CPU time they have used, on macOS (proc_pid_rusage), which
+	// counts no bytes written: one process that prints for an hour without
+	// starting others progresses there too. 0 on Linux.
+	CPU  uint64
+	pids uint64 // a sum over their (pid, start time), to see one replaced by another
 }
 
 // DescendantProgress reads the TreeProgress of pid's descendants (pid itself
@@ -142,6 +146,7 @@ func DescendantProgress(pid int) (TreeProgress, error) {
 		p.Procs++
 		p.pids += uint64(s.pid)*1_000_003 + s.start
 		p.Written += proctable.Written(s.pid)
+		p.CPU += proctable.CPUTime(s.pid)
 		queue = append(queue, children[s.pid]...)
 	}
 	return p, nil

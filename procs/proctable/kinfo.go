@@ -3,6 +3,7 @@ package proctable
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -36,6 +37,10 @@ var darwinState = map[int8]byte{
 	5: 'Z', // SZOMB
 }
 
+// UnknownState is the State of a process whose macOS p_stat has no Linux
+// letter: neither dead nor stopped.
+const UnknownState = '?'
+
 // ParseKinfoProcs parses what sysctl kern.proc.all (or kern.proc.pid.N)
 // returns: an array of struct kinfo_proc.
 func ParseKinfoProcs(b []byte) ([]Proc, error) {
@@ -45,10 +50,11 @@ func ParseKinfoProcs(b []byte) ([]Proc, error) {
 	le := binary.LittleEndian
 	out := make([]Proc, 0, len(b)/kinfoSize)
 	for rec := b; len(rec) > 0; rec = rec[kinfoSize:] {
-		stat := int8(rec[kpStat])
-		state, ok := darwinState[stat]
+		state, ok := darwinState[int8(rec[kpStat])]
 		if !ok {
-			return nil, fmt.Errorf("proctable: process %d has unknown p_stat %d", int32(le.Uint32(rec[kpPID:])), stat)
+			// A state this table does not know (a future kernel's) is a
+			// live process: one record must not hide the whole table.
+			state = UnknownState
 		}
 		sec, usec := int64(le.Uint64(rec[kpStartSec:])), int32(le.Uint32(rec[kpStartUsec:]))
 		out = append(out, Proc{
@@ -79,7 +85,12 @@ func KinfoComm(b []byte, i int) string {
 // kernel passes to dyld (executable_path=…, ptr_munge=…), each NUL-terminated.
 // The environment is the one the process started with, like Linux's
 // /proc/PID/environ.
+//
+// A record that ends inside a string, as one read while the process exec'd
+// (kern.procargs2 is sized, then read), is parsed as far as it goes and
+// ErrTruncated is returned with it: read it again.
 func ParseProcArgs2(b []byte) (argv, env []string, err error) {
+	truncated := false
 	if len(b) < 4 {
 		return nil, nil, fmt.Errorf("proctable: procargs2 of %d bytes has no argument count", len(b))
 	}
@@ -93,6 +104,7 @@ func ParseProcArgs2(b []byte) (argv, env []string, err error) {
 			}
 			s := string(rest) // truncated last string: take what there is
 			rest = nil
+			truncated = true
 			return s, true
 		}
 		s := string(rest[:i])
@@ -118,8 +130,15 @@ func ParseProcArgs2(b []byte) (argv, env []string, err error) {
 	for {
 		s, ok := next()
 		if !ok || s == "" {
+			if truncated {
+				return argv, env, ErrTruncated
+			}
 			return argv, env, nil
 		}
 		env = append(env, s)
 	}
 }
+
+// ErrTruncated says a kern.procargs2 record ends before its environment's
+// end.
+var ErrTruncated = errors.New("proctable: procargs2 ends inside its strings")

@@ -2,6 +2,7 @@ package proctable
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -219,9 +220,12 @@ func TestParseKinfoProcsRejectsBadInput(t *testing.T) {
 	if _, err := ParseKinfoProcs(rec[:len(rec)-1]); err == nil {
 		t.Error("a partial record parsed")
 	}
+	// A state of a future kernel is a live process, and the rest of the
+	// table is still read.
 	rec[kpStat] = 9
-	if _, err := ParseKinfoProcs(rec); err == nil {
-		t.Error("an unknown p_stat parsed")
+	two := append(slices.Clone(rec), kinfoRecord(8, 1, 8, 3, 2, 0, "y")...)
+	if got, err := ParseKinfoProcs(two); err != nil || len(got) != 2 || got[0].State != UnknownState || got[0].Dead() || got[0].Stopped() || got[1].PID != 8 {
+		t.Errorf("an unknown p_stat: %+v, %v", got, err)
 	}
 	if got, err := ParseKinfoProcs(nil); err != nil || len(got) != 0 {
 		t.Errorf("no records: %v, %v", got, err)
@@ -247,6 +251,7 @@ func TestParseProcArgs2(t *testing.T) {
 		in        []byte
 		argv, env []string
 		bad       bool
+		truncated bool
 	}{
 		{
 			name: "claude under familiar",
@@ -268,6 +273,10 @@ func TestParseProcArgs2(t *testing.T) {
 			env:  []string{"A=1"},
 		},
 		{name: "empty", in: nil, bad: true},
+		// Read while the process exec'd: sized for the old image, cut in
+		// the new one's environment.
+		{name: "cut inside the environment", in: procargs2(1, "/bin/sh", 0, "sh", "A=1", "FAMILIAR_PROCS_TR")[:len(procargs2(1, "/bin/sh", 0, "sh", "A=1", "FAMILIAR_PROCS_TR"))-1],
+			argv: []string{"sh"}, env: []string{"A=1", "FAMILIAR_PROCS_TR"}, truncated: true},
 		{name: "argc only", in: []byte{1, 0, 0, 0}, bad: true},
 		{name: "fewer arguments than argc", in: procargs2(3, "/bin/sh", 0, "sh"), bad: true},
 		{name: "negative argc", in: procargs2(-1, "/bin/sh", 0, "sh"), bad: true},
@@ -280,8 +289,8 @@ func TestParseProcArgs2(t *testing.T) {
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
+			if c.truncated != errors.Is(err, ErrTruncated) || (err != nil && !c.truncated) {
+				t.Fatalf("err = %v, truncated %v", err, c.truncated)
 			}
 			if !slices.Equal(argv, c.argv) || !slices.Equal(env, c.env) {
 				t.Errorf("argv %q env %q, want %q %q", argv, env, c.argv, c.env)

@@ -36,26 +36,37 @@ func (local) Stat(pid int) (Proc, error) {
 	return p, nil
 }
 
+// tries bounds the reads of a sysctl that changed between its sizing and
+// its read (the table grew; a process exec'd): each retry is one more
+// sysctl, and a table that grows every time is a fork storm to report, not
+// to spin on.
+const tries = 8
+
 func (local) All() ([]Proc, error) {
-	for {
+	for try := 1; ; try++ {
 		b, err := unix.SysctlRaw("kern.proc.all")
-		if errors.Is(err, unix.ENOMEM) {
+		if errors.Is(err, unix.ENOMEM) && try < tries {
 			continue // the table grew between sizing and reading
 		}
 		if err != nil {
-			return nil, fmt.Errorf("proctable: sysctl kern.proc.all: %w", err)
+			return nil, fmt.Errorf("proctable: sysctl kern.proc.all (%d tries): %w", try, err)
 		}
 		return ParseKinfoProcs(b)
 	}
 }
 
 func (local) EnvironHas(pid int, token string) bool {
-	b, err := unix.SysctlRaw("kern.procargs2", pid)
-	if err != nil {
-		return false // another user's, a zombie's, or gone
+	for try := 1; ; try++ {
+		b, err := unix.SysctlRaw("kern.procargs2", pid)
+		if err != nil {
+			return false // another user's, a zombie's, or gone
+		}
+		_, env, err := ParseProcArgs2(b)
+		if errors.Is(err, ErrTruncated) && try < tries {
+			continue // it exec'd between the sizing and the read
+		}
+		return slices.ContainsFunc(env, func(kv string) bool { return strings.Contains(kv, token) })
 	}
-	_, env, err := ParseProcArgs2(b)
-	return err == nil && slices.ContainsFunc(env, func(kv string) bool { return strings.Contains(kv, token) })
 }
 
 var bootID = sync.OnceValues(func() (string, error) {

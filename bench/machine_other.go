@@ -1,0 +1,8 @@
+//go:build !darwin
+
+package bench
+
+// Where /proc has none of these, there is nothing else to ask.
+func sysLoadAvg() ([3]float64, bool) { return [3]float64{}, false }
+func sysMemBytes() uint64            { return 0 }
+func sysKernel() string              { return "" }
