@@ -117,7 +117,11 @@ func tableStoreCommit(w io.Writer, rep *Report) {
 		return
 	}
 	c := rep.StoreCommit[0]
-	fmt.Fprintf(w, "### Store commit, one at a time, in a store made in %s (%s): every notification waits for its commit\n\n", c.Where, c.OS)
+	sync := "fdatasync"
+	if c.OS == "darwin" {
+		sync = "F_FULLFSYNC, a flush of the drive's cache"
+	}
+	fmt.Fprintf(w, "### Store commit, one at a time, in a store made in %s (%s): every notification waits for its commit, two syncs (%s) each\n\n", c.Where, c.OS, sync)
 	t := newTable(w, "commit", "commits", "p50 ms", "p95 ms", "p99 ms", "max ms")
 	for _, c := range rep.StoreCommit {
 		t.row(c.Kind, c.Latency.N, c.Latency.P50, c.Latency.P95, c.Latency.P99, c.Latency.Max)
