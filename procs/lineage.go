@@ -9,9 +9,10 @@ import (
 
 // recordEvery is how often a Process records its descendants where there
 // is no subreaper to bring orphans back (macOS, portableprocs). One read of
-// the process table (kern.proc.all: one sysctl) a second per agent; a
-// command that lives less than that and leaves an orphan in a session of
-// its own is found by TreeEnv alone.
+// the process table (kern.proc.all: one sysctl) a second per agent; on
+// macOS a fork in the tree also records it at once (forkWatch). With the
+// portableprocs tag on Linux, a command that lives less than a second and
+// leaves an orphan in a session of its own is found by TreeEnv alone.
 const recordEvery = time.Second
 
 // lineage is what familiar saw of a process tree while it ran: every
@@ -184,18 +185,41 @@ func (l *lineage) prune(tb table) {
 	}
 }
 
-// recordLoop records root's tree every recordEvery until stop is closed.
+// recordLoop records root's tree every recordEvery, and on macOS also as
+// soon as a process of it forks (forkWatch), until stop is closed.
 func (l *lineage) recordLoop(root Identity, stop <-chan struct{}, onErr func(error)) {
-	t := time.NewTicker(recordEvery)
-	defer t.Stop()
+	forks := newForkWatch(stop)
+	defer forks.close()
 	for {
 		if err := l.record(root); err != nil {
 			onErr(err)
 		}
-		select {
-		case <-stop:
+		forks.watch(l.livePIDs())
+		if !forks.wait(stop, recordEvery) {
 			return
-		case <-t.C:
 		}
+	}
+}
+
+// livePIDs are the descendants recorded and still running at the last record.
+func (l *lineage) livePIDs() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pids := make([]int, 0, len(l.procs))
+	for pid := range l.procs {
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// waitTick returns after d (true), or when stop is closed (false).
+func waitTick(stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-t.C:
+		return true
 	}
 }
