@@ -315,6 +315,9 @@ const (
 //
 // Commit hooks are skipped (--no-verify): a checkpoint saves an agent's work
 // as it is, and a failing or interactive hook must not make that impossible.
+// A conflict left unresolved (unmerged files, or conflict markers anywhere
+// in the task's change) is refused with an *UnresolvedError and nothing is
+// staged or committed.
 func (r *Repo) Checkpoint(ctx context.Context, wt Worktree, message string) (c Commit, committed bool, err error) {
 	if strings.TrimSpace(message) == "" || strings.ContainsRune(message, 0) {
 		return Commit{}, false, fmt.Errorf("%w: checkpoint message %q is empty or has a NUL", ErrInvalid, message)
@@ -327,6 +330,15 @@ func (r *Repo) Checkpoint(ctx context.Context, wt Worktree, message string) (c C
 	}
 	if err := r.checkBranchLocked(ctx, wt); err != nil {
 		return Commit{}, false, err
+	}
+	// A conflict not resolved is never committed: not its unmerged files
+	// (git add would mark them resolved, markers and all) nor its leftover
+	// conflict markers. The task's branch never holds them by familiar's
+	// doing.
+	if unresolved, err := r.unresolvedLocked(ctx, wt); err != nil {
+		return Commit{}, false, err
+	} else if unresolved != nil {
+		return Commit{}, false, unresolved
 	}
 	// A merge the merge queue left in progress (BringBase's conflicts,
 	// resolved by the agent) is concluded even when the resolution kept the

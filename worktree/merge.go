@@ -69,24 +69,16 @@ func (r *Repo) Merge(ctx context.Context, wt Worktree, base string, strategy Str
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	baseRef := "refs/heads/" + base
-	before, err := r.revParse(ctx, baseRef)
+	before, err := r.revParse(ctx, "refs/heads/"+base)
 	if err != nil {
 		return MergeResult{}, fmt.Errorf("%w: base %q is not a local branch: %w", ErrNotFound, base, err)
 	}
-	head, err := r.revParse(ctx, "refs/heads/"+wt.Branch)
-	if err != nil {
+	// A branch the base already holds (a task that changed nothing, or
+	// merged by hand) has nothing to merge: no commit, base stays (After ==
+	// Before).
+	if head, err := r.revParse(ctx, "refs/heads/"+wt.Branch); err != nil {
 		return MergeResult{}, fmt.Errorf("%w: task branch %q: %w", ErrNotFound, wt.Branch, err)
-	}
-	// A worktree already removed has no submodule checkouts left to lose.
-	if wt.Path != "" && wt.BaseCommit != "" && isDir(wt.Path) {
-		if err := r.checkSubmoduleChanges(ctx, wt); err != nil {
-			return MergeResult{}, err
-		}
-	}
-	// A branch the base already holds (a task that changed nothing) has
-	// nothing to merge: no commit, base stays (After == Before).
-	if in, err := r.isAncestor(ctx, head, before); err != nil {
+	} else if in, err := r.isAncestor(ctx, head, before); err != nil {
 		return MergeResult{}, fmt.Errorf("checking whether %s is in %s: %w", wt.Branch, base, err)
 	} else if in {
 		return MergeResult{Base: base, Before: before, After: before}, nil
@@ -102,28 +94,16 @@ func (r *Repo) Merge(ctx context.Context, wt Worktree, base string, strategy Str
 			return MergeResult{}, &DirtyError{Checkout: checkout, Files: files}
 		}
 	}
-	if message == "" {
-		message = fmt.Sprintf("Merge %s", wt.Branch)
-	}
-	var after string
-	switch strategy {
-	case Merge, "":
-		after, err = r.mergeCommit(ctx, before, head, message, true)
-	case Squash:
-		after, err = r.mergeCommit(ctx, before, head, message, false)
-	case Rebase:
-		after, err = r.rebaseCommits(ctx, before, head)
-	default:
-		return MergeResult{}, fmt.Errorf("%w: unknown merge strategy %q", ErrInvalid, strategy)
-	}
+	after, err := r.candidateLocked(ctx, before, wt, strategy, message)
 	if err != nil {
 		return MergeResult{}, err
 	}
-	res := MergeResult{Base: base, Before: before, After: after, UpdatedCheckout: checkout}
-	if err := r.moveBase(ctx, checkout, baseRef, before, after); err != nil {
+	if markers, err := r.markers(ctx, r.root, before, after); err != nil {
 		return MergeResult{}, err
+	} else if len(markers) > 0 {
+		return MergeResult{}, &UnresolvedError{Markers: markers}
 	}
-	return res, nil
+	return r.advanceLocked(ctx, base, before, after)
 }
 
 // UndoMerge moves base back from res.After to res.Before, only if nobody
