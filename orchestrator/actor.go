@@ -281,7 +281,18 @@ func (a *actor) complete(turn agent.TurnEnded) {
 		summary, blocked := summarize(turn.LastMessage)
 		var result protocol.TaskResult
 		var errs []string
-		if _, _, err := o.cfg.Repo.Checkpoint(ctx, wt, "familiar: "+title); err != nil {
+		var unresolved string
+		var ue *worktree.UnresolvedError
+		if _, _, err := o.cfg.Repo.Checkpoint(ctx, wt, checkpointMessage(title, summary, a.id)); errors.As(err, &ue) {
+			// Never a success and never a commit: the person (or the
+			// merge queue's next hand-back) sees where it is left.
+			base := wt.BaseRef
+			if base == "" {
+				base = "the base"
+			}
+			unresolved = fmt.Sprintf("its conflict with %s is not resolved: %s; nothing of this turn was committed", base, ue.Words())
+			o.audit(a.id, "task.unresolvedConflict", "familiar", map[string]any{"files": ue.Paths()})
+		} else if err != nil {
 			errs = append(errs, "commit leftovers: "+err.Error())
 		}
 		files, commits, err := o.changes(ctx, wt)
@@ -311,7 +322,7 @@ func (a *actor) complete(turn agent.TurnEnded) {
 			summary = cut
 		}
 		result.Summary = o.maskString(summary)
-		a.post(envelope{in: inCompleted{result: result, blocked: o.maskString(blocked), errs: o.maskString(strings.Join(errs, "; "))}})
+		a.post(envelope{in: inCompleted{result: result, blocked: o.maskString(blocked), errs: o.maskString(strings.Join(errs, "; ")), unresolved: o.maskString(unresolved)}})
 	}()
 }
 

@@ -106,6 +106,8 @@ func endDetail(b protocol.Blocked, e env) string {
 		return sentence(d) + " Continue the task to resume its session."
 	case protocol.BlockedMerge:
 		return sentence(d) + " Continue the task with what to do (or fix its worktree yourself), then merge it or queue it again."
+	case protocol.BlockedConflict:
+		return sentence(d) + " Continue the task to have its agent resolve it, or resolve it in its worktree yourself; then merge it or queue it again."
 	}
 	return sentence(d)
 }

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/familiar-dev/familiar/protocol"
 )
@@ -65,6 +66,10 @@ func (in cmdEndOp) apply(st *stepper) error {
 		return nil
 	}
 	s.op = opNone
+	if in.op == opMerge && s.MergeIntent != nil {
+		s.MergeIntent = nil
+		st.changed()
+	}
 	if s.resumeAfterOp {
 		// The usage limit reset during the operation: continue now,
 		// unless the worktree went with it.
@@ -108,6 +113,58 @@ func (in cmdEndOp) apply(st *stepper) error {
 		st.emit(effAudit{action: "task.undone", actor: "user", data: in.audit}, effForecastAll{})
 	case opRemove:
 		s.T.Worktree = nil
+	}
+	st.changed()
+	return nil
+}
+
+// mergeIntent is a merge of the task about to move its base: from Before to
+// After, the candidate commit built for it.
+type mergeIntent struct {
+	Base     string    `json:"base"`
+	Before   string    `json:"before"`
+	After    string    `json:"after"`
+	Strategy string    `json:"strategy"`
+	QueueID  string    `json:"queueId,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// cmdMergeIntent records, before the base moves, the merge the task's
+// operation is about to make; its reply comes once it is durable.
+type cmdMergeIntent struct{ intent mergeIntent }
+
+func (in cmdMergeIntent) apply(st *stepper) error {
+	s := &st.s
+	if s.op != opMerge || s.T.Status != protocol.StatusMerging {
+		return protocol.FailedPrecondition("the task's merge is not in progress", s.T.Status)
+	}
+	i := in.intent
+	s.MergeIntent = &i
+	st.changed()
+	return nil
+}
+
+// inMergeSettled: on start, what the base held of a merge a previous
+// familiar had begun (mergeIntent): done, the task is merged (undoable as
+// any merge); not done, the task is as it was, ready to merge.
+type inMergeSettled struct {
+	done  bool
+	merge *mergeRecord
+	audit map[string]any
+}
+
+func (in inMergeSettled) apply(st *stepper) error {
+	s := &st.s
+	if s.MergeIntent == nil {
+		return nil
+	}
+	s.MergeIntent = nil
+	if in.done && s.T.Status == protocol.StatusMerging && s.op == opNone {
+		if err := st.move(protocol.StatusMerged); err != nil {
+			return err
+		}
+		s.Merge = in.merge
+		st.emit(effAudit{action: "task.merged", actor: "familiar", data: in.audit}, effForecastAll{})
 	}
 	st.changed()
 	return nil

@@ -56,6 +56,9 @@ type inCompleted struct {
 	result  protocol.TaskResult
 	blocked string
 	errs    string
+	// unresolved: the turn left a conflict unresolved (nothing of it was
+	// committed); it says where, in words.
+	unresolved string
 }
 
 func (in inCompleted) apply(st *stepper) error {
@@ -77,6 +80,8 @@ func (in inCompleted) apply(st *stepper) error {
 		r.CostUSD = &c
 	}
 	switch {
+	case in.unresolved != "":
+		st.block(protocol.BlockedConflict, in.unresolved)
 	case in.blocked != "":
 		st.block(protocol.BlockedAgentFailed, in.blocked)
 	case in.errs != "":

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/familiar-dev/familiar/protocol"
@@ -19,20 +20,19 @@ type mergeRecord struct {
 // notUndoable is said with every undo: what familiar cannot take back.
 const notUndoable = "familiar cannot undo pushes, nor changes made outside the worktree (other files, services, databases)."
 
-// TaskMerge merges a finished task's branch into its base ref. One merge,
-// undo or remove of a task runs at a time: a second request while one runs
-// is refused (FailedPrecondition naming the state).
+// TaskMerge merges a finished task's branch into its base ref, by the merge
+// step the merge queue uses too (landMerge): the merge built as a candidate
+// commit beside everything, refused when it holds leftover conflict
+// markers, its intent recorded, then the base moved by compare-and-swap.
+// One merge, undo or remove of a task runs at a time: a second request
+// while one runs is refused (FailedPrecondition naming the state).
 func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParams) (*protocol.Task, error) {
-	a, v, err := o.beginOp(ctx, p.ID, opMerge)
+	op, err := o.claim(ctx, p.ID, opMerge)
 	if err != nil {
 		return nil, err
 	}
-	done := cmdEndOp{op: opMerge}
-	defer func() {
-		if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
-			o.logger.Warn("end merge", "task", p.ID, "err", err)
-		}
-	}()
+	defer op.release()
+	v := op.v
 	status := v.T.Status
 	wt, _ := o.worktreeOfView(v)
 	if r := v.T.Result; r != nil && r.NoChanges && wt.Path != "" {
@@ -52,9 +52,21 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 	}
 	msg := p.Message
 	if msg == "" {
-		msg = "familiar: " + v.T.Title
+		summary := ""
+		if r := v.T.Result; r != nil {
+			summary = r.Summary
+		}
+		msg = mergeMessage(v.T.Title, summary, p.ID)
 	}
-	res, err := o.cfg.Repo.Merge(ctx, wt, wt.BaseRef, strategy, msg)
+	repo := o.cfg.Repo
+	if err := repo.CheckBaseClean(ctx, wt.BaseRef); err != nil {
+		return nil, mapError(err, "merge", "strategy")
+	}
+	before, err := repo.Tip(ctx, wt.BaseRef)
+	if err != nil {
+		return nil, mapError(err, "merge", "strategy")
+	}
+	after, err := repo.Candidate(ctx, before, wt, strategy, msg)
 	if err != nil {
 		what := "merge"
 		if errors.As(err, new(*worktree.ConflictError)) {
@@ -62,15 +74,22 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 		}
 		return nil, mapError(err, what, "strategy")
 	}
-	done.ok = true
-	done.merge = &mergeRecord{MergeResult: res, At: o.clk.Now().UTC(), Strategy: string(strategy)}
-	done.audit = map[string]any{"base": res.Base, "before": res.Before, "after": res.After, "strategy": strategy}
-	if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
-		return nil, err
+	if after == before {
+		// A merge that changes nothing is no merge: nothing is recorded,
+		// so no undo can claim to take it back.
+		return nil, protocol.FailedPrecondition(fmt.Sprintf("%s already holds this task's work (merged outside familiar?): nothing was merged, and there is nothing for familiar to undo", wt.BaseRef), status)
 	}
-	done = cmdEndOp{op: "settled"} // the deferred call is now a no-op
+	if markers, err := repo.LeftoverMarkers(ctx, before, after); err != nil {
+		return nil, mapError(err, "merge", "strategy")
+	} else if len(markers) > 0 {
+		ue := &worktree.UnresolvedError{Markers: markers}
+		return nil, protocol.FailedPrecondition("the task's change has leftover conflict markers: "+ue.Words()+"; nothing was merged", status)
+	}
+	if _, err := o.landMerge(ctx, repo, op, wt.BaseRef, before, after, string(strategy), ""); err != nil {
+		return nil, mapError(err, "merge", "strategy")
+	}
 	if o.settingsNow().RemoveWorktreeAfterMerge {
-		if err := o.TaskRemove(ctx, &protocol.TaskRemoveParams{ID: p.ID, DeleteBranch: true}); err != nil {
+		if err := o.removeWorktree(ctx, &protocol.TaskRemoveParams{ID: p.ID, DeleteBranch: true}); err != nil {
 			o.logger.Warn("remove after merge", "task", p.ID, "err", err)
 		}
 	}
@@ -89,16 +108,13 @@ func (o *Orchestrator) TaskUndo(ctx context.Context, p *protocol.TaskIDParams) (
 // undo is task/undo; warn says where the undone work is kept (queue/undo
 // says it once for all its tasks instead of a warning per task).
 func (o *Orchestrator) undo(ctx context.Context, p *protocol.TaskIDParams, warn bool) (*protocol.Task, error) {
-	a, v, err := o.beginOp(ctx, p.ID, opUndo)
+	op, err := o.claim(ctx, p.ID, opUndo)
 	if err != nil {
 		return nil, err
 	}
+	defer op.release()
+	v := op.v
 	done := cmdEndOp{op: opUndo}
-	defer func() {
-		if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
-			o.logger.Warn("end undo", "task", p.ID, "err", err)
-		}
-	}()
 	status := v.T.Status
 	merge := v.merge
 	// The task's undoableUntil says the same, so a client that offers Undo
@@ -108,6 +124,9 @@ func (o *Orchestrator) undo(ctx context.Context, p *protocol.TaskIDParams, warn 
 	}
 	wt, hasWT := o.worktreeOfView(v)
 	if status == protocol.StatusMerged {
+		if merge.Before == merge.After {
+			return nil, protocol.FailedPrecondition("familiar's merge of this task changed nothing on "+merge.Base+" (it already held the work), so there is nothing to undo", status)
+		}
 		if err := o.cfg.Repo.UndoMerge(ctx, p.ID, merge.MergeResult); err != nil {
 			return nil, mapError(err, "undo", "id")
 		}
@@ -119,6 +138,14 @@ func (o *Orchestrator) undo(ctx context.Context, p *protocol.TaskIDParams, warn 
 	} else {
 		if !hasWT {
 			return nil, protocol.FailedPrecondition("the task has no worktree", status)
+		}
+		// A branch its base already holds (merged outside familiar):
+		// stepping it back would take nothing out of the base, so no undo
+		// claims to.
+		if tip, err := o.cfg.Repo.BranchTip(ctx, wt); err == nil && tip != wt.BaseCommit && wt.BaseRef != "" {
+			if in, err := o.cfg.Repo.Contains(ctx, wt.BaseRef, tip); err == nil && in {
+				return nil, protocol.FailedPrecondition(fmt.Sprintf("%s already holds this task's work (merged outside familiar), and familiar did not merge it, so it cannot undo it: revert it on %s by hand", wt.BaseRef, wt.BaseRef), status)
+			}
 		}
 		at, err := o.cfg.Repo.StepBack(ctx, wt)
 		if err != nil {
@@ -132,10 +159,9 @@ func (o *Orchestrator) undo(ctx context.Context, p *protocol.TaskIDParams, warn 
 		done.result = &protocol.TaskResult{ChangedFiles: files, Commits: commits}
 		done.audit = map[string]any{"branchAt": at, "keptAt": o.lastUndoRef(ctx, p.ID)}
 	}
-	if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
+	if err := op.finish(done); err != nil {
 		return nil, err
 	}
-	done = cmdEndOp{op: "settled"}
 	// A warning, not news: what the undo did not take back (a push) is
 	// what a person must act on, and clients show warnings (the VS Code
 	// extension leaves info in its log).
@@ -198,4 +224,11 @@ func undoWindow(t protocol.Task, merge *mergeRecord, window time.Duration, now t
 
 func (o *Orchestrator) worktreeOfView(v *taskView) (worktree.Worktree, bool) {
 	return o.worktreeOf(&persisted{T: v.T})
+}
+
+// mergeResultOf is the merge an intent describes, as if it had been
+// recorded: whether the base's checkout moved with it is not known, and
+// undo needs only the base and the two commits.
+func mergeResultOf(i mergeIntent) worktree.MergeResult {
+	return worktree.MergeResult{Base: i.Base, Before: i.Before, After: i.After}
 }

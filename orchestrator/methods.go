@@ -380,12 +380,9 @@ func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.waitReleased(ctx, a); err != nil {
+	r, err := o.send(ctx, a, p.Text)
+	if err != nil {
 		return nil, err
-	}
-	r := a.ask(ctx, cmdSend{text: p.Text}, false)
-	if r.err != nil {
-		return nil, r.err
 	}
 	if r.sent != nil {
 		// The step typed it into the live agent (effSendPrompt), which
@@ -405,6 +402,26 @@ func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams)
 		}
 	}
 	return o.viewOf(a.view()), nil
+}
+
+// send gives the task a follow-up (cmdSend) once its agent is released.
+func (o *Orchestrator) send(ctx context.Context, a *actor, text string) (reply, error) {
+	if err := o.waitReleased(ctx, a); err != nil {
+		return reply{}, err
+	}
+	r := a.ask(ctx, cmdSend{text: text}, false)
+	return r, r.err
+}
+
+// sendFollowUp is task/send from inside familiar (the merge queue's
+// hand-back): the follow-up queued or typed, not waited for.
+func (o *Orchestrator) sendFollowUp(ctx context.Context, id, text string) error {
+	a, err := o.get(id)
+	if err != nil {
+		return err
+	}
+	_, err = o.send(ctx, a, text)
+	return err
 }
 
 // waitReleased waits until a task that no longer runs (finished, blocked,

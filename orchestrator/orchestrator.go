@@ -168,6 +168,8 @@ func New(cfg Config) (*Orchestrator, error) {
 		return nil, err
 	}
 	o.recoverLeftovers(cfg.ResumeInterrupted)
+	o.reconcileMerges()
+	o.loadQueue(o.stopLeftoverVerifies(time.Duration(o.settingsNow().TermGraceSec) * time.Second))
 	o.wg.Add(2)
 	go o.schedule()
 	go o.retentionLoop()

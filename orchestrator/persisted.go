@@ -39,6 +39,11 @@ type persisted struct {
 	NoSideload bool         `json:"noSideload,omitempty"`
 	Turns      int          `json:"turns,omitempty"` // turns ended, for checkpoint messages
 	Merge      *mergeRecord `json:"merge,omitempty"` // the last merge, for undo
+	// MergeIntent is a merge about to move the base, written (durably)
+	// before the ref moves and cleared when the merge's end is recorded: a
+	// familiar that stopped between the two finds it on start and settles
+	// the task by what the base holds (reconcileMerges).
+	MergeIntent *mergeIntent `json:"mergeIntent,omitempty"`
 	Seq        int64        `json:"seq"`             // FIFO order within a priority
 }
 

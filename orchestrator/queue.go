@@ -1,38 +1,34 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
+	"maps"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 	"unicode/utf8"
 
-	"github.com/familiar-dev/familiar/procs"
 	"github.com/familiar-dev/familiar/protocol"
-	"github.com/familiar-dev/familiar/worktree"
 )
 
-// The merge queue (issue 25): the ready tasks merged one after the other,
-// each brought up to date with the base and checked first, so the base
-// never gets a merge nobody ran the checks on. One queue per repository,
-// run by one goroutine of the orchestrator's; each task it works on is
-// owned by the queue's operation (opMerge) meanwhile, as task/merge owns it.
-
-// queueRepo is what the queue needs of the repository besides Repository
-// (*worktree.Repo).
-type queueRepo interface {
-	CheckBaseClean(ctx context.Context, base string) error
-	BringBase(ctx context.Context, wt worktree.Worktree, base string, strategy worktree.Strategy) error
-	AbortBringBase(ctx context.Context, wt worktree.Worktree) error
-}
+// The merge queue (issues 25 and 34): the ready tasks merged into their
+// base one after the other, each checked first, so the base never gets a
+// merge nobody ran the checks on. As merge queues teams trust do it (GitHub's
+// merge queue, bors, Zuul), what is checked is the merge, not the branch:
+// candidate k is the base with tasks 1..k merged, built as commits beside
+// everything (worktree.Candidate), each verified in a scratch worktree of
+// its own, up to queueParallel at once; the base fast-forwards to the
+// longest passing prefix, and a failing candidate's task goes back to its
+// agent while those behind it are rebuilt without it. A task's own branch
+// is never rewritten by the queue: only a conflict with the base is handed
+// to the agent as a merge in progress in its worktree, whose resolution is
+// the agent's own commit (and queue/undo takes that back too). One queue
+// per repository, run by one goroutine of the orchestrator's; each task it
+// works on is owned by the queue's operation (opMerge) meanwhile, as
+// task/merge owns it.
 
 // maxQueueAttempts: a task that fails the queue this often is set aside
 // (blocked{merge}).
@@ -42,6 +38,9 @@ const maxQueueAttempts = 2
 // hands back (its end: where test runners say what failed).
 const verifyShown = 4000
 
+// hunkLines bounds the conflicting hunks a hand-back prompt carries.
+const hunkLines = 120
+
 // mergeQueue is the repository's queue: the running one, or the last.
 type mergeQueue struct {
 	mu      sync.Mutex
@@ -50,11 +49,19 @@ type mergeQueue struct {
 	cancel  bool            // guarded by mu
 	// merged are the queue's merges in order, for queue/undo.
 	merged []string // guarded by mu: task ids
+	// moved are the task branches the queue caused to move (a conflict
+	// handed to the agent, resolved by a commit of its own), with where
+	// each was before: queue/undo puts them back.
+	moved map[string]string // guarded by mu
 	// wake: a task handed back may be ready again.
 	wake chan struct{}
 	// handedBack counts tasks working on a hand-back (actors poke wake
 	// only then).
 	handedBack int // guarded by mu
+	// told: a queue familiar stopped has been said (queue_store.go);
+	// notice is that, for the first client to initialize.
+	told   bool   // guarded by mu
+	notice string // guarded by mu
 }
 
 func (m *mergeQueue) poke() {
@@ -96,6 +103,7 @@ func (o *Orchestrator) queueUpdate(change func(q *protocol.Queue)) *protocol.Que
 		change(o.mq.q)
 	}
 	snap := o.mq.snapshotLocked()
+	o.queueSaveLocked()
 	o.mq.mu.Unlock()
 	o.pub.publish("", protocol.QueueUpdatedNotification{Queue: *snap})
 	return snap
@@ -112,10 +120,7 @@ func itemOf(q *protocol.Queue, id string) *protocol.QueueItem {
 
 // QueueMerge is queue/merge.
 func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergeParams) (*protocol.Queue, error) {
-	repo, ok := o.cfg.Repo.(queueRepo)
-	if !ok {
-		return nil, protocol.Unavailable("this repository has no merge queue")
-	}
+	repo := o.cfg.Repo
 	ids, err := o.queueTasks(p.IDs)
 	if err != nil {
 		return nil, err
@@ -171,11 +176,11 @@ func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergePar
 	default:
 	}
 	q := &protocol.Queue{ID: newQueueID(), State: protocol.QueueRunning, Strategy: strategy, Verify: verify,
-		BaseRef: entries[0].base, StartedAt: o.clk.Now().UTC(), Items: []protocol.QueueItem{}}
+		BaseRef: entries[0].base, StartedAt: o.clk.Now().UTC(), Items: []protocol.QueueItem{}, Parallel: o.queueParallel()}
 	for _, e := range entries {
 		q.Items = append(q.Items, protocol.QueueItem{TaskID: e.id, Title: e.title, State: protocol.QueueItemWaiting})
 	}
-	o.mq.q, o.mq.running, o.mq.cancel, o.mq.merged, o.mq.handedBack = q, true, false, nil, 0
+	o.mq.q, o.mq.running, o.mq.cancel, o.mq.merged, o.mq.handedBack, o.mq.moved = q, true, false, nil, 0, map[string]string{}
 	o.mq.mu.Unlock()
 	o.audit("", "queue.started", "user", map[string]any{"queueId": q.ID, "ids": ids, "strategy": strategy, "verify": verify})
 	snap := o.queueUpdate(nil)
@@ -237,275 +242,6 @@ func newQueueID() string {
 	return "q" + newTaskID()[1:]
 }
 
-// runQueue works through the queue: each task in turn; a task handed back
-// to its agent rejoins the end once it is ready again.
-func (o *Orchestrator) runQueue(repo queueRepo, ids []string) {
-	defer o.wg.Done()
-	ctx := o.startCtx
-	pending := slices.Clone(ids)
-	back := map[string]bool{}
-	for {
-		o.mq.mu.Lock()
-		cancelled := o.mq.cancel
-		o.mq.mu.Unlock()
-		if cancelled || ctx.Err() != nil {
-			break
-		}
-		if len(pending) == 0 {
-			if len(back) == 0 {
-				break
-			}
-			select {
-			case <-o.closing:
-			case <-o.mq.wake:
-			}
-			for id := range back {
-				if ready, gone := o.queueReturned(id); ready {
-					delete(back, id)
-					pending = append(pending, id)
-					o.queueSetBack(-1)
-					o.queueUpdate(func(q *protocol.Queue) {
-						if it := itemOf(q, id); it != nil {
-							it.State = protocol.QueueItemWaiting
-						}
-					})
-				} else if gone != "" {
-					delete(back, id)
-					o.queueSetBack(-1)
-					o.queueUpdate(func(q *protocol.Queue) {
-						if it := itemOf(q, id); it != nil {
-							it.State, it.Detail = protocol.QueueItemCancelled, gone
-						}
-					})
-				}
-			}
-			continue
-		}
-		id := pending[0]
-		pending = pending[1:]
-		if o.queueOne(ctx, repo, id) {
-			back[id] = true
-		}
-	}
-	o.queueEnd(ctx)
-}
-
-func (o *Orchestrator) queueSetBack(d int) {
-	o.mq.mu.Lock()
-	o.mq.handedBack += d
-	o.mq.mu.Unlock()
-}
-
-// queueReturned says whether a task handed back is ready again, or (gone)
-// why it will not come back (it ended blocked, was cancelled…).
-func (o *Orchestrator) queueReturned(id string) (ready bool, gone string) {
-	a, err := o.get(id)
-	if err != nil {
-		return false, "the task is gone"
-	}
-	v := a.view()
-	switch s := v.T.Status; {
-	case s == protocol.StatusMerging && v.op == opNone:
-		// A warm claude (warmAgentSec) may still be up: the queue's
-		// operation lets it go first, as task/merge's does.
-		return true, ""
-	case s.HoldsWorktree() || s == protocol.StatusMerging:
-		return false, ""
-	default:
-		return false, fmt.Sprintf("the task is %s, not ready to merge", s)
-	}
-}
-
-// queueEnd settles the queue: done, or cancelled with what it did not get to.
-func (o *Orchestrator) queueEnd(ctx context.Context) {
-	var merged, notMerged []string
-	snap := o.queueUpdate(func(q *protocol.Queue) {
-		q.State = protocol.QueueDone
-		if o.mq.cancel || ctx.Err() != nil {
-			q.State = protocol.QueueCancelled
-		}
-		q.Current, q.EndedAt = "", o.clk.Now().UTC()
-		for i := range q.Items {
-			it := &q.Items[i]
-			switch it.State {
-			case protocol.QueueItemMerged:
-				merged = append(merged, it.TaskID)
-				continue
-			case protocol.QueueItemWaiting, protocol.QueueItemUpdating, protocol.QueueItemVerifying, protocol.QueueItemMerging:
-				it.State = protocol.QueueItemCancelled
-			}
-			notMerged = append(notMerged, it.TaskID)
-		}
-		o.mq.running, o.mq.handedBack = false, 0
-	})
-	o.audit("", "queue.ended", "familiar", map[string]any{"queueId": snap.ID, "state": snap.State, "merged": merged, "notMerged": notMerged})
-}
-
-// queueOne runs one task through the queue: the base brought in, the
-// verify command, the merge. It reports whether the task went back to its
-// agent (and so rejoins the queue when ready).
-func (o *Orchestrator) queueOne(ctx context.Context, repo queueRepo, id string) (handedBack bool) {
-	o.mq.mu.Lock()
-	q := o.mq.q
-	verify, strategy, qid := q.Verify, worktree.Strategy(q.Strategy), q.ID
-	o.mq.mu.Unlock()
-	set := func(change func(it *protocol.QueueItem)) {
-		o.queueUpdate(func(q *protocol.Queue) {
-			if it := itemOf(q, id); it != nil {
-				change(it)
-				q.Current = id
-			}
-		})
-	}
-	a, v, err := o.beginOp(ctx, id, opMerge)
-	if err != nil {
-		set(func(it *protocol.QueueItem) {
-			it.State, it.Reason, it.Detail = protocol.QueueItemCancelled, "error", err.Error()
-		})
-		return false
-	}
-	done := cmdEndOp{op: opMerge}
-	defer func() {
-		if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
-			o.logger.Warn("end queue merge", "task", id, "err", err)
-		}
-	}()
-	var attempts int
-	set(func(it *protocol.QueueItem) {
-		it.Attempts++
-		attempts = it.Attempts
-		it.State, it.Reason, it.Detail, it.Files, it.Output, it.OutputRef = protocol.QueueItemUpdating, "", "", nil, "", ""
-	})
-	wt, _ := o.worktreeOfView(v)
-	base := wt.BaseRef
-
-	// fail hands the task back, or sets it aside at its last attempt.
-	fail := func(reason, detail, followUp string, files []string, output, ref string) bool {
-		last := attempts >= maxQueueAttempts
-		if last {
-			if reason == "conflict" {
-				// Set aside as it was: no merge left half-done in its
-				// worktree.
-				if err := repo.AbortBringBase(context.WithoutCancel(ctx), wt); err != nil {
-					o.logger.Warn("abort bringing the base in", "task", id, "err", err)
-				}
-			}
-			done.block = &protocol.Blocked{Reason: protocol.BlockedMerge, Detail: "The merge queue set the task aside after " +
-				fmt.Sprint(attempts) + " attempts: " + detail}
-		}
-		if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
-			o.logger.Warn("end queue merge", "task", id, "err", err)
-		}
-		done = cmdEndOp{op: "settled"}
-		state := protocol.QueueItemBlocked
-		if !last {
-			if _, err := o.TaskSend(context.WithoutCancel(ctx), &protocol.TaskSendParams{ID: id, Text: followUp}); err != nil {
-				detail += "; it could not be handed back to its agent: " + err.Error()
-				last = true
-			} else {
-				state = protocol.QueueItemHandedBack
-				o.queueSetBack(1)
-				o.audit(id, "queue.handedBack", "familiar", map[string]any{"queueId": qid, "reason": reason, "files": files})
-			}
-		}
-		set(func(it *protocol.QueueItem) {
-			it.State, it.Reason, it.Detail, it.Files, it.Output, it.OutputRef = state, reason, detail, files, output, ref
-			if state == protocol.QueueItemHandedBack {
-				it.HandBacks = append(it.HandBacks, protocol.QueueHandBack{Reason: reason, Detail: detail, Files: files})
-			}
-		})
-		return !last
-	}
-
-	err = repo.BringBase(ctx, wt, base, strategy)
-	var ce *worktree.ConflictError
-	switch {
-	case errors.As(err, &ce):
-		how := fmt.Sprintf("familiar merged %s into your branch and these files conflict: %s. The merge is in progress in your worktree: resolve the conflicts in those files (remove every conflict marker), run the tests, then finish with a short summary.",
-			base, strings.Join(ce.Files, ", "))
-		if strategy == worktree.Rebase {
-			how = fmt.Sprintf("familiar could not rebase your branch onto %s: these files conflict: %s. Run `git rebase %s` in your worktree, resolve the conflicts, `git rebase --continue`, run the tests, then finish with a short summary.",
-				base, strings.Join(ce.Files, ", "), base)
-		}
-		return fail("conflict", fmt.Sprintf("%s conflicts with the task in %s", base, strings.Join(ce.Files, ", ")),
-			fmt.Sprintf("familiar's merge queue: %s has moved since you finished; %s", base, how), ce.Files, "", "")
-	case err != nil:
-		set(func(it *protocol.QueueItem) {
-			it.State, it.Reason, it.Detail = protocol.QueueItemCancelled, "error", "bringing "+base+" in: "+err.Error()
-		})
-		return false
-	}
-
-	if verify != "" {
-		set(func(it *protocol.QueueItem) { it.State = protocol.QueueItemVerifying })
-		res := o.runVerify(ctx, wt.Path, verify)
-		if ctx.Err() != nil {
-			return false
-		}
-		if !res.ok {
-			shown, ref := o.verifyOutput(id, res.output)
-			what := fmt.Sprintf("exited with %d", res.code)
-			if res.timedOut {
-				what = fmt.Sprintf("did not finish within %d s (commandTimeoutSec) and was stopped", res.timeoutSec)
-			}
-			o.audit(id, "queue.verifyFailed", "familiar", map[string]any{"queueId": qid, "exitCode": res.code, "timedOut": res.timedOut})
-			more := ""
-			if ref != "" {
-				more = " (its end; the whole output: task/text " + ref + ")"
-			}
-			return fail("verify", fmt.Sprintf("the verify command `%s` %s", verify, what),
-				fmt.Sprintf("familiar's merge queue: %s was merged into your branch, and the verify command `%s` %s. Its output%s:\n```\n%s\n```\nFix what it reports, run `%s` until it passes, then finish with a short summary.",
-					base, verify, what, more, shown, verify), nil, shown, ref)
-		}
-	}
-
-	set(func(it *protocol.QueueItem) { it.State = protocol.QueueItemMerging })
-	res, err := o.cfg.Repo.Merge(ctx, wt, base, strategy, "familiar: "+v.T.Title)
-	if errors.As(err, &ce) {
-		// The base moved between our update and the merge (a commit of the
-		// person's): back to the end of the queue's work, as a conflict.
-		return fail("conflict", fmt.Sprintf("%s conflicts with the task in %s", base, strings.Join(ce.Files, ", ")),
-			fmt.Sprintf("familiar's merge queue: %s has moved since you finished and these files conflict: %s. Merge %s into your branch, resolve them, run the tests, then finish with a short summary.",
-				base, strings.Join(ce.Files, ", "), base), ce.Files, "", "")
-	}
-	if err != nil {
-		var dirty *worktree.DirtyError
-		if errors.As(err, &dirty) {
-			// The person's checkout of the base changed meanwhile: the
-			// queue stops here rather than refuse every task after.
-			o.mq.mu.Lock()
-			o.mq.cancel = true
-			o.mq.mu.Unlock()
-		}
-		set(func(it *protocol.QueueItem) {
-			it.State, it.Reason, it.Detail = protocol.QueueItemCancelled, "error", "merge: "+err.Error()
-		})
-		return false
-	}
-	done.ok = true
-	done.merge = &mergeRecord{MergeResult: res, At: o.clk.Now().UTC(), Strategy: string(strategy)}
-	done.audit = map[string]any{"base": res.Base, "before": res.Before, "after": res.After, "strategy": strategy, "queueId": qid}
-	if _, err := a.call(context.WithoutCancel(ctx), done); err != nil {
-		o.logger.Warn("end queue merge", "task", id, "err", err)
-	}
-	done = cmdEndOp{op: "settled"}
-	o.mq.mu.Lock()
-	o.mq.merged = append(o.mq.merged, id)
-	o.mq.mu.Unlock()
-	set(func(it *protocol.QueueItem) {
-		it.State = protocol.QueueItemMerged
-		it.Merge = &protocol.QueueMerge{Before: res.Before, After: res.After}
-	})
-	// As task/merge does: the worktree and branch go once merged (queue/undo
-	// still works: it needs the merge record and the base, not the worktree).
-	if o.settingsNow().RemoveWorktreeAfterMerge {
-		if err := o.TaskRemove(context.WithoutCancel(ctx), &protocol.TaskRemoveParams{ID: id, DeleteBranch: true}); err != nil {
-			o.logger.Warn("remove after queue merge", "task", id, "err", err)
-		}
-	}
-	return false
-}
-
 // verifyOutput is what the queue shows of a verify command's output: masked,
 // its end when long, with the reference of the whole.
 func (o *Orchestrator) verifyOutput(id, out string) (shown, ref string) {
@@ -519,104 +255,6 @@ func (o *Orchestrator) verifyOutput(id, out string) (shown, ref string) {
 		cut++
 	}
 	return "…" + out[cut:], ref
-}
-
-type verifyResult struct {
-	ok         bool
-	code       int
-	timedOut   bool
-	timeoutSec int
-	output     string
-}
-
-// maxVerifyOutput bounds what familiar keeps of a verify command's output.
-const maxVerifyOutput = 1 << 20
-
-// runVerify runs the verify command with sh in dir, in a process group of
-// its own, so a command that hangs is stopped whole (its children too)
-// after commandTimeoutSec; that counts as failing.
-func (o *Orchestrator) runVerify(ctx context.Context, dir, command string) verifyResult {
-	timeoutSec := o.settingsNow().CommandTimeoutSec
-	if timeoutSec <= 0 {
-		timeoutSec = protocol.DefaultCommandTimeoutSec
-	}
-	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "FAMILIAR_MERGE_QUEUE=1")
-	out := &cappedBuffer{max: maxVerifyOutput}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// A child that keeps the output pipe open after the group is killed
-	// (it left the group) does not hold Wait for ever.
-	cmd.WaitDelay = 2 * time.Second
-	wait, err := procs.StartCommand(cmd)
-	if err != nil {
-		return verifyResult{code: -1, output: "familiar could not start the verify command: " + err.Error()}
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- wait() }()
-	timer := o.clk.NewTimer(time.Duration(timeoutSec) * time.Second)
-	defer timer.Stop()
-	res := verifyResult{timeoutSec: timeoutSec}
-	select {
-	case err = <-exited:
-	case <-timer.C():
-		res.timedOut = true
-	case <-ctx.Done():
-		res.timedOut = true
-	}
-	if res.timedOut {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err = <-exited
-	}
-	res.output = out.String()
-	var ee *exec.ExitError
-	switch {
-	case res.timedOut:
-		res.code = -1
-	case err == nil:
-		res.ok = true
-	case errors.As(err, &ee):
-		res.code = ee.ExitCode()
-	default:
-		res.code = -1
-		res.output += "\n" + err.Error()
-	}
-	// Whatever the command left behind in its group goes with it.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	return res
-}
-
-// cappedBuffer keeps the first max bytes written and counts the rest.
-type cappedBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	max     int
-	dropped int
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	room := c.max - c.buf.Len()
-	if room >= len(p) {
-		c.buf.Write(p)
-	} else {
-		if room > 0 {
-			c.buf.Write(p[:room])
-		}
-		c.dropped += len(p) - max(room, 0)
-	}
-	return len(p), nil
-}
-
-func (c *cappedBuffer) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.dropped > 0 {
-		return c.buf.String() + fmt.Sprintf("\n[familiar: %d more bytes of output not kept]", c.dropped)
-	}
-	return c.buf.String()
 }
 
 // QueueStatus is queue/status.
@@ -661,6 +299,7 @@ func (o *Orchestrator) QueueUndo(ctx context.Context, p *protocol.QueueUndoParam
 		return nil, protocol.FailedPrecondition("no merge queue has run since familiar started", "")
 	}
 	merged := slices.Clone(o.mq.merged)
+	moved := maps.Clone(o.mq.moved)
 	o.mq.mu.Unlock()
 	for i := len(merged) - 1; i >= 0; i-- {
 		id := merged[i]
@@ -682,7 +321,22 @@ func (o *Orchestrator) QueueUndo(ctx context.Context, p *protocol.QueueUndoParam
 			}
 		})
 	}
+	// The branches the queue moved (a conflict handed to the agent, and
+	// its resolution) go back too: each task's change is its own again.
+	var restoreErrs []string
+	for _, id := range slices.Sorted(maps.Keys(moved)) {
+		if err := o.restoreBranch(ctx, id, moved[id]); err != nil {
+			restoreErrs = append(restoreErrs, fmt.Sprintf("%s: %s", id, errorWords(err)))
+			continue
+		}
+		o.mq.mu.Lock()
+		delete(o.mq.moved, id)
+		o.mq.mu.Unlock()
+	}
 	snap := o.queueUpdate(func(q *protocol.Queue) { q.State = protocol.QueueUndone })
+	if len(restoreErrs) > 0 {
+		return nil, protocol.FailedPrecondition("the queue's merges are undone, but these task branches could not be put back where they were before the queue: "+strings.Join(restoreErrs, "; "), "")
+	}
 	if len(merged) > 0 {
 		// One warning for the queue: one per task (task/undo's) buried the
 		// editor in as many notifications saying the same.
@@ -691,4 +345,36 @@ func (o *Orchestrator) QueueUndo(ctx context.Context, p *protocol.QueueUndoParam
 				map[bool]string{true: "merge", false: fmt.Sprintf("%d merges", len(merged))}[len(merged) == 1], snap.BaseRef, notUndoable)})
 	}
 	return snap, nil
+}
+
+// restoreBranch puts the task's branch back at commit (where it was before
+// the queue handed it a conflict), keeping what it undid under the task's
+// undo refs, and refreshes the task's changes.
+func (o *Orchestrator) restoreBranch(ctx context.Context, id, commit string) error {
+	op, err := o.claim(ctx, id, opUndo)
+	if err != nil {
+		return err
+	}
+	defer op.release()
+	wt, ok := o.worktreeOfView(op.v)
+	if !ok || wt.Branch == "" {
+		return nil
+	}
+	if b := op.v.T.Blocked; op.v.T.Status == protocol.StatusBlocked && b != nil && b.Reason == protocol.BlockedConflict {
+		// Its agent left the conflict the queue gave it unresolved
+		// (nothing of it was committed): the merge of the base the
+		// queue started in its worktree goes, as the base's work does.
+		if err := o.cfg.Repo.AbortBringBase(ctx, wt); err != nil {
+			return err
+		}
+	}
+	if err := o.cfg.Repo.RestoreBranch(ctx, wt, commit); err != nil {
+		return err
+	}
+	files, commits, err := o.changes(ctx, wt)
+	if err != nil {
+		o.logger.Warn("refresh result", "task", id, "err", err)
+	}
+	return op.finish(cmdEndOp{ok: true, result: &protocol.TaskResult{ChangedFiles: files, Commits: commits},
+		audit: map[string]any{"branchAt": commit, "reason": "queue/undo", "keptAt": o.lastUndoRef(ctx, id)}})
 }

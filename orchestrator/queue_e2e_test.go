@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -180,13 +181,34 @@ func TestQueueMergesHandsBackAndUndoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each undone merge is kept; B's branch, which the queue moved (its
+	// conflict, resolved by its agent), is back where it was and its
+	// resolution kept too: two undo refs.
+	kept := map[string]int{a.ID: 1, b.ID: 2, c.ID: 1}
 	for _, id := range []string{a.ID, b.ID, c.ID} {
-		if refs, err := repo.UndoRefs(ctx, id); err != nil || len(refs) != 1 {
+		if refs, err := repo.UndoRefs(ctx, id); err != nil || len(refs) != kept[id] {
 			t.Errorf("undo refs of %s = %+v, %v", id, refs, err)
 		}
 		if got := e.get(t, id); got.Status != protocol.StatusMerging {
 			t.Errorf("after queue/undo %s is %s", got.Title, got.Status)
 		}
+	}
+	// Every task's change is its own again: no other task's file in its
+	// diff, B's shared.txt as its agent first wrote it.
+	own := map[string][]string{a.ID: {"shared.txt"}, b.ID: {"shared.txt"}, c.ID: {"c.txt", "ok-marker"}}
+	for _, id := range []string{a.ID, b.ID, c.ID} {
+		got := e.get(t, id)
+		var files []string
+		for _, f := range got.Result.ChangedFiles {
+			files = append(files, f.Path)
+		}
+		slices.Sort(files)
+		if !slices.Equal(files, own[id]) {
+			t.Errorf("after queue/undo %s's changed files = %v, want %v", got.Title, files, own[id])
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(e.get(t, b.ID).Worktree.Path, "shared.txt")); string(got) != "one\nB\nthree\n" {
+		t.Errorf("B's shared.txt after queue/undo = %q", got)
 	}
 }
 

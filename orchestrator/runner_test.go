@@ -74,6 +74,30 @@ func (r *fakeRepo) UndoMerge(context.Context, string, worktree.MergeResult) erro
 func (r *fakeRepo) StepBack(context.Context, worktree.Worktree) (string, error)   { return "abc", nil }
 func (r *fakeRepo) Remove(context.Context, string, worktree.RemoveOptions) error  { return nil }
 
+// The merge queue's git is not the runner's business.
+func (r *fakeRepo) Tip(context.Context, string) (string, error) { return "abc", nil }
+func (r *fakeRepo) Candidate(context.Context, string, worktree.Worktree, worktree.Strategy, string) (string, error) {
+	return "def", nil
+}
+func (r *fakeRepo) LeftoverMarkers(context.Context, string, string) ([]worktree.Marker, error) {
+	return nil, nil
+}
+func (r *fakeRepo) Advance(_ context.Context, base, before, after string) (worktree.MergeResult, error) {
+	return worktree.MergeResult{Base: base, Before: before, After: after}, nil
+}
+func (r *fakeRepo) Contains(context.Context, string, string) (bool, error)     { return false, nil }
+func (r *fakeRepo) Scratch(context.Context, string) (string, func(), error)     { return "", func() {}, nil }
+func (r *fakeRepo) CheckBaseClean(context.Context, string) error                { return nil }
+func (r *fakeRepo) AbortBringBase(context.Context, worktree.Worktree) error     { return nil }
+func (r *fakeRepo) BranchTip(context.Context, worktree.Worktree) (string, error) { return "abc", nil }
+func (r *fakeRepo) RestoreBranch(context.Context, worktree.Worktree, string) error {
+	return nil
+}
+func (r *fakeRepo) BringBase(context.Context, worktree.Worktree, string, worktree.Strategy) error {
+	return nil
+}
+func (r *fakeRepo) ConflictHunks(worktree.Worktree, []string, int) string { return "" }
+
 // fakeSession is an agent whose events the test sends.
 type fakeSession struct {
 	opts    agent.Options

@@ -196,6 +196,9 @@ func walkInputs() []input {
 		inProcess{}, inLoaded{},
 		inForecast{conflicts: []protocol.TaskConflict{{With: "base", Files: []string{"a"}}}}, inForecast{},
 		inWarmOver{}, cmdCool{},
+		cmdMergeIntent{intent: mergeIntent{Base: "main", Before: "a", After: "b"}},
+		inMergeSettled{done: true, merge: &mergeRecord{}}, inMergeSettled{},
+		inCompleted{unresolved: "its conflict with main is not resolved: a.txt (conflict markers at line 1)"},
 	}
 }
 

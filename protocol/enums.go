@@ -146,7 +146,7 @@ const (
 var BlockedReasons = []BlockedReason{BlockedTimeout, BlockedAgentFailed, BlockedAgentExited,
 	BlockedStartFailed, BlockedInterrupted, BlockedCancelledByUser,
 	BlockedAPIError, BlockedAuth, BlockedUsageLimit, BlockedBudget, BlockedCancelled, BlockedMerge,
-	BlockedSideloadDisabled, BlockedSessionHeld}
+	BlockedSideloadDisabled, BlockedSessionHeld, BlockedConflict}
 
 func (r BlockedReason) Valid() bool { return slices.Contains(BlockedReasons, r) }
 

@@ -16,6 +16,11 @@ const (
 	// BlockedMerge: the merge queue set the task aside after it failed the
 	// queue twice (a conflict with the base, a failing verify command).
 	BlockedMerge BlockedReason = "merge"
+	// BlockedConflict: the task's turn ended with a conflict it was given
+	// (by the merge queue, or a merge of its own) not resolved: unmerged
+	// files or conflict markers left in its change. Nothing of it was
+	// committed; Detail names the files and lines (issue 34).
+	BlockedConflict BlockedReason = "conflict"
 )
 
 // QueueState is where a merge queue is.
@@ -33,7 +38,7 @@ type QueueItemState string
 
 const (
 	QueueItemWaiting    QueueItemState = "waiting"
-	QueueItemUpdating   QueueItemState = "updating"  // the base is brought into its branch
+	QueueItemUpdating   QueueItemState = "updating"  // its candidate (the base with it merged) is being built
 	QueueItemVerifying  QueueItemState = "verifying" // the verify command runs
 	QueueItemMerging    QueueItemState = "merging"   // merged into the base
 	QueueItemMerged     QueueItemState = "merged"
@@ -54,6 +59,12 @@ type Queue struct {
 	EndedAt   time.Time     `json:"endedAt,omitzero"`
 	Current   string        `json:"current,omitempty"`
 	Items     []QueueItem   `json:"items"`
+	// Parallel is how many candidates are verified at once (issue 34).
+	Parallel int `json:"parallel,omitempty"`
+	// Interrupted says, in words, that familiar stopped (a crash or a
+	// shutdown) while the queue ran, and what it found when it started
+	// again: what merged, what did not, how to continue.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // QueueItem is one task of the queue.

@@ -320,6 +320,10 @@ type Settings struct {
 	// once). A warm agent counts against maxConcurrent and is let go first
 	// when a queued task needs the slot, or git needs the worktree.
 	WarmAgentSec int `json:"warmAgentSec"`
+	// QueueParallel is how many merge-queue candidates are verified at
+	// once (speculatively: candidate k is the base with tasks 1..k); 0 =
+	// maxConcurrent (issue 34).
+	QueueParallel int `json:"queueParallel"`
 }
 
 // DefaultSettings returns the settings of PROTOCOL.md's defaults; the
@@ -382,6 +386,7 @@ func (s Settings) Apply(u *SettingsUpdate) Settings {
 	set(&s.MergeVerify, u.MergeVerify)
 	set(&s.TestCommands, u.TestCommands)
 	set(&s.WarmAgentSec, u.WarmAgentSec)
+	set(&s.QueueParallel, u.QueueParallel)
 	return s
 }
 
@@ -415,6 +420,7 @@ type SettingsUpdate struct {
 	MergeVerify              *string              `json:"mergeVerify,omitempty"`
 	TestCommands             *[]string            `json:"testCommands,omitempty"`
 	WarmAgentSec             *int                 `json:"warmAgentSec,omitempty"`
+	QueueParallel            *int                 `json:"queueParallel,omitempty"`
 }
 
 // Policy decides permission requests without asking a person. A rule is a

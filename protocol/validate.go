@@ -88,6 +88,7 @@ func (u *SettingsUpdate) validate(c *checker, prefix string) {
 	c.intPtrRange(f("commandTimeoutSec"), u.CommandTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
 	c.intPtrRange(f("agentNice"), u.AgentNice, 0, MaxAgentNice)
 	c.intPtrRange(f("warmAgentSec"), u.WarmAgentSec, 0, MaxTimeoutSec)
+	c.intPtrRange(f("queueParallel"), u.QueueParallel, 0, MaxConcurrentLimit)
 	budget(c, f("maxBudgetUsd"), u.MaxBudgetUsd)
 	if u.TestCommands != nil {
 		for i, cmd := range *u.TestCommands {

@@ -413,3 +413,15 @@ func (r *Repo) RestoreBranch(ctx context.Context, wt Worktree, commit string) er
 	}
 	return nil
 }
+
+// Contains tells whether the branch base holds commit.
+func (r *Repo) Contains(ctx context.Context, base, commit string) (bool, error) {
+	tip, err := r.Tip(ctx, base)
+	if err != nil {
+		return false, err
+	}
+	if !isHash(commit) {
+		return false, fmt.Errorf("%w: %q is not a commit hash", ErrInvalid, commit)
+	}
+	return r.isAncestor(ctx, commit, tip)
+}

@@ -28,7 +28,7 @@ export type Driver = 'pty' | 'stream';
 export type QuestionKind = 'permission' | 'choice' | 'question' | 'dialog';
 
 /** BlockedReason says why a task could not finish. */
-export type BlockedReason = 'timeout' | 'agent_failed' | 'agent_exited' | 'start_failed' | 'interrupted' | 'cancelled_by_user' | 'api_error' | 'auth' | 'usage_limit' | 'budget' | 'cancelled' | 'merge' | 'sideload_flags_disabled' | 'session_held_by_background';
+export type BlockedReason = 'timeout' | 'agent_failed' | 'agent_exited' | 'start_failed' | 'interrupted' | 'cancelled_by_user' | 'api_error' | 'auth' | 'usage_limit' | 'budget' | 'cancelled' | 'merge' | 'sideload_flags_disabled' | 'session_held_by_background' | 'conflict';
 
 /** DecidedBy says who answered a question. */
 export type DecidedBy = 'user' | 'policy' | 'timeout' | 'agent';
@@ -129,6 +129,7 @@ export interface SettingsUpdate {
   mergeVerify?: string;
   testCommands?: string[];
   warmAgentSec?: number;
+  queueParallel?: number;
 }
 
 /**
@@ -307,6 +308,14 @@ export interface Queue {
   endedAt?: string;
   current?: string;
   items: QueueItem[];
+  /** Parallel is how many candidates are verified at once (issue 34). */
+  parallel?: number;
+  /**
+   * Interrupted says, in words, that familiar stopped (a crash or a
+   * shutdown) while the queue ran, and what it found when it started
+   * again: what merged, what did not, how to continue.
+   */
+  interrupted?: string;
 }
 
 /** QueueItem is one task of the queue. */
@@ -497,6 +506,12 @@ export interface Settings {
    * when a queued task needs the slot, or git needs the worktree.
    */
   warmAgentSec: number;
+  /**
+   * QueueParallel is how many merge-queue candidates are verified at
+   * once (speculatively: candidate k is the base with tasks 1..k); 0 =
+   * maxConcurrent (issue 34).
+   */
+  queueParallel: number;
 }
 
 export interface SkillsGetParams {
