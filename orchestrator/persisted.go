@@ -44,7 +44,7 @@ type persisted struct {
 	// familiar that stopped between the two finds it on start and settles
 	// the task by what the base holds (reconcileMerges).
 	MergeIntent *mergeIntent `json:"mergeIntent,omitempty"`
-	Seq        int64        `json:"seq"`             // FIFO order within a priority
+	Seq         int64        `json:"seq"` // FIFO order within a priority
 }
 
 // priorAttempt is what a retry tells the agent about the attempt before.

@@ -2,9 +2,9 @@ package orchestrator
 
 import (
 	"context"
-	"maps"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"

@@ -85,10 +85,12 @@ func (r *fakeRepo) LeftoverMarkers(context.Context, string, string) ([]worktree.
 func (r *fakeRepo) Advance(_ context.Context, base, before, after string) (worktree.MergeResult, error) {
 	return worktree.MergeResult{Base: base, Before: before, After: after}, nil
 }
-func (r *fakeRepo) Contains(context.Context, string, string) (bool, error)     { return false, nil }
-func (r *fakeRepo) Scratch(context.Context, string) (string, func(), error)     { return "", func() {}, nil }
-func (r *fakeRepo) CheckBaseClean(context.Context, string) error                { return nil }
-func (r *fakeRepo) AbortBringBase(context.Context, worktree.Worktree) error     { return nil }
+func (r *fakeRepo) Contains(context.Context, string, string) (bool, error) { return false, nil }
+func (r *fakeRepo) Scratch(context.Context, string) (string, func(), error) {
+	return "", func() {}, nil
+}
+func (r *fakeRepo) CheckBaseClean(context.Context, string) error                 { return nil }
+func (r *fakeRepo) AbortBringBase(context.Context, worktree.Worktree) error      { return nil }
 func (r *fakeRepo) BranchTip(context.Context, worktree.Worktree) (string, error) { return "abc", nil }
 func (r *fakeRepo) RestoreBranch(context.Context, worktree.Worktree, string) error {
 	return nil
