@@ -266,8 +266,14 @@ func printReport(w io.Writer, rep Report) {
 	for _, t := range rep.Tasks {
 		nothing := len(t.ChangedFiles) == 0 && len(t.Commits) == 0
 		fmt.Fprintf(w, "\n● %s: %s (%s, %.1fs)\n", t.Title, statusWords(t.Status, nothing), t.ID, t.DurationSec)
-		if t.Blocked != nil {
-			fmt.Fprintf(w, "  blocked: %s: %s\n", t.Blocked.Reason, t.Blocked.Detail)
+		if b := t.Blocked; b != nil {
+			switch b.Reason {
+			case protocol.BlockedMerge, protocol.BlockedConflict:
+				// The detail says it in words; "merge" reads as nothing.
+				fmt.Fprintf(w, "  set aside: %s\n", b.Detail)
+			default:
+				fmt.Fprintf(w, "  blocked (%s): %s\n", b.Reason, b.Detail)
+			}
 		}
 		if t.Summary != "" {
 			fmt.Fprintf(w, "  summary: %s\n", oneLine(t.Summary, 300))
@@ -304,8 +310,15 @@ func printReport(w io.Writer, rep Report) {
 			fmt.Fprintf(w, ", verify: %s", q.Verify)
 		}
 		fmt.Fprintf(w, "): %s\n", q.State)
+		if q.Interrupted != "" {
+			fmt.Fprintf(w, "  %s\n", q.Interrupted)
+		}
 		for _, it := range q.Items {
-			fmt.Fprintf(w, "  %-10s %s %s (%d attempt(s))", it.State, it.Title, it.TaskID, it.Attempts)
+			attempts := "1 attempt"
+			if it.Attempts != 1 {
+				attempts = fmt.Sprintf("%d attempts", it.Attempts)
+			}
+			fmt.Fprintf(w, "  %-10s %s %s (%s)", it.State, it.Title, it.TaskID, attempts)
 			if it.State != protocol.QueueItemMerged && it.Detail != "" {
 				fmt.Fprintf(w, ": %s", oneLine(it.Detail, 300))
 			}

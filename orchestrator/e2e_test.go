@@ -47,7 +47,7 @@ func (n *notes) Notify(method string, params any) {
 	n.changed = make(chan struct{})
 }
 
-func (n *notes) wait(t *testing.T, what string, match func(note) bool) note {
+func (n *notes) wait(t testing.TB, what string, match func(note) bool) note {
 	t.Helper()
 	deadline := time.NewTimer(90 * time.Second)
 	defer deadline.Stop()
@@ -116,14 +116,14 @@ type env struct {
 	startHook func(*agent.Options)
 }
 
-func gitRepo(t *testing.T) string { return testenv.GitRepo(t, nil) }
+func gitRepo(t testing.TB) string { return testenv.GitRepo(t, nil) }
 
 func open(t *testing.T, clk clock.Clock, settings *protocol.SettingsUpdate) *env {
 	t.Helper()
 	return openWith(t, clk, settings, fakeapi.PromptScript())
 }
 
-func openWith(t *testing.T, clk clock.Clock, settings *protocol.SettingsUpdate, script fakeapi.Script) *env {
+func openWith(t testing.TB, clk clock.Clock, settings *protocol.SettingsUpdate, script fakeapi.Script) *env {
 	t.Helper()
 	claude := testenv.Claude(t)
 	api := fakeapi.Start(script)
@@ -180,7 +180,7 @@ func openWith(t *testing.T, clk clock.Clock, settings *protocol.SettingsUpdate, 
 	return e
 }
 
-func (e *env) create(t *testing.T, title, script string, priority int) *protocol.Task {
+func (e *env) create(t testing.TB, title, script string, priority int) *protocol.Task {
 	t.Helper()
 	task, err := e.o.TaskCreate(context.Background(), &protocol.TaskCreateParams{Title: title, Description: script, Priority: priority})
 	if err != nil {
@@ -658,7 +658,7 @@ func TestSetModeContinuesTheSession(t *testing.T) {
 	}
 }
 
-func gitIn(t *testing.T, dir string, args ...string) string {
+func gitIn(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(testenv.Git(t), append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
 	cmd.Dir = dir

@@ -58,14 +58,14 @@ func queueNote(state protocol.QueueState) func(note) bool {
 	return is(protocol.NotifyQueueUpdated, `"state":"`+string(state)+`"`)
 }
 
-func openQueue(t *testing.T, timeoutSec int) *env {
+func openQueue(t testing.TB, timeoutSec int) *env {
 	t.Helper()
 	return openQueueWith(t, &protocol.SettingsUpdate{CommandTimeoutSec: &timeoutSec})
 }
 
 // openQueueWith opens a repository with shared.txt committed, every call
 // allowed, and settings.
-func openQueueWith(t *testing.T, settings *protocol.SettingsUpdate) *env {
+func openQueueWith(t testing.TB, settings *protocol.SettingsUpdate) *env {
 	t.Helper()
 	settings.PermissionPolicy = &protocol.Policy{Default: protocol.PolicyAllow}
 	e := openWith(t, nil, settings, queueScript())

@@ -154,7 +154,7 @@ func (o *Orchestrator) queueBatch(ctx context.Context, repo Integration, ids []s
 	}
 	parent := tip
 	var chain []*mergeCandidate
-	for i, id := range ids {
+	for _, id := range ids {
 		c, outcome := o.queueCandidate(ctx, repo, id, base, parent, parent == tip, strategy)
 		switch outcome {
 		case candidateBuilt:
@@ -164,8 +164,6 @@ func (o *Orchestrator) queueBatch(ctx context.Context, repo Integration, ids []s
 			again = append(again, id)
 		case candidateHandedBack:
 			handedBack = append(handedBack, id)
-		case candidateStop:
-			return append(again, ids[i+1:]...), handedBack
 		}
 	}
 	if len(chain) == 0 {
@@ -183,7 +181,6 @@ const (
 	candidateSkipped
 	candidateLater
 	candidateHandedBack
-	candidateStop
 )
 
 // queueCandidate claims the task and builds its candidate on parent.

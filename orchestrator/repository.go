@@ -21,7 +21,6 @@ type Repository interface {
 	Commits(ctx context.Context, wt worktree.Worktree) ([]worktree.Commit, error)
 	Diff(ctx context.Context, wt worktree.Worktree, path string) (string, error)
 	FileTexts(ctx context.Context, wt worktree.Worktree, c worktree.FileChange) (oldText, newText string, ok bool, err error)
-	Merge(ctx context.Context, wt worktree.Worktree, base string, strategy worktree.Strategy, message string) (worktree.MergeResult, error)
 	UndoMerge(ctx context.Context, taskID string, res worktree.MergeResult) error
 	StepBack(ctx context.Context, wt worktree.Worktree) (string, error)
 	UndoRefs(ctx context.Context, taskID string) ([]worktree.Undone, error)

@@ -60,16 +60,6 @@ func (r *fakeRepo) Diff(context.Context, worktree.Worktree, string) (string, err
 func (r *fakeRepo) FileTexts(context.Context, worktree.Worktree, worktree.FileChange) (string, string, bool, error) {
 	return "", "", false, nil
 }
-func (r *fakeRepo) Merge(ctx context.Context, wt worktree.Worktree, base string, s worktree.Strategy, m string) (worktree.MergeResult, error) {
-	r.mu.Lock()
-	r.merges++
-	r.mu.Unlock()
-	select { // slow enough for a second request to overlap
-	case <-time.After(50 * time.Millisecond):
-	case <-ctx.Done():
-	}
-	return worktree.MergeResult{Base: "main", Before: "abc", After: "fff"}, nil
-}
 func (r *fakeRepo) UndoMerge(context.Context, string, worktree.MergeResult) error { return nil }
 func (r *fakeRepo) StepBack(context.Context, worktree.Worktree) (string, error)   { return "abc", nil }
 func (r *fakeRepo) Remove(context.Context, string, worktree.RemoveOptions) error  { return nil }
@@ -82,7 +72,14 @@ func (r *fakeRepo) Candidate(context.Context, string, worktree.Worktree, worktre
 func (r *fakeRepo) LeftoverMarkers(context.Context, string, string) ([]worktree.Marker, error) {
 	return nil, nil
 }
-func (r *fakeRepo) Advance(_ context.Context, base, before, after string) (worktree.MergeResult, error) {
+func (r *fakeRepo) Advance(ctx context.Context, base, before, after string) (worktree.MergeResult, error) {
+	r.mu.Lock()
+	r.merges++
+	r.mu.Unlock()
+	select { // slow enough for a second request to overlap
+	case <-time.After(50 * time.Millisecond):
+	case <-ctx.Done():
+	}
 	return worktree.MergeResult{Base: base, Before: before, After: after}, nil
 }
 func (r *fakeRepo) Contains(context.Context, string, string) (bool, error) { return false, nil }

@@ -52,7 +52,7 @@ func TestJSONNames(t *testing.T) {
 			"id kind text tool input options allowText expiresAt"},
 		{"Settings", DefaultSettings(), `maxConcurrent defaultProfile defaultDriver approvalTimeoutSec
 			noProgressTimeoutSec termGraceSec mcpServers outputRetentionDays undoWindowSec permissionPolicy
-			removeWorktreeAfterMerge idleExitSec commandTimeoutSec maxBudgetUsd resumeAfterUsageLimit agentNice mergeVerify testCommands warmAgentSec`}, // familiar's additions
+			removeWorktreeAfterMerge idleExitSec commandTimeoutSec maxBudgetUsd resumeAfterUsageLimit agentNice mergeVerify testCommands warmAgentSec queueParallel`}, // familiar's additions
 		{"Event", Event{Params: json.RawMessage(`{}`)}, "seq method params"},
 		{"TaskListResult", TaskListResult{}, "tasks total"},
 		{"TaskOutputResult", TaskOutputResult{}, "data offset nextOffset size truncated ended"}, // ended: familiar's addition
@@ -66,6 +66,8 @@ func TestJSONNames(t *testing.T) {
 		{"Result with no changes", TaskResult{NoChanges: true}, "success summary changedFiles commits noChanges"},
 		// The merge queue (issue 25), the shape the VS Code extension is built against.
 		{"Queue", Queue{EndedAt: now, Current: "t1", Verify: "make"}, "id state strategy verify baseRef startedAt endedAt current items"},
+		// issue 34's additions.
+		{"Queue, issue 34", Queue{Parallel: 4, Interrupted: "familiar stopped"}, "id state strategy baseRef startedAt items parallel interrupted"},
 		{"QueueItem", QueueItem{Reason: "verify", Detail: "d", Files: []string{"a"}, Output: "o", OutputRef: "r", Merge: &QueueMerge{}},
 			"taskId title state attempts reason detail files output outputRef merge"},
 		{"QueueUpdated", QueueUpdatedNotification{}, "seq queue"},

@@ -313,7 +313,9 @@ func serveStdioTaskLifecycle(t *testing.T, mode serveMode) {
 	if len(comp.Result.ChangedFiles) != 1 || comp.Result.ChangedFiles[0].Path != "made.txt" || comp.Result.ChangedFiles[0].Status != protocol.FileAdded {
 		t.Errorf("changed files = %+v", comp.Result.ChangedFiles)
 	}
-	if len(comp.Result.Commits) != 1 || comp.Result.Commits[0].Subject != "familiar: Make a file" {
+	// The checkpoint is named by what the agent said it did (issue 34), not
+	// the title the merge commit carries.
+	if len(comp.Result.Commits) != 1 || comp.Result.Commits[0].Subject != "Created made.txt as asked" {
 		t.Errorf("commits = %+v", comp.Result.Commits)
 	}
 	var final protocol.Task
