@@ -3,9 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,9 +23,9 @@ const replayBase = "376db5d"
 var replayCommits = []string{"b8dd2cd", "d0fc033", "635342c", "bc0fc56", "1db341b", "dc8995b",
 	"420679e", "263d2b8", "399674a", "dae2baa", "3bc4441", "52add39", "7f6e7ed"}
 
-// Issue 34: real history replayed as tasks. Each commit that applies to the
-// base becomes a task whose agent applies it (and gives up on any conflict
-// the queue hands back). The conflict forecast agrees with git merge-tree
+// Issue 34: real history replayed as tasks. Each commit becomes a task from
+// one base whose agent makes the commit's files what they are at the
+// commit (and gives up on any conflict the queue hands back). The conflict forecast agrees with git merge-tree
 // on every pair; the queue's main is the tree git makes doing the same
 // merges by hand in the same order; queue/undo puts main back at the base,
 // and every task's changed files are its own commit's again.
@@ -36,7 +34,6 @@ func TestQueueReplaysRealHistory(t *testing.T) {
 	e := openQueue(t, 120)
 	ctx := context.Background()
 	// The test repository becomes a copy of this one at the base.
-	patches := t.TempDir()
 	gitIn(t, e.repo, "fetch", "-q", src, "+refs/heads/*:refs/remotes/src/*")
 	base, err := exec.Command(testenv.Git(t), "-C", src, "rev-parse", replayBase).Output()
 	if err != nil {
@@ -52,20 +49,34 @@ func TestQueueReplaysRealHistory(t *testing.T) {
 	}
 	var tasks []*replayed
 	for i, c := range replayCommits {
-		patch := filepath.Join(patches, c+".patch")
-		diff := gitIn(t, src, "diff", "--binary", c+"^", c)
-		if err := os.WriteFile(patch, []byte(diff+"\n"), 0o644); err != nil {
-			t.Fatal(err)
+		// The task's agent makes the commit's files what they are at the
+		// commit, from the older base: its change then carries what the
+		// commits before it did to those files, as a parallel agent's
+		// work overlaps another's.
+		var checkout, remove, files []string
+		for _, line := range strings.Split(gitIn(t, src, "diff", "--no-renames", "--name-status", c+"^", c), "\n") {
+			status, path, ok := strings.Cut(line, "\t")
+			if !ok {
+				continue
+			}
+			files = append(files, path)
+			if status == "D" {
+				remove = append(remove, shellQuote(path))
+			} else {
+				checkout = append(checkout, shellQuote(path))
+			}
 		}
-		if err := exec.Command(testenv.Git(t), "-C", e.repo, "apply", "--check", patch).Run(); err != nil {
-			t.Logf("skipping %s: it does not apply to the base", c)
-			continue
+		var cmd []string
+		if len(checkout) > 0 {
+			cmd = append(cmd, "git checkout "+c+" -- "+strings.Join(checkout, " "))
+		}
+		if len(remove) > 0 {
+			cmd = append(cmd, "git rm -q --ignore-unmatch -- "+strings.Join(remove, " "))
 		}
 		subject := gitIn(t, src, "log", "-1", "--format=%s", c)
 		title := clipTitle(subject)
-		files := strings.Split(gitIn(t, src, "diff", "--name-only", c+"^", c), "\n")
-		b, _ := json.Marshal(map[string]string{"command": "git apply " + patch})
-		script := "replay\n@@TOOL Bash " + string(b) + "\n@@TEXT Applied " + c + "."
+		b, _ := json.Marshal(map[string]string{"command": strings.Join(cmd, " && ")})
+		script := "replay\n@@TOOL Bash " + string(b) + "\n@@TEXT Replayed " + c + "."
 		task := e.create(t, title, script, len(replayCommits)-i)
 		tasks = append(tasks, &replayed{commit: c, title: title, files: files, task: task})
 	}
@@ -163,18 +174,19 @@ func TestQueueReplaysRealHistory(t *testing.T) {
 		t.Errorf("main after queue/undo = %s, want the base %s", now, baseSHA)
 	}
 	for _, r := range tasks {
-		got := e.get(t, r.task.ID)
+		diff, err := e.o.TaskDiff(ctx, &protocol.TaskDiffParams{ID: r.task.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
 		var files []string
-		if got.Result != nil {
-			for _, f := range got.Result.ChangedFiles {
-				files = append(files, f.Path)
-			}
+		for _, f := range diff.Files {
+			files = append(files, f.Path)
 		}
 		slices.Sort(files)
 		w := slices.Clone(r.files)
 		slices.Sort(w)
 		if !slices.Equal(files, w) {
-			t.Errorf("after queue/undo %s's changed files = %v, its commit's = %v", r.commit, files, w)
+			t.Errorf("after queue/undo %s's task/diff = %v, its commit's = %v", r.commit, files, w)
 		}
 	}
 }
@@ -196,3 +208,5 @@ func clipTitle(s string) string {
 	}
 	return strings.TrimSpace(s)
 }
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
