@@ -86,6 +86,13 @@ func TestCrashDuringMergeSettlesOnStart(t *testing.T) {
 			w.client.Result("task/get", map[string]any{"id": task.ID}, &done)
 			testenv.Await(t, 30*time.Second, "the finished agent to go", func() bool { return done.Agent == nil || !claudeRunning(done.Agent.PID) })
 			before := gitOut(t, r.repo, "rev-parse", "main")
+			if !tc.moved {
+				// main not checked out: its move is the ref update alone,
+				// so a stop before it leaves nothing half-done (a checkout
+				// of main would already have its files updated by git's
+				// fast-forward: familiar then refuses its dirty checkout).
+				gitOut(t, r.repo, "checkout", "-q", "-b", "elsewhere")
+			}
 
 			entered, release := holdRefUpdate(t, r.repo, tc.state, tc.exit)
 			w.client.Send("task/merge", map[string]any{"id": task.ID})
