@@ -309,7 +309,7 @@ func TestRunMergeQueue(t *testing.T) {
 			t.Fatalf("Run = exit %d, %+v\n%s", code, rep.Queue, out.String())
 		}
 		for _, it := range rep.Queue.Items {
-			if it.State != protocol.QueueItemBlocked || it.Attempts != 2 || !strings.Contains(it.Detail, "exited with 3") {
+			if it.State != protocol.QueueItemBlocked || it.Attempts != 2 || !strings.Contains(it.Detail, "failed (exit 3)") {
 				t.Errorf("item = %+v", it)
 			}
 		}
@@ -321,7 +321,7 @@ func TestRunMergeQueue(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(e.repo, "a.txt")); err == nil {
 			t.Error("a task that failed its verify was merged")
 		}
-		for _, want := range []string{"merge queue: Add a handed back to its agent", "blocked    Add a", "exited with 3", "some tasks did not finish"} {
+		for _, want := range []string{"merge queue: Add a handed back to its agent", "blocked    Add a", "failed (exit 3)", "some tasks did not finish"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("output lacks %q:\n%s", want, out.String())
 			}

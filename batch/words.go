@@ -33,7 +33,7 @@ func queueItemWords(s protocol.QueueItemState) string {
 	case protocol.QueueItemHandedBack:
 		return "handed back to its agent"
 	case protocol.QueueItemUpdating:
-		return "bringing in the base"
+		return "building its merge with the base"
 	case protocol.QueueItemVerifying:
 		return "verifying"
 	case protocol.QueueItemWaiting:

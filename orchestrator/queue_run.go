@@ -126,8 +126,7 @@ func (o *Orchestrator) queueReturned(id string) (ready bool, gone *queueGone) {
 	case s.HoldsWorktree() || s == protocol.StatusMerging:
 		return false, nil
 	case s == protocol.StatusBlocked && v.T.Blocked != nil && v.T.Blocked.Reason == protocol.BlockedConflict:
-		return false, &queueGone{state: protocol.QueueItemBlocked, reason: "conflict",
-			detail: "set aside: " + v.T.Blocked.Detail}
+		return false, &queueGone{state: protocol.QueueItemBlocked, reason: "conflict", detail: v.T.Blocked.Detail}
 	default:
 		return false, &queueGone{state: protocol.QueueItemCancelled, reason: "error",
 			detail: fmt.Sprintf("the task is %s, not ready to merge", s.Words())}

@@ -79,7 +79,7 @@ func (r *Repo) BringBase(ctx context.Context, wt Worktree, base string, strategy
 		_, err = r.git.run(ctx, invocation{dir: wt.Path, args: append(args, "rebase", "--no-autosquash", "--no-verify", "--quiet", tip)})
 	} else {
 		_, err = r.git.run(ctx, invocation{dir: wt.Path, args: append(args, "merge", "--no-edit", "--no-verify", "--quiet",
-			"-m", fmt.Sprintf("familiar: merge %s into %s", base, wt.Branch), tip)})
+			"-m", "Merge "+base, tip)})
 	}
 	if err == nil {
 		return nil

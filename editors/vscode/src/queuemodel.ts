@@ -85,12 +85,13 @@ export function queueReason(reason: string | undefined, files: string[] | undefi
 export function queueItemText(it: QueueItem, baseRef: string): string {
   switch (it.state) {
     case 'waiting': return it.attempts > 0 ? 'waiting to try again' : 'waiting';
-    case 'updating': return `updating from ${baseRef}`;
+    case 'updating': return `building its merge with ${baseRef}`;
     case 'verifying': return 'verifying';
     case 'merging': return 'merging';
     case 'merged': return 'merged';
     case 'handedBack': return `handed back to its agent: ${queueReason(it.reason, it.files, baseRef)}`;
-    case 'blocked': return `set aside: ${queueReason(it.reason, it.files, baseRef)}`;
+    // An unresolved conflict or leftover markers: the detail names the files and lines.
+    case 'blocked': return it.reason === 'conflict' && it.detail ? `set aside: ${truncate(it.detail, 120)}` : `set aside: ${queueReason(it.reason, it.files, baseRef)}`;
     case 'cancelled': return it.detail ? `not merged: ${truncate(it.detail, 80)}` : 'not merged (the queue stopped)';
     case 'undone': return 'merge undone';
     default: return it.state;

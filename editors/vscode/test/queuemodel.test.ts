@@ -45,12 +45,13 @@ const item = (title: string, state: string, more: Partial<QueueItem> = {}): Queu
 test('each step of a queue item in words', () => {
   assert.equal(queueItemText(item('A', 'waiting', { attempts: 0 }), 'main'), 'waiting');
   assert.equal(queueItemText(item('A', 'waiting', { attempts: 1 }), 'main'), 'waiting to try again');
-  assert.equal(queueItemText(item('A', 'updating'), 'main'), 'updating from main');
+  assert.equal(queueItemText(item('A', 'updating'), 'main'), 'building its merge with main');
   assert.equal(queueItemText(item('A', 'verifying'), 'main'), 'verifying');
   assert.equal(queueItemText(item('A', 'merged'), 'main'), 'merged');
   assert.equal(queueItemText(item('A', 'handedBack', { reason: 'conflict', files: ['shared.txt'] }), 'main'), 'handed back to its agent: conflicts with main in shared.txt');
   assert.equal(queueItemText(item('A', 'handedBack', { reason: 'verify' }), 'main'), 'handed back to its agent: the verify command failed');
   assert.equal(queueItemText(item('A', 'blocked', { reason: 'verify' }), 'main'), 'set aside: the verify command failed');
+  assert.equal(queueItemText(item('B', 'blocked', { reason: 'conflict', files: ['flag.go'], detail: 'its conflict with main is not resolved: flag.go (conflict markers at lines 3, 5, 7)' }), 'main'), 'set aside: its conflict with main is not resolved: flag.go (conflict markers at lines 3, 5, 7)');
   assert.equal(queueItemText(item('A', 'cancelled'), 'main'), 'not merged (the queue stopped)');
 });
 
