@@ -53,6 +53,9 @@ type mergeQueue struct {
 	// handed to the agent, resolved by a commit of its own), with where
 	// each was before: queue/undo puts them back.
 	moved map[string]string // guarded by mu
+	// verify is the running queue's verify command as written (Queue.Verify
+	// is what is shown of it: masked).
+	verify string // guarded by mu
 	// wake: a task handed back may be ready again.
 	wake chan struct{}
 	// handedBack counts tasks working on a hand-back (actors poke wake
@@ -175,14 +178,18 @@ func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergePar
 		return nil, protocol.Unavailable("familiar is shutting down")
 	default:
 	}
-	q := &protocol.Queue{ID: newQueueID(), State: protocol.QueueRunning, Strategy: strategy, Verify: verify,
+	// What is shown and kept of the command is masked; the queue runs it
+	// as written.
+	shownVerify := o.maskString(verify)
+	q := &protocol.Queue{ID: newQueueID(), State: protocol.QueueRunning, Strategy: strategy, Verify: shownVerify,
 		BaseRef: entries[0].base, StartedAt: o.clk.Now().UTC(), Items: []protocol.QueueItem{}, Parallel: o.queueParallel()}
 	for _, e := range entries {
 		q.Items = append(q.Items, protocol.QueueItem{TaskID: e.id, Title: e.title, State: protocol.QueueItemWaiting})
 	}
 	o.mq.q, o.mq.running, o.mq.cancel, o.mq.merged, o.mq.handedBack, o.mq.moved = q, true, false, nil, 0, map[string]string{}
+	o.mq.verify = verify
 	o.mq.mu.Unlock()
-	o.audit("", "queue.started", "user", map[string]any{"queueId": q.ID, "ids": ids, "strategy": strategy, "verify": verify})
+	o.audit("", "queue.started", "user", map[string]any{"queueId": q.ID, "ids": ids, "strategy": strategy, "verify": shownVerify})
 	snap := o.queueUpdate(nil)
 	o.wg.Add(1)
 	go o.runQueue(repo, ids)

@@ -139,7 +139,7 @@ func (o *Orchestrator) queueReturned(id string) (ready bool, gone *queueGone) {
 // those handed back to their agents.
 func (o *Orchestrator) queueBatch(ctx context.Context, repo Integration, ids []string) (again, handedBack []string) {
 	o.mq.mu.Lock()
-	verify, strategy, base := o.mq.q.Verify, worktree.Strategy(o.mq.q.Strategy), o.mq.q.BaseRef
+	verify, strategy, base := o.mq.verify, worktree.Strategy(o.mq.q.Strategy), o.mq.q.BaseRef
 	o.mq.mu.Unlock()
 
 	tip, err := repo.Tip(ctx, base)
@@ -410,6 +410,7 @@ func (o *Orchestrator) queueVerifyFailed(ctx context.Context, c *mergeCandidate,
 	}
 	o.mq.mu.Unlock()
 	shown, ref := o.verifyOutput(c.id, res.output)
+	verify = o.maskString(verify)
 	what := fmt.Sprintf("failed (exit %d)", res.code)
 	if res.timedOut {
 		what = fmt.Sprintf("did not finish within %d s (commandTimeoutSec) and was stopped", res.timeoutSec)

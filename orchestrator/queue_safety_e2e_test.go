@@ -306,3 +306,62 @@ func markersOn(t *testing.T, repo, rev string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// Issue 34: a verify command that prints secrets (a test that dumps its
+// environment does) has them masked before anything keeps or sends them:
+// the queue's notifications, the task's, the stored events and the
+// hand-back prompt the model receives.
+func TestQueueMasksTheVerifyOutput(t *testing.T) {
+	e := openQueue(t, 60)
+	ctx := context.Background()
+	a := finished(t, e, "Alpha", writes(`printf 'A\n' > a.txt`, ""), 1)
+	// Assembled at run time, so the source holds nothing a scanner flags.
+	token := "gh" + "p_" + strings.Repeat("aB3dE5fG7h", 4)[:36]
+	awsSecret := "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY"
+	// The command builds them, so only its output holds them whole.
+	verify := "p=gh; echo GITHUB_TOKEN=${p}p_" + token[4:] + "; k=wJalrXUtnFEMI; echo aws_secret_access_key = $k" + awsSecret[len("wJalrXUtnFEMI"):] + "; exit 1"
+	if _, err := e.o.QueueMerge(ctx, &protocol.QueueMergeParams{Verify: &verify}); err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "the queue done", queueNote(protocol.QueueDone))
+	e.notes.wait(t, "Alpha set aside", statusIs(a.ID, protocol.StatusBlocked))
+	leaks := func(where, s string) {
+		for _, secret := range []string{token, awsSecret} {
+			if strings.Contains(s, secret) {
+				t.Errorf("%s holds a secret of the verify output", where)
+			}
+		}
+	}
+	shown := false
+	for _, n := range e.notes.all() {
+		leaks(n.method, string(n.params))
+		shown = shown || n.method == protocol.NotifyQueueUpdated && strings.Contains(string(n.params), "GITHUB_TOKEN=")
+	}
+	if !shown {
+		t.Error("the verify output was not shown at all")
+	}
+	evs, err := e.o.TaskEvents(ctx, &protocol.TaskEventsParams{ID: a.ID, Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs.Events {
+		leaks("stored event "+ev.Method, string(ev.Params))
+	}
+	asked := false
+	for _, r := range e.api.MainRequests() {
+		text := r.LastUserText()
+		leaks("the hand-back prompt", text)
+		asked = asked || strings.Contains(text, "familiar's merge queue")
+	}
+	if !asked {
+		t.Error("the task was never handed back")
+	}
+	entries, _, err := e.ws.Store.Audit(storeAuditFilter(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range entries {
+		b, _ := json.Marshal(en)
+		leaks("audit "+en.Action, string(b))
+	}
+}
