@@ -41,6 +41,22 @@ func newLineage() *lineage {
 	return &lineage{procs: map[int]procStat{}, sessions: map[int]uint64{}, groups: map[int]uint64{}}
 }
 
+// followRootGroup follows root's own process group (Start makes the child
+// its leader): what is left in it after the root died — claude killed with
+// the familiar that started it, its children reparented to init — is the
+// task's, and a restarted familiar's TerminateTree finds it there. Not its
+// session: a child started with pipes shares familiar's.
+func (l *lineage) followRootGroup(root Identity) {
+	if root.PGID != root.PID || root.PGID <= 1 || root.StartTime == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.groups[root.PGID]; !ok {
+		l.groups[root.PGID] = root.StartTime
+	}
+}
+
 // selfIDs are familiar's own session and group: never followed (a task started
 // with pipes is in familiar's session).
 type selfIDs struct{ pid, sid, pgid int }

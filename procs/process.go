@@ -535,6 +535,7 @@ func (p *Process) Terminate(ctx context.Context) error {
 		logger: p.logger,
 		lin:    p.lin,
 	}
+	p.lin.followRootGroup(p.id)
 	if err := t.run(ctx); err != nil {
 		return fmt.Errorf("procs: terminate %d: %w", p.id.PID, err)
 	}

@@ -51,6 +51,7 @@ func TerminateTree(ctx context.Context, id Identity, opts TreeOptions) error {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	t := &terminator{root: id, grace: opts.Grace, clk: opts.Clock, logger: opts.Logger, lin: newLineage()}
+	t.lin.followRootGroup(id)
 	if err := t.run(ctx); err != nil {
 		return fmt.Errorf("procs: terminate tree of %d: %w", id.PID, err)
 	}

@@ -269,3 +269,27 @@ func TestTerminateFindsEscapesWithoutEnvironments(t *testing.T) {
 		}
 	}
 }
+
+// What a restarted familiar does for a task whose claude died with the
+// familiar before it: TerminateTree by the saved Identity, with nothing
+// recorded, finds what claude left in its process group (reparented to init
+// when nothing brings orphans back), without reading an environment.
+func TestTerminateTreeFindsTheRootsGroupWithoutEnvironments(t *testing.T) {
+	checkLeaks(t)
+	envTable = hiddenEnvironments{proctable.Local}
+	t.Cleanup(func() { envTable = proctable.Local })
+	// Pipes: a PTY's session leader would take its group with it (SIGHUP).
+	p := startHelper(t, Config{Pipes: true}, "spawn-and-exit", "false", "sleeper", "in-group")
+	sleeper := sleepers(t, p.Output(), 1)["in-group"]
+	if _, err := p.Wait(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := readStat(sleeper.PID)
+	t.Logf("sleeper %d: parent %d, group %d (the dead root's %d)", sleeper.PID, s.ppid, s.pgid, p.Identity().PGID)
+	if err := TerminateTree(testContext(t), p.Identity(), TreeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if alive, _ := sleeper.Alive(); alive {
+		t.Error("the sleeper left in the dead root's group survived TerminateTree")
+	}
+}
