@@ -36,13 +36,16 @@ func TestListenerListensAgainWhenItsSocketIsDeleted(t *testing.T) {
 			case "directory":
 				err = os.RemoveAll(dir)
 			case "stale socket":
-				// Someone put a socket nobody accepts on in its place.
-				os.Remove(path)
+				// Someone put a socket nobody accepts on in its place (made
+				// beside it and renamed over it: the Listener may look at
+				// any moment).
+				other := filepath.Join(dir, "stale")
 				var stale *net.UnixListener
-				stale, err = net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+				stale, err = net.ListenUnix("unix", &net.UnixAddr{Name: other, Net: "unix"})
 				if err == nil {
 					stale.SetUnlinkOnClose(false)
 					stale.Close()
+					err = os.Rename(other, path)
 				}
 			}
 			if err != nil {
@@ -88,12 +91,19 @@ func TestListenerLeavesAnotherLiveSocketAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	os.Remove(path)
-	other, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	// Made beside it and renamed over it: the Listener may look at any
+	// moment.
+	beside := filepath.Join(filepath.Dir(path), "other.sock")
+	other, err := net.ListenUnix("unix", &net.UnixAddr{Name: beside, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	other.SetUnlinkOnClose(false)
 	defer other.Close()
+	if err := os.Rename(beside, path); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(path)
 	deadline := time.Now().Add(waitTimeout)
 	for strings.Count(h.logs.String(), "listening there again failed") == 0 {
 		if time.Now().After(deadline) {
