@@ -34,7 +34,12 @@ func TestListenerListensAgainWhenItsSocketIsDeleted(t *testing.T) {
 			case "file":
 				err = os.Remove(path)
 			case "directory":
-				err = os.RemoveAll(dir)
+				// Gone at once (a RemoveAll could race the Listener
+				// making it again).
+				gone := dir + ".gone"
+				if err = os.Rename(dir, gone); err == nil {
+					err = os.RemoveAll(gone)
+				}
 			case "stale socket":
 				// Someone put a socket nobody accepts on in its place (made
 				// beside it and renamed over it: the Listener may look at
