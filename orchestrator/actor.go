@@ -12,6 +12,7 @@ import (
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/mailbox"
+	"github.com/familiar-dev/familiar/mergequeue"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
 )
@@ -283,7 +284,7 @@ func (a *actor) complete(turn agent.TurnEnded) {
 		var errs []string
 		var unresolved string
 		var ue *worktree.UnresolvedError
-		if _, _, err := o.cfg.Repo.Checkpoint(ctx, wt, checkpointMessage(title, summary, a.id)); errors.As(err, &ue) {
+		if _, _, err := o.cfg.Repo.Checkpoint(ctx, wt, mergequeue.CheckpointMessage(title, summary, a.id)); errors.As(err, &ue) {
 			// Never a success and never a commit: the person (or the
 			// merge queue's next hand-back) sees where it is left.
 			base := wt.BaseRef

@@ -38,7 +38,7 @@ func (effUpdated) run(a *actor) {
 	o.fillEstimates(&snap)
 	snap.UndoableUntil = undoableUntil(snap, a.st.Merge, time.Duration(o.settingsNow().UndoWindowSec)*time.Second, o.clk.Now())
 	o.pub.publish(a.id, protocol.TaskUpdatedNotification{Task: snap})
-	o.queueTaskChanged()
+	o.mq.TaskChanged()
 }
 
 type effPublish struct{ n protocol.Notification } // announce n

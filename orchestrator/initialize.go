@@ -29,6 +29,6 @@ func (o *Orchestrator) ClientInitialized() *protocol.AuthStatus {
 		o.pub.publishUnstored("", protocol.ServerMessageNotification{Level: protocol.LevelError,
 			Text: "familiar cannot save its state, so it refuses new tasks and changes until it can (it retries by itself): " + h.Err.Error()})
 	}
-	o.queueNotice()
+	o.mq.Notice()
 	return &protocol.AuthStatus{Method: a.Method, Source: a.Source, Problem: a.Problem}
 }

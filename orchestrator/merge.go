@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/familiar-dev/familiar/mergequeue"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/worktree"
 )
@@ -56,7 +57,7 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 		if r := v.T.Result; r != nil {
 			summary = r.Summary
 		}
-		msg = mergeMessage(v.T.Title, summary, p.ID)
+		msg = mergequeue.MergeMessage(v.T.Title, summary, p.ID)
 	}
 	repo := o.cfg.Repo
 	if err := repo.CheckBaseClean(ctx, wt.BaseRef); err != nil {
@@ -85,7 +86,7 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 		ue := &worktree.UnresolvedError{Markers: markers}
 		return nil, protocol.FailedPrecondition("the task's change has leftover conflict markers: "+ue.Words()+"; nothing was merged", status)
 	}
-	if _, err := o.landMerge(ctx, repo, op, wt.BaseRef, before, after, string(strategy), ""); err != nil {
+	if _, err := o.landMerge(ctx, op, wt.BaseRef, before, after, string(strategy), ""); err != nil {
 		return nil, mapError(err, "merge", "strategy")
 	}
 	if o.settingsNow().RemoveWorktreeAfterMerge {

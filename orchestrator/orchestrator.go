@@ -19,6 +19,7 @@ import (
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/mask"
+	"github.com/familiar-dev/familiar/mergequeue"
 	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
@@ -83,9 +84,9 @@ type Orchestrator struct {
 	wg          sync.WaitGroup // scheduler, actors' mailboxes and effects
 	agents      agentCount     // agents starting or running
 
-	kick   chan struct{} // 1-buffered: the queue may be able to start something
-	fc     *forecaster   // the conflict forecast; nil when the repository has none
-	mq     mergeQueue    // the merge queue (queue.go)
+	kick   chan struct{}     // 1-buffered: the queue may be able to start something
+	fc     *forecaster       // the conflict forecast; nil when the repository has none
+	mq     *mergequeue.Queue // the merge queue (package mergequeue; queue.go)
 	masker *mask.Masker
 	dirs   profiles.Dirs // where workspace and global profiles and skills live
 
@@ -152,7 +153,6 @@ func New(cfg Config) (*Orchestrator, error) {
 		dirs:     profiles.DirsFor(cfg.Repo.Root()),
 	}
 	o.agents.init()
-	o.mq.wake = make(chan struct{}, 1)
 	o.settings.Store(&cfg.Settings)
 	o.masker = cfg.Masker
 	if o.masker == nil {
@@ -161,6 +161,8 @@ func New(cfg Config) (*Orchestrator, error) {
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	o.startCtx, o.startCancel = context.WithCancel(o.ctx)
 	o.pub = newPublisher(cfg.Store, cfg.Notifier, cfg.Logger)
+	o.mq = mergequeue.New(mergequeue.Config{Host: queueHost{o}, Repo: cfg.Repo, Store: cfg.Store, DataDir: cfg.DataDir,
+		Clock: o.clk, Logger: o.logger, Ctx: o.startCtx, NotUndoable: notUndoable})
 	if err := o.load(); err != nil {
 		o.cancel()
 		o.wg.Wait()
@@ -169,7 +171,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	o.recoverLeftovers(cfg.ResumeInterrupted)
 	o.reconcileMerges()
-	o.loadQueue(o.stopLeftoverVerifies(time.Duration(o.settingsNow().TermGraceSec) * time.Second))
+	o.mq.Load(o.mq.StopLeftoverVerifies(time.Duration(o.settingsNow().TermGraceSec) * time.Second))
 	o.wg.Add(2)
 	go o.schedule()
 	go o.retentionLoop()
@@ -243,6 +245,7 @@ func (o *Orchestrator) Close() error {
 		a.close()
 	}
 	o.cancel()
+	o.mq.Wait()
 	o.wg.Wait()
 	o.pub.close()
 	return nil

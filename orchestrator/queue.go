@@ -2,128 +2,107 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
-	"strings"
-	"sync"
-	"unicode/utf8"
 
+	"github.com/familiar-dev/familiar/mergequeue"
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/worktree"
 )
 
-// The merge queue (issues 25 and 34): the ready tasks merged into their
-// base one after the other, each checked first, so the base never gets a
-// merge nobody ran the checks on. As merge queues teams trust do it (GitHub's
-// merge queue, bors, Zuul), what is checked is the merge, not the branch:
-// candidate k is the base with tasks 1..k merged, built as commits beside
-// everything (worktree.Candidate), each verified in a scratch worktree of
-// its own, up to queueParallel at once; the base fast-forwards to the
-// longest passing prefix, and a failing candidate's task goes back to its
-// agent while those behind it are rebuilt without it. A task's own branch
-// is never rewritten by the queue: only a conflict with the base is handed
-// to the agent as a merge in progress in its worktree, whose resolution is
-// the agent's own commit (and queue/undo takes that back too). One queue
-// per repository, run by one goroutine of the orchestrator's; each task it
-// works on is owned by the queue's operation (opMerge) meanwhile, as
-// task/merge owns it.
+// The merge queue is package mergequeue's; here is what the orchestrator
+// gives it (queueHost: its tasks driven through internal commands, never
+// its protocol methods) and the protocol methods that reach it.
 
-// maxQueueAttempts: a task that fails the queue this often is set aside
-// (blocked{merge}).
-const maxQueueAttempts = 2
-
-// verifyShown is how much of a verify command's output the queue shows and
-// hands back (its end: where test runners say what failed).
-const verifyShown = 4000
-
-// hunkLines bounds the conflicting hunks a hand-back prompt carries.
-const hunkLines = 120
-
-// mergeQueue is the repository's queue: the running one, or the last.
-type mergeQueue struct {
-	mu      sync.Mutex
-	q       *protocol.Queue // guarded by mu
-	running bool            // guarded by mu
-	cancel  bool            // guarded by mu
-	// merged are the queue's merges in order, for queue/undo.
-	merged []string // guarded by mu: task ids
-	// moved are the task branches the queue caused to move (a conflict
-	// handed to the agent, resolved by a commit of its own), with where
-	// each was before: queue/undo puts them back.
-	moved map[string]string // guarded by mu
-	// verify is the running queue's verify command as written (Queue.Verify
-	// is what is shown of it: masked).
-	verify string // guarded by mu
-	// wake: a task handed back may be ready again.
-	wake chan struct{}
-	// handedBack counts tasks working on a hand-back (actors poke wake
-	// only then).
-	handedBack int // guarded by mu
-	// told: a queue familiar stopped has been said (queue_store.go);
-	// notice is that, for the first client to initialize.
-	told   bool   // guarded by mu
-	notice string // guarded by mu
+// QueueCancel is queue/cancel: the queue stops after its current step.
+func (o *Orchestrator) QueueCancel(ctx context.Context, p *protocol.QueueCancelParams) (*protocol.Queue, error) {
+	return o.mq.Cancel()
 }
 
-func (m *mergeQueue) poke() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
+// QueueUndo is queue/undo: the last queue's merges undone in reverse
+// order, each as task/undo does it, and the task branches it moved put
+// back.
+func (o *Orchestrator) QueueUndo(ctx context.Context, p *protocol.QueueUndoParams) (*protocol.Queue, error) {
+	return o.mq.Undo(ctx)
 }
 
-// queueTaskChanged is told of every task/updated: a task handed back that
-// is ready again (or ended otherwise) wakes the queue.
-func (o *Orchestrator) queueTaskChanged() {
-	o.mq.mu.Lock()
-	n := o.mq.handedBack
-	o.mq.mu.Unlock()
-	if n > 0 {
-		o.mq.poke()
+// queueHost is the orchestrator as the merge queue sees it.
+type queueHost struct{ o *Orchestrator }
+
+func (h queueHost) Claim(ctx context.Context, id string) (mergequeue.Op, error) {
+	op, err := h.o.claim(ctx, id, opMerge)
+	if err != nil {
+		return nil, err
 	}
+	return queueOp{op}, nil
 }
 
-// snapshot copies the queue for a reply or a notification.
-func (m *mergeQueue) snapshotLocked() *protocol.Queue {
-	if m.q == nil {
-		return nil
+func (h queueHost) Task(id string) (mergequeue.Task, bool) {
+	a, err := h.o.get(id)
+	if err != nil {
+		return mergequeue.Task{}, false
 	}
-	c := *m.q
-	c.Items = slices.Clone(m.q.Items)
-	for i := range c.Items {
-		c.Items[i].Files = slices.Clone(c.Items[i].Files)
-		c.Items[i].HandBacks = slices.Clone(c.Items[i].HandBacks)
-	}
-	return &c
+	return h.o.queueTaskOf(a.view()), true
 }
 
-// update changes the queue under its lock and announces it.
-func (o *Orchestrator) queueUpdate(change func(q *protocol.Queue)) *protocol.Queue {
-	o.mq.mu.Lock()
-	if change != nil {
-		change(o.mq.q)
-	}
-	snap := o.mq.snapshotLocked()
-	o.queueSaveLocked()
-	o.mq.mu.Unlock()
-	o.pub.publish("", protocol.QueueUpdatedNotification{Queue: *snap})
-	return snap
-}
-
-func itemOf(q *protocol.Queue, id string) *protocol.QueueItem {
-	for i := range q.Items {
-		if q.Items[i].TaskID == id {
-			return &q.Items[i]
+// queueTaskOf is what the queue reads of a task's view.
+func (o *Orchestrator) queueTaskOf(v *taskView) mergequeue.Task {
+	t := mergequeue.Task{ID: v.T.ID, Title: v.T.Title, Status: v.T.Status, Blocked: v.T.Blocked, Busy: v.op != opNone}
+	t.Worktree, _ = o.worktreeOfView(v)
+	if r := v.T.Result; r != nil {
+		t.Summary = r.Summary
+		for _, f := range r.ChangedFiles {
+			t.Changed = append(t.Changed, f.Path)
 		}
 	}
-	return nil
+	if m := v.merge; m != nil && v.T.Status == protocol.StatusMerged {
+		t.MergedAt, t.MergedBefore, t.Merged = m.At, m.Before, m.After
+	}
+	return t
 }
+
+func (h queueHost) SendFollowUp(ctx context.Context, id, text string) error {
+	return h.o.sendFollowUp(ctx, id, text)
+}
+
+func (h queueHost) RemoveWorktree(ctx context.Context, id string) error {
+	return h.o.removeWorktree(ctx, &protocol.TaskRemoveParams{ID: id, DeleteBranch: true})
+}
+
+func (h queueHost) UndoMerge(ctx context.Context, id string) error {
+	_, err := h.o.undo(ctx, &protocol.TaskIDParams{ID: id}, false)
+	return err
+}
+
+func (h queueHost) RestoreBranch(ctx context.Context, id, commit string) error {
+	return h.o.restoreBranch(ctx, id, commit)
+}
+
+func (h queueHost) Audit(taskID, action, actor string, data any) {
+	h.o.audit(taskID, action, actor, data)
+}
+func (h queueHost) Publish(taskID string, n protocol.Notification) { h.o.pub.publish(taskID, n) }
+func (h queueHost) Mask(s string) string                           { return h.o.maskString(s) }
+func (h queueHost) ClipText(id, s string) (string, string)         { return h.o.clipText(id, s) }
+func (h queueHost) Settings() protocol.Settings                    { return h.o.settingsNow() }
+
+// queueOp is a task claimed for the queue's merge.
+type queueOp struct{ op *opHandle }
+
+func (q queueOp) Task() mergequeue.Task { return q.op.o.queueTaskOf(q.op.v) }
+
+func (q queueOp) Land(ctx context.Context, base, before, after, strategy, queueID string) (worktree.MergeResult, error) {
+	return q.op.o.landMerge(ctx, q.op, base, before, after, strategy, queueID)
+}
+
+func (q queueOp) SetAside(block *protocol.Blocked) error {
+	return q.op.finish(cmdEndOp{block: block})
+}
+
+func (q queueOp) Release() { q.op.release() }
 
 // QueueMerge is queue/merge.
 func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergeParams) (*protocol.Queue, error) {
-	repo := o.cfg.Repo
 	ids, err := o.queueTasks(p.IDs)
 	if err != nil {
 		return nil, err
@@ -155,7 +134,7 @@ func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergePar
 			continue
 		}
 		bases[e.base] = true
-		if err := repo.CheckBaseClean(ctx, e.base); err != nil {
+		if err := o.cfg.Repo.CheckBaseClean(ctx, e.base); err != nil {
 			return nil, mapError(err, "merge queue", "ids")
 		}
 	}
@@ -167,33 +146,16 @@ func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergePar
 	if err != nil {
 		return nil, err
 	}
-	o.mq.mu.Lock()
-	if o.mq.running {
-		o.mq.mu.Unlock()
-		return nil, protocol.FailedPrecondition("a merge queue is running; queue/cancel stops it", "")
+	titles := make([]string, len(entries))
+	for i, e := range entries {
+		titles[i] = e.title
 	}
 	select {
 	case <-o.closing:
-		o.mq.mu.Unlock()
 		return nil, protocol.Unavailable("familiar is shutting down")
 	default:
 	}
-	// What is shown and kept of the command is masked; the queue runs it
-	// as written.
-	shownVerify := o.maskString(verify)
-	q := &protocol.Queue{ID: newQueueID(), State: protocol.QueueRunning, Strategy: strategy, Verify: shownVerify,
-		BaseRef: entries[0].base, StartedAt: o.clk.Now().UTC(), Items: []protocol.QueueItem{}, Parallel: o.queueParallel()}
-	for _, e := range entries {
-		q.Items = append(q.Items, protocol.QueueItem{TaskID: e.id, Title: e.title, State: protocol.QueueItemWaiting})
-	}
-	o.mq.q, o.mq.running, o.mq.cancel, o.mq.merged, o.mq.handedBack, o.mq.moved = q, true, false, nil, 0, map[string]string{}
-	o.mq.verify = verify
-	o.mq.mu.Unlock()
-	o.audit("", "queue.started", "user", map[string]any{"queueId": q.ID, "ids": ids, "strategy": strategy, "verify": shownVerify})
-	snap := o.queueUpdate(nil)
-	o.wg.Add(1)
-	go o.runQueue(repo, ids)
-	return snap, nil
+	return o.mq.Run(mergequeue.Start{ID: newQueueID(), IDs: ids, Titles: titles, Base: entries[0].base, Strategy: strategy, Verify: verify})
 }
 
 // queueTasks is the tasks a queue takes: those named, or every ready one
@@ -244,114 +206,8 @@ func (o *Orchestrator) verifyCommand(asked *string) (string, error) {
 	}
 	return cfg.MergeVerify, nil
 }
-
 func newQueueID() string {
 	return "q" + newTaskID()[1:]
-}
-
-// verifyOutput is what the queue shows of a verify command's output: masked,
-// its end when long, with the reference of the whole.
-func (o *Orchestrator) verifyOutput(id, out string) (shown, ref string) {
-	out = o.maskString(strings.ToValidUTF8(out, "\uFFFD"))
-	if len(out) <= verifyShown {
-		return out, ""
-	}
-	_, ref = o.clipText(id, out)
-	cut := len(out) - verifyShown
-	for cut < len(out) && !utf8.RuneStart(out[cut]) {
-		cut++
-	}
-	return "…" + out[cut:], ref
-}
-
-// QueueStatus is queue/status.
-func (o *Orchestrator) QueueStatus(ctx context.Context, p *protocol.QueueStatusParams) (*protocol.QueueStatusResult, error) {
-	res := &protocol.QueueStatusResult{}
-	if v, err := o.verifyCommand(nil); err == nil {
-		res.DefaultVerify = v
-	} else {
-		// A broken config.yaml: queue/merge says so when it starts.
-		o.logger.Warn("queue status: default verify", "err", err)
-	}
-	o.mq.mu.Lock()
-	defer o.mq.mu.Unlock()
-	res.Queue = o.mq.snapshotLocked()
-	return res, nil
-}
-
-// QueueCancel is queue/cancel: the queue stops after its current step.
-func (o *Orchestrator) QueueCancel(ctx context.Context, p *protocol.QueueCancelParams) (*protocol.Queue, error) {
-	o.mq.mu.Lock()
-	if !o.mq.running {
-		o.mq.mu.Unlock()
-		return nil, protocol.FailedPrecondition("no merge queue is running", "")
-	}
-	o.mq.cancel = true
-	snap := o.mq.snapshotLocked()
-	o.mq.mu.Unlock()
-	o.mq.poke()
-	return snap, nil
-}
-
-// QueueUndo is queue/undo: the last queue's merges undone in reverse
-// order, each as task/undo does it.
-func (o *Orchestrator) QueueUndo(ctx context.Context, p *protocol.QueueUndoParams) (*protocol.Queue, error) {
-	o.mq.mu.Lock()
-	if o.mq.running {
-		o.mq.mu.Unlock()
-		return nil, protocol.FailedPrecondition("the merge queue is running; queue/cancel stops it first", "")
-	}
-	if o.mq.q == nil {
-		o.mq.mu.Unlock()
-		return nil, protocol.FailedPrecondition("no merge queue has run since familiar started", "")
-	}
-	merged := slices.Clone(o.mq.merged)
-	moved := maps.Clone(o.mq.moved)
-	o.mq.mu.Unlock()
-	for i := len(merged) - 1; i >= 0; i-- {
-		id := merged[i]
-		if _, err := o.undo(ctx, &protocol.TaskIDParams{ID: id}, false); err != nil {
-			var pe *protocol.Error
-			msg := err.Error()
-			if errors.As(err, &pe) {
-				msg = pe.Message
-			}
-			o.queueUpdate(nil)
-			return nil, protocol.FailedPrecondition(fmt.Sprintf("undoing the queue's merge of %s: %s (the merges after it are undone)", id, msg), "")
-		}
-		o.mq.mu.Lock()
-		o.mq.merged = o.mq.merged[:i]
-		o.mq.mu.Unlock()
-		o.queueUpdate(func(q *protocol.Queue) {
-			if it := itemOf(q, id); it != nil {
-				it.State = protocol.QueueItemUndone
-			}
-		})
-	}
-	// The branches the queue moved (a conflict handed to the agent, and
-	// its resolution) go back too: each task's change is its own again.
-	var restoreErrs []string
-	for _, id := range slices.Sorted(maps.Keys(moved)) {
-		if err := o.restoreBranch(ctx, id, moved[id]); err != nil {
-			restoreErrs = append(restoreErrs, fmt.Sprintf("%s: %s", id, errorWords(err)))
-			continue
-		}
-		o.mq.mu.Lock()
-		delete(o.mq.moved, id)
-		o.mq.mu.Unlock()
-	}
-	snap := o.queueUpdate(func(q *protocol.Queue) { q.State = protocol.QueueUndone })
-	if len(restoreErrs) > 0 {
-		return nil, protocol.FailedPrecondition("the queue's merges are undone, but these task branches could not be put back where they were before the queue: "+strings.Join(restoreErrs, "; "), "")
-	}
-	if len(merged) > 0 {
-		// One warning for the queue: one per task (task/undo's) buried the
-		// editor in as many notifications saying the same.
-		o.pub.publish("", protocol.ServerMessageNotification{Level: protocol.LevelWarning,
-			Text: fmt.Sprintf("Undid the merge queue's %s into %s, but %s Each task's undone work is kept under refs/familiar/undo/.",
-				map[bool]string{true: "merge", false: fmt.Sprintf("%d merges", len(merged))}[len(merged) == 1], snap.BaseRef, notUndoable)})
-	}
-	return snap, nil
 }
 
 // restoreBranch puts the task's branch back at commit (where it was before
@@ -384,4 +240,77 @@ func (o *Orchestrator) restoreBranch(ctx context.Context, id, commit string) err
 	}
 	return op.finish(cmdEndOp{ok: true, result: &protocol.TaskResult{ChangedFiles: files, Commits: commits},
 		audit: map[string]any{"branchAt": commit, "reason": "queue/undo", "keptAt": o.lastUndoRef(ctx, id)}})
+}
+
+// QueueStatus is queue/status.
+func (o *Orchestrator) QueueStatus(ctx context.Context, p *protocol.QueueStatusParams) (*protocol.QueueStatusResult, error) {
+	res := &protocol.QueueStatusResult{}
+	if v, err := o.verifyCommand(nil); err == nil {
+		res.DefaultVerify = v
+	} else {
+		// A broken config.yaml: queue/merge says so when it starts.
+		o.logger.Warn("queue status: default verify", "err", err)
+	}
+	res.Queue = o.mq.Status()
+	return res, nil
+}
+
+// reconcileMerges settles, on start, every merge a previous familiar had
+// begun (its intent recorded) but not recorded as done: the base holds the
+// candidate (the ref moved before familiar stopped) → the task is merged,
+// undoable as any merge; it does not → the task is as it was. Each is said
+// in the log and to the clients.
+func (o *Orchestrator) reconcileMerges() {
+	for _, a := range o.actors() {
+		intent := a.st.MergeIntent // read before the scheduler starts
+		if intent == nil {
+			continue
+		}
+		title := a.view().T.Title
+		done, err := o.cfg.Repo.Contains(context.Background(), intent.Base, intent.After)
+		if err != nil {
+			o.logger.Warn("reconcile an interrupted merge", "task", a.id, "err", err)
+		}
+		in := inMergeSettled{done: done && err == nil}
+		text := fmt.Sprintf("familiar stopped in the middle of merging %q into %s; %s does not have it, so the task is still ready to merge.", title, intent.Base, intent.Base)
+		if in.done {
+			res := mergeResultOf(*intent)
+			in.merge = &mergeRecord{MergeResult: res, At: intent.At, Strategy: intent.Strategy}
+			in.audit = map[string]any{"base": intent.Base, "before": intent.Before, "after": intent.After, "strategy": intent.Strategy, "recovered": true}
+			if intent.QueueID != "" {
+				in.audit["queueId"] = intent.QueueID
+			}
+			text = fmt.Sprintf("familiar stopped in the middle of merging %q into %s, after %s had moved: the task is merged (task/undo takes it back as usual).", title, intent.Base, intent.Base)
+		}
+		o.logger.Warn("interrupted merge settled", "task", a.id, "done", in.done)
+		if _, err := a.call(context.Background(), in); err != nil {
+			o.logger.Warn("reconcile an interrupted merge", "task", a.id, "err", err)
+			continue
+		}
+		o.pub.publish(a.id, protocol.ServerMessageNotification{Level: protocol.LevelWarning, Text: text})
+	}
+}
+
+// landMerge is the one merge step task/merge and the queue share: the
+// intent recorded (durably), the base moved from before to the candidate
+// by compare-and-swap, the task merged. On an error nothing moved and the
+// operation is released.
+func (o *Orchestrator) landMerge(ctx context.Context, op *opHandle, base, before, after, strategy, queueID string) (worktree.MergeResult, error) {
+	at := o.clk.Now().UTC()
+	intent := mergeIntent{Base: base, Before: before, After: after, Strategy: strategy, QueueID: queueID, At: at}
+	if _, err := op.a.call(context.WithoutCancel(ctx), cmdMergeIntent{intent: intent}); err != nil {
+		op.release()
+		return worktree.MergeResult{}, err
+	}
+	res, err := o.cfg.Repo.Advance(ctx, base, before, after)
+	if err != nil {
+		op.release()
+		return worktree.MergeResult{}, err
+	}
+	audit := map[string]any{"base": res.Base, "before": res.Before, "after": res.After, "strategy": strategy}
+	if queueID != "" {
+		audit["queueId"] = queueID
+	}
+	err = op.finish(cmdEndOp{op: opMerge, ok: true, merge: &mergeRecord{MergeResult: res, At: at, Strategy: strategy}, audit: audit})
+	return res, err
 }

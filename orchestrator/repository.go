@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 
+	"github.com/familiar-dev/familiar/mergequeue"
 	"github.com/familiar-dev/familiar/worktree"
 )
 
@@ -25,25 +26,7 @@ type Repository interface {
 	StepBack(ctx context.Context, wt worktree.Worktree) (string, error)
 	UndoRefs(ctx context.Context, taskID string) ([]worktree.Undone, error)
 	Remove(ctx context.Context, path string, opts worktree.RemoveOptions) error
-	Integration
-}
-
-// Integration is the git the merge queue and task/merge share: a candidate
-// built beside everything, checked in a scratch worktree, the base moved to
-// it by compare-and-swap (issue 34).
-type Integration interface {
-	Tip(ctx context.Context, base string) (string, error)
-	Candidate(ctx context.Context, parent string, wt worktree.Worktree, strategy worktree.Strategy, message string) (string, error)
-	LeftoverMarkers(ctx context.Context, from, to string) ([]worktree.Marker, error)
-	Advance(ctx context.Context, base, before, after string) (worktree.MergeResult, error)
-	Contains(ctx context.Context, base, commit string) (bool, error)
-	Scratch(ctx context.Context, commit string) (dir string, remove func(), err error)
-	CheckBaseClean(ctx context.Context, base string) error
-	BringBase(ctx context.Context, wt worktree.Worktree, base string, strategy worktree.Strategy) error
-	AbortBringBase(ctx context.Context, wt worktree.Worktree) error
-	BranchTip(ctx context.Context, wt worktree.Worktree) (string, error)
-	RestoreBranch(ctx context.Context, wt worktree.Worktree, commit string) error
-	ConflictHunks(wt worktree.Worktree, files []string, maxLines int) string
+	mergequeue.Integration
 }
 
 var _ Repository = (*worktree.Repo)(nil)

@@ -24,6 +24,7 @@ var domain = []string{
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
 	"procs/proctable", "dirs", "protocol/tsgen", "rpcclient", "errkind", "workspace",
+	"mergequeue",
 }
 
 // except returns every domain package but the ones given.
@@ -69,6 +70,10 @@ var mustNot = map[string][]string{
 	"grants":           except("grants", "policy", "dirs"),
 	"texts":            except("texts"),
 	"runfile":          except("runfile", "protocol"),
+	// The merge queue drives tasks through its Host (the orchestrator) and
+	// git through Integration (worktree's types); its verify command runs
+	// under procs.
+	"mergequeue": except("mergequeue", "protocol", "worktree", "procs", "clock", "errkind", "procs/proctable"),
 	"jsonrpc":          {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "workspace", "batch", "bench", "demo", "doctor", "cmd/familiar"},
 	"agent":            {"store", "worktree", "orchestrator", "workspace", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
 	"worktree":         {"agent", "agent/screen", "orchestrator", "workspace", "store", "jsonrpc", "procs", "profiles", "mcp", "batch", "bench", "demo", "doctor", "cmd/familiar"},

@@ -1,4 +1,4 @@
-package orchestrator
+package mergequeue
 
 import (
 	"strings"
@@ -26,11 +26,11 @@ const maxSubject = 72
 // maxBody bounds the summary kept in a commit message.
 const maxBody = 4000
 
-// checkpointMessage is the message of the commit that keeps a finished
+// CheckpointMessage is the message of the commit that keeps a finished
 // turn's work: its subject what the agent said it did (the summary's first
 // line) when that says something, else "Work on <title>"; its body the rest
 // of the summary and the trailer.
-func checkpointMessage(title, summary, id string) string {
+func CheckpointMessage(title, summary, id string) string {
 	first, rest, _ := strings.Cut(strings.TrimSpace(summary), "\n")
 	subject := plainLine(first)
 	if len(strings.Fields(subject)) < 3 || strings.EqualFold(subject, strings.TrimSpace(title)) {
@@ -39,10 +39,10 @@ func checkpointMessage(title, summary, id string) string {
 	return commitMessage(subject, rest, id)
 }
 
-// mergeMessage is the message of the commit a merge adds to the base (the
+// MergeMessage is the message of the commit a merge adds to the base (the
 // merge commit, or the squashed one): the title once, the summary, the
 // trailer.
-func mergeMessage(title, summary, id string) string {
+func MergeMessage(title, summary, id string) string {
 	return commitMessage(plainLine(title), strings.TrimSpace(summary), id)
 }
 

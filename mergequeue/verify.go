@@ -1,4 +1,4 @@
-package orchestrator
+package mergequeue
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // a process tree of its own that ends whole (setsid children and all) on
 // success, failure, timeout, a cancelled queue and familiar's shutdown; its
 // process is recorded in the data dir so a familiar started after a kill -9
-// stops what the last one left running (recoverLeftovers).
+// stops what the last one left running (StopLeftoverVerifies).
 
 // verifyResult is how a verify command ended.
 type verifyResult struct {
@@ -32,33 +32,33 @@ type verifyResult struct {
 const maxVerifyOutput = 1 << 20
 
 // verifyDir is where running verify commands are recorded.
-func (o *Orchestrator) verifyDir() string { return filepath.Join(o.cfg.DataDir, "verify") }
+func (m *Queue) verifyDir() string { return filepath.Join(m.dataDir, "verify") }
 
 // verifyCandidate checks commit out in a scratch worktree and runs the
 // verify command there.
-func (o *Orchestrator) verifyCandidate(ctx context.Context, repo Integration, commit, command string) verifyResult {
-	dir, remove, err := repo.Scratch(ctx, commit)
+func (m *Queue) verifyCandidate(ctx context.Context, commit, command string) verifyResult {
+	dir, remove, err := m.repo.Scratch(ctx, commit)
 	if err != nil {
 		return verifyResult{code: -1, output: "familiar could not check the merge out to verify it: " + errorWords(err)}
 	}
 	defer remove()
-	return o.runVerify(ctx, dir, command)
+	return m.runVerify(ctx, dir, command)
 }
 
 // runVerify runs the verify command with sh in dir; stopped (its whole
 // tree) after commandTimeoutSec, which counts as failing, or when ctx ends.
-func (o *Orchestrator) runVerify(ctx context.Context, dir, command string) verifyResult {
-	s := o.settingsNow()
+func (m *Queue) runVerify(ctx context.Context, dir, command string) verifyResult {
+	s := m.host.Settings()
 	timeoutSec := s.CommandTimeoutSec
 	if timeoutSec <= 0 {
 		timeoutSec = protocol.DefaultCommandTimeoutSec
 	}
 	res := verifyResult{timeoutSec: timeoutSec, code: -1}
-	if err := ensureDir(o.verifyDir()); err != nil {
+	if err := os.MkdirAll(m.verifyDir(), 0o700); err != nil {
 		res.output = "familiar could not start the verify command: " + err.Error()
 		return res
 	}
-	run, err := os.MkdirTemp(o.verifyDir(), "run-")
+	run, err := os.MkdirTemp(m.verifyDir(), "run-")
 	if err != nil {
 		res.output = "familiar could not start the verify command: " + err.Error()
 		return res
@@ -73,18 +73,18 @@ func (o *Orchestrator) runVerify(ctx context.Context, dir, command string) verif
 		Pipes:   true,
 		LogPath: logPath,
 		Grace:   time.Duration(s.TermGraceSec) * time.Second,
-		Clock:   o.clk,
-		Logger:  o.logger,
+		Clock:   m.clk,
+		Logger:  m.logger,
 	})
 	if err != nil {
 		res.output = "familiar could not start the verify command: " + err.Error()
 		return res
 	}
-	if err := procs.WriteRecord(run, procs.Record{Identity: p.Identity(), Started: o.clk.Now().UTC()}); err != nil {
-		o.logger.Warn("cannot record the verify command's process", "err", err)
+	if err := procs.WriteRecord(run, procs.Record{Identity: p.Identity(), Started: m.clk.Now().UTC()}); err != nil {
+		m.logger.Warn("cannot record the verify command's process", "err", err)
 	}
 	_ = p.CloseInput()
-	timer := o.clk.NewTimer(time.Duration(timeoutSec) * time.Second)
+	timer := m.clk.NewTimer(time.Duration(timeoutSec) * time.Second)
 	defer timer.Stop()
 	select {
 	case <-p.Done():
@@ -95,7 +95,7 @@ func (o *Orchestrator) runVerify(ctx context.Context, dir, command string) verif
 	}
 	// Whatever it left running goes with it, finished or not.
 	if err := p.Close(); err != nil {
-		o.logger.Warn("verify command's tree", "err", err)
+		m.logger.Warn("verify command's tree", "err", err)
 	}
 	_ = procs.RemoveRecord(run)
 	res.output = readEnd(logPath, maxVerifyOutput)
@@ -134,19 +134,19 @@ func readEnd(path string, max int64) string {
 	return string(b)
 }
 
-// stopLeftoverVerifies stops the verify commands a previous familiar left
+// StopLeftoverVerifies stops the verify commands a previous familiar left
 // running (it was killed while its merge queue verified).
-func (o *Orchestrator) stopLeftoverVerifies(grace time.Duration) int {
-	runs, _ := os.ReadDir(o.verifyDir())
+func (m *Queue) StopLeftoverVerifies(grace time.Duration) int {
+	runs, _ := os.ReadDir(m.verifyDir())
 	n := 0
 	for _, d := range runs {
-		dir := filepath.Join(o.verifyDir(), d.Name())
+		dir := filepath.Join(m.verifyDir(), d.Name())
 		if rec, err := procs.ReadRecord(dir); err == nil {
 			n++
-			o.logger.Warn("stopping a verify command left by a previous familiar", "pid", rec.PID)
+			m.logger.Warn("stopping a verify command left by a previous familiar", "pid", rec.PID)
 			ctx, cancel := context.WithTimeout(context.Background(), grace+30*time.Second)
-			if err := procs.TerminateTree(ctx, rec.Identity, procs.TreeOptions{Grace: grace, Clock: o.clk, Logger: o.logger}); err != nil {
-				o.logger.Error("terminate leftover verify command", "pid", rec.PID, "err", err)
+			if err := procs.TerminateTree(ctx, rec.Identity, procs.TreeOptions{Grace: grace, Clock: m.clk, Logger: m.logger}); err != nil {
+				m.logger.Error("terminate leftover verify command", "pid", rec.PID, "err", err)
 			}
 			cancel()
 		}
