@@ -35,23 +35,26 @@ type lineage struct {
 	procs    map[int]procStat // guarded by mu: every descendant seen, by pid
 	sessions map[int]uint64   // guarded by mu: session id → its leader's start when recorded (0: gone then)
 	groups   map[int]uint64   // guarded by mu: process group id → the same
+	since    uint64           // guarded by mu: the root's start (proctable.Proc.Start)
 }
 
 func newLineage() *lineage {
 	return &lineage{procs: map[int]procStat{}, sessions: map[int]uint64{}, groups: map[int]uint64{}}
 }
 
-// followRootGroup follows root's own process group (Start makes the child
+// followRootGroup notes when root started (what started before it cannot
+// have left its tree) and follows root's own process group (Start makes the child
 // its leader): what is left in it after the root died — claude killed with
 // the familiar that started it, its children reparented to init — is the
 // task's, and a restarted familiar's TerminateTree finds it there. Not its
 // session: a child started with pipes shares familiar's.
 func (l *lineage) followRootGroup(root Identity) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.since = root.StartTime
 	if root.PGID != root.PID || root.PGID <= 1 || root.StartTime == 0 {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if _, ok := l.groups[root.PGID]; !ok {
 		l.groups[root.PGID] = root.StartTime
 	}
@@ -147,7 +150,16 @@ func (l *lineage) follows(tb table, s procStat, self selfIDs) bool {
 	if len(l.sessions) == 0 {
 		return false
 	}
-	sid := sessionOf(s)
+	sid := s.sid
+	if sid == 0 {
+		// macOS lists no session: getsid is asked only of what can have
+		// left the tree, launchd's children (macOS has no subreapers) that
+		// started after the tree's root, not of the machine's every process.
+		if s.ppid != 1 || s.start < l.since {
+			return false
+		}
+		sid = sessionOf(s)
+	}
 	leader, ok := l.sessions[sid]
 	return ok && sid != self.sid && same(sid, leader)
 }
@@ -161,6 +173,7 @@ func (l *lineage) record(root Identity) error {
 		return err
 	}
 	self := ownIDs()
+	l.followRootGroup(root)
 	var queue []procStat
 	for _, s := range tb.all {
 		if s.dead() || s.pid == self.pid || s.pid <= 1 {
