@@ -671,6 +671,7 @@ func (s *session) question(q protocol.Question) {
 	s.mu.Unlock()
 	title := relTitle(titleOf(q), wt)
 	diffs := editDiffs(q, wt)
+	files := questionFiles(q, wt)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
 	if s.permissions == nil {
@@ -698,11 +699,19 @@ func (s *session) question(q protocol.Question) {
 		}
 		if !seen {
 			// The session file can lag the hook: announce the call from the question.
-			s.toolCall(&protocol.ToolCall{ID: id, Name: q.Tool, Kind: kindOf(q.Tool), Title: title, Input: q.Input, Status: "pending"})
+			s.toolCall(&protocol.ToolCall{ID: id, Name: q.Tool, Kind: kindOf(q.Tool), Title: title, Input: q.Input, Status: "pending", Files: files})
 		}
 		tc := map[string]any{"toolCallId": id, "title": title, "kind": kindOf(q.Tool), "status": "pending"}
 		if len(q.Input) > 0 {
 			tc["rawInput"] = q.Input
+		}
+		if len(files) > 0 {
+			// The editor can open the file the permission is about (issue 37).
+			var locs []any
+			for _, f := range files {
+				locs = append(locs, map[string]any{"path": f})
+			}
+			tc["locations"] = locs
 		}
 		if len(diffs) > 0 {
 			tc["content"] = diffs
@@ -983,3 +992,29 @@ func choiceText(q protocol.Question) string {
 // 1.2–1.6 s before the first text; issue 29). It holds a slot and gives
 // way to queued tasks like any warm agent.
 var acpWarmSec = 600
+
+// questionFiles are the files a permission question is about (an edit's
+// file_path, a notebook, a search's path), absolute: relative ones are in
+// the worktree.
+func questionFiles(q protocol.Question, worktree string) []string {
+	var in map[string]json.RawMessage
+	if json.Unmarshal(q.Input, &in) != nil {
+		return nil
+	}
+	var out []string
+	for _, key := range []string{"file_path", "notebook_path", "path"} {
+		var p string
+		if json.Unmarshal(in[key], &p) != nil || p == "" || strings.IndexByte(p, 0) >= 0 {
+			continue
+		}
+		if !filepath.IsAbs(p) {
+			if worktree == "" {
+				continue
+			}
+			p = filepath.Join(worktree, p)
+		}
+		out = append(out, filepath.Clean(p))
+		break
+	}
+	return out
+}

@@ -222,3 +222,22 @@ func TestSettledBefore(t *testing.T) {
 		t.Error("a session not resumed has nothing settled")
 	}
 }
+
+// An edit's permission names its file, so the editor can show it (issue 37).
+func TestQuestionFiles(t *testing.T) {
+	for _, tc := range []struct {
+		input string
+		want  []string
+	}{
+		{`{"file_path":"/w/t/src/a.go","old_string":"a"}`, []string{"/w/t/src/a.go"}},
+		{`{"file_path":"src/a.go"}`, []string{"/w/t/src/a.go"}},
+		{`{"notebook_path":"n.ipynb"}`, []string{"/w/t/n.ipynb"}},
+		{`{"command":"ls"}`, nil},
+		{`"nope"`, nil},
+	} {
+		got := questionFiles(protocol.Question{Tool: "Edit", Input: json.RawMessage(tc.input)}, "/w/t")
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("questionFiles(%s) = %q, want %q", tc.input, got, tc.want)
+		}
+	}
+}

@@ -59,6 +59,9 @@ type Options struct {
 	// with any).
 	NoSideload bool
 	ExtraArgs  []string // e.g. --effort for the think directive
+	// Sandbox is the "sandbox" object of claude's settings (package
+	// sandbox builds it); nil leaves claude's own default, off.
+	Sandbox map[string]any
 
 	Env      []string          // base environment; nil = os.Environ()
 	ExtraEnv map[string]string // wins over Env

@@ -74,6 +74,12 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 	s.drv = d
 
 	settings, extraEnv, unregister := d.prepare()
+	if opts.Sandbox != nil {
+		if settings == nil {
+			settings = map[string]any{}
+		}
+		settings["sandbox"] = opts.Sandbox
+	}
 	if extraEnv == nil {
 		extraEnv = map[string]string{}
 	}

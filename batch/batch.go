@@ -249,6 +249,9 @@ func settingsFor(s protocol.Settings, r runfile.Settings) protocol.Settings {
 	if r.CommandTimeoutSec > 0 {
 		s.CommandTimeoutSec = r.CommandTimeoutSec
 	}
+	if r.Sandbox != "" {
+		s.Sandbox = r.Sandbox
+	}
 	if r.MaxBudgetUsd > 0 {
 		s.MaxBudgetUsd = r.MaxBudgetUsd
 	}

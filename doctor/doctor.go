@@ -1,5 +1,6 @@
 // Package doctor checks that a machine can run familiar: git, the claude CLI
-// and its version, credentials (present, never printed), and the data dir. Each
+// and its version, credentials (present, never printed), the data dir, and
+// claude's sandbox (bubblewrap and socat on Linux). Each
 // failure comes with a hint that fixes it.
 //
 // It only reads and reports; it never installs or changes anything.
@@ -19,6 +20,7 @@ import (
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/dirs"
 	"github.com/familiar-dev/familiar/mcp"
+	"github.com/familiar-dev/familiar/sandbox"
 	"github.com/familiar-dev/familiar/store"
 	"github.com/familiar-dev/familiar/workspace"
 	"github.com/familiar-dev/familiar/worktree"
@@ -52,6 +54,7 @@ func Checks(ctx context.Context, o Options) []Check {
 		checkStoreRepairs(),
 		checkWorktreesDir(),
 		checkLoopback(),
+		checkSandbox(ctx),
 	}
 	return append(checks, checkPresets(ctx)...)
 }
@@ -75,6 +78,25 @@ func Run(ctx context.Context, o Options, w io.Writer) int {
 		}
 	}
 	return code
+}
+
+// checkSandbox says whether agents' Bash commands can run in claude's
+// sandbox (bubblewrap and socat on Linux, Seatbelt on macOS). Not blocking:
+// with the sandbox setting "on" a task runs unconfined and says so; with
+// "required" it does not start.
+func checkSandbox(ctx context.Context) Check {
+	a := sandbox.Check(ctx)
+	c := Check{Name: "sandbox", OK: a.OK}
+	switch {
+	case a.OK && a.Weaker:
+		c.Detail = "claude's sandbox, in its weaker nested mode: " + a.Why
+	case a.OK:
+		c.Detail = "claude's sandbox confines agents' Bash commands to their worktree"
+	default:
+		c.Detail = "agents' Bash commands run unconfined: " + a.Why
+		c.Hint = "install bubblewrap and socat (Debian, Ubuntu: apt-get install bubblewrap socat; Fedora: dnf install bubblewrap socat), or set sandbox: off to say you accept it"
+	}
+	return c
 }
 
 func checkGit(ctx context.Context) Check {

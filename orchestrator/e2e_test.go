@@ -987,8 +987,13 @@ func taskSkillsReachClaude(t *testing.T, fromProfile bool) {
 
 // Cancelling a task whose Bash tool left `sleep 600 &` behind (claude runs
 // each command in a session of its own): nothing of it is left afterwards.
+//
+// With the sandbox off: in it (issue 37), each command runs in a PID
+// namespace of its own, and the kernel ends the backgrounded sleep with the
+// command, before familiar has anything to cancel.
 func TestCancelKillsBackgroundedToolProcesses(t *testing.T) {
-	e := open(t, nil, &protocol.SettingsUpdate{PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAllow}})
+	off := protocol.SandboxOff
+	e := open(t, nil, &protocol.SettingsUpdate{PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAllow}, Sandbox: &off})
 	task := e.create(t, "background", "go\n@@TOOL Bash {\"command\":\"(sleep 600 >/dev/null 2>&1 &); echo started\"}\n@@DELAY 60s\n@@TEXT late", 0)
 	e.notes.wait(t, "running", statusIs(task.ID, protocol.StatusRunning))
 	wt := ""

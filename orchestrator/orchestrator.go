@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/familiar-dev/familiar/sandbox"
 	"log/slog"
 	"maps"
 	"os"
@@ -46,6 +47,9 @@ type Config struct {
 	Version   string
 	GitVer    string
 	StartHook func(ctx context.Context, opts *agent.Options) // tests adjust agent options (fake API env)
+	// SandboxCheck says whether this machine has claude's sandbox; nil is
+	// sandbox.Check (tests pretend one is missing).
+	SandboxCheck func(ctx context.Context) sandbox.Availability
 	// ResumeInterrupted queues tasks a crash left blocked{interrupted} so
 	// they continue their sessions (familiar serve --resume-interrupted).
 	ResumeInterrupted bool
@@ -73,6 +77,8 @@ type Orchestrator struct {
 	logger *slog.Logger
 	clk    clock.Clock
 	pub    *publisher
+	// sandboxFound is the machine's sandbox once a check found one.
+	sandboxFound atomic.Pointer[sandbox.Availability]
 
 	ctx     context.Context // cancelled by Close once every agent has gone
 	cancel  context.CancelFunc

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"github.com/familiar-dev/familiar/sandbox"
 	"io"
 	"log/slog"
 	"os"
@@ -152,9 +153,18 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 		}
 	}
 	laps.lap("submodules")
-	opts, err := o.agentOptions(ctx, p, logPath, others, tracked, laps)
+	plan, err := o.sandboxPlan(ctx)
 	if err != nil {
 		return nil, protocol.AgentInfo{}, err
+	}
+	laps.lap("sandbox")
+	opts, err := o.agentOptions(ctx, p, logPath, others, tracked, laps, plan)
+	if err != nil {
+		return nil, protocol.AgentInfo{}, err
+	}
+	if plan.Unconfined != "" {
+		o.pub.publish(p.T.ID, protocol.ServerMessageNotification{Level: protocol.LevelWarning,
+			Text: fmt.Sprintf("task %s runs unconfined: %s", p.T.ID, plan.Unconfined)})
 	}
 	// The terminal goes out masked as a terminal shows it: one masking
 	// stream per start, so a key split by colour codes, cursor moves or two
@@ -192,7 +202,41 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 	if err := procs.WriteRecord(o.taskDir(a.id), procs.Record{Identity: id, Started: o.clk.Now().UTC()}); err != nil {
 		o.logger.Warn("cannot record the agent's process in its task dir", "task", a.id, "err", err)
 	}
-	return sess, protocol.AgentInfo{PID: sess.PID(), SessionID: sess.SessionID(), ClaudeVersion: o.cfg.CLI.Version}, nil
+	return sess, protocol.AgentInfo{PID: sess.PID(), SessionID: sess.SessionID(), ClaudeVersion: o.cfg.CLI.Version,
+		Unconfined: plan.Unconfined, Sandbox: plan.Note}, nil
+}
+
+// sandboxPlan decides whether the task's claude runs its Bash commands in
+// claude's sandbox (the sandbox setting, and what the machine has). A
+// required sandbox the machine lacks refuses the start, saying why.
+func (o *Orchestrator) sandboxPlan(ctx context.Context) (sandbox.Plan, error) {
+	mode := sandbox.Mode(o.settingsNow().Sandbox)
+	if mode == "" {
+		mode = sandbox.On // settings stored before issue 37
+	}
+	var a sandbox.Availability
+	if mode != sandbox.Off {
+		a = o.sandboxAvailability(ctx)
+	}
+	return sandbox.Decide(mode, a)
+}
+
+// sandboxAvailability checks the machine once while it has a sandbox (the
+// check runs bubblewrap), and again at each start while it has none, so
+// that installing bubblewrap is seen at the next task.
+func (o *Orchestrator) sandboxAvailability(ctx context.Context) sandbox.Availability {
+	if a := o.sandboxFound.Load(); a != nil {
+		return *a
+	}
+	check := o.cfg.SandboxCheck
+	if check == nil {
+		check = sandbox.Check
+	}
+	a := check(ctx)
+	if a.OK {
+		o.sandboxFound.Store(&a)
+	}
+	return a
 }
 
 // authError is a start refused for want of any login.
@@ -243,7 +287,7 @@ func transientFailure(msg string) bool {
 // agentOptions builds the agent's options from the task and the settings.
 // tracked, if not nil, is the worktree's tracked paths, listed as it was
 // made.
-func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath string, others, tracked []string, laps *startLaps) (agent.Options, error) {
+func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath string, others, tracked []string, laps *startLaps, plan sandbox.Plan) (agent.Options, error) {
 	if o.cfg.CLIErr != nil {
 		return agent.Options{}, o.cfg.CLIErr
 	}
@@ -304,6 +348,7 @@ func (o *Orchestrator) agentOptions(ctx context.Context, p *persisted, logPath s
 		AllowedTools:       spec.Flags.AllowedTools,
 		DisallowedTools:    spec.Flags.DisallowedTools,
 		ExtraArgs:          withModel(spec.Flags.ExtraArgs, p.T.Model),
+		Sandbox:            sandbox.Settings(plan, spec.Network),
 		MCPConfigPath:      mcpPath,
 		NoSideload:         p.NoSideload,
 		Hooks:              o.cfg.Hooks,

@@ -76,8 +76,11 @@ type Profile struct {
 	// Skills are the skills a task of this profile gets when task/create
 	// names none (and a client pre-selects).
 	Skills []string
-	Source Source
-	Path   string // the file; "" for built-ins
+	// Network is the only network the sandboxed Bash commands of its tasks
+	// reach (domains, *.example.com); empty leaves it open (issue 37).
+	Network []string
+	Source  Source
+	Path    string // the file; "" for built-ins
 
 	tmpl     *template.Template // the body is the template named "body"
 	bodyLine int                // file line where the body starts
@@ -353,7 +356,7 @@ var sampleData = Data{
 }
 
 // profileKeys are the frontmatter keys of a profile file.
-var profileKeys = []string{"name", "description", "taskTypes", "mode", "allowedTools", "disallowedTools", "skills"}
+var profileKeys = []string{"name", "description", "taskTypes", "mode", "allowedTools", "disallowedTools", "skills", "network"}
 
 // parseProfile reads one profile file. On error, name and types say what it
 // would have been (types nil and typesKnown false when the frontmatter is
@@ -424,6 +427,14 @@ func parseProfile(path string, data []byte, src Source) (p *Profile, name string
 	for _, s := range p.Skills {
 		if !nameRE.MatchString(s) {
 			return nil, name, types, true, doc.errAt(line, fmt.Sprintf("skills: %q is not a skill name", s))
+		}
+	}
+	if p.Network, line, err = doc.list("network"); err != nil {
+		return nil, name, types, true, err
+	}
+	for _, d := range p.Network {
+		if d == "" || d == "*" || strings.ContainsAny(d, "/ @") {
+			return nil, name, types, true, doc.errAt(line, fmt.Sprintf("network: %q is not a domain (want e.g. go.dev or *.npmjs.org)", d))
 		}
 	}
 	if strings.TrimSpace(doc.body) == "" {

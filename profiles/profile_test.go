@@ -187,6 +187,7 @@ func TestProfileFileErrors(t *testing.T) {
 		{"bad tool rule", "---\nname: p\nallowedTools:\n  - Read\n  - \"Bash(a, b)\"\n---\nbody", 4, "not a tool rule"},
 		{"bad name", "---\nname: ../etc\n---\nbody", 2, "may only use"},
 		{"empty body", "---\nname: p\n---\n\n", 4, "no template"},
+		{"bad network", "---\nname: p\nnetwork: [go.dev, \"*\"]\n---\nbody", 3, `network: "*" is not a domain`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -431,5 +432,16 @@ func TestTitleThatIsTheFirstLineIsNotRepeated(t *testing.T) {
 				t.Errorf("the line %q is in the prompt %d times:\n%s", first, n, text)
 			}
 		})
+	}
+}
+
+// A profile's network allow-list reaches the spec (issue 37).
+func TestProfileNetwork(t *testing.T) {
+	p, _, _, _, err := parseProfile("p.md", []byte("---\nname: p\nnetwork: [go.dev, \"*.npmjs.org\"]\n---\nbody {{.Title}}\n"), SourceWorkspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Network) != 2 || p.Network[1] != "*.npmjs.org" {
+		t.Errorf("network = %q", p.Network)
 	}
 }

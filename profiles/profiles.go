@@ -83,6 +83,9 @@ type Spec struct {
 	Mode    string // the effective mode (to record on the task)
 	Prompt  Prompt // Text and the full AppendSystemPrompt
 	Flags   Flags  // permission mode, tool rules, extra args
+	// Network is the profile's network allow-list for the sandbox; empty
+	// is open.
+	Network []string
 }
 
 // Build resolves the request's profile and renders its prompt, with the
@@ -124,6 +127,7 @@ func (s *Set) Build(r Request) (Spec, error) {
 		Mode:    mode,
 		Prompt:  Prompt{Text: text, AppendSystemPrompt: joinParagraphs(Guidance, flags.SystemPrompt)},
 		Flags:   flags,
+		Network: p.Network,
 	}, nil
 }
 

@@ -118,6 +118,12 @@ type AgentInfo struct {
 	PID           int    `json:"pid"`
 	SessionID     string `json:"sessionId"`
 	ClaudeVersion string `json:"claudeVersion"`
+	// Unconfined says why the agent's Bash commands run without the
+	// sandbox ("" when they run in it): familiar's addition, issue 37.
+	Unconfined string `json:"unconfined,omitempty"`
+	// Sandbox notes how the sandbox runs when it is weaker than usual
+	// (claude's nested mode in a container).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // TaskResult is what a finished task produced.
@@ -253,7 +259,11 @@ const (
 	// agent's session gets about a tenth of a core's share against the
 	// editor's, and all it wants when the machine is otherwise idle.
 	DefaultAgentNice = 10
-	MaxAgentNice     = 19
+	// The sandbox settings (issue 37).
+	SandboxOn       = "on"
+	SandboxOff      = "off"
+	SandboxRequired = "required"
+	MaxAgentNice    = 19
 )
 
 // Ranges Validate accepts for Settings. They are wide on purpose: they catch
@@ -324,6 +334,11 @@ type Settings struct {
 	// once (speculatively: candidate k is the base with tasks 1..k); 0 =
 	// maxConcurrent (issue 34).
 	QueueParallel int `json:"queueParallel"`
+	// Sandbox is whether agents' Bash commands run in claude's sandbox
+	// (issue 37): "on" (default: where the machine has one, and a task
+	// that runs without says so), "off", or "required" (a task that cannot
+	// be sandboxed does not start, saying why).
+	Sandbox string `json:"sandbox"`
 }
 
 // DefaultSettings returns the settings of PROTOCOL.md's defaults; the
@@ -343,6 +358,7 @@ func DefaultSettings() Settings {
 		CommandTimeoutSec:     DefaultCommandTimeoutSec,
 		ResumeAfterUsageLimit: true,
 		AgentNice:             DefaultAgentNice,
+		Sandbox:               SandboxOn,
 	}
 }
 
@@ -387,6 +403,7 @@ func (s Settings) Apply(u *SettingsUpdate) Settings {
 	set(&s.TestCommands, u.TestCommands)
 	set(&s.WarmAgentSec, u.WarmAgentSec)
 	set(&s.QueueParallel, u.QueueParallel)
+	set(&s.Sandbox, u.Sandbox)
 	return s
 }
 
@@ -421,6 +438,7 @@ type SettingsUpdate struct {
 	TestCommands             *[]string            `json:"testCommands,omitempty"`
 	WarmAgentSec             *int                 `json:"warmAgentSec,omitempty"`
 	QueueParallel            *int                 `json:"queueParallel,omitempty"`
+	Sandbox                  *string              `json:"sandbox,omitempty"`
 }
 
 // Policy decides permission requests without asking a person. A rule is a

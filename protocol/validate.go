@@ -89,6 +89,9 @@ func (u *SettingsUpdate) validate(c *checker, prefix string) {
 	c.intPtrRange(f("agentNice"), u.AgentNice, 0, MaxAgentNice)
 	c.intPtrRange(f("warmAgentSec"), u.WarmAgentSec, 0, MaxTimeoutSec)
 	c.intPtrRange(f("queueParallel"), u.QueueParallel, 0, MaxConcurrentLimit)
+	if u.Sandbox != nil && !slices.Contains([]string{SandboxOn, SandboxOff, SandboxRequired}, *u.Sandbox) {
+		c.fail(f("sandbox"), "must be %q, %q or %q, not %q.", SandboxOn, SandboxOff, SandboxRequired, *u.Sandbox)
+	}
 	budget(c, f("maxBudgetUsd"), u.MaxBudgetUsd)
 	if u.TestCommands != nil {
 		for i, cmd := range *u.TestCommands {

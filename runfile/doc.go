@@ -17,6 +17,7 @@
 //	  termGraceSec: 10          # SIGTERM to SIGKILL grace; 0 kills at once
 //	  commandTimeoutSec: 3600   # a command that writes nothing this long is stopped
 //	  maxBudgetUsd: 5           # a task that spent this much is blocked; 0: none
+//	  sandbox: "on"             # claude's sandbox for Bash: on (default), off, required
 //	  merge: queue              # at the end, merge the finished tasks through the merge queue
 //	  verify: go test ./...     # the queue's check of each task before its merge
 //	  mergeStrategy: merge      # merge | squash | rebase; default merge

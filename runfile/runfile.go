@@ -63,6 +63,9 @@ type Settings struct {
 	// value wins.
 	CommandTimeoutSec int
 	MaxBudgetUsd      float64
+	// Sandbox is familiar's sandbox setting for the run ("": the
+	// setting's default, on).
+	Sandbox string
 	// Merge is "queue" when the run ends by merging its finished tasks
 	// through the merge queue ("": the tasks are left ready to merge).
 	// Verify is the queue's verify command (nil: familiar's mergeVerify or
@@ -165,6 +168,7 @@ type fileSettings struct {
 	TermGraceSec         *int                   `json:"termGraceSec"`
 	CommandTimeoutSec    *int                   `json:"commandTimeoutSec"`
 	MaxBudgetUsd         *float64               `json:"maxBudgetUsd"`
+	Sandbox              string                 `json:"sandbox"`
 	Merge                string                 `json:"merge"`
 	Verify               *string                `json:"verify"`
 	MergeStrategy        protocol.MergeStrategy `json:"mergeStrategy"`
@@ -291,7 +295,11 @@ func (d *decoder) settings(fs *fileSettings) (Settings, *Error) {
 		}
 		return Settings{}, fail(field, "%s is for the merge queue: add merge: queue", field)
 	}
+	if fs.Sandbox != "" && fs.Sandbox != protocol.SandboxOn && fs.Sandbox != protocol.SandboxOff && fs.Sandbox != protocol.SandboxRequired {
+		return Settings{}, fail("sandbox", "sandbox must be \"on\", \"off\" or \"required\", not %q", fs.Sandbox)
+	}
 	return Settings{
+		Sandbox:              fs.Sandbox,
 		Merge:                fs.Merge,
 		Verify:               fs.Verify,
 		MergeStrategy:        fs.MergeStrategy,

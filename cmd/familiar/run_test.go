@@ -162,7 +162,10 @@ func TestRunUnderClaudeBackgroundJob(t *testing.T) {
 	}
 	envOut := filepath.Join(t.TempDir(), "env.txt")
 	tasks := filepath.Join(t.TempDir(), "tasks.yaml")
+	// sandbox off: the command writes the environment it sees outside the
+	// worktree, which the sandbox would refuse (issue 37).
 	os.WriteFile(tasks, []byte(`settings:
+  sandbox: "off"
   permissionPolicy:
     default: allow
 tasks:

@@ -24,7 +24,7 @@ var domain = []string{
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
 	"procs/proctable", "dirs", "protocol/tsgen", "rpcclient", "errkind", "workspace",
-	"mergequeue",
+	"mergequeue", "sandbox",
 }
 
 // except returns every domain package but the ones given.
@@ -69,16 +69,17 @@ var mustNot = map[string][]string{
 	"daemon":           except("daemon", "clock", "protocol", "jsonrpc", "rpcclient", "procs/proctable"),
 	"grants":           except("grants", "policy", "dirs"),
 	"texts":            except("texts"),
+	"sandbox":          except("sandbox"),
 	"runfile":          except("runfile", "protocol"),
 	// The merge queue drives tasks through its Host (the orchestrator) and
 	// git through Integration (worktree's types); its verify command runs
 	// under procs.
 	"mergequeue": except("mergequeue", "protocol", "worktree", "procs", "clock", "errkind", "procs/proctable"),
-	"jsonrpc":          {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "workspace", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"agent":            {"store", "worktree", "orchestrator", "workspace", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"worktree":         {"agent", "agent/screen", "orchestrator", "workspace", "store", "jsonrpc", "procs", "profiles", "mcp", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"profiles":         {"procs", "agent", "agent/screen", "worktree", "store", "orchestrator", "workspace", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
-	"mcp":              {"orchestrator", "workspace", "store", "agent", "agent/screen", "worktree", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"jsonrpc":    {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "workspace", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"agent":      {"store", "worktree", "orchestrator", "workspace", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"worktree":   {"agent", "agent/screen", "orchestrator", "workspace", "store", "jsonrpc", "procs", "profiles", "mcp", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"profiles":   {"procs", "agent", "agent/screen", "worktree", "store", "orchestrator", "workspace", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
+	"mcp":        {"orchestrator", "workspace", "store", "agent", "agent/screen", "worktree", "jsonrpc", "batch", "bench", "demo", "doctor", "cmd/familiar"},
 	// The engine is built by the composition root (workspace), never the
 	// other way round.
 	"orchestrator": {"jsonrpc", "workspace", "batch", "bench", "demo", "doctor", "cmd/familiar"},

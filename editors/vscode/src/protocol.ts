@@ -130,6 +130,7 @@ export interface SettingsUpdate {
   testCommands?: string[];
   warmAgentSec?: number;
   queueParallel?: number;
+  sandbox?: string;
 }
 
 /**
@@ -512,6 +513,13 @@ export interface Settings {
    * maxConcurrent (issue 34).
    */
   queueParallel: number;
+  /**
+   * Sandbox is whether agents' Bash commands run in claude's sandbox
+   * (issue 37): "on" (default: where the machine has one, and a task
+   * that runs without says so), "off", or "required" (a task that cannot
+   * be sandboxed does not start, saying why).
+   */
+  sandbox: string;
 }
 
 export interface SkillsGetParams {
@@ -683,6 +691,16 @@ export interface AgentInfo {
   pid: number;
   sessionId: string;
   claudeVersion: string;
+  /**
+   * Unconfined says why the agent's Bash commands run without the
+   * sandbox ("" when they run in it): familiar's addition, issue 37.
+   */
+  unconfined?: string;
+  /**
+   * Sandbox notes how the sandbox runs when it is weaker than usual
+   * (claude's nested mode in a container).
+   */
+  sandbox?: string;
 }
 
 export interface Question {

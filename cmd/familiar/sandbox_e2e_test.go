@@ -1,0 +1,167 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/familiar-dev/familiar/internal/editor"
+	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/protocol"
+)
+
+// An agent's Bash command that writes outside its worktree (../outside.txt,
+// and a path climbing from /tmp into HOME) is refused by claude's sandbox
+// with sandbox on (the default): nothing is written, and the agent is told.
+// With sandbox off the same command writes, and the task says it runs
+// unconfined. The real claude, the scripted Messages API, the background
+// familiar; the policy allows every call, so only the sandbox stands in
+// the way.
+func TestSandboxConfinesBashToTheWorktree(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the sandbox check on macOS is one only a Mac can run")
+	}
+	for _, tool := range []string{"bwrap", "socat"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (apt-get install bubblewrap socat; .ci/run installs them)", tool)
+		}
+	}
+	for _, mode := range []string{protocol.SandboxOn, protocol.SandboxOff} {
+		t.Run(mode, func(t *testing.T) {
+			repo := gitRepo(t)
+			home := t.TempDir()
+			// $HOME reached through /tmp/..: outside the worktree too.
+			viaTmp := filepath.Join(os.TempDir(), "..", strings.TrimPrefix(home, "/"), "x.txt")
+			command := "echo out > ../outside.txt; echo home > " + viaTmp + "; echo in > inside.txt; ls"
+			api := fakeapi.Start(fakeapi.Sequence(
+				fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{"command": command, "description": "write files"}}}},
+				fakeapi.Reply{Text: "Wrote what I could."},
+			))
+			defer api.Close()
+			c := startFamiliar(t, repo, api).client
+			settings := map[string]any{"permissionPolicy": map[string]any{"default": "allow"}, "sandbox": mode}
+			c.Result("initialize", map[string]any{"workspaceRoot": repo, "settings": settings}, nil)
+			var task protocol.Task
+			c.Result("task/create", map[string]any{"title": "write", "description": "Write the files."}, &task)
+			c.WaitNotification(0, "completed", editor.Method("task/completed", task.ID))
+			c.Result("task/get", map[string]any{"id": task.ID}, &task)
+			wt := task.Worktree.Path
+			outside := filepath.Join(filepath.Dir(wt), "outside.txt")
+			_, outErr := os.Stat(outside)
+			_, homeErr := os.Stat(filepath.Join(home, "x.txt"))
+			_, inErr := os.Stat(filepath.Join(wt, "inside.txt"))
+			var result string
+			for _, r := range api.MainRequests() {
+				for _, m := range r.Messages {
+					for _, b := range m.Content {
+						if b.Type == "tool_result" {
+							result = b.Content
+						}
+					}
+				}
+			}
+			t.Logf("sandbox %s: tool result %q; agent %+v", mode, result, task.Agent)
+			if inErr != nil {
+				t.Errorf("sandbox %s: inside.txt was not written in the worktree: %v", mode, inErr)
+			}
+			switch mode {
+			case protocol.SandboxOn:
+				if outErr == nil || homeErr == nil {
+					t.Errorf("sandbox on: written outside the worktree: ../outside.txt %v, %s %v", outErr == nil, viaTmp, homeErr == nil)
+				}
+				if !strings.Contains(strings.ToLower(result), "read-only file system") && !strings.Contains(result, "ermission denied") && !strings.Contains(result, "Operation not permitted") {
+					t.Errorf("sandbox on: the agent was not told the write was refused: %q", result)
+				}
+				if task.Agent == nil || task.Agent.Unconfined != "" {
+					t.Errorf("sandbox on: the task says it runs unconfined: %+v", task.Agent)
+				}
+			case protocol.SandboxOff:
+				if outErr != nil || homeErr != nil {
+					t.Errorf("sandbox off: not written outside: ../outside.txt %v, %s %v", outErr, viaTmp, homeErr)
+				}
+				if task.Agent == nil || !strings.Contains(task.Agent.Unconfined, "sandbox: off") {
+					t.Errorf("sandbox off: the task does not say it runs unconfined: %+v", task.Agent)
+				}
+				warned := slices.ContainsFunc(c.Notifications(), editor.Method("server/message", `"level":"warning"`, "runs unconfined"))
+				if !warned {
+					t.Error("sandbox off: no warning that the task runs unconfined")
+				}
+			}
+			c.Result("shutdown", nil, nil)
+			c.Notify("exit", nil)
+		})
+	}
+}
+
+// TestSandboxRequiredRefusesToStart: with sandbox required and no sandbox
+// on the machine (no bwrap on PATH), the task does not start, and says why.
+func TestSandboxRequiredRefusesToStart(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux: the check looks for bubblewrap on PATH")
+	}
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	repo := gitRepo(t)
+	// A PATH with git and the claude CLI's node but no bwrap or socat.
+	bin := t.TempDir()
+	for _, tool := range []string{"git", "node", "sh", "bash", "env"} {
+		if p, err := exec.LookPath(tool); err == nil {
+			_ = os.Symlink(p, filepath.Join(bin, tool))
+		}
+	}
+	c := startFamiliar(t, repo, api, "PATH="+bin).client
+	c.Result("initialize", map[string]any{"workspaceRoot": repo, "settings": map[string]any{"sandbox": "required"}}, nil)
+	var task protocol.Task
+	c.Result("task/create", map[string]any{"title": "x", "description": "@@TEXT Done."}, &task)
+	m, _ := c.WaitNotification(0, "the refused start", editor.Method("task/updated", task.ID, "sandbox: required"))
+	if !strings.Contains(string(m.Params), "bubblewrap") {
+		t.Fatalf("the refused start does not say what is missing: %s", m.Params)
+	}
+	c.Result("task/get", map[string]any{"id": task.ID}, &task)
+	if task.Agent != nil && task.Agent.PID != 0 {
+		t.Errorf("a claude was started: %+v", task.Agent)
+	}
+}
+
+// TestSandboxCost measures what the sandbox costs per Bash call: 50 calls
+// of `true`, allowed by the policy, with the sandbox on and off; each call
+// is the time from one request to the Messages API to the next (the model's
+// fake answer, claude, familiar's permission hook, the command). Run only
+// when asked (FAMILIAR_SANDBOX_COST=1): it reports, it asserts nothing.
+func TestSandboxCost(t *testing.T) {
+	if os.Getenv("FAMILIAR_SANDBOX_COST") == "" {
+		t.Skip("set FAMILIAR_SANDBOX_COST=1 to measure")
+	}
+	const calls = 50
+	for _, mode := range []string{protocol.SandboxOff, protocol.SandboxOn, protocol.SandboxOff, protocol.SandboxOn} {
+		replies := make([]fakeapi.Reply, 0, calls+1)
+		for i := 0; i < calls; i++ {
+			replies = append(replies, fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]string{"command": "true", "description": "nothing"}}}})
+		}
+		replies = append(replies, fakeapi.Reply{Text: "Done."})
+		api := fakeapi.Start(fakeapi.Sequence(replies...))
+		repo := gitRepo(t)
+		c := startFamiliar(t, repo, api).client
+		c.Result("initialize", map[string]any{"workspaceRoot": repo, "settings": map[string]any{"permissionPolicy": map[string]any{"default": "allow"}, "sandbox": mode}}, nil)
+		var task protocol.Task
+		c.Result("task/create", map[string]any{"title": "cost", "description": "Run true."}, &task)
+		c.WaitNotification(0, "completed", editor.Method("task/completed", task.ID))
+		rs := api.MainRequests()
+		var gaps []float64
+		for i := 1; i < len(rs); i++ {
+			gaps = append(gaps, float64(rs[i].At.Sub(rs[i-1].At).Microseconds())/1000)
+		}
+		slices.Sort(gaps)
+		if len(gaps) > 0 {
+			t.Logf("sandbox %-3s: %d calls, p50 %.1f ms, p95 %.1f ms, min %.1f, max %.1f", mode, len(gaps),
+				gaps[len(gaps)/2], gaps[len(gaps)*95/100], gaps[0], gaps[len(gaps)-1])
+		}
+		c.Result("shutdown", nil, nil)
+		c.Notify("exit", nil)
+		api.Close()
+	}
+}
