@@ -15,11 +15,10 @@ import (
 // jobs stay in after it ends. Between forks the recorder still reads the
 // table every recordEvery.
 type forkWatch struct {
-	kq       int
-	watched  map[int]bool
-	tokens   float64       // reads at once left (see forkBurst)
-	refilled time.Time     // when tokens was last refilled
-	stopped  chan struct{} // closed by the goroutine that triggers the user event on stop
+	kq      int
+	watched map[int]bool
+	budget  forkBudget    // reads of the table for forks
+	stopped chan struct{} // closed by the goroutine that triggers the user event on stop
 }
 
 const stopIdent = 1 // the EVFILT_USER event that stop triggers
@@ -35,7 +34,7 @@ func newForkWatch(stop <-chan struct{}) *forkWatch {
 		unix.Close(kq)
 		return nil
 	}
-	w := &forkWatch{kq: kq, watched: map[int]bool{}, tokens: forkBurst, refilled: time.Now(), stopped: make(chan struct{})}
+	w := &forkWatch{kq: kq, watched: map[int]bool{}, budget: newForkBudget(time.Now()), stopped: make(chan struct{})}
 	go func() {
 		defer close(w.stopped)
 		<-stop
@@ -69,17 +68,8 @@ func (w *forkWatch) watch(pids []int) {
 	}
 }
 
-// Forks make the recorder read the table at once, up to forkBurst times in
-// a row, and then at forkRate a second: a build forking compilers by the
-// hundred costs a bounded number of reads, while the first forks of a
-// command are recorded as they happen.
-const (
-	forkBurst = 10
-	forkRate  = 20 // per second
-)
-
-// wait returns after d, or when a watched process forks (see forkBurst);
-// false when stop was closed.
+// wait returns after d, or when a watched process forks (within the
+// forkBudget); false when stop was closed.
 func (w *forkWatch) wait(stop <-chan struct{}, d time.Duration) bool {
 	if w == nil {
 		return waitTick(stop, d)
@@ -89,15 +79,13 @@ func (w *forkWatch) wait(stop <-chan struct{}, d time.Duration) bool {
 	forked := false
 	for {
 		now := time.Now()
-		w.tokens = min(forkBurst, w.tokens+now.Sub(w.refilled).Seconds()*forkRate)
-		w.refilled = now
 		timeout := deadline.Sub(now)
 		if forked {
-			if w.tokens >= 1 {
-				w.tokens--
+			wait := w.budget.take(now)
+			if wait == 0 {
 				return true
 			}
-			timeout = min(timeout, time.Duration((1-w.tokens)/forkRate*float64(time.Second)))
+			timeout = min(timeout, wait)
 		}
 		if timeout <= 0 {
 			return true
