@@ -21,6 +21,9 @@ func cpuTime(pid int) (time.Duration, error) {
 	}
 	s, err := procfs.ReadStat(pid)
 	if err != nil {
+		if d, ok := sysCPU(pid); ok { // macOS: getrusage, proc_pid_rusage
+			return d, nil
+		}
 		return 0, err
 	}
 	return time.Duration(s.UTime+s.STime) * time.Second / procfs.ClockTicks, nil
@@ -34,6 +37,9 @@ type memory struct {
 func memoryOf(pid int) (memory, error) {
 	f, err := os.Open(procPath(pid, "status"))
 	if err != nil {
+		if m, ok := sysMemory(pid); ok { // macOS: proc_pid_rusage, getrusage
+			return m, nil
+		}
 		return memory{}, err
 	}
 	defer f.Close()

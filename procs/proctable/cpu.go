@@ -7,9 +7,10 @@ import "encoding/binary"
 // and system time (in Mach absolute time units: only compared here, never
 // converted).
 const (
-	rusageUserTime   = 16
-	rusageSystemTime = 24
-	rusageInfoV0Size = 96
+	rusageUserTime     = 16
+	rusageSystemTime   = 24
+	rusageResidentSize = 64 // ri_resident_size, bytes
+	rusageInfoV0Size   = 96
 )
 
 // parseRusageInfo returns ri_user_time + ri_system_time of a
@@ -19,4 +20,13 @@ func parseRusageInfo(b []byte) uint64 {
 		return 0
 	}
 	return binary.LittleEndian.Uint64(b[rusageUserTime:]) + binary.LittleEndian.Uint64(b[rusageSystemTime:])
+}
+
+// parseRusageResident returns ri_resident_size of a rusage_info_v0, 0 when
+// b is too short.
+func parseRusageResident(b []byte) uint64 {
+	if len(b) < rusageInfoV0Size {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b[rusageResidentSize:])
 }

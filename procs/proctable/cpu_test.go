@@ -13,6 +13,10 @@ func TestParseRusageInfo(t *testing.T) {
 	binary.LittleEndian.PutUint64(b[rusageUserTime:], 1_000_000)
 	binary.LittleEndian.PutUint64(b[rusageSystemTime:], 250_000)
 	binary.LittleEndian.PutUint64(b[32:], 77) // ri_pkg_idle_wkups: not time
+	binary.LittleEndian.PutUint64(b[rusageResidentSize:], 42<<20)
+	if got := parseRusageResident(b); got != 42<<20 {
+		t.Errorf("parseRusageResident = %d", got)
+	}
 	if got := parseRusageInfo(b); got != 1_250_000 {
 		t.Errorf("parseRusageInfo = %d", got)
 	}
