@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 	"sync"
 
 	"github.com/familiar-dev/familiar/protocol"
@@ -63,6 +64,24 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	a := &Agent{opts: opts, familiars: map[string]*familiar{}, sessions: map[string]*session{}}
 	a.c = newConn(in, out, a.handle, opts.Logger)
 	err := a.c.serve(ctx)
+	// The editor is gone: the claude its sessions kept warm for a
+	// follow-up goes too (issue 40), not when familiar exits minutes later.
+	// Tasks at work go on, as in any editor.
+	a.mu.Lock()
+	open := make([]*session, 0, len(a.sessions))
+	for _, s := range a.sessions {
+		open = append(open, s)
+	}
+	a.mu.Unlock()
+	for _, s := range open {
+		if taskID := s.task(); taskID != "" {
+			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if t, err := s.f.TaskGet(gctx, &protocol.TaskGetParams{ID: taskID}); err == nil {
+				letWarmGo(gctx, s.f, t)
+			}
+			cancel()
+		}
+	}
 	a.mu.Lock()
 	for _, f := range a.familiars {
 		_ = f.Close()
@@ -488,6 +507,8 @@ func (a *Agent) closeSession(ctx context.Context, s *session) (any, error) {
 			if _, err := s.f.TaskPause(ctx, &protocol.TaskPauseParams{ID: taskID}); err != nil {
 				return nil, &rpcError{Code: codeInternal, Message: "stop the session's agent: " + err.Error()}
 			}
+		} else {
+			letWarmGo(ctx, s.f, t)
 		}
 	}
 	// The session stops following its task here, so the prompt in flight
@@ -781,3 +802,15 @@ func newID() string {
 }
 
 var errNoTask = errors.New("this session has no task yet: send a prompt first")
+
+// letWarmGo lets the claude a finished task keeps warm for a follow-up go
+// (task/pause of a finished task does only that): its session is closed or
+// its editor gone, and it holds ~200 MB for nothing. A task with no warm
+// claude is left as it is.
+func letWarmGo(ctx context.Context, f *familiar, t *protocol.Task) {
+	if t.Status != protocol.StatusMerging || t.Agent == nil {
+		return
+	}
+	// -32003 when its claude is already gone: nothing to do.
+	_, _ = f.TaskPause(ctx, &protocol.TaskPauseParams{ID: t.ID})
+}

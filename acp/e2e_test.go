@@ -543,3 +543,34 @@ func TestACPSkills(t *testing.T) {
 func TestACPVerboseHooks(t *testing.T) {
 	newWorld(t).runWith("verbose", []string{`ACP_AGENT_ARGS=["--driver","pty"]`})
 }
+
+// Issue 40: closed means closed. An editor whose session's task finished
+// (its claude kept warm for the next prompt) exits: that claude goes within
+// seconds, not when the background familiar exits minutes later, while the
+// background familiar stays for other editors. Reported: how long it took.
+func TestACPWarmClaudeGoesWithTheEditor(t *testing.T) {
+	w := newWorld(t)
+	w.run("allow")
+	exited := time.Now()
+	marker := w.marker()
+	claudes := func() []string {
+		var out []string
+		for _, p := range processesWith(marker) {
+			if strings.Contains(p, "claude") {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	testenv.Await(t, 30*time.Second, "the session's warm claude to go with its editor", func() bool { return len(claudes()) == 0 })
+	t.Logf("claude gone %s after the editor exited", time.Since(exited).Round(10*time.Millisecond))
+	familiars := 0
+	for _, p := range processesWith(marker) {
+		if strings.Contains(p, "familiar") {
+			familiars++
+		}
+	}
+	if familiars == 0 {
+		t.Error("the background familiar went with the editor")
+	}
+}

@@ -63,6 +63,11 @@ func (in cmdPause) apply(st *stepper) error {
 			return nil
 		}
 		st.stopAgent(stopIntent{kind: stopPause}, false)
+	case s.warm:
+		// A finished task's claude kept warm for a follow-up: pausing it
+		// lets that claude go now (an ACP session closed, its editor gone);
+		// the task stays as it is, and a follow-up resumes its session.
+		return st.letWarmGo()
 	default:
 		return errTransition("pause", status)
 	}

@@ -681,3 +681,27 @@ func TestRunnerModeSwitchCountsTheOldAgentOut(t *testing.T) {
 		t.Errorf("%d agents counted after Close, want 0", n)
 	}
 }
+
+// Issue 40: task/pause of a finished task whose claude is kept warm lets
+// that claude go at once (an ACP session closed, its editor gone), and the
+// task stays ready; a pause of a finished task with no warm claude is
+// refused as before.
+func TestRunnerPauseLetsAWarmClaudeGo(t *testing.T) {
+	settings := protocol.DefaultSettings()
+	settings.WarmAgentSec = 600
+	r := newRunnerClock(t, settings, clock.NewFake(time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)))
+	ctx := context.Background()
+	a, s0 := r.running(t, "a", 0)
+	r.finishWarm(t, a.ID, s0)
+	got, err := r.o.TaskPause(ctx, &protocol.TaskIDParams{ID: a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGone(t, s0, "task/pause kept the warm claude")
+	if got.Status != protocol.StatusMerging || r.warm(a.ID) {
+		t.Errorf("after task/pause the task is %s (warm %v), want still ready", got.Status, r.warm(a.ID))
+	}
+	if _, err := r.o.TaskPause(ctx, &protocol.TaskIDParams{ID: a.ID}); !errors.Is(err, errPrecondition) {
+		t.Errorf("task/pause of a finished task with no claude: %v", err)
+	}
+}
