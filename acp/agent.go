@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 	"sync"
+	"time"
 
 	"github.com/familiar-dev/familiar/protocol"
 )
