@@ -162,12 +162,16 @@ Exit codes:
   2  bad usage
 `
 
-const versionHelp = `Usage: familiar version [--json]
+const versionHelp = `Usage: familiar version [--json | --notices]
 
 Prints familiar's version and the protocol version it speaks (PROTOCOL.md):
 "familiar 0.2.0 (protocol 1)". With --json, one line
 {"version":"0.2.0","protocolVersion":1}, which the VS Code extension reads
-before it runs a binary.
+before it runs a binary. A binary built from a checkout without a release
+stamp says so: "0.2.0-dev+<commit>".
+
+--notices prints familiar's NOTICE and licence (Apache-2.0) and the licence
+and notice texts of the third-party software it links (docs/THIRD-PARTY.md).
 
 Exit codes:
   0  printed

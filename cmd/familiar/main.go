@@ -12,14 +12,17 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
 	"github.com/familiar-dev/familiar/doctor"
 	"github.com/familiar-dev/familiar/procs"
+	"github.com/familiar-dev/familiar/release"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time with -ldflags "-X main.version=…"; main
+// resolves an unstamped one (go install, go build) from the build info.
 var version = "dev"
 
 const usage = `familiar — runs Claude Code agents, one git worktree per task.
@@ -40,7 +43,8 @@ Usage:
   familiar bench [flags]     measure detection latency, overhead, throughput,
                              task start and scale (from the source tree)
   familiar doctor            check git, claude, credentials and the data dir
-  familiar version           print the version
+  familiar version           print the version (--notices: the licences of the
+                             software familiar links)
   familiar help COMMAND      a command's help (same as COMMAND --help)
 
 Every command takes --help: what it does, its flags and its exit codes.
@@ -54,6 +58,8 @@ Environment:
 `
 
 func main() {
+	info, _ := debug.ReadBuildInfo()
+	version = release.BuildVersion(version, info)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -119,6 +125,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			// binary it is about to run before it starts it.
 			b, _ := json.Marshal(map[string]any{"version": version, "protocolVersion": protocolVersion})
 			fmt.Fprintf(stdout, "%s\n", b)
+		case len(args) == 2 && args[1] == "--notices":
+			// The licences of what the binary links, which it must carry.
+			fmt.Fprint(stdout, release.Notices)
 		case len(args) > 1:
 			fmt.Fprintf(stderr, "familiar version: unknown argument %q\n\n%s", args[1], versionHelp)
 			return 2

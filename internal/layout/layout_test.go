@@ -24,7 +24,7 @@ var domain = []string{
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
 	"procs/proctable", "dirs", "protocol/tsgen", "rpcclient", "errkind", "workspace",
-	"mergequeue", "sandbox",
+	"mergequeue", "sandbox", "release",
 }
 
 // except returns every domain package but the ones given.
@@ -75,6 +75,7 @@ var mustNot = map[string][]string{
 	// git through Integration (worktree's types); its verify command runs
 	// under procs.
 	"mergequeue": except("mergequeue", "protocol", "worktree", "procs", "clock", "errkind", "procs/proctable"),
+	"release":    except("release"),
 	"jsonrpc":    {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "workspace", "batch", "bench", "demo", "doctor", "cmd/familiar"},
 	"agent":      {"store", "worktree", "orchestrator", "workspace", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
 	"worktree":   {"agent", "agent/screen", "orchestrator", "workspace", "store", "jsonrpc", "procs", "profiles", "mcp", "batch", "bench", "demo", "doctor", "cmd/familiar"},

@@ -11,5 +11,5 @@ if ! "$vsce" --version 2>/dev/null | grep -q "^$VSCE_VERSION$"; then
 	npm install --prefix .vsce --no-audit --no-fund --loglevel=error "@vscode/vsce@$VSCE_VERSION" >&2
 fi
 [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error >&2
-npm run --silent build
-"$vsce" package --no-dependencies --skip-license --allow-missing-repository "$@"
+# vsce runs the vscode:prepublish script (the build) itself.
+"$vsce" package --no-dependencies "$@"
