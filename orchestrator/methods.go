@@ -33,18 +33,23 @@ func (o *Orchestrator) UpdateSettings(ctx context.Context, u *protocol.SettingsU
 			return nil, err
 		}
 	}
-	o.mu.Lock() // one update at a time: each applies to the last
+	// One update at a time, each applied to the last, and saved before it
+	// applies (issue 38): a save that fails (a full disk) leaves the
+	// settings as they were, so what runs is what familiar restarts with.
+	o.settingsMu.Lock()
+	defer o.settingsMu.Unlock()
 	s := o.settingsNow().Apply(u)
-	o.settings.Store(&s)
-	o.mu.Unlock()
-	o.queueChanged()
 	b, err := json.Marshal(s)
 	if err == nil {
 		err = o.cfg.Store.PutSetting(ctx, "settings", b)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("save settings: %w", err)
+		return nil, fmt.Errorf("save settings (nothing was changed): %w", err)
 	}
+	o.mu.Lock()
+	o.settings.Store(&s)
+	o.mu.Unlock()
+	o.queueChanged()
 	o.poke() // maxConcurrent may have grown
 	if s.PermissionPolicy.Default == protocol.PolicyAllow {
 		o.warnAutonomy(autonomyWarnings(s.PermissionPolicy, false, nil))

@@ -90,11 +90,14 @@ type Orchestrator struct {
 	wg          sync.WaitGroup // scheduler, actors' mailboxes and effects
 	agents      agentCount     // agents starting or running
 
-	kick   chan struct{}     // 1-buffered: the queue may be able to start something
-	fc     *forecaster       // the conflict forecast; nil when the repository has none
-	mq     *mergequeue.Queue // the merge queue (package mergequeue; queue.go)
-	masker *mask.Masker
-	dirs   profiles.Dirs // where workspace and global profiles and skills live
+	kick chan struct{} // 1-buffered: the queue may be able to start something
+	fc   *forecaster   // the conflict forecast; nil when the repository has none
+	// settingsMu serialises settings/update: each applies to the last,
+	// saved before it applies. Never held with mu while saving.
+	settingsMu sync.Mutex
+	mq         *mergequeue.Queue // the merge queue (package mergequeue; queue.go)
+	masker     *mask.Masker
+	dirs       profiles.Dirs // where workspace and global profiles and skills live
 
 	// settings are replaced whole (settings/update) and read without a
 	// lock: every step of every task reads them.

@@ -104,6 +104,12 @@ func TestFullDiskRefusesTasksAndRecovers(t *testing.T) {
 	}
 	t.Logf("task/create refused after %v (%d acknowledged before): %s", answered, len(acked), refused.Error.Message)
 	c.WaitNotification(from, "a warning that familiar cannot save", editor.Method("server/message", "cannot save"))
+	// A settings change that cannot be saved does not apply (issue 38): it
+	// is refused, and what runs is what familiar would restart with.
+	big := strings.Repeat("make check ", 30000)
+	if m := c.Call("settings/update", map[string]any{"settings": map[string]any{"mergeVerify": big}}); m.Error == nil {
+		t.Error("settings/update was acknowledged on a full disk")
+	}
 	refusedCreates := 1
 	// While the disk stays full, small changes may still fit and large
 	// ones not: familiar keeps what it acknowledged, and does not say it
@@ -133,6 +139,11 @@ func TestFullDiskRefusesTasksAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.WaitNotification(from, "word that familiar can save again", editor.Method("server/message", "can save again"))
+	var now protocol.Settings
+	c.Result("settings/update", map[string]any{"settings": map[string]any{}}, &now)
+	if now.MergeVerify != "" {
+		t.Errorf("a settings change refused on the full disk applied: mergeVerify is %d bytes", len(now.MergeVerify))
+	}
 	t.Logf("recovered %v after space returned", time.Since(start))
 	// One warning, then one all-clear that counts the refused changes.
 	var said []string
