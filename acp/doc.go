@@ -11,9 +11,13 @@
 //
 //	session/new            the repository of cwd; the task starts on the first prompt
 //	session/prompt         task/create, later task/send (task/respond for a question asked in prose);
-//	                       it returns when the turn ends, with its stopReason
+//	                       it returns when the turn ends, with its stopReason, or with
+//	                       auth_required when the API refused claude's login (words that
+//	                       fit how claude logs in: a refused key is replaced, not set)
 //	session/update         from task/transcript (text, thinking, tool calls, plan, usage),
-//	                       task/question, task/updated
+//	                       task/question, task/updated (each "retrying (n of m)" of
+//	                       claude's as familiar's words, while it retries)
+//	request_permission     with locations: the file an edit or a read is about
 //	request_permission     a permission question that policy left to a person
 //	session/cancel         task/interrupt: ends the turn, keeps the task
 //	session/set_mode       task/setMode: executor, architect, auditor

@@ -499,6 +499,10 @@ func TestACPAuthRequired(t *testing.T) {
 	newWorld(t).runWith("noauth", []string{"ANTHROPIC_API_KEY=", "ANTHROPIC_AUTH_TOKEN=", "CLAUDE_CODE_OAUTH_TOKEN="})
 }
 
+// A login the API refuses ends the prompt with auth_required, in words that
+// fit: the key was refused (issue 37).
+func TestACPRefusedLogin(t *testing.T) { newWorld(t).run("refused") }
+
 // session/close stops the session's agent and keeps the task (resume goes
 // on with it); session/delete refuses while the worktree holds unmerged
 // work, naming it, and deletes once it holds none; /merge and /undo say

@@ -57,9 +57,23 @@ type turn struct {
 	sawWork    bool // the task ran since the prompt
 	textSeen   bool // some agent text was sent
 	lastStatus protocol.Status
+	// retry is the last "retrying (n of m)" said in this turn, so each
+	// attempt is said once.
+	retry string
+	// err, set before done, ends the prompt with an error instead of a
+	// stop reason (auth_required for a refused login).
+	err *rpcError
 }
 
 func (t *turn) end(reason string) { t.once.Do(func() { t.done <- reason }) }
+
+// fail ends the prompt with err.
+func (t *turn) fail(err *rpcError) {
+	t.once.Do(func() {
+		t.err = err
+		t.done <- ""
+	})
+}
 
 func (s *session) update(u map[string]any) {
 	if err := s.a.c.notify("session/update", map[string]any{"sessionId": s.id, "update": u}); err != nil {
@@ -245,6 +259,9 @@ func (s *session) prompt(ctx context.Context, blocks []contentBlock) (any, error
 	}
 	select {
 	case reason := <-t.done:
+		if t.err != nil {
+			return nil, t.err
+		}
 		return map[string]any{"stopReason": reason}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -474,7 +491,17 @@ func (s *session) observe(t protocol.Task) {
 	}
 	cancelled := tu.cancelled
 	sawWork := tu.sawWork
+	// claude retrying a failed API call: said as it happens, each attempt
+	// once, as VS Code shows it ("model error 500, retrying (3 of 10)"),
+	// not only when the task ends ten retries later.
+	retry := ""
+	if t.Status == protocol.StatusRunning && strings.Contains(t.ActivityDetail, "retrying (") && t.ActivityDetail != tu.retry {
+		tu.retry, retry = t.ActivityDetail, t.ActivityDetail
+	}
 	s.mu.Unlock()
+	if retry != "" {
+		s.note("familiar: " + retry + "\n")
+	}
 	if !sawWork {
 		return
 	}
@@ -510,6 +537,12 @@ func (s *session) observe(t protocol.Task) {
 	case protocol.StatusBlocked:
 		if cancelled {
 			tu.end(stopCancelled)
+			return
+		}
+		if t.Blocked != nil && t.Blocked.Reason == protocol.BlockedAuth {
+			// ACP's auth_required: the client offers the login, which a
+			// normal end of the turn never made it do.
+			tu.fail(&rpcError{Code: codeAuthRequired, Message: s.authWords(t.Blocked.Detail)})
 			return
 		}
 		if t.Blocked != nil {
@@ -1017,4 +1050,36 @@ func questionFiles(q protocol.Question, worktree string) []string {
 		break
 	}
 	return out
+}
+
+// authWords says why claude's login was refused and the fix that fits how
+// it logs in: a refused key is to be replaced, not set again; a missing
+// login is made with claude auth login.
+func (s *session) authWords(detail string) string {
+	var method, source string
+	if au := s.f.claudeAuth; au != nil {
+		method, source = au.Method, au.Source
+	}
+	var fix string
+	switch method {
+	case "api_key", "auth_token":
+		fix = fmt.Sprintf("the API refused the key in %s: replace it with a valid one in the environment the editor starts familiar acp in, or unset it to use your claude.ai login (`claude auth login`)", source)
+	case "api_key_helper":
+		fix = fmt.Sprintf("the API refused the key from the apiKeyHelper in %s: fix the helper", source)
+	case "oauth_token":
+		fix = "the API refused CLAUDE_CODE_OAUTH_TOKEN: make a new one with `claude setup-token`, or unset it to use your claude.ai login"
+	case "bedrock", "vertex", "foundry":
+		fix = fmt.Sprintf("the cloud provider (%s) refused claude's credentials: check them where the editor starts familiar acp", method)
+	case "claude_login":
+		fix = "your claude.ai login was refused or has expired: run `claude auth login` in a terminal (or /login inside claude)"
+	default:
+		fix = "claude is not logged in: run `claude auth login` in a terminal, or set ANTHROPIC_API_KEY where the editor starts familiar acp"
+	}
+	// familiar's detail ends with a generic fix; the reason is before it.
+	why, _, _ := strings.Cut(detail, "; run `claude auth login`")
+	why = strings.TrimSpace(why)
+	if why == "" {
+		return "familiar stopped this task: " + fix + "; then prompt again."
+	}
+	return "familiar stopped this task: " + why + ". Fix: " + fix + "; then prompt again."
 }

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/familiar-dev/familiar/agent"
@@ -148,7 +149,13 @@ func (in inAPIRetry) apply(st *stepper) error {
 	// the task is blocked at the second refusal. The first may be a
 	// login claude refreshes before it retries.
 	if r := in.retry; r.Auth() && r.Attempt >= authRetries && status.Live() && s.agent == agentUp {
-		st.block(protocol.BlockedAuth, fmt.Sprintf("the model API refused the credentials (%s); %s", r.Summary(), agent.AuthFix))
+		// The refusal, not "retrying (2 of 10)": familiar stopped the
+		// retries, and a client read it as still retrying (issue 37).
+		refusal := fmt.Sprintf("HTTP %d", r.Status)
+		if m := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(r.Message), strconv.Itoa(r.Status))); m != "" {
+			refusal += ": " + m
+		}
+		st.block(protocol.BlockedAuth, fmt.Sprintf("the model API refused the credentials (%s); %s", refusal, agent.AuthFix))
 	}
 	return nil
 }

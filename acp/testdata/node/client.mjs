@@ -311,6 +311,18 @@ const scenarios = {
       expect(a.code === -32000, "authenticate: " + JSON.stringify(a));
     });
   },
+  // A login the API refuses (a 401 for the key in ANTHROPIC_API_KEY): the
+  // prompt ends with ACP's auth_required, whose words say the key was
+  // refused and how to replace it, not that it should be set (issue 37).
+  async refused() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      const e = await rpcError(ctx.request(acp.methods.agent.session.prompt, { sessionId: s.id, prompt: [{ type: "text", text: "go\n@@ERROR 401 invalid x-api-key" }] }), "a prompt whose key is refused");
+      expect(e.code === -32000, "prompt error code: " + JSON.stringify(e), s);
+      expect(/refused the key in ANTHROPIC_API_KEY/.test(e.message) && /replace it/.test(e.message) && !/retrying/.test(e.message), "prompt error words: " + JSON.stringify(e), s);
+      process.stdout.write(JSON.stringify({ refused: e.message }) + "\n");
+    });
+  },
   // session/close, session/resume and session/delete, and the slash
   // commands' words: /merge, /undo, and a prompt after the merge.
   async lifecycle() {
