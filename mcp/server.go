@@ -209,27 +209,3 @@ func (s Server) expand(env Env) (Server, error) {
 	}
 	return out, nil
 }
-
-// references lists the variables a server refers to, in order of appearance.
-func (s Server) references() []string {
-	var all []string
-	add := func(v string) {
-		for _, m := range varRE.FindAllStringSubmatch(v, -1) {
-			if !strings.Contains(m[0], ":-") && !slices.Contains(all, m[1]) {
-				all = append(all, m[1])
-			}
-		}
-	}
-	add(s.Command)
-	for _, a := range s.Args {
-		add(a)
-	}
-	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		add(s.Env[k])
-	}
-	add(s.URL)
-	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
-		add(s.Headers[k])
-	}
-	return all
-}

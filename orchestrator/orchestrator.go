@@ -360,11 +360,6 @@ func (o *Orchestrator) queueLocked() []*actor {
 	return q
 }
 
-func (o *Orchestrator) runningLocked() int {
-	n, _ := o.slotsLocked()
-	return n
-}
-
 // slotsLocked counts the slots taken: live tasks, and finished ones whose
 // claude is kept warm for a follow-up (warm lists those, oldest finished
 // first, the ones to let go when the queue needs a slot).

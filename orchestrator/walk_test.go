@@ -3,6 +3,11 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -199,6 +204,7 @@ func walkInputs() []input {
 		cmdMergeIntent{intent: mergeIntent{Base: "main", Before: "a", After: "b"}},
 		inMergeSettled{done: true, merge: &mergeRecord{}}, inMergeSettled{},
 		inCompleted{unresolved: "its conflict with main is not resolved: a.txt (conflict markers at line 1)"},
+		cmdArchive{at: testEnv.now}, cmdArchive{},
 	}
 }
 
@@ -340,4 +346,65 @@ func checkEdge(t *testing.T, from state, in input, next state, effs []effect, er
 			t.Errorf("task/completed %+v for %s → %s: %s", n, fromS, to, where)
 		}
 	}
+}
+
+// TestWalkCoversEveryInput: every type with an apply method (an input of
+// the state machine) is in walkInputs, so a new input cannot be left out of
+// the reachability walk (issue 38: cmdArchive was).
+func TestWalkCoversEveryInput(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || fn.Name.Name != "apply" || len(fn.Recv.List) != 1 || !takesStepper(fn) {
+				continue
+			}
+			typ := fn.Recv.List[0].Type
+			if star, ok := typ.(*ast.StarExpr); ok {
+				typ = star.X
+			}
+			if id, ok := typ.(*ast.Ident); ok {
+				declared[id.Name] = true
+			}
+		}
+	}
+	walked := map[string]bool{}
+	for _, in := range walkInputs() {
+		walked[reflect.TypeOf(in).Name()] = true
+	}
+	for name := range declared {
+		if !walked[name] {
+			t.Errorf("input %s has an apply method but is not in walkInputs: the walk never takes it", name)
+		}
+	}
+	if len(declared) < 30 {
+		t.Errorf("found only %d inputs: the scan is broken", len(declared))
+	}
+}
+
+// takesStepper: fn is an input's apply(st *stepper) error, not the
+// stepper's own dispatch.
+func takesStepper(fn *ast.FuncDecl) bool {
+	ps := fn.Type.Params.List
+	if len(ps) != 1 {
+		return false
+	}
+	star, ok := ps[0].Type.(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	id, ok := star.X.(*ast.Ident)
+	return ok && id.Name == "stepper"
 }

@@ -178,6 +178,20 @@ func TestImportsFollowDesign(t *testing.T) {
 	}
 }
 
+// TestEngineStartsNoProcessItself: process work belongs to procs (issue
+// 38): the orchestrator and the merge queue import neither os/exec nor
+// syscall, so every process they start is one procs supervises, whose tree
+// ends with it.
+func TestEngineStartsNoProcessItself(t *testing.T) {
+	for _, p := range list(t, "./orchestrator", "./mergequeue") {
+		for _, imp := range p.Imports {
+			if imp == "os/exec" || imp == "syscall" {
+				t.Errorf("%s imports %s: start processes through procs", p.ImportPath, imp)
+			}
+		}
+	}
+}
+
 // TestBinaryLinksNoTestHelpers checks `go list -deps ./cmd/familiar`.
 func TestBinaryLinksNoTestHelpers(t *testing.T) {
 	for _, p := range list(t, "./cmd/familiar") {
