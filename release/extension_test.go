@@ -24,14 +24,14 @@ func TestExtensionPublishable(t *testing.T) {
 	dir := filepath.Join(testenv.RepoRoot(), "editors", "vscode")
 	var pj struct {
 		Name, DisplayName, Description, Version, Publisher, License, Icon, Homepage string
-		Main                                                                          string
-		Pricing                                                                       string
-		GalleryBanner                                                                 struct{ Color, Theme string }
-		Repository                                                                    struct{ Type, URL string }
-		Bugs                                                                          struct{ URL string }
-		Categories, Keywords                                                          []string
-		Scripts                                                                       map[string]string
-		Engines                                                                       map[string]string
+		Main                                                                        string
+		Pricing                                                                     string
+		GalleryBanner                                                               struct{ Color, Theme string }
+		Repository                                                                  struct{ Type, URL string }
+		Bugs                                                                        struct{ URL string }
+		Categories, Keywords                                                        []string
+		Scripts                                                                     map[string]string
+		Engines                                                                     map[string]string
 	}
 	if err := json.Unmarshal([]byte(read(t, dir, "package.json")), &pj); err != nil {
 		t.Fatal(err)
