@@ -20,6 +20,7 @@ import (
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/dirs"
 	"github.com/familiar-dev/familiar/mcp"
+	"github.com/familiar-dev/familiar/repoconfig"
 	"github.com/familiar-dev/familiar/sandbox"
 	"github.com/familiar-dev/familiar/store"
 	"github.com/familiar-dev/familiar/workspace"
@@ -31,6 +32,7 @@ type Options struct {
 	ClaudePath string // configured claude binary, "" to search
 	ToolsDir   string // project-local tools dir
 	DataDir    string // "" = default state dir
+	Dir        string // the repository whose .familiar/config.yaml is checked ("": the working directory)
 	Logger     *slog.Logger
 }
 
@@ -55,6 +57,7 @@ func Checks(ctx context.Context, o Options) []Check {
 		checkWorktreesDir(),
 		checkLoopback(),
 		checkSandbox(ctx),
+		CheckRepoConfig(ctx, o.Dir),
 	}
 	return append(checks, checkPresets(ctx)...)
 }
@@ -96,6 +99,35 @@ func checkSandbox(ctx context.Context) Check {
 		c.Detail = "agents' Bash commands run unconfined: " + a.Why
 		c.Hint = "install bubblewrap and socat (Debian, Ubuntu: apt-get install bubblewrap socat; Fedora: dnf install bubblewrap socat), or set sandbox: off to say you accept it"
 	}
+	return c
+}
+
+// CheckRepoConfig reads the repository's .familiar/config.yaml as the
+// orchestrator does (repoconfig.Load), so a misspelt key is found before a
+// merge queue or an auditor task trips on it, in the words they would use.
+// Not blocking: tasks run without it. Outside a repository there is none.
+func CheckRepoConfig(ctx context.Context, dir string) Check {
+	c := Check{Name: "config", OK: true}
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	repo, err := worktree.Open(ctx, dir, worktree.Options{})
+	if err != nil {
+		c.Detail = "not in a git repository: no .familiar/config.yaml to check"
+		return c
+	}
+	path := repoconfig.Path(repo.Root())
+	if _, err := repoconfig.Load(repo.Root()); err != nil {
+		c.OK = false
+		c.Detail = err.Error()
+		c.Hint = "fix " + path + " (its keys: " + strings.Join(repoconfig.Keys(), ", ") + "); until then the merge queue and auditor tasks refuse to start"
+		return c
+	}
+	if _, err := os.Stat(path); err != nil {
+		c.Detail = "no " + repoconfig.RelPath + " (optional)"
+		return c
+	}
+	c.Detail = path + " is valid"
 	return c
 }
 

@@ -1,40 +1,18 @@
 package orchestrator
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-
-	"go.yaml.in/yaml/v3"
-
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/repoconfig"
 )
 
-// repoConfig is the repository's .familiar/config.yaml: what a team keeps
-// with its code for familiar. Settings win over it.
-type repoConfig struct {
-	// MergeVerify is the merge queue's verify command.
-	MergeVerify string `yaml:"mergeVerify"`
-	// TestCommands are the test and lint commands an auditor may run
-	// (nil: not set here).
-	TestCommands []string `yaml:"testCommands"`
-}
-
-// readRepoConfig reads .familiar/config.yaml; none is the zero config. An
-// unreadable or broken file is -32003 naming it.
-func (o *Orchestrator) readRepoConfig() (repoConfig, error) {
-	path := filepath.Join(o.cfg.Repo.Root(), ".familiar", "config.yaml")
-	var cfg repoConfig
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return cfg, nil
-	}
+// readRepoConfig reads the repository's .familiar/config.yaml (what a team
+// keeps with its code for familiar; settings win over it); none is the zero
+// config. An unreadable or broken file, or one with a key familiar does not
+// know, is -32003 naming the file, the line and the key.
+func (o *Orchestrator) readRepoConfig() (repoconfig.Config, error) {
+	cfg, err := repoconfig.Load(o.cfg.Repo.Root())
 	if err != nil {
-		return cfg, protocol.FailedPrecondition(fmt.Sprintf("reading %s: %v", path, err), "")
-	}
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		return cfg, protocol.FailedPrecondition(fmt.Sprintf("%s is not valid YAML: %v; fix it", path, err), "")
+		return cfg, protocol.FailedPrecondition(err.Error()+"; fix it", "")
 	}
 	return cfg, nil
 }

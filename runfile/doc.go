@@ -37,10 +37,11 @@
 // same camelCase names: title, description, acceptanceCriteria, type,
 // profile, promptOverride, mode, priority, baseRef, driver, mcpServers,
 // skills, hints {files, notes}, directives {think, verbose, elevated},
-// noProgressTimeoutSec, commandTimeoutSec, maxBudgetUsd, permissionPolicy
-// {default, allow, deny}. The file may
-// also be just the list of tasks, with no settings. testdata/example.yaml is
-// a complete example.
+// noProgressTimeoutSec, commandTimeoutSec, maxBudgetUsd, model,
+// warmAgentSec, permissionPolicy {default, allow, deny}. The file may also be
+// just the list of tasks, with no settings. testdata/example.yaml is a
+// complete example; the file's JSON Schema, generated from these types by
+// package schema, is editors/vscode/schemas/tasks.schema.json.
 //
 // JSON is read as JSON (a .json file, or a file that starts with { or [ and is
 // valid JSON), so its strings, escapes and numbers mean exactly what they mean

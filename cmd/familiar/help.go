@@ -92,6 +92,12 @@ Tasks file (examples/tasks.yaml):
     approvalTimeoutSec: 60      # how long an undecided request waits
     noProgressTimeoutSec: 900   # stop a task silent this long
     termGraceSec: 10            # SIGTERM → SIGKILL grace
+    commandTimeoutSec: 3600     # stop a command that writes nothing this long
+    maxBudgetUsd: 5             # block a task that spent this much (0: none)
+    sandbox: "on"               # claude's sandbox for Bash: on, off, required
+    merge: queue                # at the end, merge finished tasks through the queue
+    verify: go test ./...       # the queue's check of each task before its merge
+    mergeStrategy: merge        # merge | squash | rebase
     permissionPolicy:
       default: ask              # ask | allow | deny
       allow: ["Read", "Bash(go test:*)"]
@@ -101,6 +107,13 @@ Tasks file (examples/tasks.yaml):
       description: …            # required
       # any other task/create field of PROTOCOL.md: type, profile, mode,
       # acceptanceCriteria, priority, baseRef, driver, skills, hints, …
+
+The file's JSON Schema is editors/vscode/schemas/tasks.schema.json (the VS
+Code extension validates tasks files with it as you type).
+
+--check checks the file and the repository's .familiar/config.yaml (an
+unknown key there is an error naming it) in the words familiar doctor uses,
+and runs nothing: exit 0 when both are valid, 2 when one is not.
 
 Ctrl-C once stops the agents gracefully (SIGTERM, then SIGKILL after the
 grace), keeps every worktree and prints the report; Ctrl-C twice kills them

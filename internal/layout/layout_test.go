@@ -24,7 +24,7 @@ var domain = []string{
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
 	"procs/proctable", "dirs", "protocol/tsgen", "rpcclient", "errkind", "workspace",
-	"mergequeue", "sandbox", "release",
+	"mergequeue", "sandbox", "release", "repoconfig",
 }
 
 // except returns every domain package but the ones given.
@@ -76,6 +76,7 @@ var mustNot = map[string][]string{
 	// under procs.
 	"mergequeue": except("mergequeue", "protocol", "worktree", "procs", "clock", "errkind", "procs/proctable"),
 	"release":    except("release"),
+	"repoconfig": except("repoconfig"),
 	"jsonrpc":    {"procs", "worktree", "agent", "agent/screen", "store", "orchestrator", "workspace", "batch", "bench", "demo", "doctor", "cmd/familiar"},
 	"agent":      {"store", "worktree", "orchestrator", "workspace", "jsonrpc", "profiles", "batch", "bench", "demo", "doctor", "cmd/familiar"},
 	"worktree":   {"agent", "agent/screen", "orchestrator", "workspace", "store", "jsonrpc", "procs", "profiles", "mcp", "batch", "bench", "demo", "doctor", "cmd/familiar"},
