@@ -289,7 +289,13 @@ func (s *session) run(ctx context.Context, cmd, arg string) (any, error) {
 		if !res.Revoked {
 			return fmt.Sprintf("%s (%s) was no longer granted.", g.Rule, scopeWords(g.Scope)), nil
 		}
-		return fmt.Sprintf("Revoked %s (%s): familiar asks for such calls again. A claude session already running keeps it until it restarts.", g.Rule, scopeWords(g.Scope)), nil
+		// Only a rule claude's matcher reads as familiar's was handed to
+		// claude: a prefix or a directory never was, so claude asks
+		// familiar again at the next call.
+		if res.HeldByClaude {
+			return fmt.Sprintf("Revoked %s (%s): familiar asks for such calls again. A claude session already running keeps it until it restarts.", g.Rule, scopeWords(g.Scope)), nil
+		}
+		return fmt.Sprintf("Revoked %s (%s): familiar asks for such calls again, from the next call on.", g.Rule, scopeWords(g.Scope)), nil
 	case "retry":
 		t, err := s.f.TaskRetry(ctx, &protocol.TaskRetryParams{ID: taskID})
 		if err != nil {

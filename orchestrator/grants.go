@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"github.com/familiar-dev/familiar/policy"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
@@ -107,10 +108,18 @@ func (o *Orchestrator) PolicyList(ctx context.Context, p *protocol.PolicyListPar
 }
 
 // PolicyRevoke is policy/revoke. A revoked rule stops allowing at once for
-// every question familiar decides; a session that is running keeps the rule
-// the CLI was given with the allow-always answer until it restarts (the
-// audit entry says so).
+// every question familiar decides; a session that is running keeps a rule
+// the CLI was given with the allow-always answer until it restarts (only
+// rules claude reads as familiar does are given: HeldByClaude says so).
 func (o *Orchestrator) PolicyRevoke(ctx context.Context, p *protocol.PolicyRevokeParams) (*protocol.PolicyRevokeResult, error) {
+	res, err := o.policyRevoke(ctx, p)
+	if res != nil && res.Revoked {
+		res.HeldByClaude = policy.ClaudeAgrees(p.Rule)
+	}
+	return res, err
+}
+
+func (o *Orchestrator) policyRevoke(ctx context.Context, p *protocol.PolicyRevokeParams) (*protocol.PolicyRevokeResult, error) {
 	if p.Scope == protocol.GrantTask {
 		a, err := o.get(p.TaskID)
 		if err != nil {
@@ -138,4 +147,13 @@ func (o *Orchestrator) PolicyRevoke(ctx context.Context, p *protocol.PolicyRevok
 		o.audit(p.TaskID, "policy.revoked", "user", map[string]any{"rule": p.Rule, "scope": p.Scope, "file": f.Path()})
 	}
 	return &protocol.PolicyRevokeResult{Revoked: ok}, nil
+}
+
+// revokeNote says, for the audit, whether a running claude keeps a revoked
+// rule: only one handed to it with the allow-always answer.
+func revokeNote(rule string) string {
+	if policy.ClaudeAgrees(rule) {
+		return "a running session keeps the rule until it restarts"
+	}
+	return "familiar asks again from the next call: the rule was never handed to claude"
 }

@@ -181,7 +181,7 @@ func (in cmdRevoke) apply(st *stepper) error {
 	}
 	s.T.Grants = kept
 	st.emit(effAudit{action: "policy.revoked", actor: "user", data: map[string]any{
-		"rule": in.rule, "scope": protocol.GrantTask, "note": "a running session keeps the rule until it restarts"}})
+		"rule": in.rule, "scope": protocol.GrantTask, "note": revokeNote(in.rule)}})
 	st.changed()
 	return nil
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -61,5 +62,37 @@ func TestSymlinks(t *testing.T) {
 	}
 	if got := ResolveSymlinks(filepath.Join(work, "src/gh/new/file")); got != filepath.Join(work, ".github/new/file") {
 		t.Errorf("ResolveSymlinks of a file not yet made = %q", got)
+	}
+}
+
+// A Bash call asking to run outside claude's sandbox is a question no
+// elevation and no prefix rule answers; a rule spelling out the command,
+// or a deny rule, does (issue 37).
+func TestUnsandboxedCalls(t *testing.T) {
+	in := func(cmd string) json.RawMessage {
+		b, _ := json.Marshal(map[string]any{"command": cmd, "dangerouslyDisableSandbox": true})
+		return b
+	}
+	for _, tc := range []struct {
+		name     string
+		p        Policy
+		elevated bool
+		cmd      string
+		want     Verdict
+	}{
+		{"elevated", Policy{}, true, "ls", Ask},
+		{"a prefix rule", Policy{Allow: []string{"Bash(ls:*)"}}, false, "ls -la", Ask},
+		{"the whole tool", Policy{Allow: []string{"Bash"}}, true, "ls", Ask},
+		{"the exact command", Policy{Allow: []string{"Bash(ls -la)"}}, true, "ls -la", Allow},
+		{"a deny rule", Policy{Allow: []string{"Bash(rm -rf x)"}, Deny: []string{"Bash(rm:*)"}}, true, "rm -rf x", Deny},
+		{"default deny", Policy{Default: Deny}, true, "ls", Deny},
+	} {
+		if got := DecideIn(redDirs, tc.p, tc.elevated, "Bash", in(tc.cmd)); got.Verdict != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, got.Verdict, got.Reason, tc.want)
+		}
+	}
+	// Without the flag, elevation allows as before.
+	if got := DecideIn(redDirs, Policy{}, true, "Bash", bash("ls")); got.Verdict != Allow {
+		t.Errorf("elevated, sandboxed: %s", got.Verdict)
 	}
 }

@@ -115,4 +115,8 @@ func (p *PolicyRevokeParams) Validate() error {
 
 type PolicyRevokeResult struct {
 	Revoked bool `json:"revoked"`
+	// HeldByClaude: the rule was also handed to the claude of a session
+	// (an exact command, a single file: rules claude's matcher reads as
+	// familiar's), which keeps it until it restarts; familiar's added.
+	HeldByClaude bool `json:"heldByClaude,omitempty"`
 }

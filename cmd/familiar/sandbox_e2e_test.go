@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,4 +165,56 @@ func TestSandboxCost(t *testing.T) {
 		c.Notify("exit", nil)
 		api.Close()
 	}
+}
+
+// A Bash call that asks to run outside the sandbox (dangerouslyDisableSandbox)
+// in an elevated task is put to the person, not allowed by elevation; denied,
+// nothing is written outside the worktree.
+func TestUnsandboxedCallIsAskedEvenElevated(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux")
+	}
+	for _, tool := range []string{"bwrap", "socat"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	api := fakeapi.Start(fakeapi.Sequence(
+		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": "echo out > ../escaped.txt",
+			"description": "write outside", "dangerouslyDisableSandbox": true}}}},
+		fakeapi.Reply{Text: "Could not."},
+	))
+	defer api.Close()
+	repo := gitRepo(t)
+	c := startFamiliar(t, repo, api).client
+	c.Result("initialize", map[string]any{"workspaceRoot": repo}, nil)
+	var task protocol.Task
+	c.Result("task/create", map[string]any{"title": "escape", "description": "Write outside.", "directives": map[string]any{"elevated": true}}, &task)
+	n, _ := c.WaitNotification(0, "the question", editor.Method("task/question", task.ID, `"kind":"permission"`, "dangerouslyDisableSandbox"))
+	var qn protocol.TaskQuestionNotification
+	if err := json.Unmarshal(n.Params, &qn); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Notifications() {
+		if editor.Method("task/questionResolved", task.ID, `"decidedBy":"policy"`)(m) {
+			t.Fatalf("the policy decided the unsandboxed call: %s", m.Params)
+		}
+	}
+	c.Result("task/respond", map[string]any{"id": task.ID, "questionId": qn.Question.ID, "optionId": "deny"}, nil)
+	c.WaitNotification(0, "completed", editor.Method("task/completed", task.ID))
+	c.Result("task/get", map[string]any{"id": task.ID}, &task)
+	if _, err := os.Stat(filepath.Join(filepath.Dir(task.Worktree.Path), "escaped.txt")); err == nil {
+		t.Error("the denied unsandboxed call wrote outside the worktree")
+	}
+	var audit protocol.AuditListResult
+	c.Result("audit/list", map[string]any{"taskId": task.ID, "limit": 200}, &audit)
+	found := false
+	for _, e := range audit.Entries {
+		found = found || strings.Contains(string(e.Data), "dangerouslyDisableSandbox")
+	}
+	if !found {
+		t.Error("the unsandboxed call is not in the audit log")
+	}
+	c.Result("shutdown", nil, nil)
+	c.Notify("exit", nil)
 }

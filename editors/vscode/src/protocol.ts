@@ -278,6 +278,12 @@ export interface PolicyRevokeParams {
 
 export interface PolicyRevokeResult {
   revoked: boolean;
+  /**
+   * HeldByClaude: the rule was also handed to the claude of a session
+   * (an exact command, a single file: rules claude's matcher reads as
+   * familiar's), which keeps it until it restarts; familiar's added.
+   */
+  heldByClaude?: boolean;
 }
 
 export interface ProfilesListParams {
