@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -355,8 +356,42 @@ var sampleData = Data{
 	Skills: []Skill{{Name: "sample", Description: "d", Content: "c", Source: SourceWorkspace}},
 }
 
+// Frontmatter is what the frontmatter of a profile file may say, one field
+// a key: the keys parseProfile accepts (profileKeys) and the profile
+// file's JSON Schema (package schema) are both read from it.
+type Frontmatter struct {
+	// The profile's name: letters, digits, '.', '_' and '-'. Default: the
+	// file's name without its extension.
+	Name string `json:"name,omitempty"`
+	// What the profile is for, shown where a profile is chosen.
+	Description string `json:"description,omitempty"`
+	// The task types this profile is chosen for when a task names no
+	// profile. A profile named after a task type that declares none claims
+	// its own type ("fix.md" is used for fix tasks).
+	TaskTypes []string `json:"taskTypes,omitempty"`
+	// The mode its tasks start in. Default: executor.
+	Mode string `json:"mode,omitempty"`
+	// Claude permission rules its tasks may use without asking, merged into
+	// the mode's (a disallowed rule wins), e.g. "Bash(go test:*)".
+	AllowedTools []string `json:"allowedTools,omitempty"`
+	// Claude permission rules its tasks may never use.
+	DisallowedTools []string `json:"disallowedTools,omitempty"`
+	// The skills a task of this profile gets when it names none.
+	Skills []string `json:"skills,omitempty"`
+	// The only network the sandboxed Bash commands of its tasks reach:
+	// domains, or *.example.com. Empty: open.
+	Network []string `json:"network,omitempty"`
+}
+
 // profileKeys are the frontmatter keys of a profile file.
-var profileKeys = []string{"name", "description", "taskTypes", "mode", "allowedTools", "disallowedTools", "skills", "network"}
+var profileKeys = func() []string {
+	t := reflect.TypeFor[Frontmatter]()
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	}
+	return keys
+}()
 
 // parseProfile reads one profile file. On error, name and types say what it
 // would have been (types nil and typesKnown false when the frontmatter is

@@ -236,28 +236,47 @@ type SettingsUpdateParams struct {
 // ---- tasks ----
 
 type TaskCreateParams struct {
-	Title              string   `json:"title"`
-	Description        string   `json:"description"`
+	// A short title, shown in lists.
+	Title string `json:"title"`
+	// What the agent should do: the task's prompt, with the profile's
+	// template around it.
+	Description string `json:"description"`
+	// What must hold for the task to be done, one item each.
 	AcceptanceCriteria []string `json:"acceptanceCriteria,omitempty"`
-	Type               TaskType `json:"type,omitempty"`
-	Profile            string   `json:"profile,omitempty"`
+	// The kind of work; it chooses the profile when none is named.
+	Type TaskType `json:"type,omitempty"`
+	// The profile (prompt template, tool rules, default mode) by name.
+	Profile string `json:"profile,omitempty"`
 	// PromptOverride replaces the profile's prompt template entirely.
-	PromptOverride string               `json:"promptOverride,omitempty"`
-	Mode           Mode                 `json:"mode,omitempty"`
-	Priority       int                  `json:"priority,omitempty"`
-	BaseRef        string               `json:"baseRef,omitempty"`
-	Driver         Driver               `json:"driver,omitempty"`
-	McpServers     map[string]McpServer `json:"mcpServers,omitempty"`
-	Skills         []string             `json:"skills,omitempty"`
-	Hints          *Hints               `json:"hints,omitempty"`
-	Directives     *Directives          `json:"directives,omitempty"`
+	PromptOverride string `json:"promptOverride,omitempty"`
+	// The mode the task starts in: executor changes code, architect only
+	// plans, auditor reviews and runs tests.
+	Mode Mode `json:"mode,omitempty"`
+	// Higher starts first among queued tasks.
+	Priority int `json:"priority,omitempty"`
+	// The commit, branch or tag the task's worktree starts from. Default:
+	// HEAD.
+	BaseRef string `json:"baseRef,omitempty"`
+	// How claude runs: pty (under a terminal) or stream (stream-json).
+	Driver Driver `json:"driver,omitempty"`
+	// MCP servers the task's agent gets, by name.
+	McpServers map[string]McpServer `json:"mcpServers,omitempty"`
+	// Skills the task's agent gets, by name. Default: the profile's.
+	Skills []string `json:"skills,omitempty"`
+	// Files and facts the person already knows about.
+	Hints *Hints `json:"hints,omitempty"`
+	// Agent behaviours switched on for this task.
+	Directives *Directives `json:"directives,omitempty"`
 	// NoProgressTimeoutSec overrides the setting for this task.
-	NoProgressTimeoutSec *int    `json:"noProgressTimeoutSec,omitempty"`
-	PermissionPolicy     *Policy `json:"permissionPolicy,omitempty"`
+	NoProgressTimeoutSec *int `json:"noProgressTimeoutSec,omitempty"`
+	// The task's own permission policy, over the settings'.
+	PermissionPolicy *Policy `json:"permissionPolicy,omitempty"`
 	// CommandTimeoutSec and MaxBudgetUsd override the settings for this
 	// task (familiar's additions).
-	CommandTimeoutSec *int     `json:"commandTimeoutSec,omitempty"`
-	MaxBudgetUsd      *float64 `json:"maxBudgetUsd,omitempty"`
+	CommandTimeoutSec *int `json:"commandTimeoutSec,omitempty"`
+	// A task that has spent this many US dollars is blocked (overrides the
+	// setting).
+	MaxBudgetUsd *float64 `json:"maxBudgetUsd,omitempty"`
 	// Model is passed to claude as --model (an alias such as "opus" or a
 	// model's full name); "" leaves claude's own choice (familiar's
 	// addition, for ACP's model config option).
@@ -271,14 +290,20 @@ type TaskCreateParams struct {
 
 // Hints point the agent at files and facts the person already knows about.
 type Hints struct {
+	// Files to look at first, relative to the repository.
 	Files []string `json:"files,omitempty"`
-	Notes string   `json:"notes,omitempty"`
+	// Facts the agent should know.
+	Notes string `json:"notes,omitempty"`
 }
 
 // Directives switch on agent behaviours for one task.
 type Directives struct {
-	Think    bool `json:"think,omitempty"`
-	Verbose  bool `json:"verbose,omitempty"`
+	// Think harder: claude's extended thinking.
+	Think bool `json:"think,omitempty"`
+	// Report every Claude Code hook call of the task (task/hook).
+	Verbose bool `json:"verbose,omitempty"`
+	// Allow every call no deny rule matches, without asking; a deny rule
+	// still wins.
 	Elevated bool `json:"elevated,omitempty"`
 }
 

@@ -445,19 +445,32 @@ type SettingsUpdate struct {
 // Claude permission rule such as "Bash(go test:*)", "Read" or "Edit"; deny
 // rules win over allow rules.
 type Policy struct {
+	// What happens to a tool use no rule matches: ask the person, allow it
+	// or deny it.
 	Default PolicyDefault `json:"default"`
-	Allow   []string      `json:"allow,omitempty"`
-	Deny    []string      `json:"deny,omitempty"`
+	// Rules of the tool uses allowed without asking, e.g. "Bash(go
+	// test:*)", "Read", "Edit(./docs/**)".
+	Allow []string `json:"allow,omitempty"`
+	// Rules of the tool uses always denied; a deny rule wins over an allow
+	// rule.
+	Deny []string `json:"deny,omitempty"`
 }
 
 // McpServer is how to reach one MCP server: Command (and Args, Env) for
 // type stdio; URL (and Headers) for http and sse.
 type McpServer struct {
-	Type    McpServerType     `json:"type"`
-	Command string            `json:"command,omitempty"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	URL     string            `json:"url,omitempty"`
+	// How familiar reaches it: stdio (a command it starts), http or sse.
+	Type McpServerType `json:"type"`
+	// The command of a stdio server; ${FAMILIAR_WORKTREE} stands for the
+	// task's worktree.
+	Command string `json:"command,omitempty"`
+	// The arguments of a stdio server's command.
+	Args []string `json:"args,omitempty"`
+	// Environment variables of a stdio server.
+	Env map[string]string `json:"env,omitempty"`
+	// The address of an http or sse server.
+	URL string `json:"url,omitempty"`
+	// HTTP headers sent to an http or sse server.
 	Headers map[string]string `json:"headers,omitempty"`
 }
 

@@ -94,7 +94,7 @@ func TestExtensionPublishable(t *testing.T) {
 
 	// .vscodeignore lists what ships (everything else is ignored).
 	ignore := read(t, dir, ".vscodeignore")
-	for _, want := range []string{"!package.json", "!README.md", "!CHANGELOG.md", "!LICENSE", "!ThirdPartyNotices.txt", "!dist/extension.js", "!media/**"} {
+	for _, want := range []string{"!package.json", "!README.md", "!CHANGELOG.md", "!LICENSE", "!ThirdPartyNotices.txt", "!dist/extension.js", "!media/**", "!schemas/**"} {
 		if !strings.Contains(ignore, want+"\n") {
 			t.Errorf(".vscodeignore does not ship %s", strings.TrimPrefix(want, "!"))
 		}

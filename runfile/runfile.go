@@ -150,28 +150,60 @@ func Parse(path string, data []byte) (*File, error) {
 	return f, nil
 }
 
+// Document is the shape of a tasks file, for its JSON Schema (package
+// schema); the list of tasks alone is a tasks file too.
+type Document = document
+
 // document is the shape of a tasks file. Its json tags are the file's keys.
 type document struct {
-	Settings fileSettings                `json:"settings"`
-	Tasks    []protocol.TaskCreateParams `json:"tasks"`
+	// The run's settings; every one is optional.
+	Settings fileSettings `json:"settings"`
+	// The tasks, in the order they start; each takes the params of
+	// task/create.
+	Tasks []protocol.TaskCreateParams `json:"tasks"`
 }
 
 // fileSettings is Settings as written in the file: pointers tell an absent
 // key from a zero value, so that an explicit 0 is checked against its range.
 type fileSettings struct {
-	Concurrency          *int                   `json:"concurrency"`
-	Driver               protocol.Driver        `json:"driver"`
-	BaseRef              string                 `json:"baseRef"`
-	PermissionPolicy     *protocol.Policy       `json:"permissionPolicy"`
-	ApprovalTimeoutSec   *int                   `json:"approvalTimeoutSec"`
-	NoProgressTimeoutSec *int                   `json:"noProgressTimeoutSec"`
-	TermGraceSec         *int                   `json:"termGraceSec"`
-	CommandTimeoutSec    *int                   `json:"commandTimeoutSec"`
-	MaxBudgetUsd         *float64               `json:"maxBudgetUsd"`
-	Sandbox              string                 `json:"sandbox"`
-	Merge                string                 `json:"merge"`
-	Verify               *string                `json:"verify"`
-	MergeStrategy        protocol.MergeStrategy `json:"mergeStrategy"`
+	// How many tasks run at once, 1..64. Default 3.
+	Concurrency *int `json:"concurrency"`
+	// The driver of the tasks that name none: pty (claude under a
+	// terminal) or stream (stream-json). Default: familiar's default.
+	Driver protocol.Driver `json:"driver"`
+	// The base ref of every task that names none. Default: HEAD.
+	BaseRef string `json:"baseRef"`
+	// The only source of permissions in a headless run: a request it
+	// leaves to "ask" is denied after approvalTimeoutSec.
+	PermissionPolicy *protocol.Policy `json:"permissionPolicy"`
+	// Seconds a permission request no rule decides waits before it is
+	// denied.
+	ApprovalTimeoutSec *int `json:"approvalTimeoutSec"`
+	// Seconds without progress after which a task is blocked; a task's own
+	// value wins.
+	NoProgressTimeoutSec *int `json:"noProgressTimeoutSec"`
+	// Seconds from SIGTERM to SIGKILL when a task is stopped; 0 kills at
+	// once.
+	TermGraceSec *int `json:"termGraceSec"`
+	// Seconds a command that writes nothing may run before it is stopped;
+	// a task's own value wins.
+	CommandTimeoutSec *int `json:"commandTimeoutSec"`
+	// A task that has spent this many US dollars is blocked; 0: no limit.
+	// A task's own value wins.
+	MaxBudgetUsd *float64 `json:"maxBudgetUsd"`
+	// Claude's sandbox for agents' Bash commands: on (the default), off, or
+	// required (a task does not start without one).
+	Sandbox string `json:"sandbox"`
+	// "queue": at the end, merge the finished tasks through the merge
+	// queue. Absent: they are left ready to merge.
+	Merge string `json:"merge"`
+	// The merge queue's check of each task before its merge (exit 0
+	// passes). Default: the mergeVerify setting, else the repository's
+	// .familiar/config.yaml.
+	Verify *string `json:"verify"`
+	// How the merge queue brings each task in: merge, squash or rebase.
+	// Default merge.
+	MergeStrategy protocol.MergeStrategy `json:"mergeStrategy"`
 }
 
 // keyHints name the file's key for protocol names a person may reach for.

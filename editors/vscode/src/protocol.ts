@@ -138,11 +138,20 @@ export interface SettingsUpdate {
  * type stdio; URL (and Headers) for http and sse.
  */
 export interface McpServer {
+  /** How familiar reaches it: stdio (a command it starts), http or sse. */
   type: McpServerType;
+  /**
+   * The command of a stdio server; ${FAMILIAR_WORKTREE} stands for the
+   * task's worktree.
+   */
   command?: string;
+  /** The arguments of a stdio server's command. */
   args?: string[];
+  /** Environment variables of a stdio server. */
   env?: Record<string, string>;
+  /** The address of an http or sse server. */
   url?: string;
+  /** HTTP headers sent to an http or sse server. */
   headers?: Record<string, string>;
 }
 
@@ -152,8 +161,20 @@ export interface McpServer {
  * rules win over allow rules.
  */
 export interface Policy {
+  /**
+   * What happens to a tool use no rule matches: ask the person, allow it
+   * or deny it.
+   */
   default: PolicyDefault;
+  /**
+   * Rules of the tool uses allowed without asking, e.g. "Bash(go
+   * test:*)", "Read", "Edit(./docs/**)".
+   */
   allow?: string[];
+  /**
+   * Rules of the tool uses always denied; a deny rule wins over an allow
+   * rule.
+   */
   deny?: string[];
 }
 
@@ -679,8 +700,14 @@ export interface Task {
 
 /** Directives switch on agent behaviours for one task. */
 export interface Directives {
+  /** Think harder: claude's extended thinking. */
   think?: boolean;
+  /** Report every Claude Code hook call of the task (task/hook). */
   verbose?: boolean;
+  /**
+   * Allow every call no deny rule matches, without asking; a deny rule
+   * still wins.
+   */
   elevated?: boolean;
 }
 
@@ -899,29 +926,56 @@ export interface Usage {
 }
 
 export interface TaskCreateParams {
+  /** A short title, shown in lists. */
   title: string;
+  /**
+   * What the agent should do: the task's prompt, with the profile's
+   * template around it.
+   */
   description: string;
+  /** What must hold for the task to be done, one item each. */
   acceptanceCriteria?: string[];
+  /** The kind of work; it chooses the profile when none is named. */
   type?: TaskType;
+  /** The profile (prompt template, tool rules, default mode) by name. */
   profile?: string;
   /** PromptOverride replaces the profile's prompt template entirely. */
   promptOverride?: string;
+  /**
+   * The mode the task starts in: executor changes code, architect only
+   * plans, auditor reviews and runs tests.
+   */
   mode?: Mode;
+  /** Higher starts first among queued tasks. */
   priority?: number;
+  /**
+   * The commit, branch or tag the task's worktree starts from. Default:
+   * HEAD.
+   */
   baseRef?: string;
+  /** How claude runs: pty (under a terminal) or stream (stream-json). */
   driver?: Driver;
+  /** MCP servers the task's agent gets, by name. */
   mcpServers?: Record<string, McpServer>;
+  /** Skills the task's agent gets, by name. Default: the profile's. */
   skills?: string[];
+  /** Files and facts the person already knows about. */
   hints?: Hints;
+  /** Agent behaviours switched on for this task. */
   directives?: Directives;
   /** NoProgressTimeoutSec overrides the setting for this task. */
   noProgressTimeoutSec?: number;
+  /** The task's own permission policy, over the settings'. */
   permissionPolicy?: Policy;
   /**
    * CommandTimeoutSec and MaxBudgetUsd override the settings for this
    * task (familiar's additions).
    */
   commandTimeoutSec?: number;
+  /**
+   * A task that has spent this many US dollars is blocked (overrides the
+   * setting).
+   */
   maxBudgetUsd?: number;
   /**
    * Model is passed to claude as --model (an alias such as "opus" or a
@@ -940,7 +994,9 @@ export interface TaskCreateParams {
 
 /** Hints point the agent at files and facts the person already knows about. */
 export interface Hints {
+  /** Files to look at first, relative to the repository. */
   files?: string[];
+  /** Facts the agent should know. */
   notes?: string;
 }
 
