@@ -285,7 +285,7 @@ func (a *Agent) logout(ctx context.Context) (any, error) {
 		return nil, &rpcError{Code: codeMethodNotFound, Message: "familiar acp cannot log claude out here; run `claude auth logout` in a terminal."}
 	}
 	if err := a.opts.Logout(ctx); err != nil {
-		return nil, &rpcError{Code: codeInternal, Message: "claude auth logout: " + err.Error()}
+		return nil, errorOf(err, "claude auth logout", a.opts.Logger)
 	}
 	return map[string]any{}, nil
 }
@@ -325,7 +325,7 @@ func (a *Agent) familiarFor(ctx context.Context, field, cwd string) (*familiar, 
 	}
 	f, _, err := dialFamiliar(ctx, a.opts.Dial, root, a.opts.Version, func(m protocol.ServerMessageNotification) { a.globalMessage(root, m) })
 	if err != nil {
-		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+		return nil, errorOf(err, "", a.opts.Logger)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -482,7 +482,7 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay boo
 	s.sawTask(*t)
 	if replay {
 		if err := s.replay(ctx, t); err != nil {
-			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+			return nil, errorOf(err, "", a.opts.Logger)
 		}
 	} else {
 		s.mu.Lock()
@@ -501,11 +501,11 @@ func (a *Agent) closeSession(ctx context.Context, s *session) (any, error) {
 	if taskID := s.task(); taskID != "" {
 		t, err := s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID})
 		if err != nil {
-			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+			return nil, errorOf(err, "", a.opts.Logger)
 		}
 		if t.Status.HoldsWorktree() { // its agent is, or is about to be, at work
 			if _, err := s.f.TaskPause(ctx, &protocol.TaskPauseParams{ID: taskID}); err != nil {
-				return nil, &rpcError{Code: codeInternal, Message: "stop the session's agent: " + err.Error()}
+				return nil, errorOf(err, "stop the session's agent", a.opts.Logger)
 			}
 		} else {
 			letWarmGo(ctx, s.f, t)
@@ -590,7 +590,7 @@ func (a *Agent) deleteSession(ctx context.Context, raw json.RawMessage) (any, er
 			}
 		}
 		if err := a.markDeleted(f.root, taskID); err != nil {
-			return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+			return nil, errorOf(err, "", a.opts.Logger)
 		}
 	}
 	if s != nil {
@@ -646,7 +646,7 @@ func (a *Agent) listSessions(ctx context.Context, raw json.RawMessage) (any, err
 	}
 	res, err := f.TaskList(ctx, &protocol.TaskListParams{Limit: protocol.MaxTaskListLimit, Cursor: p.Cursor})
 	if err != nil {
-		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+		return nil, errorOf(err, "", a.opts.Logger)
 	}
 	byTask := a.sessionIDs(f.root)
 	sessions := []map[string]any{}

@@ -224,7 +224,7 @@ func forecastWords(conflicts, overlaps []protocol.TaskConflict) string {
 func (s *session) extension(ctx context.Context, cmd string) (any, error) {
 	res, err := s.run(ctx, cmd, "")
 	if err != nil {
-		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+		return nil, errorOf(err, "", s.a.opts.Logger)
 	}
 	return res, nil
 }
@@ -368,7 +368,7 @@ func (s *session) queue(ctx context.Context, p *queueParams) (any, error) {
 		return nil, &rpcError{Code: fe.Code, Message: fe.Message}
 	}
 	if err != nil {
-		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+		return nil, errorOf(err, "", s.a.opts.Logger)
 	}
 	return q, nil
 }

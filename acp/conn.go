@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+
+	"github.com/familiar-dev/familiar/protocol"
 )
 
 // JSON-RPC error codes ACP uses.
@@ -154,7 +156,7 @@ func (c *conn) request(ctx context.Context, m message) {
 		if err != nil {
 			var re *rpcError
 			if !errors.As(err, &re) {
-				re = &rpcError{Code: codeInternal, Message: err.Error()}
+				re = errorOf(err, m.Method, c.logger)
 			}
 			reply.Error = re
 		} else {
@@ -248,4 +250,42 @@ func (c *conn) send(m message) error {
 		return fmt.Errorf("write: %w", err)
 	}
 	return nil
+}
+
+// errorOf is the one way an error reaches the ACP client (issue 38), by
+// the policy of familiar's own wire mapper (protocol.Wire): an ACP error
+// as it is; familiar's answer (a *protocol.Error, already words for a
+// person) with its message, familiar's codes mapped to ACP's; anything
+// else — a lost connection, a file system error, text from deep down that
+// may hold paths or command lines — as a fixed sentence naming what
+// failed, the error itself to the log only.
+func errorOf(err error, what string, logger *slog.Logger) *rpcError {
+	var re *rpcError
+	if errors.As(err, &re) {
+		return re
+	}
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		code := codeInternal
+		switch pe.Code {
+		case protocol.CodeInvalidParams:
+			code = codeInvalidParams
+		case protocol.CodeNotFound:
+			code = codeNotFound
+		case protocol.CodeFailedPrecondition, protocol.CodeConflict:
+			code = codeInvalidRequest
+		}
+		msg := pe.Message
+		if what != "" {
+			msg = what + ": " + msg
+		}
+		return &rpcError{Code: code, Message: msg}
+	}
+	if logger != nil {
+		logger.Warn("acp: request failed", "what", what, "err", err)
+	}
+	if what == "" {
+		what = "familiar acp"
+	}
+	return &rpcError{Code: codeInternal, Message: what + " failed with an internal error; familiar acp's log has the details."}
 }

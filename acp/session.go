@@ -276,7 +276,7 @@ func (s *session) start(ctx context.Context, taskID string, asked *protocol.Ques
 	}
 	t, err := s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID})
 	if err != nil {
-		return &rpcError{Code: codeInternal, Message: err.Error()}
+		return errorOf(err, "", s.a.opts.Logger)
 	}
 	if t.Status == protocol.StatusMerged {
 		// A merged task takes no more messages: the session goes on with a
@@ -296,14 +296,14 @@ func (s *session) start(ctx context.Context, taskID string, asked *protocol.Ques
 			p.Text = text
 		}
 		if _, err := s.f.TaskRespond(ctx, p); err != nil {
-			return &rpcError{Code: codeInternal, Message: err.Error()}
+			return errorOf(err, "", s.a.opts.Logger)
 		}
 		return nil
 	}
 	// A paused task (session/close, or session/cancel on an older
 	// familiar) goes on with the message: task/send continues it.
 	if _, err := s.f.TaskSend(ctx, &protocol.TaskSendParams{ID: taskID, Text: text}); err != nil {
-		return &rpcError{Code: codeInternal, Message: err.Error()}
+		return errorOf(err, "", s.a.opts.Logger)
 	}
 	return nil
 }
@@ -330,7 +330,7 @@ func (s *session) create(ctx context.Context, text string) error {
 	}
 	t, err := s.f.TaskCreate(ctx, p)
 	if err != nil {
-		return &rpcError{Code: codeInternal, Message: err.Error()}
+		return errorOf(err, "", s.a.opts.Logger)
 	}
 	s.mu.Lock()
 	s.worktree = ""
@@ -418,7 +418,7 @@ func (s *session) setModeTo(ctx context.Context, mode, field string) error {
 			// A merged task takes no mode: the session's next task (after
 			// /merge) starts in it.
 			if t, gerr := s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID}); gerr != nil || t.Status != protocol.StatusMerged {
-				return &rpcError{Code: codeInternal, Message: err.Error()}
+				return errorOf(err, "", s.a.opts.Logger)
 			}
 		}
 	}
