@@ -110,6 +110,10 @@ type Start struct {
 
 // Run starts a queue (one at a time).
 func (m *Queue) Run(st Start) (*protocol.Queue, error) {
+	// What is shown and kept of the command is masked; the queue runs it
+	// as written.
+	shownVerify := m.host.Mask(st.Verify)
+	parallel := m.parallel()
 	m.mu.Lock()
 	if m.running {
 		m.mu.Unlock()
@@ -119,11 +123,8 @@ func (m *Queue) Run(st Start) (*protocol.Queue, error) {
 		m.mu.Unlock()
 		return nil, protocol.Unavailable("familiar is shutting down")
 	}
-	// What is shown and kept of the command is masked; the queue runs it
-	// as written.
-	shownVerify := m.host.Mask(st.Verify)
 	q := &protocol.Queue{ID: st.ID, State: protocol.QueueRunning, Strategy: st.Strategy, Verify: shownVerify,
-		BaseRef: st.Base, StartedAt: m.clk.Now().UTC(), Items: []protocol.QueueItem{}, Parallel: m.parallel()}
+		BaseRef: st.Base, StartedAt: m.clk.Now().UTC(), Items: []protocol.QueueItem{}, Parallel: parallel}
 	for i, id := range st.IDs {
 		q.Items = append(q.Items, protocol.QueueItem{TaskID: id, Title: st.Titles[i], State: protocol.QueueItemWaiting})
 	}
