@@ -28,6 +28,7 @@ import { changeMode } from './modes';
 import { skillsChanged } from './skills';
 import { addPreset, checkMcpServers, settingServers } from './mcp';
 import { serverMessage } from './controls';
+import { readPolicyFile } from './policyfile';
 import { error, gitTop, info, run, slug, trace, traceFile, warn } from './ui';
 
 let ext: Familiar | undefined;
@@ -67,6 +68,7 @@ export class Familiar implements vscode.Disposable {
   familiarPath?: string;
   readonly log: vscode.LogOutputChannel;
   private doctorTerminal?: vscode.Terminal;
+  private policyWatcher?: vscode.Disposable;
   private readonly disposables: vscode.Disposable[] = [];
   readonly tree = new TaskTree(this);
   private view!: vscode.TreeView<Node>;
@@ -103,6 +105,7 @@ export class Familiar implements vscode.Disposable {
 
   dispose() {
     if (this.ticker) clearInterval(this.ticker);
+    this.policyWatcher?.dispose();
     for (const d of this.disposables) d.dispose();
   }
 
@@ -264,6 +267,7 @@ export class Familiar implements vscode.Disposable {
   }
 
   private async connect() {
+    if (!this.policyWatcher) this.watchPolicyFile();
     const lastSeq = this.context.workspaceState.get<number>('familiar.lastSeq') ?? 0;
     const client = new FamiliarClient({
       familiarPath: this.familiarPath!,
@@ -433,19 +437,35 @@ export class Familiar implements vscode.Disposable {
     const file = c.get<string>('policyFile', '');
     if (file) {
       const p = path.isAbsolute(file) ? file : path.join(this.root ?? '', file);
-      try {
-        return JSON.parse(fs.readFileSync(p, 'utf8')) as Policy;
-      } catch (err: any) {
-        void error(`Familiar: cannot read the policy file ${p}: ${err.message}`);
+      const r = readPolicyFile(p);
+      if ('error' in r) {
+        void error(`Familiar: the policy file ${p} is not used: ${r.error}`);
         return undefined;
       }
+      return r.policy;
     }
     const pol = c.get<Policy>('permissionPolicy');
     return pol && pol.default ? pol : undefined;
   }
 
+  /** Watches the policy file, so that an edit is sent as a settings change. */
+  private watchPolicyFile() {
+    this.policyWatcher?.dispose();
+    this.policyWatcher = undefined;
+    const file = vscode.workspace.getConfiguration('familiar').get<string>('policyFile', '');
+    if (!file) return;
+    const p = path.isAbsolute(file) ? file : path.join(this.root ?? '', file);
+    const w = vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(path.dirname(p), path.basename(p)));
+    const changed = () => this.configChanged({ affectsConfiguration: (s: string) => s === 'familiar' || s === 'familiar.policyFile' });
+    w.onDidChange(changed);
+    w.onDidCreate(changed);
+    w.onDidDelete(changed);
+    this.policyWatcher = w;
+  }
+
   private async configChanged(e: vscode.ConfigurationChangeEvent) {
     if (!e.affectsConfiguration('familiar')) return;
+    if (e.affectsConfiguration('familiar.policyFile')) this.watchPolicyFile();
     if (e.affectsConfiguration('familiar.path')) {
       if ((await this.findBinary()) && this.client) {
         // Leave without shutdown: agents of a shared familiar keep running.
