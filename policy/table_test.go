@@ -25,6 +25,10 @@ var redTeam = Policy{
 
 var redDirs = Dirs{Work: "/w/repo", Home: "/w/home"}
 
+// The hand lexer this package had before decided 84 of these 230 requests
+// otherwise: 32 allowed where a person expects a question or a denial, 40
+// more asked where a deny rule should have matched, 12 stricter.
+
 // redCase is one permission request and the verdict a person expects.
 type redCase struct {
 	family string
