@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,14 +25,7 @@ import (
 // familiar; the policy allows every call, so only the sandbox stands in
 // the way.
 func TestSandboxConfinesBashToTheWorktree(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the sandbox check on macOS is one only a Mac can run")
-	}
-	for _, tool := range []string{"bwrap", "socat"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (apt-get install bubblewrap socat; .ci/run installs them)", tool)
-		}
-	}
+	needSandbox(t)
 	for _, mode := range []string{protocol.SandboxOn, protocol.SandboxOff} {
 		t.Run(mode, func(t *testing.T) {
 			repo := gitRepo(t)
@@ -171,14 +166,7 @@ func TestSandboxCost(t *testing.T) {
 // in an elevated task is put to the person, not allowed by elevation; denied,
 // nothing is written outside the worktree.
 func TestUnsandboxedCallIsAskedEvenElevated(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("Linux")
-	}
-	for _, tool := range []string{"bwrap", "socat"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
+	needSandbox(t)
 	api := fakeapi.Start(fakeapi.Sequence(
 		fakeapi.Reply{ToolUses: []fakeapi.ToolUse{{Name: "Bash", Input: map[string]any{"command": "echo out > ../escaped.txt",
 			"description": "write outside", "dangerouslyDisableSandbox": true}}}},
@@ -214,6 +202,93 @@ func TestUnsandboxedCallIsAskedEvenElevated(t *testing.T) {
 	}
 	if !found {
 		t.Error("the unsandboxed call is not in the audit log")
+	}
+	c.Result("shutdown", nil, nil)
+	c.Notify("exit", nil)
+}
+
+// needSandbox skips a test where claude has no sandbox: on Linux without
+// bubblewrap and socat (.ci/run installs them), elsewhere than Linux and
+// macOS. On macOS these tests run against Seatbelt: checks only a Mac can
+// make.
+func needSandbox(t *testing.T) {
+	t.Helper()
+	switch runtime.GOOS {
+	case "linux":
+		for _, tool := range []string{"bwrap", "socat"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				t.Skipf("%s is not installed (apt-get install bubblewrap socat; .ci/run installs them)", tool)
+			}
+		}
+	case "darwin":
+		if _, err := os.Stat("/usr/bin/sandbox-exec"); err != nil {
+			t.Skip("no sandbox-exec")
+		}
+	default:
+		t.Skip("claude's sandbox runs on Linux and macOS")
+	}
+}
+
+// A profile's network list is the only network its tasks' Bash commands
+// reach: a host it does not name is refused at once (no prompt that would
+// hold the task). The same command in a task of the default profile (the
+// network open) reaches it.
+func TestSandboxNetworkAllowList(t *testing.T) {
+	needSandbox(t)
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2 to listen on here: %v", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) })}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	api := fakeapi.Start(fakeapi.PromptScript())
+	defer api.Close()
+	repo := gitRepo(t)
+	if err := os.MkdirAll(filepath.Join(repo, ".familiar", "profiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".familiar", "profiles", "offline.md"),
+		[]byte("---\ndescription: reaches only the local host\nnetwork: [localhost]\n---\n{{.Title}}\n\n{{.Description}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startFamiliar(t, repo, api).client
+	c.Result("initialize", map[string]any{"workspaceRoot": repo, "settings": map[string]any{"permissionPolicy": map[string]any{"default": "allow"}}}, nil)
+	command := "curl -sS -m 20 -o /dev/null -w 'code=%{http_code}' http://" + ln.Addr().String() + "/ || echo code=failed"
+	input, _ := json.Marshal(map[string]string{"command": command, "description": "reach a host"})
+	reached := map[string]string{}
+	label := func(profile string) string {
+		if profile == "" {
+			return "open"
+		}
+		return profile
+	}
+	for _, profile := range []string{"offline", ""} {
+		var task protocol.Task
+		c.Result("task/create", map[string]any{"title": "net " + profile, "profile": profile,
+			"description": "reach-" + label(profile) + "\n@@TOOL Bash " + string(input) + "\n@@TEXT Tried."}, &task)
+		c.WaitNotification(0, "completed", editor.Method("task/completed", task.ID))
+		for _, r := range api.MainRequests() {
+			mine, result := false, ""
+			for _, m := range r.Messages {
+				for _, b := range m.Content {
+					mine = mine || strings.Contains(b.Text, "reach-"+label(profile))
+					if b.Type == "tool_result" {
+						result = b.Content
+					}
+				}
+			}
+			if mine && result != "" {
+				reached[profile] = result
+			}
+		}
+	}
+	t.Logf("network allow-list: %q; open: %q", reached["offline"], reached[""])
+	if reached[""] != "code=200" {
+		t.Errorf("with the network open, the host was not reached: %q", reached[""])
+	}
+	if !strings.HasPrefix(reached["offline"], "code=") || reached["offline"] == "code=200" {
+		t.Errorf("a host the profile does not name was reached: %q", reached["offline"])
 	}
 	c.Result("shutdown", nil, nil)
 	c.Notify("exit", nil)
