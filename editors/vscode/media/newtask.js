@@ -34,6 +34,9 @@
 
   function bind(input, key, num) {
     input.addEventListener('input', () => {
+      // What was wrong with the field is gone once it is typed in again.
+      const err = document.getElementById('error-' + input.id);
+      if (err) err.textContent = '';
       draft[key] = num ? Number(input.value) || 0 : input.value;
       save();
     });

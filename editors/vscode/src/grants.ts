@@ -67,6 +67,11 @@ export function autonomyWarning(f: Familiar, state: vscode.Memento, m: ServerMes
   const key = `familiar.warned.${m.setting}`;
   if (state.get<boolean>(key)) return true;
   void state.update(key, true);
+  if (m.setting === 'directives.elevated') {
+    // Elevated is chosen per task in New Task: no setting to open, and no protocol names in the words.
+    void warn('Familiar: a task is elevated: its agent runs every tool call without asking anyone. Only a deny rule of the permission policy still stops one.');
+    return true;
+  }
   void warn(`Familiar: ${m.text}`, 'Open Setting').then((p) => {
     if (p) void vscode.commands.executeCommand('workbench.action.openSettings', settingOf[m.setting!] ?? `familiar.${m.setting}`);
   });

@@ -6,7 +6,7 @@
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
 import type { Task, TaskArchiveResult, TaskListResult } from './protocol';
-import { groupOfTask, plural, statusText, taskLabel, truncate } from './model';
+import { groupOfTask, plainText, plural, taskLabel, taskStatusText, truncate } from './model';
 import { info } from './ui';
 import { parseRange, Range, ranges } from './lists';
 
@@ -88,8 +88,9 @@ export class History {
     }
     const items = r.tasks.map((t) => ({
       label: taskLabel(t),
-      description: `${statusText(t.status)} · ${day(t.finishedAt ?? t.createdAt)}`,
-      detail: truncate(t.result?.summary || t.description, 120),
+      // "done, no changes" as the tree says it; the summary as the plain words it stands for.
+      description: `${taskStatusText(t)} · ${day(t.finishedAt ?? t.createdAt)}`,
+      detail: truncate(plainText(t.result?.summary || t.description), 120),
       id: t.id,
     }));
     const picked = await vscode.window.showQuickPick(items, {

@@ -180,7 +180,10 @@ export function blockedLabel(reason: string): string {
     usage_limit: 'usage limit',
     budget: 'budget spent',
     cancelled: 'cancelled',
-  } as Record<string, string>)[reason] ?? reason;
+    merge: 'could not be merged twice',
+    sideload_flags_disabled: 'skills or MCP servers refused by claude',
+    session_held_by_background: 'its session is held by a background claude',
+  } as Record<string, string>)[reason] ?? reason.replace(/_/g, ' ');
 }
 
 /** One end of a task (task/completed, or an older familiar's task/updated to blocked), as the extension announces it. */
@@ -313,6 +316,7 @@ export function reasonText(e: Pick<TaskEnd, 'reason' | 'httpStatus' | 'resetsAt'
     case 'start_failed': return 'the agent could not start';
     case 'interrupted': return 'familiar stopped while it ran';
     case 'cancelled': case 'cancelled_by_user': return 'it was cancelled';
+    case 'merge': return 'the merge queue could not merge it twice (a conflict or the verify command)';
     default: return e.reason ? e.reason.replace(/_/g, ' ') : 'it could not finish';
   }
 }
@@ -345,9 +349,15 @@ export function endNotice(title: string, e: TaskEnd, r?: { changedFiles?: number
     const cost = r?.costUsd !== undefined ? `, ${money(r.costUsd)}` : '';
     return { level: 'info', text: `${name} is ready to merge (${plural(r?.changedFiles ?? 0, 'file')} changed${cost}).${summary}`, actions: ['Show Changes', 'Merge…'] };
   }
-  const detail = e.detail ? ` — ${sentence(truncate(plainText(e.detail), 240))}` : '';
+  // Its last activity may still say "retrying (3 of 10)": over once it is blocked.
+  const detail = e.detail ? ` — ${sentence(truncate(plainText(notRetrying(e.detail)), 240))}` : '';
   const what = e.status === 'cancelled' ? 'was cancelled' : `is blocked: ${reasonText(e)}`;
   return { level: 'warning', text: `${name} ${what}${detail}`, actions: endActions(e) };
+}
+
+/** A failure's words without the retry count the activity had while it still retried. */
+export function notRetrying(s: string): string {
+  return s.replace(/,?\s*retrying \(\d+ of \d+\)/g, '').replace(/^\s*[:,]\s*/, '');
 }
 
 function sentence(s: string): string {
@@ -517,7 +527,8 @@ export function undoText(t: Task, now: number, coarse = true): string {
   if (left === undefined || left <= 0) return '';
   const s = Math.ceil(left);
   if (!coarse) return `undo for ${clock(s)}`;
-  return s >= 60 ? `undo for ${Math.ceil(s / 60)} min` : `undo for ${s}s`;
+  // Down, as the view's clock counts: "4 min" while it reads 4:24, never "5 min".
+  return s >= 60 ? `undo for ${Math.floor(s / 60)} min` : `undo for ${s}s`;
 }
 
 /** An estimate's remaining time as a person reads it: "about 3 min", "under a minute". */

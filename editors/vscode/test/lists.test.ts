@@ -56,7 +56,8 @@ test('undo holds until undoableUntil exactly, counting down in the tree and the 
   // Only a merge's undo is offered.
   assert.equal(undoable({ ...merged, status: 'merging' }, now), false);
   assert.equal(undoText(merged, now), 'undo for 45s');
-  assert.equal(undoText({ ...merged, undoableUntil: at(250) }, now), 'undo for 5 min');
+  // Rounded down, as the view's 4:10 reads.
+  assert.equal(undoText({ ...merged, undoableUntil: at(250) }, now), 'undo for 4 min');
   assert.equal(undoText({ ...merged, undoableUntil: at(250) }, now, false), 'undo for 4:10');
   assert.equal(describe(merged, now, true), 'undo for 45s · 1m');
   assert.equal(describe(merged, now + 46_000, true), 'merged · 1m');
