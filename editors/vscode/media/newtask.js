@@ -99,6 +99,8 @@
     prio.value = String(draft.priority || 0);
     bind(prio, 'priority', true);
     row.appendChild(field('Priority', prio, 'priority', 'Higher starts first.'));
+    // The model (task/create model), and which login the agent uses, in words.
+    if ((lists.models || []).length) row.appendChild(field('Model', select('model', 'model', lists.models), 'model', lists.login ? 'Login: ' + lists.login : undefined));
     form.appendChild(row);
 
     if (skills.length) {
@@ -230,7 +232,7 @@
     const m = e.data;
     if (m.type === 'init') {
       draft = m.draft;
-      lists = { profiles: m.profiles || [], skills: m.skills || [], presets: m.presets || [], typeProfile: m.typeProfile || {}, words: m.words || {} };
+      lists = { profiles: m.profiles || [], skills: m.skills || [], presets: m.presets || [], typeProfile: m.typeProfile || {}, words: m.words || {}, models: m.models || [], login: m.login || '' };
       rerender();
     } else if (m.type === 'draft') {
       draft = m.draft;

@@ -2,7 +2,7 @@
 // MCP servers), as pure functions for the fast tests: modes.ts, skills.ts,
 // mcp.ts and New Task put them on screen.
 
-import type { McpPreset, McpServer, McpServerCheck, Mode, Profile, Skill, SkillError, TaskType } from './protocol';
+import type { AuthStatus, McpPreset, McpServer, McpServerCheck, Mode, Profile, Skill, SkillError, TaskType } from './protocol';
 
 /** What each mode lets the agent do, in the words the pickers show. */
 export const modeWords: Record<Mode, string> = {
@@ -35,6 +35,40 @@ export const directiveWords: Record<'think' | 'verbose' | 'elevated', string> = 
   verbose: 'Verbose: every hook call of the agent is shown in the task view',
   elevated: 'Elevated: run every tool call without asking',
 };
+
+/**
+ * The models New Task offers (task/create model): the aliases the claude
+ * CLI takes for --model, and "" for claude's own choice.
+ */
+export const modelChoices: [string, string][] = [
+  ['', 'claude\'s default'],
+  ['sonnet', 'sonnet — the latest Sonnet'],
+  ['opus', 'opus — the latest Opus'],
+  ['haiku', 'haiku — the latest Haiku (fast, cheaper)'],
+  ['opusplan', 'opusplan — Opus to plan, Sonnet to work'],
+];
+
+/**
+ * Which login the agents use, in words (initialize's claude.auth), never
+ * the secret: "your Claude subscription", "API key from ANTHROPIC_API_KEY".
+ */
+export function loginWords(a?: AuthStatus): string {
+  if (!a) return '';
+  const from = a.source ? ` from ${a.source}` : '';
+  const words: Record<string, string> = {
+    claude_login: 'your Claude subscription (claude login)',
+    oauth_token: `a Claude subscription token${from || ' from CLAUDE_CODE_OAUTH_TOKEN'}`,
+    api_key: `API key${from || ' from ANTHROPIC_API_KEY'}`,
+    api_key_helper: `an API key from the apiKeyHelper${a.source ? ` in ${a.source}` : ''}`,
+    auth_token: `a bearer token${from || ' from ANTHROPIC_AUTH_TOKEN'}`,
+    bedrock: 'Amazon Bedrock (your AWS credentials)',
+    vertex: 'Google Vertex AI (your Google Cloud credentials)',
+    foundry: 'Microsoft Foundry (your Azure credentials)',
+    none: 'no login: claude has none (run claude login, or set ANTHROPIC_API_KEY)',
+  };
+  const w = words[a.method] ?? a.method.replace(/_/g, ' ');
+  return a.problem && a.method !== 'none' ? `${w} — ${a.problem}` : w;
+}
 
 const sourceRank: Record<string, number> = { workspace: 3, global: 2, builtin: 1 };
 

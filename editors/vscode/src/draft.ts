@@ -22,6 +22,8 @@ export interface Draft {
   mcpPresets?: string[];
   criteria: string;
   priority: number;
+  /** task/create's model: an alias the CLI takes ("sonnet", "opus"), "" for claude's own choice. */
+  model?: string;
   files: string[];
   notes: string;
 }
@@ -45,6 +47,7 @@ export function createParams(d: Draft, presets: McpPreset[] = []): TaskCreatePar
   const mcp = presetServers(d.mcpPresets ?? [], presets);
   if (mcp) p.mcpServers = mcp;
   if (d.priority) p.priority = d.priority;
+  if (d.model) p.model = d.model;
   if (d.files.length || d.notes) p.hints = { ...(d.files.length ? { files: d.files } : {}), ...(d.notes ? { notes: d.notes } : {}) };
   return p;
 }

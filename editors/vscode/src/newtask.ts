@@ -8,7 +8,7 @@
 import * as vscode from 'vscode';
 import type { Familiar } from './extension';
 import type { McpCheckResult, McpPreset, Mode, Profile, Skill, Task, TaskType } from './protocol';
-import { directiveWords, elevatedWarning, mcpCheckText, profileFor, shortPath } from './controls';
+import { directiveWords, elevatedWarning, loginWords, mcpCheckText, modelChoices, profileFor, shortPath } from './controls';
 import { presetDetail } from './mcp';
 import * as os from 'os';
 import { createParams, Draft } from './draft';
@@ -80,6 +80,8 @@ export class NewTaskForm {
             })),
             presets: presets.map((p) => ({ name: p.name, detail: presetDetail(p) })),
             words: { ...directiveWords, elevatedWarning },
+            models: modelChoices,
+            login: loginWords(this.f.client?.init?.claude?.auth),
           });
           return;
         }

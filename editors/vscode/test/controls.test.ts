@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { canSetMode, defaultSkills, mcpCheckText, modeChoices, presetServers, profileFor, serverMessage, shortPath, skillErrorText } from '../src/controls';
+import { canSetMode, defaultSkills, loginWords, modelChoices, mcpCheckText, modeChoices, presetServers, profileFor, serverMessage, shortPath, skillErrorText } from '../src/controls';
 import { createParams, Draft } from '../src/draft';
 import { hookTitle, itemView, Transcript } from '../src/transcript';
 import type { McpPreset, Profile } from '../src/protocol';
@@ -77,4 +77,16 @@ test('a verbose task\'s hook calls are rows, once each', () => {
   assert.match(v.input!, /"command": "go test/);
   assert.equal(hookTitle({ name: 'UserPromptSubmit', payload: { prompt: 'fix\nthe bug' } }), 'UserPromptSubmit — fix the bug');
   assert.equal(hookTitle({ name: 'Stop', payload: null }), 'Stop');
+});
+
+test('issue 36: which login the agents use, in words, never a secret; the models New Task offers', () => {
+  assert.equal(loginWords({ method: 'claude_login' }), 'your Claude subscription (claude login)');
+  assert.equal(loginWords({ method: 'api_key', source: 'ANTHROPIC_API_KEY' }), 'API key from ANTHROPIC_API_KEY');
+  assert.equal(loginWords({ method: 'api_key' }), 'API key from ANTHROPIC_API_KEY');
+  assert.equal(loginWords({ method: 'oauth_token', source: 'CLAUDE_CODE_OAUTH_TOKEN' }), 'a Claude subscription token from CLAUDE_CODE_OAUTH_TOKEN');
+  assert.equal(loginWords({ method: 'bedrock' }), 'Amazon Bedrock (your AWS credentials)');
+  assert.match(loginWords({ method: 'none' }), /^no login/);
+  assert.equal(loginWords({ method: 'api_key', source: 'ANTHROPIC_API_KEY', problem: 'the key was refused' }), 'API key from ANTHROPIC_API_KEY — the key was refused');
+  assert.equal(loginWords(undefined), '');
+  assert.deepEqual(modelChoices.map(([v]) => v), ['', 'sonnet', 'opus', 'haiku', 'opusplan']);
 });
