@@ -79,17 +79,12 @@
     let n;
     switch (it.kind) {
       case 'prompt': {
-        // The first prompt carries the profile's whole template: folded to
-        // its first line, open on a click.
-        n = el('details', 'item prompt');
-        const text = it.text || '';
-        const first = (text.split('\n').find((l) => l.trim()) || '').trim();
-        const s = el('summary');
-        s.appendChild(el('span', 'who', 'Prompt '));
-        s.appendChild(el('span', 'first', first.length > 160 ? first.slice(0, 159) + '…' : first));
-        n.appendChild(s);
-        n.appendChild(markdown(text));
-        if (text.length < 400) n.open = true;
+        // The person's words as they typed them: plain text, line breaks
+        // kept (the extension sends the person's words for the first
+        // prompt, not familiar's template around them).
+        n = el('div', 'item prompt' + (it.who === 'Familiar' ? ' from-familiar' : ''));
+        n.appendChild(el('div', 'who', it.who || 'You'));
+        n.appendChild(el('div', 'words', it.text || ''));
         break;
       }
       case 'text':
@@ -196,7 +191,142 @@
     else log.appendChild(n);
   }
 
+  // The message box: Enter sends (task/send, queued until the agent is
+  // idle), Shift+Enter is a new line; Stop ends the running turn; Stop and
+  // send ends it and sends at once.
+  const message = document.getElementById('message');
+  const composeNote = document.getElementById('composeNote');
+  const stopButton = document.getElementById('stop');
+  const steerButton = document.getElementById('steer');
+  const sendButton = document.getElementById('send');
+  let compose = { enabled: false, stop: false, note: '' };
+  function send(steer) {
+    const text = message.value;
+    if (!text.trim() || !compose.enabled) return;
+    vscode.postMessage({ type: 'send', text, steer: !!steer });
+    message.value = '';
+    saveDraft();
+    syncCompose();
+  }
+  function syncCompose() {
+    message.disabled = !compose.enabled;
+    sendButton.disabled = !compose.enabled || !message.value.trim();
+    stopButton.hidden = !compose.stop;
+    steerButton.hidden = !compose.stop;
+    steerButton.disabled = !message.value.trim();
+    composeNote.textContent = compose.note || '';
+  }
+  // What is typed survives a reload of the view (a hidden tab's page is dropped).
+  function saveDraft() { vscode.setState(Object.assign({}, vscode.getState() || {}, { id, draft: message.value })); }
+  message.value = (vscode.getState() || {}).draft || '';
+  message.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      send(e.ctrlKey || e.metaKey ? compose.stop : false);
+    }
+  });
+  message.addEventListener('input', () => { saveDraft(); syncCompose(); });
+  sendButton.addEventListener('click', () => send(false));
+  steerButton.addEventListener('click', () => send(true));
+  stopButton.addEventListener('click', () => vscode.postMessage({ type: 'stop' }));
+
+  // Messages typed and not yet in the conversation: the person's, saying where they are.
+  const outgoing = document.getElementById('outgoing');
+  let outgoingKey = '';
+  function showOutgoing(list) {
+    const key = JSON.stringify(list || []);
+    if (key === outgoingKey) return;
+    outgoingKey = key;
+    outgoing.textContent = '';
+    for (const o of list || []) {
+      const n = el('div', 'item prompt outgoing state-' + o.state);
+      n.dataset.key = o.key;
+      n.appendChild(el('div', 'who', 'You'));
+      n.appendChild(el('div', 'words', o.text));
+      const note = el('div', 'note', o.note);
+      if (o.state === 'failed') {
+        note.appendChild(document.createTextNode(' '));
+        note.appendChild(button('Put it back in the box', () => {
+          message.value = o.text;
+          saveDraft();
+          syncCompose();
+          vscode.postMessage({ type: 'dismissOutgoing', key: o.key });
+        }, 'link'));
+      }
+      n.appendChild(note);
+      outgoing.appendChild(n);
+    }
+  }
+
+  // The pending question, where it is read: answered here or in its notification.
+  const card = document.getElementById('card');
+  let cardKey = '';
+  function answer(questionId, action, extra) {
+    vscode.postMessage(Object.assign({ type: 'answer', questionId, action }, extra || {}));
+  }
+  function showCard(c) {
+    const key = JSON.stringify(c || null);
+    if (key === cardKey) return;
+    cardKey = key;
+    card.textContent = '';
+    if (!c) return;
+    const box = el('div', 'card ' + c.kind);
+    box.setAttribute('role', 'group');
+    box.setAttribute('aria-label', 'Question from the agent');
+    box.appendChild(el('div', 'who', 'Waiting on you'));
+    const bar = el('div', 'choices');
+    if (c.kind === 'permission') {
+      box.appendChild(el('div', 'ask', c.title));
+      if (c.detail) box.appendChild(el('pre', 'code command', c.detail));
+      if (c.reviewable) bar.appendChild(button('Review…', () => answer(c.id, 'review')));
+      bar.appendChild(button('Allow', () => answer(c.id, 'allow'), 'primary allow'));
+      bar.appendChild(button('Deny', () => answer(c.id, 'deny'), 'deny'));
+      const why = el('div', 'denywhy');
+      why.hidden = true;
+      const input = el('input', 'denytext');
+      input.type = 'text';
+      input.placeholder = 'What the agent should do instead';
+      input.addEventListener('keydown', (e) => { if (e.key === 'Enter' && input.value.trim()) answer(c.id, 'deny', { text: input.value }); });
+      why.appendChild(input);
+      why.appendChild(button('Deny with this message', () => { if (input.value.trim()) answer(c.id, 'deny', { text: input.value }); }));
+      bar.appendChild(button('Deny with a message…', () => { why.hidden = false; input.focus(); }));
+      if (c.always) bar.appendChild(button('Allow Always…', () => answer(c.id, 'always')));
+      if (c.acceptEdits) bar.appendChild(button('Allow and accept edits for this task', () => answer(c.id, 'acceptEdits')));
+      box.appendChild(bar);
+      box.appendChild(why);
+      if (c.alwaysWhyNot) box.appendChild(el('div', 'hint', c.alwaysWhyNot));
+    } else {
+      box.appendChild(el('div', 'ask words', c.title));
+      for (const o of c.options || []) bar.appendChild(button(o.label, () => answer(c.id, 'option', o.id ? { optionId: o.id } : { text: o.label }), 'option'));
+      if (c.closing) bar.appendChild(button('Mark done', () => answer(c.id, 'markDone')));
+      box.appendChild(bar);
+      if (c.answersInBox) {
+        // The message box below answers it: one place to type, as in a chat.
+        box.appendChild(el('div', 'hint', (c.options || []).length ? 'Or answer in your own words in the message box below.' : 'Answer in the message box below.'));
+      } else if (c.allowText) {
+        const row = el('div', 'answerrow');
+        const input = el('input', 'answertext');
+        input.type = 'text';
+        input.placeholder = (c.options || []).length ? 'Or answer in your words' : 'Your answer';
+        input.addEventListener('keydown', (e) => { if (e.key === 'Enter' && input.value.trim()) answer(c.id, 'text', { text: input.value }); });
+        row.appendChild(input);
+        row.appendChild(button('Answer', () => { if (input.value.trim()) answer(c.id, 'text', { text: input.value }); }));
+        box.appendChild(row);
+      }
+    }
+    if (c.expiresAt) {
+      const d = new Date(c.expiresAt);
+      if (!isNaN(d.getTime())) box.appendChild(el('div', 'hint', 'Denied automatically at ' + d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) + ' if unanswered.'));
+    }
+    card.appendChild(box);
+    if (window.innerHeight + window.scrollY >= document.body.scrollHeight - 200) window.scrollTo(0, document.body.scrollHeight);
+  }
+
   function showHead(h) {
+    compose = h.compose || compose;
+    syncCompose();
+    showOutgoing(h.outgoing);
+    showCard(h.card);
     head.textContent = '';
     head.appendChild(el('h1', '', h.title));
     head.appendChild(el('div', 'state', h.state));
@@ -225,8 +355,17 @@
   window.addEventListener('message', (e) => {
     const m = e.data;
     switch (m.type) {
+      case 'focusMessage':
+        message.focus();
+        break;
       case 'head':
-        if (m.id !== id) { id = m.id; vscode.setState({ id }); }
+        if (m.id !== id) {
+          // Another task in this tab (the preview): its own box, empty.
+          const other = id !== undefined;
+          id = m.id;
+          if (other) { message.value = ''; outgoingKey = ''; cardKey = ''; }
+          saveDraft();
+        }
         showHead(m.head);
         break;
       case 'reset': {

@@ -125,6 +125,10 @@ export class Familiar implements vscode.Disposable {
     this.view = vscode.window.createTreeView('familiar.tasks', { treeDataProvider: this.tree, showCollapseAll: false });
     this.disposables.push(
       this.view,
+      // Rows keep their places while the person works in the tree (tree.ts touched).
+      this.view.onDidChangeSelection(() => this.tree.touched()),
+      this.view.onDidExpandElement(() => this.tree.touched()),
+      this.view.onDidCollapseElement(() => this.tree.touched()),
       vscode.workspace.registerTextDocumentContentProvider('familiar-task', this.details),
       vscode.workspace.registerTextDocumentContentProvider('familiar-diff', this.changes.diffs),
       vscode.workspace.registerTextDocumentContentProvider('familiar-text', this.texts),
@@ -163,6 +167,8 @@ export class Familiar implements vscode.Disposable {
       ['retry', (t) => this.act('task/retry', t, 'Retrying')],
       ['continue', (t) => this.continueTask(t)],
       ['remove', (t) => this.remove(t)],
+      ['openWorktree', (t) => this.openWorktree(t)],
+      ['terminalInWorktree', (t) => this.terminalInWorktree(t)],
       ['moveUp', (t) => move(this, t, -1)],
       ['moveDown', (t) => move(this, t, 1)],
       // From a menu the second argument is the selection, not a mode.
@@ -173,6 +179,17 @@ export class Familiar implements vscode.Disposable {
       reg(`familiar.row.${name}`, (a, b) => fn(rowTask(a), a, b));
     }
     reg('familiar.showTask', (a) => this.showTask(id(a), typeof a === 'string'));
+    // The keys of the conversation: they act on the task view in front, else the selected task.
+    const front = (a: any) => (typeof a === 'string' ? a : this.taskViews.activeTask() ?? id(a));
+    reg('familiar.send', async (a) => {
+      const t = front(a);
+      await this.taskViews.open(t, false);
+      this.taskViews.focusMessage(t);
+    });
+    reg('familiar.stop', (a) => this.taskViews.stop(front(a)));
+    reg('familiar.allow', (a) => this.answerInFront(front(a), 'allow'));
+    reg('familiar.deny', (a) => this.answerInFront(front(a), 'deny'));
+    reg('familiar.nextQuestion', () => this.nextQuestion());
     reg('familiar.answerPrompt', (taskId: string, questionId: string, choice: string) => this.questions.answerPrompt(taskId, questionId, choice));
     reg('familiar.searchTasks', () => this.history.search());
     reg('familiar.clearSearch', () => this.history.clearSearch());
@@ -596,6 +613,47 @@ export class Familiar implements vscode.Disposable {
     if (!t) throw new Error('That task is gone.');
     await this.taskViews.open(id, preview);
     if (t.status === 'waiting' && t.pendingQuestion) this.questions.prompt(t, t.pendingQuestion);
+  }
+
+  /** Open Worktree: a new window on the task's worktree, to try its change before keeping it. */
+  private async openWorktree(id: string) {
+    const wt = this.task(id)?.worktree?.path;
+    if (!wt || !fs.existsSync(wt)) throw new Error('That task has no worktree on disk (removed after its merge, or not made yet).');
+    trace({ ev: 'openWorktree', task: id });
+    await vscode.commands.executeCommand('vscode.openFolder', vscode.Uri.file(wt), { forceNewWindow: true });
+  }
+
+  /** Terminal in Worktree: a shell of the person's own in the task's worktree (not the agent's terminal). */
+  private terminalInWorktree(id: string) {
+    const t = this.task(id);
+    const wt = t?.worktree?.path;
+    if (!t || !wt || !fs.existsSync(wt)) throw new Error('That task has no worktree on disk (removed after its merge, or not made yet).');
+    const term = vscode.window.createTerminal({ name: `Worktree: ${taskLabel(t)}`, cwd: wt, iconPath: new vscode.ThemeIcon('git-branch') });
+    term.show();
+  }
+
+  /** Allow or Deny from a key: the permission the task in front waits on. */
+  private async answerInFront(id: string, action: 'allow' | 'deny') {
+    const q = this.task(id)?.pendingQuestion;
+    if (!q || q.kind !== 'permission') {
+      vscode.window.setStatusBarMessage(`$(info) Familiar: ${q ? 'that task asks a question: answer it in its view' : 'that task asks nothing'}`, 4000);
+      return;
+    }
+    await this.questions.fromView(id, q.id, { action });
+  }
+
+  /** The next task waiting on the person, after the one in front (oldest question first): its view, its card. */
+  private async nextQuestion() {
+    const waiting = [...(this.client?.tasks.values() ?? [])].filter((t) => t.pendingQuestion && !t.archivedAt)
+      .sort((a, b) => (a.updatedAt < b.updatedAt ? -1 : a.updatedAt > b.updatedAt ? 1 : 0));
+    if (!waiting.length) {
+      vscode.window.setStatusBarMessage('$(check) Familiar: no task is waiting on you', 4000);
+      return;
+    }
+    const at = waiting.findIndex((t) => t.id === this.taskViews.activeTask());
+    const next = waiting[(at + 1) % waiting.length];
+    this.lastShown = next.id;
+    await this.taskViews.open(next.id, false);
   }
 
   /** The details as a read-only document (for copying, searching). */

@@ -11,7 +11,12 @@ import {
 } from './model';
 import type { GrantScope, Question, Task } from './protocol';
 import { Code } from './protocol';
+import { alwaysCovers } from './transcript';
+import { suggestedAnswers } from './options';
 import { decidedLabel, error, info, localTime, trace, warn } from './ui';
+
+/** The choice that allows an edit and lets the task's later edits through unasked (claude's accept-edits mode). */
+const acceptEditsLabel = 'Allow and accept edits for this task';
 
 /** A notification's choice: its words, or words and the value a click returns. */
 type Choice = string | { label: string; value: string };
@@ -34,9 +39,26 @@ export class Questions {
   constructor(private readonly f: Familiar) {}
 
 
+  /** When the person last stopped a task's turn from its view, by task. */
+  private readonly stops = new Map<string, number>();
+
+  /** The person stopped a task's turn: the agent's "what should Claude do instead?" that follows is not news. */
+  stopped(taskId: string) {
+    this.stops.set(taskId, Date.now());
+  }
+
   prompt(t: Task, q: Question) {
     const key = `${t.id}/${q.id}`;
     if (this.prompts.has(key) || this.resolved.has(key)) return;
+    // The question a Stop brings under the PTY driver, asked of the person
+    // who just pressed Stop: it waits on the task view's card (and the
+    // message box answers it), no notification.
+    const stoppedAt = this.stops.get(t.id);
+    if (stoppedAt !== undefined && Date.now() - stoppedAt < 60000 && q.kind === 'question' && /^Interrupted\b/.test(q.text)) {
+      this.stops.delete(t.id);
+      this.f.log.info(`question ${q.id} of "${t.title}" after a Stop: shown in its view only`);
+      return;
+    }
     const p: Prompt = { taskId: t.id, questionId: q.id, close: () => undefined };
     this.prompts.set(key, p);
     this.shownAt.set(q.id, Date.now());
@@ -54,7 +76,9 @@ export class Questions {
     // Review… where the notification cannot show it all: an edit's change, a
     // long command, an MCP tool's input, anything clipped.
     const reviewable = edit || !!mcpTool(q.tool) || detail.length > 160 || !!q.truncated || (!detail && q.input !== undefined);
-    const always = alwaysChoices(q);
+    // Allow Always… only where a rule can cover the call: familiar's "no rule can cover" option remembers nothing.
+    const always = alwaysCovers(q) ? alwaysChoices(q) : [];
+    const acceptEdits = q.options.some((o) => o.id === 'mode_accept_edits');
     // Rarer choices are one click further, under "More…": a notification's
     // line holds about five.
     const choices = [...(reviewable ? ['Review…'] : []), 'Allow', ...(always.length ? ['Allow Always…'] : []), 'Deny', 'More…'];
@@ -68,7 +92,7 @@ export class Questions {
       pick = await this.toastPrompt(p, title, choices.filter((c) => c !== 'Review…'), status);
     }
     if (pick === 'More…') {
-      pick = await vscode.window.showQuickPick([...(reviewable ? [] : ['Review…']), 'Deny with a message…', editable, 'Allow', 'Deny'], {
+      pick = await vscode.window.showQuickPick([...(reviewable ? [] : ['Review…']), ...(acceptEdits ? [acceptEditsLabel] : []), 'Deny with a message…', editable, 'Allow', 'Deny'], {
         title: `"${taskLabel(t)}" asks to ${what}`, ignoreFocusOut: true,
       });
       if (pick === 'Review…') {
@@ -81,6 +105,8 @@ export class Questions {
     switch (pick) {
       case 'Allow':
         return this.respond(t, q, { optionId: 'allow' });
+      case acceptEditsLabel:
+        return this.respond(t, q, { optionId: 'mode_accept_edits' });
       case 'Allow Always…': {
         const grant = await this.pickGrant(t, q, always);
         if (!grant) return this.reopen(t, q, p);
@@ -181,8 +207,11 @@ export class Questions {
     // a question read from the agent's last message may only be a report:
     // Mark done finishes the task.
     const direct = q.kind === 'question' ? q.options.filter((o) => o.label.length <= 60).slice(0, 3) : [];
+    // Options written inline ("1. Postgres 2. SQLite") are one click too, answered with their words.
+    const read = q.kind === 'question' && !q.options.length ? suggestedAnswers(q.text).filter((l) => l.length <= 60).slice(0, 3) : [];
     const choices: Choice[] = [
       ...direct.map((o) => ({ label: o.label, value: `option:${o.id}` })),
+      ...read.map((l) => ({ label: l, value: `words:${l}` })),
       q.kind === 'question' && q.options.length ? 'Other answer…' : 'Answer…',
       ...(q.closing ? ['Mark done'] : []),
     ];
@@ -204,6 +233,7 @@ export class Questions {
     }
     if (!pick || this.stale(t, q, p)) return;
     if (pick.startsWith('option:')) return this.respond(t, q, { optionId: pick.slice('option:'.length) });
+    if (pick.startsWith('words:')) return this.respond(t, q, { text: pick.slice('words:'.length) });
     if (pick === 'Mark done') return this.markDone(t, q);
     await this.ask(t, q, p);
   }
@@ -334,10 +364,65 @@ export class Questions {
     });
   }
 
-  /** After a dismissed sub-step, the question is still open: offer it again from the view. */
+  /**
+   * After a dismissed sub-step (Escape in Allow Always…, in Deny with a
+   * message…), the question is still open: its notification comes back,
+   * rather than the question hiding until its row is clicked.
+   */
   reopen(t: Task, q: Question, p: Prompt) {
     this.prompts.delete(`${t.id}/${q.id}`);
     void p;
+    const cur = this.f.task(t.id);
+    if (cur?.pendingQuestion?.id === q.id) this.prompt(cur, cur.pendingQuestion);
+  }
+
+  /**
+   * An answer given on the question's card in the task view. The
+   * notification is taken away first (answering either clears both: the
+   * card goes when the task's question does).
+   */
+  async fromView(taskId: string, questionId: string, m: { action?: string; optionId?: string; text?: string }) {
+    const t = this.f.task(taskId);
+    const q = t?.pendingQuestion;
+    if (!t || !q || q.id !== questionId) {
+      void info(`Familiar: that question was already answered.`);
+      return;
+    }
+    trace({ ev: 'cardAnswer', task: taskId, question: questionId, action: m.action });
+    const key = `${t.id}/${q.id}`;
+    const closeToast = () => { const p = this.prompts.get(key); p?.close(); };
+    switch (m.action) {
+      case 'review':
+        return this.review(t, q);
+      case 'allow':
+        closeToast();
+        return this.respond(t, q, { optionId: 'allow' });
+      case 'deny':
+        closeToast();
+        return this.respond(t, q, { optionId: 'deny', ...(m.text ? { text: m.text } : {}) });
+      case 'acceptEdits':
+        closeToast();
+        return this.respond(t, q, { optionId: 'mode_accept_edits' });
+      case 'always': {
+        const grant = await this.pickGrant(t, q, alwaysChoices(q));
+        if (!grant) return;
+        const cur = this.f.task(t.id);
+        if (cur?.pendingQuestion?.id !== q.id) return;
+        closeToast();
+        return this.respond(t, q, { optionId: grant.id, grantScope: grant.scope });
+      }
+      case 'option':
+        closeToast();
+        // A suggested answer read from the question's words is sent as those words.
+        return this.respond(t, q, m.optionId ? { optionId: m.optionId } : { text: String(m.text ?? '') });
+      case 'text':
+        if (!m.text?.trim()) return;
+        closeToast();
+        return this.respond(t, q, { text: m.text });
+      case 'markDone':
+        closeToast();
+        return this.markDone(t, q);
+    }
   }
 
   /** Whether the question was answered meanwhile (here, elsewhere, by policy or timeout). */

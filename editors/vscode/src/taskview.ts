@@ -12,10 +12,12 @@ import * as vscode from 'vscode';
 import * as os from 'os';
 import type { Familiar } from './extension';
 import type { Task, TaskEventsResult, TaskHookNotification, TaskTranscriptNotification } from './protocol';
-import { callRow, header, Item, itemView, Transcript } from './transcript';
+import { Code } from './protocol';
+import { callRow, composeState, header, Item, itemView, personWords, questionCard, Transcript } from './transcript';
 import { noAbsolutePaths, taskLabel } from './model';
 import { trace } from './ui';
 import { forecastFacts } from './queuemodel';
+import { loginWords } from './controls';
 
 /** A task's transcript, loaded once from task/events and followed live. */
 export class Feed {
@@ -41,6 +43,7 @@ export class Feed {
       const r = await client.request<TaskEventsResult>('task/events', { id: this.id, sinceSeq: since, limit: 10000 });
       for (const e of r.events) {
         if (e.method === 'task/transcript' && e.params?.entry && this.transcript.add(e.params.entry, e.seq)) this.entries++;
+        this.transcript.alsoChanged();
         // A verbose task's hook calls, where they happened in the conversation.
         if (e.method === 'task/hook' && e.params?.name) this.transcript.hook(e.params, e.seq);
         since = Math.max(since, e.seq);
@@ -57,7 +60,7 @@ export class Feed {
     }
     const it = 'entry' in n ? this.transcript.add(n.entry, n.seq) : this.transcript.hook(n, n.seq);
     if (it) this.entries++;
-    if (it) for (const l of this.listeners) l(it);
+    for (const x of it ? [it, ...this.transcript.alsoChanged()] : []) for (const l of this.listeners) l(x);
   }
 
   listen(fn: (it: Item) => void): vscode.Disposable {
@@ -76,9 +79,136 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
    */
   private preview?: View;
   private readonly subs: vscode.Disposable[] = [];
+  /**
+   * Messages typed in a task view not yet in its conversation, by task: a
+   * task/send waits until the agent takes the message (at the end of its
+   * turn), and the message shows meanwhile as the person's, saying so.
+   */
+  private readonly outgoing = new Map<string, Outgoing[]>();
+  private sent = 0;
+  private readonly outgoingChanged = new vscode.EventEmitter<string>();
+  /** The view in front: what Send, Stop, Allow and Deny act on from a key. */
+  private active?: View;
 
   constructor(private readonly f: Familiar, private readonly extensionUri: vscode.Uri) {
-    this.subs.push(vscode.window.registerWebviewPanelSerializer('familiar.task', this));
+    this.subs.push(vscode.window.registerWebviewPanelSerializer('familiar.task', this), this.outgoingChanged);
+  }
+
+  /** A message typed in a task's view (steer: Stop and send, which ends the running turn first). */
+  async send(id: string, text: string, steer = false) {
+    const o: Outgoing = { key: `out${++this.sent}`, text, state: 'queued', at: Date.now() };
+    const list = this.outgoing.get(id) ?? [];
+    list.push(o);
+    this.outgoing.set(id, list);
+    const feed = this.feed(id);
+    const before = feed.transcript.items.length;
+    this.outgoingChanged.fire(id);
+    trace({ ev: 'send', task: id, key: o.key, steer, bytes: text.length });
+    try {
+      const client = await this.f.whenConnected();
+      if (steer) {
+        const t = this.f.task(id);
+        if (t && (t.status === 'running' || t.status === 'waiting')) {
+          await client.request<Task>('task/interrupt', { id }).catch((err: any) => {
+            // The turn ended meanwhile: the message goes as it is.
+            if (err?.code !== Code.FailedPrecondition) throw err;
+          });
+        }
+      }
+      // Not started yet: task/send takes a message once the agent is up.
+      await this.untilStarted(id);
+      const cur = this.f.task(id);
+      const q = cur?.pendingQuestion;
+      if (!steer && q && q.kind === 'question' && q.allowText) {
+        // The agent asked in words (or, after a Stop, what to do instead):
+        // the message is the answer, as in any chat.
+        this.f.questions.prompts.get(`${id}/${q.id}`)?.close();
+        await client.request('task/respond', { id, questionId: q.id, text });
+      } else {
+        const t = await client.request<Task>('task/send', { id, text });
+        this.f.client?.tasks.set(t.id, t);
+      }
+      o.state = 'sent';
+      trace({ ev: 'sent', task: id, key: o.key, ms: Date.now() - o.at });
+      // Already in the conversation (the transcript came before the answer): gone.
+      if (feed.transcript.items.slice(before).some((it) => it.kind === 'prompt' && sameWords(it.text ?? '', text))) this.drop(id, o);
+    } catch (err: any) {
+      o.state = 'failed';
+      o.error = String(err?.message ?? err);
+      trace({ ev: 'sendFailed', task: id, key: o.key, error: o.error });
+      // Said not taken, yet already in the conversation: it was taken.
+      if (feed.transcript.items.slice(before).some((it) => it.kind === 'prompt' && sameWords(it.text ?? '', text))) this.drop(id, o);
+    }
+    this.outgoingChanged.fire(id);
+  }
+
+  /** Stop: ends the agent's current turn (task/interrupt); the task stays, the message box takes the next message. */
+  async stop(id: string) {
+    trace({ ev: 'stop', task: id });
+    this.f.questions.stopped(id);
+    const client = await this.f.whenConnected();
+    const t = await client.request<Task>('task/interrupt', { id });
+    this.f.client?.tasks.set(t.id, t);
+  }
+
+  /** A failed message put away (its words go back into the box). */
+  dismiss(id: string, key: string) {
+    const o = this.outgoing.get(id)?.find((x) => x.key === key);
+    if (o) this.drop(id, o);
+  }
+
+  private drop(id: string, o: Outgoing) {
+    const list = (this.outgoing.get(id) ?? []).filter((x) => x !== o);
+    if (list.length) this.outgoing.set(id, list);
+    else this.outgoing.delete(id);
+    this.outgoingChanged.fire(id);
+  }
+
+  /** A prompt came into a task's conversation: the message it is no longer shows as on its way. */
+  private arrived(id: string, it: Item) {
+    if (it.kind !== 'prompt') return;
+    const list = this.outgoing.get(id);
+    if (!list) return;
+    // The one with these words (one said not taken may have been taken
+    // after all: the PTY driver's check of a keystroke can miss it under
+    // load), else the oldest the agent took (a PTY may reflow what was typed).
+    const o = list.find((x) => sameWords(x.text, it.text ?? '')) ?? list.find((x) => x.state === 'sent');
+    if (o) this.drop(id, o);
+  }
+
+  private untilStarted(id: string): Promise<void> {
+    const ok = () => { const t = this.f.task(id); return !t || (t.status !== 'queued' && t.status !== 'starting'); };
+    if (ok()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setInterval(() => { if (ok()) { clearInterval(timer); resolve(); } }, 200);
+    });
+  }
+
+  /** What a view shows of its task's outgoing messages. */
+  private outgoingView(id: string) {
+    const t = this.f.task(id);
+    const busy = t && (t.status === 'running' || t.status === 'waiting');
+    return (this.outgoing.get(id) ?? []).map((o) => ({
+      key: o.key, text: o.text, state: o.state,
+      note: o.state === 'failed' ? `Not sent: ${o.error}`
+        : o.state === 'sent' ? 'Sent: the agent has it.'
+          : busy ? 'Queued: the agent gets it when it finishes its turn.'
+            : t && (t.status === 'queued' || t.status === 'starting') ? 'Queued: the agent gets it once it has started.' : 'Sending…',
+    }));
+  }
+
+  /** The view in front, if it is a task view (the keybindings' target). */
+  activeTask(): string | undefined {
+    return this.active && !this.active.disposed && this.active.panel.active ? this.active.id : undefined;
+  }
+
+  /** Puts the focus in the front task view's message box. */
+  focusMessage(id: string) {
+    const v = this.panels.get(id);
+    if (!v) return false;
+    v.panel.reveal(undefined, false);
+    void v.panel.webview.postMessage({ type: 'focusMessage' });
+    return true;
   }
 
   dispose() {
@@ -114,6 +244,11 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
 
   taskChanged(t: Task) {
     this.panels.get(t.id)?.update(t);
+  }
+
+  /** The live transcript's items reach the outgoing messages too (see arrived). */
+  private watchArrivals(id: string, feed: Feed): vscode.Disposable {
+    return feed.listen((it) => this.arrived(id, it));
   }
 
   /** Shows a task's view; preview (a tree click) reuses the preview tab and keeps the focus in the tree. */
@@ -162,7 +297,9 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${w.cspSource}; script-src 'nonce-${nonce}'; img-src ${w.cspSource};">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="${media('taskview.css')}"></head>
-<body><div id="head"></div><div id="log" role="log" aria-live="polite"></div>
+<body><div id="head"></div><div id="log" role="log" aria-live="polite"></div><div id="outgoing"></div><div id="card"></div>
+<div id="compose"><textarea id="message" rows="3" aria-label="Message to the agent" placeholder="Message the agent: Enter sends, Shift+Enter starts a new line"></textarea>
+<div class="bar"><span id="composeNote" class="hint"></span><button type="button" id="stop" title="End the agent's turn (the task stays)">Stop</button><button type="button" id="steer" title="End the agent's turn and send this message now">Stop and send</button><button type="button" id="send" class="primary">Send</button></div></div>
 <script nonce="${nonce}" src="${media('taskview.js')}"></script></body></html>`;
     const subs: vscode.Disposable[] = [];
     let task = this.f.task(id);
@@ -174,9 +311,18 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     let lastHead = '';
     const sendHead = () => {
       if (!task) return;
-      const head = header(task, Date.now(), feed.transcript.total, { repo: this.f.root, home: os.homedir() });
+      const head: any = header(task, Date.now(), feed.transcript.total, { repo: this.f.root, home: os.homedir() });
       // The conflict forecast, naming the other tasks by title.
       head.facts.push(...forecastFacts(task, (other) => this.f.task(other)?.title));
+      // The model it was given, and which login the agents use, in words.
+      if (task.model) head.facts.push(['Model', task.model]);
+      const login = loginWords(this.f.client?.init?.claude?.auth);
+      if (login) head.facts.push(['Login', login]);
+      // The question is a card in the conversation, answered there.
+      head.question = undefined;
+      head.card = task.pendingQuestion ? questionCard(task.pendingQuestion, worktree()) : undefined;
+      head.compose = composeState(task);
+      head.outgoing = this.outgoingView(id);
       const key = JSON.stringify(head);
       if (key === lastHead) return;
       lastHead = key;
@@ -188,11 +334,20 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     // Where an opening's time goes (the UI test's figure): the page's start, familiar's answers.
     const marks: Record<string, number> = {};
     const update = (t: Task) => {
+      const hadWorktree = !!worktree();
       task = t;
       panel.title = taskLabel(t);
       if (ready) sendHead();
+      // The rows name files relative to the worktree: drawn before the task was known, they are drawn again.
+      if (ready && loaded && !hadWorktree && worktree()) resetItems();
     };
+    let loaded = false;
+    const person = () => (task ? personWords(task) : undefined);
+    const resetItems = () => post({ type: 'reset', items: feed.transcript.items.map((it) => itemView(it, worktree(), person())) });
+    subs.push(this.outgoingChanged.event((tid) => { if (tid === id && ready) sendHead(); }), this.watchArrivals(id, feed));
+    subs.push(panel.onDidChangeViewState((e) => { if (e.webviewPanel.active) this.active = view; }));
     const view: View = reuse ?? { id, panel, update, detach: () => undefined, disposed: false };
+    if (panel.active) this.active = view;
     view.id = id;
     view.update = update;
     view.detach = () => { for (const s of subs.splice(0)) s.dispose(); };
@@ -212,13 +367,20 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
             // A page (re)loaded (a hidden tab's is dropped): it has no head yet.
             lastHead = '';
             sendHead();
-            void this.f.whenConnected()
+            const got = this.f.whenConnected()
               .then((client) => client.request<Task>('task/get', { id }))
               .then((t) => { marks.taskGetMs = Date.now() - opened; if (!view.disposed && view.id === id) update(t); })
               .catch(() => undefined);
             await feed.loaded;
+            // A view restored by a window reload opens before familiar has
+            // listed the tasks: its rows need the task (the worktree that
+            // files are named relative to, the person's words for the
+            // prompt), so they wait for task/get rather than be drawn with
+            // absolute paths.
+            if (!task) await got;
             marks.loadedMs = Date.now() - opened;
-            post({ type: 'reset', items: feed.transcript.items.map((it) => itemView(it, worktree())) });
+            loaded = true;
+            resetItems();
             // Coalesced: a streaming response changes its text item with
             // every delta; the view gets each changed item at most ten
             // times a second, as it is then.
@@ -228,7 +390,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
               changed.set(it.key, it);
               timer ??= setTimeout(() => {
                 timer = undefined;
-                const items = [...changed.values()].map((x) => itemView(x, worktree()));
+                const items = [...changed.values()].map((x) => itemView(x, worktree(), person()));
                 changed.clear();
                 post({ type: 'items', items });
               }, 100);
@@ -245,6 +407,18 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
               return;
             }
             if (typeof m.command === 'string' && /^[a-zA-Z]+$/.test(m.command)) await vscode.commands.executeCommand(`familiar.${m.command}`, id);
+            return;
+          case 'send':
+            if (typeof m.text === 'string' && m.text.trim()) await this.send(id, m.text, !!m.steer);
+            return;
+          case 'stop':
+            await this.stop(id);
+            return;
+          case 'dismissOutgoing':
+            this.dismiss(id, String(m.key));
+            return;
+          case 'answer':
+            await this.f.questions.fromView(id, String(m.questionId), m);
             return;
           case 'copyFact': {
             // The whole of a shortened fact; only the worktree's path has one.
@@ -289,6 +463,20 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     return view;
   }
 
+}
+
+interface Outgoing {
+  key: string;
+  text: string;
+  state: 'queued' | 'sent' | 'failed';
+  at: number;
+  error?: string;
+}
+
+/** The same message, whitespace aside (a terminal reflows what is typed into it). */
+function sameWords(a: string, b: string): boolean {
+  const n = (s: string) => s.replace(/\s+/g, ' ').trim();
+  return n(a) === n(b);
 }
 
 interface View {

@@ -6,7 +6,7 @@ import { OutputPump } from './pump';
 import { Code } from './protocol';
 import { statusText, taskLabel, typed, withoutResumeHint } from './model';
 import type { Status, Task } from './protocol';
-import { Item, itemAsText } from './transcript';
+import { Item, itemAsText, personWords } from './transcript';
 
 export class Terminals implements vscode.Disposable {
   // pump: the output log's pager, or for a stream task the feed's subscription.
@@ -93,10 +93,12 @@ export class Terminals implements vscode.Disposable {
     const write = new vscode.EventEmitter<string>();
     const written = new Map<string, number>();
     const wt = () => this.f.task(id)?.worktree?.path;
+    // The first prompt is the person's words, not familiar's template around them.
+    const person = () => { const x = this.f.task(id) ?? t; return personWords(x); };
     const show = (it: Item) => {
       if (it.kind === 'text' || it.kind === 'thinking' || it.kind === 'prompt') {
         if (it.kind !== 'text') {
-          if (!written.has(it.key)) write.fire(itemAsText(it, wt()));
+          if (!written.has(it.key)) write.fire(itemAsText(it, wt(), person()));
           written.set(it.key, 1);
           return;
         }

@@ -3,9 +3,10 @@
 // call one item updated in place, the plan one checklist, usage summed per
 // turn. Pure: no VS Code, so the fast tests cover it.
 
-import type { PlanItem, Task, TaskHookNotification, ToolCall, TranscriptEntry, Usage } from './protocol';
+import type { PlanItem, Question, Task, TaskHookNotification, ToolCall, TranscriptEntry, Usage } from './protocol';
 import { statusFinished, statusHoldsWorktree } from './protocol';
-import { clock, duration, estimateOrWhyNot, heldInQueue, money, PathPlaces, plainText, relPath, secondsUntil, shortPath, taskLabel, taskStatusText, truncate, undoable } from './model';
+import { suggestedAnswers } from './options';
+import { blockedLabel, clock, duration, editTools, notRetrying, estimateOrWhyNot, mcpTool, permissionDetail, permissionWhat, heldInQueue, money, PathPlaces, plainText, relPath, secondsUntil, shortPath, taskLabel, taskStatusText, truncate, undoable } from './model';
 
 export type ItemKind = 'prompt' | 'text' | 'thinking' | 'tool' | 'plan' | 'turn' | 'hook';
 
@@ -21,6 +22,11 @@ export interface Item {
   usage?: Usage;
   /** A hook call of a verbose task (task/hook): its name and payload. */
   hook?: { name: string; payload: unknown; truncated?: boolean };
+  /**
+   * The task's first prompt: familiar's rendered profile template around
+   * the person's words, which the view and the terminal show instead.
+   */
+  first?: boolean;
 }
 
 export class Transcript {
@@ -32,6 +38,21 @@ export class Transcript {
   private turn?: Item;
   /** The session's running total, from the last usage entry. */
   total?: Usage;
+  private prompts = 0;
+  /**
+   * Plans of TodoWrite calls not finished yet, by call id: a plan shows once
+   * its call succeeded (a failed TodoWrite set nothing, and its checklist
+   * ticked items the agent never got to record).
+   */
+  private readonly plans = new Map<string, PlanItem[]>();
+  private lastTodoWrite?: string;
+  /** Items the last add changed besides the one it returned (a plan whose call ended): taken by alsoChanged. */
+  private also: Item[] = [];
+
+  /** The items the last add changed besides the one it returned. */
+  alsoChanged(): Item[] {
+    return this.also.splice(0);
+  }
 
   /** Applies one entry; returns the item it added or changed. */
   add(e: TranscriptEntry, seq = 0): Item | undefined {
@@ -42,7 +63,7 @@ export class Transcript {
     switch (e.kind) {
       case 'prompt':
         this.turn = undefined;
-        return this.push({ key: `p${++this.n}`, kind: 'prompt', at: e.at, text: e.text ?? '' });
+        return this.push({ key: `p${++this.n}`, kind: 'prompt', at: e.at, text: e.text ?? '', first: this.prompts++ === 0 || undefined });
       case 'text':
       case 'thinking': {
         // Chunks of one response's block share messageId and follow each other.
@@ -55,21 +76,30 @@ export class Transcript {
       }
       case 'tool_call': {
         if (!e.toolCall) return undefined;
-        const key = `tool:${e.toolCall.id}`;
+        const c = e.toolCall;
+        if (c.name === 'TodoWrite') this.lastTodoWrite = c.id;
+        const key = `tool:${c.id}`;
         const old = this.byKey.get(key);
         if (old) {
-          old.call = e.toolCall;
+          old.call = c;
+          // Its plan, once the call has succeeded (see plans).
+          const plan = this.plans.get(c.id);
+          if (plan && (c.status === 'completed' || c.status === 'failed')) {
+            this.plans.delete(c.id);
+            if (c.status === 'completed') this.also.push(this.setPlan(plan, e.at));
+          }
           return old;
         }
-        return this.push({ key, kind: 'tool', at: e.at, call: e.toolCall });
+        return this.push({ key, kind: 'tool', at: e.at, call: c });
       }
       case 'plan': {
-        const old = this.byKey.get('plan');
-        if (old) {
-          old.plan = e.plan ?? [];
-          return old;
+        // A plan follows the TodoWrite call that set it: it waits for the call's end.
+        const call = this.lastTodoWrite ? this.byKey.get(`tool:${this.lastTodoWrite}`)?.call : undefined;
+        if (call && call.status !== 'completed') {
+          if (call.status !== 'failed') this.plans.set(call.id, e.plan ?? []);
+          return undefined;
         }
-        return this.push({ key: 'plan', kind: 'plan', at: e.at, plan: e.plan ?? [] });
+        return this.setPlan(e.plan ?? [], e.at);
       }
       case 'usage': {
         if (!e.usage) return undefined;
@@ -95,6 +125,15 @@ export class Transcript {
       this.lastSeq = seq;
     }
     return this.push({ key: `hook${++this.n}`, kind: 'hook', at, hook: { name: n.name, payload: n.payload, truncated: n.truncated } });
+  }
+
+  private setPlan(plan: PlanItem[], at: string): Item {
+    const old = this.byKey.get('plan');
+    if (old) {
+      old.plan = plan;
+      return old;
+    }
+    return this.push({ key: 'plan', kind: 'plan', at, plan });
   }
 
   private push(it: Item): Item {
@@ -139,10 +178,32 @@ export function callRow(c: ToolCall, worktree?: string): { title: string; status
   };
 }
 
+/**
+ * What the person asked, as they typed it in New Task: the description (the
+ * title when it has none) and the acceptance criteria, for the first
+ * prompt, which is familiar's profile template around these words.
+ */
+export function personWords(t: Pick<Task, 'title' | 'description' | 'acceptanceCriteria'>): string {
+  const words = (t.description ?? '').trim() || t.title;
+  const criteria = (t.acceptanceCriteria ?? []).filter((c) => c.trim());
+  return criteria.length ? `${words}\n\nAcceptance criteria:\n${criteria.map((c) => `- ${c}`).join('\n')}` : words;
+}
+
+/**
+ * A prompt as the conversation shows it, and who wrote it: the first one is
+ * the person's words (not familiar's template around them); familiar's own
+ * messages (a resume after a pause, a mode switch) say they are familiar's.
+ */
+export function promptShown(it: Item, person?: string): { text: string; who: 'You' | 'Familiar' } {
+  if (it.first && person) return { text: person, who: 'You' };
+  const text = it.text ?? '';
+  return { text, who: /^familiar\b/i.test(text) ? 'Familiar' : 'You' };
+}
+
 /** The text of a transcript as a terminal shows it (the stream driver's): words, never JSON lines. */
-export function itemAsText(it: Item, worktree?: string): string {
+export function itemAsText(it: Item, worktree?: string, person?: string): string {
   switch (it.kind) {
-    case 'prompt': return `\x1b[1m> ${oneBlock(it.text ?? '')}\x1b[0m\r\n`;
+    case 'prompt': return `\x1b[1m> ${oneBlock(promptShown(it, person).text)}\x1b[0m\r\n`;
     case 'text': return `${oneBlock(it.text ?? '')}\r\n`;
     case 'thinking': return `\x1b[2m(thinking) ${truncate(it.text ?? '', 200)}\x1b[0m\r\n`;
     case 'tool': {
@@ -202,7 +263,7 @@ export function header(t: Task, now: number, total?: Usage, where: PathPlaces = 
   const estimate = estimateOrWhyNot(t, now);
   if (estimate) facts.push(['Estimate', estimate]);
   if (undoable(t, now)) facts.push(['Undo', `possible for ${clock(Math.ceil(secondsUntil(t.undoableUntil, now) ?? 0))} more`]);
-  if (t.blocked) facts.push(['Blocked', plainText(t.blocked.detail || t.blocked.reason)]);
+  if (t.blocked) facts.push(['Blocked', t.blocked.detail ? plainText(notRetrying(t.blocked.detail)) : blockedLabel(t.blocked.reason)]);
   const u = t.usage ?? total;
   const none = !!t.result?.noChanges;
   const live = !statusFinished(t.status);
@@ -216,6 +277,9 @@ export function header(t: Task, now: number, total?: Usage, where: PathPlaces = 
     [t.status === 'merging' && !none, 'merge', 'Merge…'],
     [undoable(t, now), 'undo', 'Undo'],
     [t.driver === 'pty' || live, 'openTerminal', 'Terminal'],
+    // Try the change before keeping it: the worktree in a window of its own, or a shell in it.
+    [!!t.worktree && t.status !== 'queued' && t.status !== 'merged', 'openWorktree', 'Open Worktree'],
+    [!!t.worktree && t.status !== 'queued' && t.status !== 'merged', 'terminalInWorktree', 'Terminal in Worktree'],
     [['blocked', 'cancelled'].includes(t.status), 'retry', 'Retry'],
     // The mode of a task that still works (or waits to go on): the agent goes on with the new mode's tools.
     [live || t.status === 'blocked', 'setMode', 'Change Mode…'],
@@ -270,10 +334,16 @@ export interface ItemView {
   diffs?: { path: string; lines: [string, string][] }[];
   plan?: PlanItem[];
   usage?: string;
+  /** A prompt's author: the person, or familiar (a resume, a mode switch). */
+  who?: string;
 }
 
-export function itemView(it: Item, worktree?: string): ItemView {
+export function itemView(it: Item, worktree?: string, person?: string): ItemView {
   switch (it.kind) {
+    case 'prompt': {
+      const p = promptShown(it, person);
+      return { key: it.key, kind: it.kind, text: p.text, who: p.who };
+    }
     case 'tool': {
       const c = it.call!;
       let input = c.input === undefined ? '' : JSON.stringify(c.input, null, 2);
@@ -297,4 +367,107 @@ export function itemView(it: Item, worktree?: string): ItemView {
     case 'plan': return { key: it.key, kind: it.kind, plan: it.plan };
     default: return { key: it.key, kind: it.kind, text: it.text };
   }
+}
+
+/** The task view's message box: whether it takes a message now, what sending does, and whether a turn can be stopped. */
+export interface Compose {
+  enabled: boolean;
+  note: string;
+  stop: boolean;
+}
+
+export function composeState(t: Pick<Task, 'status' | 'blocked' | 'pendingQuestion'>): Compose {
+  const q = t.pendingQuestion;
+  if (t.status === 'waiting' && q && q.kind === 'question' && q.allowText) {
+    // Its turn is over: the agent asked in words, and the message answers it.
+    return { enabled: true, stop: false, note: 'Enter answers the agent\'s question above with your message.' };
+  }
+  switch (t.status) {
+    case 'queued':
+    case 'starting':
+      return { enabled: true, stop: false, note: 'The agent has not started yet: your message goes to it once it has.' };
+    case 'running':
+      return { enabled: true, stop: true, note: 'Enter queues your message: the agent gets it when it finishes this turn. Stop and send interrupts the turn and sends it now.' };
+    case 'waiting':
+      return { enabled: true, stop: true, note: 'The agent waits on the question above. Enter queues your message for after it; Stop and send ends the turn and sends it now.' };
+    case 'paused':
+      return { enabled: true, stop: false, note: 'Enter continues the task in its conversation, with your message.' };
+    case 'blocked':
+      if (t.blocked?.reason === 'cancelled_by_user') return { enabled: false, stop: false, note: 'You cancelled this task: Retry starts it again.' };
+      return { enabled: true, stop: false, note: 'Enter continues the task in its conversation and worktree, with your message.' };
+    case 'merging':
+      return { enabled: true, stop: false, note: 'Enter sends a follow-up: the agent goes on in the same worktree and conversation.' };
+    case 'merged':
+      return { enabled: false, stop: false, note: 'Merged: a new task takes it from here.' };
+    case 'cancelled':
+      return { enabled: false, stop: false, note: 'Cancelled: Retry starts it again.' };
+  }
+  return { enabled: false, stop: false, note: '' };
+}
+
+/** The pending question as a card in the task view's conversation. */
+export interface Card {
+  id: string;
+  kind: 'permission' | 'question';
+  /** "Write docs/notes.md", "Run a command", or the question's words. */
+  title: string;
+  /** A permission's whole command or path (wrapped, never cut). */
+  detail?: string;
+  reviewable?: boolean;
+  /** Allow Always… is offered (a rule can cover the call), else why not in words. */
+  always?: boolean;
+  alwaysWhyNot?: string;
+  acceptEdits?: boolean;
+  /** Suggested answers: the question's own options (id) or ones read from its words (text). */
+  options: { id?: string; label: string }[];
+  allowText: boolean;
+  multi?: boolean;
+  closing?: boolean;
+  /** A question in words: the message box answers it (composeState says so). */
+  answersInBox?: boolean;
+  /** When it is denied (or dropped) unanswered. */
+  expiresAt?: string;
+}
+
+/** Whether an allow-always option remembers anything: familiar's says so when no rule can cover the call. */
+export function alwaysCovers(q: Question): boolean {
+  return q.options.some((o) => (o.id === 'allow_always' || o.id === 'allow_always_exact') && !/nothing is remembered/i.test(o.label));
+}
+
+/** Why a permission offers no Allow Always, in words; undefined when it does. */
+export function alwaysWhyNot(q: Question): string | undefined {
+  if (alwaysCovers(q)) return undefined;
+  const cmd = typeof q.input?.command === 'string' ? q.input.command : '';
+  if (/&&|\|\||[|;]|\$\(|`/.test(cmd)) {
+    const long = cmd.length > 1000 ? ', too long to be remembered word for word,' : '';
+    return `Allow Always is not offered: this command chains several commands (&&, |, ;)${long} and no rule can cover it, so nothing would be remembered. Allow lets it run this once.`;
+  }
+  if (q.options.some((o) => o.id === 'allow_always')) return 'Allow Always is not offered: no rule can cover this call, so nothing would be remembered. Allow lets it run this once.';
+  return undefined;
+}
+
+export function questionCard(q: Question, worktree?: string): Card {
+  if (q.kind === 'permission') {
+    const edit = editTools.includes(q.tool ?? '');
+    const detail = permissionDetail(q, worktree);
+    const what = permissionWhat(q, worktree);
+    return {
+      id: q.id, kind: 'permission',
+      title: typeof q.input?.command === 'string' ? `Wants to run ${q.tool ?? 'a command'}:` : `Wants to ${what.charAt(0).toLowerCase() + what.slice(1)}`,
+      detail: typeof q.input?.command === 'string' ? detail : undefined,
+      reviewable: edit || !!mcpTool(q.tool) || detail.length > 160 || !!q.truncated || (!detail && q.input !== undefined),
+      always: alwaysCovers(q),
+      alwaysWhyNot: alwaysWhyNot(q),
+      acceptEdits: q.options.some((o) => o.id === 'mode_accept_edits'),
+      options: [], allowText: true, expiresAt: q.expiresAt,
+    };
+  }
+  // Its own options, else the ones its words list ("1. Postgres 2. SQLite"), answered with their words.
+  const own = q.options.map((o) => ({ id: o.id, label: o.label }));
+  const options = own.length ? own : suggestedAnswers(q.text).map((label) => ({ label }));
+  return {
+    id: q.id, kind: 'question', title: q.text, options, allowText: q.allowText || q.kind === 'question',
+    answersInBox: q.kind === 'question' && q.allowText,
+    multi: !!q.multiSelect, closing: !!q.closing, expiresAt: q.expiresAt,
+  };
 }

@@ -38,12 +38,23 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   private queueIndex = new Map<string, number>();
   /** The search shown instead of the groups, if any. */
   filter?: TreeFilter;
+  /**
+   * Until when rows keep their places: for 2 s after the person used the
+   * tree (a click on a row, a selection, a group opened or closed), a task
+   * that changes group is redrawn where it is and moves after, so the row
+   * under the pointer is still the one meant. (An extension is not told
+   * where the pointer is: a click is the nearest sign of it.)
+   */
+  private holdUntil = 0;
+  private holdTimer?: NodeJS.Timeout;
   /** Each drawn task's own click command (rowCommand). */
   private readonly clicks = new Map<string, vscode.Disposable>();
 
   constructor(private readonly f: Familiar) {}
 
   dispose() {
+    if (this.holdTimer) clearTimeout(this.holdTimer);
+    if (this.pending) clearTimeout(this.pending);
     for (const d of this.clicks.values()) d.dispose();
     this.clicks.clear();
   }
@@ -60,8 +71,13 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
    */
   private rowCommand(id: string): string {
     const name = `familiar.showTask.${id}`;
-    if (!this.clicks.has(id)) this.clicks.set(id, vscode.commands.registerCommand(name, () => vscode.commands.executeCommand('familiar.showTask', id)));
+    if (!this.clicks.has(id)) this.clicks.set(id, vscode.commands.registerCommand(name, () => { this.touched(); return vscode.commands.executeCommand('familiar.showTask', id); }));
     return name;
+  }
+
+  /** The person used the tree: rows keep their places for 2 s (see holdUntil). */
+  touched() {
+    this.holdUntil = Date.now() + 2000;
   }
 
   /** Redraws everything (soon, coalesced). */
@@ -74,7 +90,8 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   taskChanged(id: string) {
     const t = this.f.task(id);
     if (!t || this.drawn.get(id) !== place(t)) this.full = true;
-    else this.dirty.add(id);
+    // Dirty either way: while rows hold their places (holdUntil) a moving row is redrawn where it is.
+    this.dirty.add(id);
     this.schedule();
   }
 
@@ -120,8 +137,14 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
       // renderer, and 30 running tasks are dirty every second for their
       // elapsed time.
       const rows = redrawn(this.dirty, (id) => this.f.task(id), this.shown, now);
-      const full = this.full || rows === 'all';
-      this.full = false;
+      let full = this.full || rows === 'all';
+      if (full && now < this.holdUntil && rows !== 'all' && this.full && !this.filter) {
+        // Rows would move: not while the person is at the tree. Each
+        // changed row is redrawn in place now, the move comes when the
+        // hold ends.
+        full = false;
+        if (!this.holdTimer) this.holdTimer = setTimeout(() => { this.holdTimer = undefined; this.schedule(); }, this.holdUntil - now + 10);
+      } else this.full = false;
       this.dirty.clear();
       if (!full && !rows.length) return;
       this.last = now;

@@ -3,6 +3,8 @@
 // Scenarios: main (with choice, multi-select and latency), reload, noclaude, control (pause/resume), view (issue 23: review, task view, answers, grants),
 // manage (issue 26: reorder, undo countdown, search, clear finished, revoke a grant), queue (issue 25: conflict forecast, Merge All Ready…), load.
 // mode, skills, mcp (issue 26: Change Mode…, skills and directives in New Task, MCP servers).
+// chat (issue 36: the message box, Stop, Stop and send, both drivers; Enter → model and Stop → turn end figures in test-artifacts/chat.json),
+// cards (issue 36: questions answered on their card, accept edits, inline options, a reload with a view open, Open Worktree).
 // FAMILIAR_UI_RUNS sets the latency sample count (default 20).
 
 import * as fs from 'node:fs';
@@ -194,6 +196,11 @@ const scenarios = {
       await latency(s);
     });
   },
+
+  /** Issue 36: the task view as a conversation (message box, Stop, Stop and send, both drivers). */
+  chat,
+  /** Issue 36: questions answered on their card in the conversation; a reload with a view open. */
+  cards,
 
   /** Only the latency part of main (for working on it). */
   async latency(model) {
@@ -992,6 +999,300 @@ const scenarios = {
  * scrolled away).
  */
 /** Whether a task row's context menu offers item (then closes the menu). */
+
+/** Issue 36: a task's status and activity, read from familiar. */
+async function taskNamed(rpc, title) {
+  const { tasks } = await rpc.request('task/list', {});
+  const t = tasks.find((x) => x.title === title);
+  if (!t) throw new Error(`no task "${title}"`);
+  return rpc.request('task/get', { id: t.id });
+}
+
+/** Types text into a task view's message box and presses Enter (or clicks a button of the box). */
+async function typeMessage(v, text, how = 'Enter') {
+  const box = v.locator('#message');
+  await box.waitFor({ state: 'visible', timeout: 30000 });
+  await waitFor('the message box to take a message', async () => !(await box.isDisabled()), 30000, 100);
+  await box.fill(text);
+  if (how === 'Enter') await box.press('Enter');
+  else await v.locator(how).click();
+}
+
+/**
+ * Sends text from the message box until it is in the conversation: a
+ * message the agent did not take (its bubble says "Not sent", the PTY
+ * driver under load) is put back in the box and sent again, as a person
+ * would (at most three times).
+ */
+async function sendUntilShown(v, text, marker) {
+  for (let i = 0; ; i++) {
+    await typeMessage(v, text);
+    const shown = v.locator('#log .item.prompt', { hasText: marker });
+    const failed = v.locator('#outgoing .item.state-failed', { hasText: marker });
+    await shown.or(failed).first().waitFor({ timeout: 180000 });
+    if (await shown.count()) return i;
+    log(`chat: "${marker}" not taken: ${await failed.first().innerText()}`);
+    if (i >= 2) throw new Error(`the agent did not take "${marker}" three times`);
+    await failed.first().locator('button', { hasText: 'Put it back in the box' }).click();
+  }
+}
+
+/** Waits for the model to have received a request whose last user text holds marker; returns when, in this process's clock. */
+async function received(model, marker, timeout = 120000) {
+  await waitFor(`the model to receive ${JSON.stringify(marker)}`, () => model.requests().some((r) => (r.lastUserText ?? '').includes(marker)), timeout, 20);
+  return Date.now();
+}
+
+/** The conversation's rows in order, as kind and text (for "came after" checks). */
+async function rowsOf(v) {
+  return v.locator('#log > .item').evaluateAll((ns) => ns.map((n) => ({ kind: n.className, text: n.innerText })));
+}
+
+/**
+ * Issue 36, the conversation: a follow-up typed while the agent works is
+ * shown as the person's, said to be queued, and delivered after the turn;
+ * the PROMPT block is the person's words with their line breaks (never
+ * familiar's template); 20 sends to an idle agent (Enter → the model has
+ * it, p50/p95); Stop during a slow turn (Stop → the turn's end, p50/p95),
+ * then a message after it; the same under the stream driver, whose
+ * terminal shows no template either.
+ */
+async function chat(model) {
+  await withSession('chat', { env: model.env, settings: { 'terminal.integrated.gpuAcceleration': 'off' } }, async (s) => {
+    await s.ready();
+    await s.openView();
+    const rpc = await socketClient(s);
+    try {
+      const title = 'Talk to me';
+      await s.newTask(title, 'Please write the notes.\nKeep them *short* and **plain**.\n@@DELAY 8s\n@@TEXT First turn done.');
+      await waitRow(s, title, ['running'], 180000);
+      const v = await openView(s, title);
+      // The PROMPT block: the person's words, two lines, no template, no Markdown.
+      const prompt = v.locator('#log .item.prompt').first();
+      await prompt.waitFor({ timeout: 180000 });
+      const said = await prompt.locator('.words').innerText();
+      if (!said.includes('Please write the notes.\nKeep them *short* and **plain**.')) throw new Error(`the prompt block shows ${JSON.stringify(said)}`);
+      if (/You are implementing|When you finish|# Task/.test(await prompt.innerText())) throw new Error('the prompt block shows familiar\'s template');
+      // A follow-up while the agent works: queued, said so, shown as the person's.
+      await typeMessage(v, 'Also say hello.\n@@TEXT Follow-up taken.');
+      await v.locator('#outgoing .item.prompt', { hasText: 'Queued' }).waitFor({ timeout: 15000 });
+      await v.locator('#stop').waitFor({ state: 'visible', timeout: 15000 });
+      await s.shot('follow-up-queued');
+      await received(model, 'Also say hello.');
+      await v.locator('#log .item.text', { hasText: 'Follow-up taken.' }).waitFor({ timeout: 180000 });
+      // Delivered after the turn: the first answer comes before the follow-up in the conversation.
+      const rows = await rowsOf(v);
+      const first = rows.findIndex((r) => r.text.includes('First turn done.'));
+      const follow = rows.findIndex((r) => r.kind.includes('prompt') && r.text.includes('Also say hello.'));
+      if (first < 0 || follow < 0 || follow < first) throw new Error(`the follow-up is not after the first turn: ${JSON.stringify(rows.map((r) => r.text.slice(0, 40)))}`);
+      await v.locator('#outgoing .item').first().waitFor({ state: 'detached', timeout: 30000 });
+      await s.shot('follow-up-delivered');
+
+      // 20 sends to an idle (warm) agent: Enter → the model has the message.
+      await waitRow(s, title, ['ready to merge', 'done, no changes'], 180000);
+      const n = Number(process.env.FAMILIAR_UI_RUNS ?? 20);
+      const sends = [];
+      for (let i = 1; i <= n; i++) {
+        await waitRow(s, title, ['ready to merge', 'done, no changes'], 180000);
+        const marker = `ping ${i} of ${n}`;
+        const box = v.locator('#message');
+        await waitFor('the message box to take a message', async () => !(await box.isDisabled()), 30000, 50);
+        await box.fill(`${marker}\n@@TEXT pong ${i}.`);
+        const t0 = Date.now();
+        await box.press('Enter');
+        sends.push((await received(model, marker)) - t0);
+        await v.locator('#log .item.text', { hasText: `pong ${i}.` }).waitFor({ timeout: 180000 });
+      }
+      const load = os.loadavg()[0].toFixed(1);
+      log(`chat: message box Enter → the model has it (idle agent), ${n} sends: p50 ${percentile(sends, 50)} / p95 ${percentile(sends, 95)} ms (load ${load} on ${os.cpus().length} cores) ${JSON.stringify(sends)}`);
+
+      // Stop during a slow turn, five times: Stop → the turn's end (the task no longer running).
+      const stops = [];
+      for (let i = 1; i <= 5; i++) {
+        await waitRow(s, title, ['ready to merge', 'done, no changes', 'waiting on you'], 180000);
+        // Stopped as a person would: once the message is in the conversation and the agent works on it.
+        await sendUntilShown(v, `slow ${i}\n@@DELAY 30s\n@@TEXT never said ${i}.`, `slow ${i}`);
+        await waitFor('the turn to run', async () => (await taskNamed(rpc, title)).status === 'running', 180000, 50);
+        await v.locator('#stop').waitFor({ state: 'visible', timeout: 15000 });
+        if (i === 1) await s.shot('stop-offered');
+        const t0 = Date.now();
+        await v.locator('#stop').click();
+        await waitFor('the turn to end after Stop', async () => (await taskNamed(rpc, title)).status !== 'running', 180000, 20);
+        stops.push(Date.now() - t0);
+      }
+      const after = await taskNamed(rpc, title);
+      log(`chat: Stop → the turn's end (PTY), 5 stops: p50 ${percentile(stops, 50)} / p95 ${percentile(stops, 95)} ms ${JSON.stringify(stops)}; the task is then ${after.status}`);
+      await s.shot('stopped');
+      // After a Stop the next message goes on from there.
+      await sendUntilShown(v, 'After the stop.\n@@TEXT Going on after the stop.', 'After the stop.');
+      await v.locator('#log .item.text', { hasText: 'Going on after the stop.' }).waitFor({ timeout: 180000 });
+      if (await v.locator('#log .item.text', { hasText: 'never said' }).count()) throw new Error('a stopped turn\'s answer reached the conversation');
+
+      // Stop and send: steering a running turn.
+      await waitRow(s, title, ['ready to merge', 'done, no changes', 'waiting on you'], 180000);
+      await sendUntilShown(v, 'steer me\n@@DELAY 30s\n@@TEXT never steered.', 'steer me');
+      await waitFor('the turn to run', async () => (await taskNamed(rpc, title)).status === 'running', 180000, 50);
+      await typeMessage(v, 'Change of plan.\n@@TEXT Steered.', '#steer');
+      await v.locator('#log .item.text', { hasText: 'Steered.' }).waitFor({ timeout: 180000 });
+      await s.shot('steered');
+
+      // The stream driver: the same box, Stop in the middle of a slow stream.
+      const st = 'Streamed chat';
+      await rpc.request('task/create', { title: st, driver: 'stream', description: 'Stream it.\nSlowly.\n@@TEXT Ready.' });
+      await waitRow(s, st, ['ready to merge', 'done, no changes'], 180000);
+      const sv = await openView(s, st);
+      const said2 = await sv.locator('#log .item.prompt .words').first().innerText();
+      if (said2 !== 'Stream it.\nSlowly.\n@@TEXT Ready.') throw new Error(`the stream task's prompt block shows ${JSON.stringify(said2)}`);
+      await typeMessage(sv, `Stream slowly.\n@@PACE 200ms\n@@TEXT ${'word '.repeat(100)}end.`);
+      await sv.locator('#log .item.text', { hasText: 'word word word' }).waitFor({ timeout: 180000 });
+      await s.shot('stream-streaming');
+      const t0 = Date.now();
+      await sv.locator('#stop').click();
+      const sid = (await taskNamed(rpc, st)).id;
+      await waitFor('the stream turn to end after Stop', async () => (await rpc.request('task/get', { id: sid })).status !== 'running', 180000, 20);
+      log(`chat: Stop → the turn's end (stream driver, mid-stream): ${Date.now() - t0} ms`);
+      await typeMessage(sv, 'Once more.\n@@TEXT Streamed again.');
+      await sv.locator('#log .item.text', { hasText: 'Streamed again.' }).waitFor({ timeout: 180000 });
+      // Its terminal: the conversation in words, the person's words, no template.
+      await s.contextMenu(st, 'Open Terminal');
+      await s.page.locator('.xterm-rows', { hasText: 'Streamed again.' }).first().waitFor({ timeout: 30000 });
+      const screen = await s.page.locator('.xterm-rows').last().innerText();
+      if (/When you finish|You are working on/.test(screen)) throw new Error(`the stream terminal shows familiar's template: ${screen.slice(0, 400)}`);
+      await s.shot('stream-terminal-words');
+      fs.writeFileSync(path.join(artifacts, 'chat.json'), JSON.stringify({ sends, stops, load: os.loadavg(), cpus: os.cpus().length }, null, 2));
+    } finally {
+      rpc.close();
+    }
+  });
+}
+
+/**
+ * Issue 36, questions where they are read: a Write answered from the card
+ * in the conversation after Review… (the notification goes too); Allow and
+ * accept edits (the next edit goes through unasked); a chained command's
+ * card says in words why there is no Allow Always and is denied with a
+ * message; an inline "1. … 2. …" question answered by a button; a window
+ * reload with a task view open, screenshots before and after.
+ */
+async function cards(model) {
+  await withSession('cards', { env: model.env }, async (s) => {
+    await s.ready();
+    await s.openView();
+    const rpc = await socketClient(s);
+    try {
+      const title = 'Card write';
+      const content = '# Notes\nfrom the card\n';
+      await s.newTask(title, `Write the notes.\n@@TOOL Write ${JSON.stringify({ file_path: 'docs/notes.md', content })}\n@@TEXT Wrote the notes.`);
+      const ask = `"${title}" asks to write docs/notes.md`;
+      await s.toast(ask).waitFor({ timeout: 180000 });
+      let v = await openView(s, title);
+      const card = () => v.locator('#card .card');
+      await card().waitFor({ timeout: 60000 });
+      const said = await card().innerText();
+      if (!said.includes('Wants to write docs/notes.md') || said.includes(s.dir) || /worktrees/.test(said)) throw new Error(`the card says ${JSON.stringify(said)}`);
+      await s.shot('card-write');
+      await card().locator('button', { hasText: 'Review…' }).click();
+      await s.page.locator('.monaco-diff-editor .view-lines', { hasText: 'from the card' }).first().waitFor({ timeout: 60000 });
+      await s.shot('card-review');
+      v = await openView(s, title);
+      await card().locator('button.allow').click();
+      // Answering on the card takes the notification away too.
+      await s.toastGone(ask, 60000);
+      await card().waitFor({ state: 'detached', timeout: 60000 });
+      await waitRow(s, title, ['ready to merge'], 180000);
+      const t = await taskNamed(rpc, title);
+      const written = fs.readFileSync(path.join(t.worktree.path, 'docs/notes.md'), 'utf8');
+      if (written !== content) throw new Error(`the card's Allow wrote ${JSON.stringify(written)}`);
+      await v.locator('#log .item.tool.status-completed', { hasText: 'docs/notes.md' }).first().waitFor({ timeout: 60000 });
+
+      // Allow and accept edits for this task: the second edit is not asked.
+      const ae = 'Accept edits';
+      await rpc.request('task/create', { title: ae, description: [
+        `@@TOOL Write ${JSON.stringify({ file_path: 'a.md', content: 'a\n' })}`,
+        `@@TOOL Write ${JSON.stringify({ file_path: 'b.md', content: 'b\n' })}`,
+        '@@TEXT Both written.'].join('\n') });
+      await s.toast(`"${ae}" asks to write a.md`).waitFor({ timeout: 180000 });
+      v = await openView(s, ae);
+      await card().locator('button', { hasText: 'Allow and accept edits for this task' }).click();
+      await waitRow(s, ae, ['ready to merge'], 180000);
+      const aeTask = await taskNamed(rpc, ae);
+      for (const f of ['a.md', 'b.md']) if (!fs.existsSync(path.join(aeTask.worktree.path, f))) throw new Error(`accept edits: ${f} not written`);
+      const asked = s.traceLines().filter((l) => l.ev === 'prompt' && l.task === aeTask.id);
+      if (asked.length !== 1) throw new Error(`accept edits: ${asked.length} questions, not 1: ${JSON.stringify(asked.map((l) => l.detail))}`);
+
+      // A chained command: no Allow Always, and why in words; denied with a message from the card.
+      const ch = 'Chained';
+      // (familiar remembers a chained command word for word up to 1 KB: this one is longer.)
+      const chained = `touch one.txt && touch two.txt${' && true'.repeat(140)}`;
+      await rpc.request('task/create', { title: ch, description: `@@TOOL Bash ${JSON.stringify({ command: chained })}\n@@TEXT Told no.` });
+      const chAsk = `"${ch}" asks to run Bash: touch one.txt && touch two.txt`;
+      const chToast = s.toast(chAsk);
+      await chToast.waitFor({ timeout: 180000 });
+      if (await chToast.getByRole('link', { name: 'Allow Always…' }).count()) throw new Error('the notification offers Allow Always… on a chained command');
+      v = await openView(s, ch);
+      await card().waitFor({ timeout: 60000 });
+      if (await card().locator('button', { hasText: 'Allow Always…' }).count()) throw new Error('the card offers Allow Always… on a chained command');
+      await card().locator('.hint', { hasText: 'no rule can cover it' }).waitFor({ timeout: 15000 });
+      await card().locator('pre.command', { hasText: 'touch one.txt && touch two.txt' }).waitFor({ timeout: 15000 });
+      await s.shot('card-chained');
+      await card().locator('button', { hasText: 'Deny with a message…' }).click();
+      await card().locator('input.denytext').fill('run them one at a time');
+      await card().locator('input.denytext').press('Enter');
+      await waitFor('the denial\'s message to reach the model', () => model.requests().some((r) => (r.toolResults ?? []).some((x) => x.content.includes('run them one at a time'))), 180000);
+      await s.toastGone(chAsk, 60000);
+
+      // Inline options answered by a button.
+      const pick = 'Pick inline';
+      await rpc.request('task/create', { title: pick, description: '@@TEXT Should I use Postgres or SQLite? 1. Postgres 2. SQLite' });
+      await waitRow(s, pick, ['waiting on you'], 180000);
+      v = await openView(s, pick);
+      await card().locator('button.option', { hasText: 'SQLite' }).waitFor({ timeout: 60000 });
+      await card().locator('button.option', { hasText: 'Postgres' }).waitFor({ timeout: 15000 });
+      await s.shot('card-inline-options');
+      await card().locator('button.option', { hasText: 'SQLite' }).click();
+      await waitFor('the button\'s answer to reach the model', () => model.requests().some((r) => r.lastUserText === 'SQLite'), 180000);
+      await card().waitFor({ state: 'detached', timeout: 60000 });
+      await s.toastGone(`"${pick}" asks:`, 60000);
+
+      // A window reload with a task view open: the same view after it.
+      v = await openView(s, title);
+      const row = () => v.locator('#log .item.tool', { hasText: 'docs/notes.md' }).first();
+      await row().waitFor({ timeout: 60000 });
+      const before = await row().locator('.title').boundingBox();
+      await s.shot('before-reload');
+      rpc.close();
+      await s.command('Developer: Reload Window');
+      await s.page.waitForEvent('load', { timeout: 60000 }).catch(() => undefined);
+      await s.ready();
+      v = await viewOf(s, title, 120000);
+      await row().waitFor({ timeout: 120000 });
+      await v.locator('#log .item.prompt .words', { hasText: 'Write the notes.' }).waitFor({ timeout: 60000 });
+      const after = await row().locator('.title').boundingBox();
+      const rowText = await row().locator('summary').innerText();
+      await s.shot('after-reload');
+      if (rowText.includes(s.dir) || /worktrees\//.test(rowText)) throw new Error(`after the reload the Write row reads ${JSON.stringify(rowText)}`);
+      if (!before || !after || after.width < before.width * 0.8 || after.height > before.height * 1.5) throw new Error(`the Write row's title was ${JSON.stringify(before)} before the reload, ${JSON.stringify(after)} after`);
+
+      // Try before keeping: Open Worktree opens a window on the task's worktree.
+      const rpc2 = await socketClient(s);
+      let wt;
+      try {
+        wt = (await taskNamed(rpc2, title)).worktree.path;
+      } finally {
+        rpc2.close();
+      }
+      const opened = s.page.context().waitForEvent('page', { timeout: 60000 });
+      await s.contextMenu(title, 'Open Worktree');
+      const win = await opened;
+      await waitFor('the new window on the worktree', () => decodeURIComponent(win.url()).includes(wt), 30000, 100);
+      log(`cards: Open Worktree opened ${decodeURIComponent(win.url()).replace(s.dir, '<session>')}`);
+      await win.close();
+    } finally {
+      rpc.close();
+    }
+  });
+}
+
 async function menuHas(s, title, item) {
   await s.treeRow(title).click({ button: 'right' });
   const menu = s.page.locator('.context-view .monaco-menu');
@@ -1309,7 +1610,7 @@ async function load(s, floodDir, agentNice) {
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'load'];
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'chat', 'cards', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
