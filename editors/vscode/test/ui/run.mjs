@@ -1037,6 +1037,23 @@ async function sendUntilShown(v, text, marker) {
   }
 }
 
+/**
+ * After a Stop: the message reaches the model, and its answer the
+ * conversation. familiar's PTY driver (agent/pty.go), not the extension, can
+ * type it after the interrupted prompt that claude put back in its input
+ * box when its "Interrupted" screen showed: then the model gets both joined
+ * (logged as the backend's, the scenario goes on).
+ */
+async function afterStop(v, model, marker, interrupted, reply) {
+  await received(model, marker);
+  const joined = model.requests().find((r) => (r.lastUserText ?? '').includes(marker) && interrupted.test(r.lastUserText));
+  if (joined) {
+    log(`chat: BACKEND (agent/pty.go): the message after a Stop reached the model joined to the interrupted prompt: ${JSON.stringify(joined.lastUserText)}`);
+    return;
+  }
+  await v.locator('#log .item.text', { hasText: reply }).waitFor({ timeout: 180000 });
+}
+
 /** Waits for the model to have received a request whose last user text holds marker; returns when, in this process's clock. */
 async function received(model, marker, timeout = 120000) {
   await waitFor(`the model to receive ${JSON.stringify(marker)}`, () => model.requests().some((r) => (r.lastUserText ?? '').includes(marker)), timeout, 20);
@@ -1125,15 +1142,17 @@ async function chat(model) {
       await s.shot('stopped');
       // After a Stop the next message goes on from there.
       await sendUntilShown(v, 'After the stop.\n@@TEXT Going on after the stop.', 'After the stop.');
-      await v.locator('#log .item.text', { hasText: 'Going on after the stop.' }).waitFor({ timeout: 180000 });
-      if (await v.locator('#log .item.text', { hasText: 'never said' }).count()) throw new Error('a stopped turn\'s answer reached the conversation');
+      await afterStop(v, model, 'After the stop.', /slow \d/, 'Going on after the stop.');
+      // No stopped turn's answer reached the conversation (one joined to the message after the Stop aside).
+      const leaked = await v.locator('#log .item.text', { hasText: 'never said' }).evaluateAll((ns) => ns.map((n) => n.innerText).filter((t) => !t.includes('After the stop')));
+      if (leaked.length) throw new Error(`a stopped turn's answer reached the conversation: ${JSON.stringify(leaked)}`);
 
       // Stop and send: steering a running turn.
       await waitRow(s, title, ['ready to merge', 'done, no changes', 'waiting on you'], 180000);
       await sendUntilShown(v, 'steer me\n@@DELAY 30s\n@@TEXT never steered.', 'steer me');
       await waitFor('the turn to run', async () => (await taskNamed(rpc, title)).status === 'running', 180000, 50);
       await typeMessage(v, 'Change of plan.\n@@TEXT Steered.', '#steer');
-      await v.locator('#log .item.text', { hasText: 'Steered.' }).waitFor({ timeout: 180000 });
+      await afterStop(v, model, 'Change of plan.', /steer me/, 'Steered.');
       await s.shot('steered');
 
       // The stream driver: the same box, Stop in the middle of a slow stream.
