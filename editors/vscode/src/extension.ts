@@ -704,6 +704,12 @@ export class Familiar implements vscode.Disposable {
     const n = endNotice(t?.title ?? end.id, end, r && { changedFiles: r.changedFiles?.length ?? 0, costUsd: r.costUsd, summary: r.summary });
     trace({ ev: 'end', task: end.id, status: end.status, reason: end.reason, text: n.text, actions: n.actions });
     this.log.info(`task ${end.id} ended: ${end.status}${end.reason ? ` (${end.reason})` : ''}`);
+    if (n.level === 'info' && vscode.window.state.focused && this.taskViews.activeTask() === end.id) {
+      // The person is reading this task's conversation, where the end
+      // shows: a notification would only cover its message box.
+      vscode.window.setStatusBarMessage(`$(check) ${n.text.replace(/^Familiar · /, 'Familiar: ')}`, 5000);
+      return;
+    }
     try {
       const pick = await (n.level === 'warning' ? warn : info)(n.text, ...n.actions);
       switch (pick) {

@@ -1151,7 +1151,9 @@ async function chat(model) {
       await waitRow(s, title, ['ready to merge', 'done, no changes', 'waiting on you'], 180000);
       await sendUntilShown(v, 'steer me\n@@DELAY 30s\n@@TEXT never steered.', 'steer me');
       await waitFor('the turn to run', async () => (await taskNamed(rpc, title)).status === 'running', 180000, 50);
-      await typeMessage(v, 'Change of plan.\n@@TEXT Steered.', '#steer');
+      // Stop and send from the keyboard: Ctrl+Enter in the box.
+      await v.locator('#message').fill('Change of plan.\n@@TEXT Steered.');
+      await v.locator('#message').press('Control+Enter');
       await afterStop(v, model, 'Change of plan.', /steer me/, 'Steered.');
       await s.shot('steered');
 
@@ -1272,6 +1274,26 @@ async function cards(model) {
       await waitFor('the button\'s answer to reach the model', () => model.requests().some((r) => r.lastUserText === 'SQLite'), 180000);
       await card().waitFor({ state: 'detached', timeout: 60000 });
       await s.toastGone(`"${pick}" asks:`, 60000);
+
+      // The message box continues a paused task and a blocked one, in their conversations.
+      const paused = 'Paused chat';
+      await rpc.request('task/create', { title: paused, description: 'Wait a while.\n@@DELAY 20s\n@@TEXT Waited.' });
+      await waitRow(s, paused, ['running'], 180000);
+      const pid = (await taskNamed(rpc, paused)).id;
+      await rpc.request('task/pause', { id: pid });
+      await waitRow(s, paused, ['paused'], 180000);
+      v = await openView(s, paused);
+      await typeMessage(v, 'Go on from the pause.\n@@TEXT Resumed by a message.');
+      await received(model, 'Go on from the pause.', 180000);
+      await v.locator('#log .item.text', { hasText: 'Resumed by a message.' }).waitFor({ timeout: 180000 });
+      const blockedTitle = 'Blocked chat';
+      await rpc.request('task/create', { title: blockedTitle, description: '@@ERROR 500 the scripted model fails' });
+      await waitRow(s, blockedTitle, ['blocked'], 180000);
+      v = await openView(s, blockedTitle);
+      await typeMessage(v, 'Try again now.\n@@TEXT Unblocked by a message.');
+      await received(model, 'Try again now.', 180000);
+      await v.locator('#log .item.text', { hasText: 'Unblocked by a message.' }).waitFor({ timeout: 180000 });
+      await s.shot('blocked-continued');
 
       // A window reload with a task view open: the same view after it.
       v = await openView(s, title);
