@@ -107,6 +107,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     try {
       const client = await this.f.whenConnected();
       if (steer) {
+        this.f.questions.stopped(id);
         const t = this.f.task(id);
         if (t && (t.status === 'running' || t.status === 'waiting')) {
           await client.request<Task>('task/interrupt', { id }).catch((err: any) => {
@@ -176,11 +177,18 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     if (o) this.drop(id, o);
   }
 
+  /**
+   * Until a queued or starting task has its agent (task/send refuses
+   * before): at most 10 minutes, then the send goes and says why it failed
+   * (a task held in the queue, paused there, would never start).
+   */
   private untilStarted(id: string): Promise<void> {
-    const ok = () => { const t = this.f.task(id); return !t || (t.status !== 'queued' && t.status !== 'starting'); };
+    const until = Date.now() + 600000;
+    const ok = () => { const t = this.f.task(id); return !t || (t.status !== 'queued' && t.status !== 'starting') || Date.now() > until; };
     if (ok()) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setInterval(() => { if (ok()) { clearInterval(timer); resolve(); } }, 200);
+      this.subs.push({ dispose: () => { clearInterval(timer); resolve(); } });
     });
   }
 
@@ -299,7 +307,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
 <link rel="stylesheet" href="${media('taskview.css')}"></head>
 <body><div id="head"></div><div id="log" role="log" aria-live="polite"></div><div id="outgoing"></div><div id="card"></div>
 <div id="compose"><textarea id="message" rows="3" aria-label="Message to the agent" placeholder="Message the agent: Enter sends, Shift+Enter starts a new line"></textarea>
-<div class="bar"><span id="composeNote" class="hint"></span><button type="button" id="stop" title="End the agent's turn (the task stays)">Stop</button><button type="button" id="steer" title="End the agent's turn and send this message now">Stop and send</button><button type="button" id="send" class="primary">Send</button></div></div>
+<div class="bar"><button type="button" id="send" class="primary">Send</button><button type="button" id="steer" title="End the agent's turn and send this message now (Ctrl+Enter)">Stop and send</button><button type="button" id="stop" title="End the agent's turn (the task stays)">Stop</button><span id="composeNote" class="hint"></span></div></div>
 <script nonce="${nonce}" src="${media('taskview.js')}"></script></body></html>`;
     const subs: vscode.Disposable[] = [];
     let task = this.f.task(id);

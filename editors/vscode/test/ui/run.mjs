@@ -1279,6 +1279,9 @@ async function cards(model) {
       const paused = 'Paused chat';
       await rpc.request('task/create', { title: paused, description: 'Wait a while.\n@@DELAY 20s\n@@TEXT Waited.' });
       await waitRow(s, paused, ['running'], 180000);
+      // Paused once the agent works on it (its prompt in the conversation: claude saved its session).
+      v = await openView(s, paused);
+      await v.locator('#log .item.prompt').first().waitFor({ timeout: 180000 });
       const pid = (await taskNamed(rpc, paused)).id;
       await rpc.request('task/pause', { id: pid });
       await waitRow(s, paused, ['paused'], 180000);
