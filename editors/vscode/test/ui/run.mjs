@@ -1045,8 +1045,9 @@ async function sendUntilShown(v, text, marker) {
  * (logged as the backend's, the scenario goes on).
  */
 async function afterStop(v, model, marker, interrupted, reply) {
-  await received(model, marker);
-  const joined = model.requests().find((r) => (r.lastUserText ?? '').includes(marker) && interrupted.test(r.lastUserText));
+  const from = model.seen ?? 0;
+  await received(model, marker, 120000, from);
+  const joined = model.requests().slice(from).find((r) => (r.lastUserText ?? '').includes(marker) && interrupted.test(r.lastUserText));
   if (joined) {
     log(`chat: BACKEND (agent/pty.go): the message after a Stop reached the model joined to the interrupted prompt: ${JSON.stringify(joined.lastUserText)}`);
     return;
@@ -1055,8 +1056,10 @@ async function afterStop(v, model, marker, interrupted, reply) {
 }
 
 /** Waits for the model to have received a request whose last user text holds marker; returns when, in this process's clock. */
-async function received(model, marker, timeout = 120000) {
-  await waitFor(`the model to receive ${JSON.stringify(marker)}`, () => model.requests().some((r) => (r.lastUserText ?? '').includes(marker)), timeout, 20);
+async function received(model, marker, timeout = 120000, from = model.seen ?? 0) {
+  // Only requests since the scenario's start (or from): the requests file
+  // outlives runs (test-artifacts), and an old run's line matched at once.
+  await waitFor(`the model to receive ${JSON.stringify(marker)}`, () => model.requests().slice(from).some((r) => (r.lastUserText ?? '').includes(marker)), timeout, 20);
   return Date.now();
 }
 
@@ -1075,6 +1078,7 @@ async function rowsOf(v) {
  * terminal shows no template either.
  */
 async function chat(model) {
+  model.seen = model.requests().length;
   await withSession('chat', { env: model.env, settings: { 'terminal.integrated.gpuAcceleration': 'off' } }, async (s) => {
     await s.ready();
     await s.openView();
@@ -1115,9 +1119,10 @@ async function chat(model) {
         const box = v.locator('#message');
         await waitFor('the message box to take a message', async () => !(await box.isDisabled()), 30000, 50);
         await box.fill(`${marker}\n@@TEXT pong ${i}.`);
+        const from = model.requests().length;
         const t0 = Date.now();
         await box.press('Enter');
-        sends.push((await received(model, marker)) - t0);
+        sends.push((await received(model, marker, 120000, from)) - t0);
         await v.locator('#log .item.text', { hasText: `pong ${i}.` }).waitFor({ timeout: 180000 });
       }
       const load = os.loadavg()[0].toFixed(1);
@@ -1196,6 +1201,7 @@ async function chat(model) {
  * reload with a task view open, screenshots before and after.
  */
 async function cards(model) {
+  model.seen = model.requests().length;
   await withSession('cards', { env: model.env }, async (s) => {
     await s.ready();
     await s.openView();
@@ -1259,7 +1265,7 @@ async function cards(model) {
       await card().locator('button', { hasText: 'Deny with a message…' }).click();
       await card().locator('input.denytext').fill('run them one at a time');
       await card().locator('input.denytext').press('Enter');
-      await waitFor('the denial\'s message to reach the model', () => model.requests().some((r) => (r.toolResults ?? []).some((x) => x.content.includes('run them one at a time'))), 180000);
+      await waitFor('the denial\'s message to reach the model', () => model.requests().slice(model.seen).some((r) => (r.toolResults ?? []).some((x) => x.content.includes('run them one at a time'))), 180000);
       await s.toastGone(chAsk, 60000);
 
       // Inline options answered by a button.
@@ -1271,7 +1277,7 @@ async function cards(model) {
       await card().locator('button.option', { hasText: 'Postgres' }).waitFor({ timeout: 15000 });
       await s.shot('card-inline-options');
       await card().locator('button.option', { hasText: 'SQLite' }).click();
-      await waitFor('the button\'s answer to reach the model', () => model.requests().some((r) => r.lastUserText === 'SQLite'), 180000);
+      await waitFor('the button\'s answer to reach the model', () => model.requests().slice(model.seen).some((r) => r.lastUserText === 'SQLite'), 180000);
       await card().waitFor({ state: 'detached', timeout: 60000 });
       await s.toastGone(`"${pick}" asks:`, 60000);
 
@@ -1290,7 +1296,7 @@ async function cards(model) {
       await received(model, 'Go on from the pause.', 180000);
       await v.locator('#log .item.text', { hasText: 'Resumed by a message.' }).waitFor({ timeout: 180000 });
       const blockedTitle = 'Blocked chat';
-      await rpc.request('task/create', { title: blockedTitle, description: '@@ERROR 500 the scripted model fails' });
+      await rpc.request('task/create', { title: blockedTitle, description: '@@ERROR 401 invalid x-api-key' });
       await waitRow(s, blockedTitle, ['blocked'], 180000);
       v = await openView(s, blockedTitle);
       await typeMessage(v, 'Try again now.\n@@TEXT Unblocked by a message.');
