@@ -114,13 +114,17 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
             // The turn ended meanwhile: the message goes as it is.
             if (err?.code !== Code.FailedPrecondition) throw err;
           });
+          // Then the turn's end (up to 30 s): under the PTY driver claude
+          // then asks what to do instead, and the message is that answer;
+          // sent before, it left that question pending after it.
+          await this.until(id, (x) => x.status !== 'running' || !!x.pendingQuestion?.text.startsWith('Interrupted'), 30000);
         }
       }
       // Not started yet: task/send takes a message once the agent is up.
       await this.untilStarted(id);
       const cur = this.f.task(id);
       const q = cur?.pendingQuestion;
-      if (!steer && q && q.kind === 'question' && q.allowText) {
+      if (q && q.kind === 'question' && q.allowText) {
         // The agent asked in words (or, after a Stop, what to do instead):
         // the message is the answer, as in any chat.
         this.f.questions.prompts.get(`${id}/${q.id}`)?.close();
@@ -177,6 +181,29 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     if (o) this.drop(id, o);
   }
 
+  /** Timers of the waits below: stopped with the views. */
+  private readonly polls = new Set<NodeJS.Timeout>();
+
+  private poll(ok: () => boolean, everyMs: number, done: () => void) {
+    const timer = setInterval(() => {
+      if (!ok()) return;
+      clearInterval(timer);
+      this.polls.delete(timer);
+      done();
+    }, everyMs);
+    this.polls.add(timer);
+  }
+
+  /** Until the task is as cond says, or timeoutMs passed (then as it is). */
+  private until(id: string, cond: (t: Task) => boolean, timeoutMs: number): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    const ok = () => { const t = this.f.task(id); return !t || cond(t) || Date.now() > end; };
+    if (ok()) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.poll(ok, 50, resolve);
+    });
+  }
+
   /**
    * Until a queued or starting task has its agent (task/send refuses
    * before): at most 10 minutes, then the send goes and says why it failed
@@ -187,8 +214,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     const ok = () => { const t = this.f.task(id); return !t || (t.status !== 'queued' && t.status !== 'starting') || Date.now() > until; };
     if (ok()) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setInterval(() => { if (ok()) { clearInterval(timer); resolve(); } }, 200);
-      this.subs.push({ dispose: () => { clearInterval(timer); resolve(); } });
+      this.poll(ok, 200, resolve);
     });
   }
 
@@ -220,6 +246,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
   }
 
   dispose() {
+    for (const t of this.polls) clearInterval(t);
     for (const s of this.subs) s.dispose();
     for (const p of this.panels.values()) p.panel.dispose();
   }

@@ -98,7 +98,8 @@ export class Terminals implements vscode.Disposable {
     const show = (it: Item) => {
       if (it.kind === 'text' || it.kind === 'thinking' || it.kind === 'prompt') {
         if (it.kind !== 'text') {
-          if (!written.has(it.key)) write.fire(itemAsText(it, wt(), person()));
+          // A prompt starts a line of its own (the answer before it streams without its end of line).
+          if (!written.has(it.key)) write.fire((it.kind === 'prompt' && written.size ? '\r\n' : '') + itemAsText(it, wt(), person()));
           written.set(it.key, 1);
           return;
         }

@@ -1296,7 +1296,7 @@ async function cards(model) {
       await received(model, 'Go on from the pause.', 180000);
       await v.locator('#log .item.text', { hasText: 'Resumed by a message.' }).waitFor({ timeout: 180000 });
       const blockedTitle = 'Blocked chat';
-      await rpc.request('task/create', { title: blockedTitle, description: '@@ERROR 401 invalid x-api-key' });
+      await rpc.request('task/create', { title: blockedTitle, description: '@@ERROR 400 the scripted model refuses this turn' });
       await waitRow(s, blockedTitle, ['blocked'], 180000);
       v = await openView(s, blockedTitle);
       await typeMessage(v, 'Try again now.\n@@TEXT Unblocked by a message.');
