@@ -8,23 +8,22 @@ import type { Familiar } from './extension';
 import type { MergeStrategy, Queue, QueueItem, QueueStatusResult, Task } from './protocol';
 import { Code } from './protocol';
 import { plural, truncate } from './model';
-import { conflictWith, fileList, forecastText, plainQueueError, queueEndNotice, queueItemText, queueReason, queueStateText, readyInQueueOrder } from './queuemodel';
+import { forecastText, plainQueueError, queueEndNotice, queueItemText, queueReason, queueStateText, readyInQueueOrder } from './queuemodel';
 import { error, info, trace, warn } from './ui';
 
 /**
  * The tree rows this module draws: the queue's group row, a row per task in
  * it, the why of a task it handed back or set aside (a row of its own: a
- * description that long is cut in a side bar), and under a task's own row
- * one row per task or base it is forecast to conflict or overlap with.
+ * description that long is cut in a side bar). A task's conflict forecast
+ * is on its own row (tree.ts, forecastSummary), with no rows of its own.
  */
 export type QueueNode =
   | { kind: 'queue'; id: string }
   | { kind: 'queueItem'; id: string }
-  | { kind: 'queueWhy'; id: string }
-  | { kind: 'forecast'; id: string; task: string; conflict: boolean; with: string };
+  | { kind: 'queueWhy'; id: string };
 
 export function isQueueNode(n: { kind: string }): n is QueueNode {
-  return n.kind === 'queue' || n.kind === 'queueItem' || n.kind === 'queueWhy' || n.kind === 'forecast';
+  return n.kind === 'queue' || n.kind === 'queueItem' || n.kind === 'queueWhy';
 }
 
 const strategies: { strategy: MergeStrategy; label: string; detail: string }[] = [
@@ -113,21 +112,7 @@ export class MergeQueue implements vscode.Disposable {
     return n;
   }
 
-  /** A task's forecast rows: each task (or the base) it conflicts, then overlaps, with. */
-  forecastChildren(t: Task): QueueNode[] {
-    const out: QueueNode[] = [];
-    for (const [conflict, list] of [[true, t.conflicts], [false, t.overlaps]] as const) {
-      for (const c of list ?? []) {
-        const key = `forecast:${t.id}:${conflict}:${c.with}`;
-        const n = this.nodes.get(key) ?? { kind: 'forecast', id: key, task: t.id, conflict, with: c.with };
-        this.nodes.set(key, n);
-        out.push(n);
-      }
-    }
-    return out;
-  }
-
-  /** The row above n among this module's rows (a forecast row's is the task's: the tree's). */
+  /** The row above n among this module's rows. */
   parent(n: QueueNode): QueueNode | undefined {
     if (n.kind === 'queueItem') return this.roots()[0];
     if (n.kind === 'queueWhy') return this.node('queueItem', n.id);
@@ -149,7 +134,6 @@ export class MergeQueue implements vscode.Disposable {
   }
 
   treeItem(n: QueueNode): vscode.TreeItem {
-    if (n.kind === 'forecast') return this.forecastItem(n);
     const q = this.queue;
     if (!q) return new vscode.TreeItem('(gone)');
     if (n.kind === 'queue') {
@@ -199,27 +183,6 @@ export class MergeQueue implements vscode.Disposable {
     item.tooltip = md;
     // Not "<title>, …": that is how the task's own row is found (and read).
     item.accessibilityInformation = { label: `In the merge queue: ${t?.title ?? it.title}, ${text}` };
-    return item;
-  }
-
-  private forecastItem(n: Extract<QueueNode, { kind: 'forecast' }>): vscode.TreeItem {
-    const t = this.f.task(n.task);
-    const c = (n.conflict ? t?.conflicts : t?.overlaps)?.find((x) => x.with === n.with);
-    if (!t || !c) return new vscode.TreeItem('(gone)');
-    const titleOf = (id: string) => this.f.task(id)?.title;
-    const who = conflictWith(c, t, titleOf);
-    // The other task's title is what a side bar must show whole; the verb and the files follow.
-    const item = new vscode.TreeItem(who, vscode.TreeItemCollapsibleState.None);
-    item.id = `forecast:${t.id}:${n.conflict}:${n.with}`;
-    item.description = `${n.conflict ? 'conflicts' : 'overlaps'} in ${fileList(c.files, 1)}`;
-    item.iconPath = n.conflict ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('notificationsWarningIcon.foreground')) : new vscode.ThemeIcon('diff');
-    const sentence = n.conflict
-      ? `${t.title} conflicts with ${who} in ${fileList(c.files, 20)}: git cannot merge both as they are.`
-      : `${t.title} overlaps ${who} in ${fileList(c.files, 20)}: both change these files, and they still merge cleanly.`;
-    item.tooltip = sentence;
-    if (c.with !== 'base') item.command = { command: 'familiar.showTask', title: 'Show Task', arguments: [c.with] };
-    item.contextValue = 'forecast';
-    item.accessibilityInformation = { label: `${t.title} ${n.conflict ? 'conflicts with' : 'overlaps'} ${who} in ${fileList(c.files, 20)}` };
     return item;
   }
 

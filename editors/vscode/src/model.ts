@@ -756,8 +756,8 @@ export function linkText(s: string): string {
 /**
  * Which of the dirty tasks' rows to redraw at now: those whose text changed
  * since drawn (shown holds what each row showed), or 'all' when one cannot be
- * redrawn alone — gone, or gaining or losing its forecast rows (its id
- * changes with them, see tree.ts getTreeItem). A dirty task never drawn
+ * redrawn alone: gone. (A forecast is on the row itself, no rows of its
+ * own: it redraws like any other text.) A dirty task never drawn
  * (paged out, under a search) has no row to redraw.
  */
 export function redrawn(dirty: Iterable<string>, task: (id: string) => Task | undefined, shown: ReadonlyMap<string, string>, now: number): string[] | 'all' {
@@ -769,15 +769,9 @@ export function redrawn(dirty: Iterable<string>, task: (id: string) => Task | un
     if (was === undefined) continue;
     const key = rowKey(t, now);
     if (was === key) continue;
-    if (hasForecast(was) !== hasForecast(key)) return 'all';
     out.push(id);
   }
   return out;
-}
-
-/** Whether a rowKey has forecast rows (its first two fields). */
-function hasForecast(key: string): boolean {
-  return !key.startsWith('[]\u0000[]\u0000');
 }
 
 /** Everything a task's row shows (besides its place), to tell whether a redraw would change it. */

@@ -49,6 +49,24 @@ export function forecastText(t: Pick<Task, 'conflicts' | 'overlaps' | 'worktree'
 }
 
 /**
+ * The forecast summed up at the start of a task's row, short enough for a
+ * side bar: "conflicts with “B”", "conflicts with 2 tasks", "conflicts with
+ * main and 1 task"; overlaps only when nothing conflicts. The tooltip and
+ * the task view list each entry with its files (forecastLines, forecastFacts).
+ */
+export function forecastSummary(t: Pick<Task, 'conflicts' | 'overlaps' | 'worktree'>, titleOf: TitleOf): string {
+  const say = (verb: string, list: TaskConflict[]) => {
+    if (list.length === 1) return `${verb} ${conflictWith(list[0], t, titleOf)}`;
+    const tasks = list.filter((c) => c.with !== 'base').length;
+    const base = list.some((c) => c.with === 'base') ? conflictWith({ with: 'base', files: [] }, t, titleOf) : '';
+    return `${verb} ${andList([base, tasks ? plural(tasks, 'task') : ''].filter(Boolean))}`;
+  };
+  if (t.conflicts?.length) return say('conflicts with', t.conflicts);
+  if (t.overlaps?.length) return say('overlaps', t.overlaps);
+  return '';
+}
+
+/**
  * Every forecast entry, one line each, for the tooltip and the task view:
  * "Conflicts with “B” in a.go and b.go" / "Overlaps main in c.go" (files git
  * could not merge, then files both changed that still merge cleanly).

@@ -7,7 +7,7 @@ import type { Task } from './protocol';
 import { statusHoldsWorktree } from './protocol';
 import { escapeMd } from './ui';
 import { isQueueNode, QueueNode } from './mergequeue';
-import { forecastLines, forecastText } from './queuemodel';
+import { forecastLines, forecastSummary, forecastText } from './queuemodel';
 
 export type Node = { kind: 'group'; id: GroupId } | { kind: 'task'; id: string } | QueueNode
   // "Show more…" under a paged group; the search's heading row (history.ts).
@@ -187,11 +187,10 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
       return [...this.f.queue.roots(), ...groups.filter((g) => all.some((t) => groupOfTask(t) === g.id)).map((g) => this.node('group', g.id))];
     }
     if (isQueueNode(n)) return this.f.queue.children(n);
-    if (n.kind === 'task') {
-      // The conflict forecast, a row per other task: a description that long is cut in a side bar.
-      const t = this.taskOf(n.id);
-      return t ? this.f.queue.forecastChildren(t) : [];
-    }
+    // A task's conflict forecast is summed up on its row ("conflicts with 2
+    // tasks"), listed in its tooltip and its view: rows under each ready
+    // task took 2-4 more rows apiece (5 ready tasks, 17 rows).
+    if (n.kind === 'task') return [];
     if (n.kind === 'group') {
       const list = tasksIn(n.id, tasks);
       // Once per listing, not once a row: 1,000 queued rows would sort 1,000 times.
@@ -242,14 +241,11 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
     if (!t) return new vscode.TreeItem('(gone)');
     this.drawn.set(t.id, place(t));
     this.shown.set(t.id, rowKey(t, now));
-    const forecastRows = (t.conflicts?.length ?? 0) + (t.overlaps?.length ?? 0) > 0;
-    const item = new vscode.TreeItem(taskLabel(t), forecastRows ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-    // A row that gains forecast rows is a new row to VS Code, which shows it
-    // expanded: under its old id it kept the collapsed state of a row
-    // without children, and the conflict stayed hidden.
-    item.id = forecastRows ? `task:${t.id}:forecast` : `task:${t.id}`;
+    const item = new vscode.TreeItem(taskLabel(t), vscode.TreeItemCollapsibleState.None);
+    item.id = `task:${t.id}`;
     const titleOf = (id: string) => this.f.task(id)?.title;
-    item.description = modeNote(t) + describe(t, now, true);
+    const summary = forecastSummary(t, titleOf);
+    item.description = (summary ? `${summary} · ` : '') + modeNote(t) + describe(t, now, true);
     item.iconPath = t.conflicts?.length && ['starting', 'running', 'merging'].includes(t.status)
       ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('notificationsWarningIcon.foreground'))
       : icon(t);
@@ -285,7 +281,6 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   }
 
   getParent(n: Node): Node | undefined {
-    if (n.kind === 'forecast') return this.node('task', n.task);
     if (isQueueNode(n)) return this.f.queue.parent(n);
     if (n.kind === 'group') return undefined;
     if (n.kind !== 'task' || this.filter) return undefined;

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { andList, fileList, forecastFacts, forecastLines, forecastText, plainQueueError, queueEndNotice, queueItemText, readyInQueueOrder } from '../src/queuemodel';
+import { andList, fileList, forecastFacts, forecastLines, forecastSummary, forecastText, plainQueueError, queueEndNotice, queueItemText, readyInQueueOrder } from '../src/queuemodel';
 import type { Queue, QueueItem, Task } from '../src/protocol';
 
 const base: Task = {
@@ -30,6 +30,12 @@ test('the forecast names the other task by title and the base by name, with rela
     'conflicts with main in a.go (+1 other)');
   assert.equal(forecastText({ ...base, overlaps: [{ with: 't9', files: ['a.go', 'b.go', 'c.go'] }] }, titleOf), 'overlaps another task in a.go and 2 more files');
   assert.equal(forecastText(base, titleOf), '');
+  // Summed up on the row (issue 36): no rows of its own under each task.
+  assert.equal(forecastSummary(t, titleOf), 'conflicts with “Edit the greeting”');
+  assert.equal(forecastSummary({ ...base, conflicts: [{ with: 't2', files: ['a'] }, { with: 't3', files: ['a'] }] }, titleOf), 'conflicts with 2 tasks');
+  assert.equal(forecastSummary({ ...base, conflicts: [{ with: 'base', files: ['a'] }, { with: 't3', files: ['a'] }] }, titleOf), 'conflicts with main and 1 task');
+  assert.equal(forecastSummary({ ...base, overlaps: [{ with: 't9', files: ['a'] }] }, titleOf), 'overlaps another task');
+  assert.equal(forecastSummary(base, titleOf), '');
   assert.deepEqual(forecastLines(t, titleOf), [
     'Conflicts with “Edit the greeting” in shared.txt',
     'Overlaps main in README.md (merges cleanly)',
