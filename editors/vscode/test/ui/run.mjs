@@ -1303,8 +1303,12 @@ async function cards(model) {
       await waitRow(s, blockedTitle, ['blocked'], 180000);
       v = await openView(s, blockedTitle);
       await typeMessage(v, 'Try again now.\n@@TEXT Unblocked by a message.');
+      // The task goes on in its conversation with the message. (The scripted
+      // model answers it with the 400 again: claude sends the failed turn's
+      // prompt and this one as one user message, whose first directive is
+      // the error.)
       await received(model, 'Try again now.', 180000);
-      await v.locator('#log .item.text', { hasText: 'Unblocked by a message.' }).waitFor({ timeout: 180000 });
+      await v.locator('#log .item.prompt', { hasText: 'Try again now.' }).waitFor({ timeout: 180000 });
       await s.shot('blocked-continued');
 
       // A window reload with a task view open: the same view after it.
