@@ -38,7 +38,8 @@ type Integration interface {
 	LeftoverMarkers(ctx context.Context, from, to string) ([]worktree.Marker, error)
 	Advance(ctx context.Context, base, before, after string) (worktree.MergeResult, error)
 	Contains(ctx context.Context, base, commit string) (bool, error)
-	Scratch(ctx context.Context, commit string) (dir string, remove func(), err error)
+	Scratch(ctx context.Context, slot int, commit string) (dir string, err error)
+	RemoveScratch(ctx context.Context) error
 	CheckBaseClean(ctx context.Context, base string) error
 	BringBase(ctx context.Context, wt worktree.Worktree, base string, strategy worktree.Strategy) error
 	AbortBringBase(ctx context.Context, wt worktree.Worktree) error

@@ -265,14 +265,14 @@ func (m *Queue) candidate(ctx context.Context, id, base, parent string, onTip bo
 // again.
 func (m *Queue) verifyAndAdvance(ctx context.Context, chain []*mergeCandidate, base, verify string, strategy worktree.Strategy, handedBack *[]string) (again []string) {
 	if verify != "" {
-		for _, c := range chain {
+		for slot, c := range chain {
 			vctx, stop := context.WithCancel(ctx)
 			c.verify, c.stop = make(chan verifyResult, 1), stop
 			m.set(c.id, func(it *protocol.QueueItem) { it.State = protocol.QueueItemVerifying })
 			m.wg.Add(1)
 			go func() {
 				defer m.wg.Done()
-				c.verify <- m.verifyCandidate(vctx, c.commit, verify)
+				c.verify <- m.verifyCandidate(vctx, slot, c.commit, verify)
 			}()
 		}
 	}
@@ -559,6 +559,11 @@ func (m *Queue) setBack(d int) {
 
 // end settles the queue: done, or cancelled with what it did not get to.
 func (m *Queue) end(ctx context.Context) {
+	// The scratch worktrees served this queue's candidates; the next queue
+	// starts from its own base.
+	if err := m.repo.RemoveScratch(context.WithoutCancel(ctx)); err != nil {
+		m.logger.Warn("remove the queue's scratch worktrees", "err", err)
+	}
 	var merged, notMerged []string
 	snap := m.update(func(q *protocol.Queue) {
 		q.State = protocol.QueueDone

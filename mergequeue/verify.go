@@ -34,14 +34,14 @@ const maxVerifyOutput = 1 << 20
 // verifyDir is where running verify commands are recorded.
 func (m *Queue) verifyDir() string { return filepath.Join(m.dataDir, "verify") }
 
-// verifyCandidate checks commit out in a scratch worktree and runs the
-// verify command there.
-func (m *Queue) verifyCandidate(ctx context.Context, commit, command string) verifyResult {
-	dir, remove, err := m.repo.Scratch(ctx, commit)
+// verifyCandidate checks commit out in scratch worktree slot (one per
+// candidate verified at once, reused by the next batch) and runs the verify
+// command there.
+func (m *Queue) verifyCandidate(ctx context.Context, slot int, commit, command string) verifyResult {
+	dir, err := m.repo.Scratch(ctx, slot, commit)
 	if err != nil {
 		return verifyResult{code: -1, output: "familiar could not check the merge out to verify it: " + errorWords(err)}
 	}
-	defer remove()
 	return m.runVerify(ctx, dir, command)
 }
 

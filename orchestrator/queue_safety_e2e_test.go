@@ -146,6 +146,15 @@ func TestQueueSpeculativeMergesTheLongestPassingPrefix(t *testing.T) {
 	for i, id := range ids {
 		e.notes.wait(t, titles[i]+" finished", statusIs(id, protocol.StatusMerging))
 	}
+	for i, id := range ids {
+		if got := e.get(t, id); got.Result == nil || len(got.Result.Commits) == 0 {
+			t.Logf("%s finished with no commit: %+v", titles[i], got.Result)
+			full, _ := e.o.TaskGet(ctx, &protocol.TaskGetParams{ID: id})
+			for _, st := range full.Steps {
+				t.Logf("  step %s %s %s: %q", st.Kind, st.Title, st.Status, st.Result)
+			}
+		}
+	}
 	verify := "sleep 1; test ! -f bad.txt || { echo 'bad.txt is here'; exit 1; }"
 	started := time.Now()
 	if _, err := e.o.QueueMerge(ctx, &protocol.QueueMergeParams{IDs: ids, Verify: &verify}); err != nil {
@@ -160,7 +169,9 @@ func TestQueueSpeculativeMergesTheLongestPassingPrefix(t *testing.T) {
 			want = protocol.QueueItemBlocked
 		}
 		if it.State != want {
-			t.Errorf("%s: %s (%s %s), want %s", it.Title, it.State, it.Reason, it.Detail, want)
+			got := e.get(t, it.TaskID)
+			t.Errorf("%s: %s (%s %s; hand-backs %+v), want %s; its branch: %s", it.Title, it.State, it.Reason, it.Detail, it.HandBacks, want,
+				gitIn(t, e.repo, "log", "--oneline", "-3", got.Worktree.Branch))
 		}
 	}
 	e.notes.wait(t, "the bad one handed back", is(protocol.NotifyQueueUpdated, `"taskId":"`+ids[bad]+`"`, `"state":"handedBack"`, `"reason":"verify"`, "bad.txt is here"))

@@ -82,10 +82,9 @@ func (r *fakeRepo) Advance(ctx context.Context, base, before, after string) (wor
 	}
 	return worktree.MergeResult{Base: base, Before: before, After: after}, nil
 }
-func (r *fakeRepo) Contains(context.Context, string, string) (bool, error) { return false, nil }
-func (r *fakeRepo) Scratch(context.Context, string) (string, func(), error) {
-	return "", func() {}, nil
-}
+func (r *fakeRepo) Contains(context.Context, string, string) (bool, error)       { return false, nil }
+func (r *fakeRepo) RemoveScratch(context.Context) error                          { return nil }
+func (r *fakeRepo) Scratch(context.Context, int, string) (string, error)         { return "", nil }
 func (r *fakeRepo) CheckBaseClean(context.Context, string) error                 { return nil }
 func (r *fakeRepo) AbortBringBase(context.Context, worktree.Worktree) error      { return nil }
 func (r *fakeRepo) BranchTip(context.Context, worktree.Worktree) (string, error) { return "abc", nil }

@@ -332,37 +332,65 @@ func (r *Repo) advanceLocked(ctx context.Context, base, before, after string) (M
 	return MergeResult{Base: base, Before: before, After: after, UpdatedCheckout: checkout}, nil
 }
 
-// Scratch checks commit out in a new detached worktree of its own (with
-// the files .worktreeinclude names, as a task's worktree gets them), for
-// the merge queue's verify command. remove takes it away.
-func (r *Repo) Scratch(ctx context.Context, commit string) (dir string, remove func(), err error) {
+// Scratch checks commit out in scratch worktree number slot, for the merge
+// queue's verify command: made once (with the files .worktreeinclude
+// names, as a task's worktree gets them) and reused, each use a checkout of
+// the commit and a clean of what the last one left but the files git
+// ignores (build output stays, so a build there is incremental, and a
+// checkout changes only the files that differ: a new worktree of a
+// 10,000-file repository each time cost 0.5 s). RemoveScratch takes the
+// slots away.
+func (r *Repo) Scratch(ctx context.Context, slot int, commit string) (string, error) {
 	if !isHash(commit) {
-		return "", nil, fmt.Errorf("%w: %q is not a commit hash", ErrInvalid, commit)
+		return "", fmt.Errorf("%w: %q is not a commit hash", ErrInvalid, commit)
 	}
-	tmp, err := os.MkdirTemp(r.dir0(), ".verify-")
+	if slot < 0 || slot > 999 {
+		return "", fmt.Errorf("%w: scratch slot %d", ErrInvalid, slot)
+	}
+	dir := filepath.Join(r.dir0(), fmt.Sprintf(".verify-%d", slot))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.adminDir(dir); err == nil {
+		_, err1 := r.git.run(ctx, invocation{dir: dir, args: []string{"checkout", "--quiet", "--detach", "--force", commit}})
+		_, err2 := r.git.run(ctx, invocation{dir: dir, args: []string{"clean", "-ffdq"}})
+		if err1 == nil && err2 == nil {
+			return dir, nil
+		}
+		// A slot git cannot bring to the commit is made again.
+		r.removeScratchLocked(dir)
+	} else {
+		os.RemoveAll(dir)
+		_, _ = r.git.run(ctx, invocation{dir: r.root, args: []string{"worktree", "prune"}})
+	}
+	if _, err := r.git.run(ctx, invocation{dir: r.root, args: []string{"worktree", "add", "--quiet", "--detach", dir, commit}}); err != nil {
+		r.removeScratchLocked(dir)
+		return "", fmt.Errorf("making a scratch worktree at %s: %w", short(commit), err)
+	}
+	if err := r.copyIncluded(ctx, dir); err != nil {
+		r.removeScratchLocked(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// RemoveScratch takes every scratch worktree away.
+func (r *Repo) RemoveScratch(ctx context.Context) error {
+	slots, err := filepath.Glob(filepath.Join(r.dir0(), ".verify-*"))
 	if err != nil {
-		return "", nil, fmt.Errorf("making a scratch worktree: %w", err)
-	}
-	os.Remove(tmp) // worktree add wants to create it
-	remove = func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		_, _ = r.git.run(context.Background(), invocation{dir: r.root, args: []string{"worktree", "remove", "--force", tmp}})
-		os.RemoveAll(tmp)
-		_, _ = r.git.run(context.Background(), invocation{dir: r.root, args: []string{"worktree", "prune"}})
+		return err
 	}
 	r.mu.Lock()
-	_, err = r.git.run(ctx, invocation{dir: r.root, args: []string{"worktree", "add", "--quiet", "--detach", tmp, commit}})
-	r.mu.Unlock()
-	if err != nil {
-		remove()
-		return "", nil, fmt.Errorf("making a scratch worktree at %s: %w", short(commit), err)
+	defer r.mu.Unlock()
+	for _, dir := range slots {
+		r.removeScratchLocked(dir)
 	}
-	if err := r.copyIncluded(ctx, tmp); err != nil {
-		remove()
-		return "", nil, err
-	}
-	return tmp, remove, nil
+	return nil
+}
+
+func (r *Repo) removeScratchLocked(dir string) {
+	_, _ = r.git.run(context.Background(), invocation{dir: r.root, args: []string{"worktree", "remove", "--force", dir}})
+	os.RemoveAll(dir)
+	_, _ = r.git.run(context.Background(), invocation{dir: r.root, args: []string{"worktree", "prune"}})
 }
 
 // BranchTip is the commit the task's branch is at.

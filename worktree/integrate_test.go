@@ -122,15 +122,28 @@ func TestCandidateAndAdvance(t *testing.T) {
 		t.Errorf("candidate of a merged branch = %s, %v", c, err)
 	}
 
-	// A scratch worktree holds the candidate, and goes.
-	dir, remove, err := r.Scratch(ctx, c2)
+	// A scratch worktree holds the candidate; reused for another, it
+	// holds that one, without what the first left but ignored build
+	// output; RemoveScratch takes it away.
+	dir, err := r.Scratch(ctx, 0, c2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, dir+"/a.txt"); got != "a\n" || !exists(dir+"/b.txt") {
 		t.Errorf("scratch worktree lacks the candidate's files")
 	}
-	remove()
+	writeFiles(t, dir, map[string]string{"left.txt": "x", "build.log": "kept"})
+	writeFiles(t, dir, map[string]string{".gitignore": "build.log\n"})
+	again, err := r.Scratch(ctx, 0, c1)
+	if err != nil || again != dir {
+		t.Fatalf("slot 0 again = %s, %v", again, err)
+	}
+	if exists(dir+"/b.txt") || exists(dir+"/left.txt") || !exists(dir+"/a.txt") {
+		t.Errorf("the reused scratch worktree is not c1's tree")
+	}
+	if err := r.RemoveScratch(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if exists(dir) {
 		t.Errorf("scratch worktree %s left behind", dir)
 	}

@@ -134,11 +134,9 @@ func BenchmarkQueueStepVsGitMerge(b *testing.B) {
 			b.Fatal(m, err)
 		}
 		scratch := time.Now()
-		_, remove, err := r.Scratch(ctx, c)
-		if err != nil {
+		if _, err := r.Scratch(ctx, 0, c); err != nil {
 			b.Fatal(err)
 		}
-		remove()
 		scratchTime += time.Since(scratch)
 		if _, err := r.Advance(ctx, "main", before, c); err != nil {
 			b.Fatal(err)
