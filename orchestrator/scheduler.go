@@ -162,7 +162,7 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 	if err != nil {
 		return nil, protocol.AgentInfo{}, err
 	}
-	if plan.Unconfined != "" {
+	if plan.Warn {
 		o.pub.publish(p.T.ID, protocol.ServerMessageNotification{Level: protocol.LevelWarning,
 			Text: fmt.Sprintf("task %s runs unconfined: %s", p.T.ID, plan.Unconfined)})
 	}

@@ -335,9 +335,11 @@ type Settings struct {
 	// maxConcurrent (issue 34).
 	QueueParallel int `json:"queueParallel"`
 	// Sandbox is whether agents' Bash commands run in claude's sandbox
-	// (issue 37): "on" (default: where the machine has one, and a task
-	// that runs without says so), "off", or "required" (a task that cannot
-	// be sandboxed does not start, saying why).
+	// (issue 37): "on" (where the machine has one, and a task that runs
+	// without says so), "off" (the default: claude 2.1.330's bubblewrap
+	// sandbox breaks when agents of one repository run commands at once;
+	// DESIGN.md), or "required" (a task that cannot be sandboxed does not
+	// start, saying why).
 	Sandbox string `json:"sandbox"`
 }
 
@@ -358,7 +360,7 @@ func DefaultSettings() Settings {
 		CommandTimeoutSec:     DefaultCommandTimeoutSec,
 		ResumeAfterUsageLimit: true,
 		AgentNice:             DefaultAgentNice,
-		Sandbox:               SandboxOn,
+		Sandbox:               SandboxOff,
 	}
 }
 

@@ -46,6 +46,11 @@ type Plan struct {
 	// Unconfined is the sentence a person sees when the task's Bash
 	// commands run without the sandbox ("" when they run in it).
 	Unconfined string
+	// Warn: the task runs unconfined against the settings' wish (on, but
+	// this machine has no sandbox), which is said as a warning; off by the
+	// settings is said by the task alone (Task.agent.unconfined), not once
+	// per task start.
+	Warn bool
 	// Note says something about the sandbox that is not a failure (the
 	// weaker nested mode).
 	Note string
@@ -68,7 +73,7 @@ func Decide(mode Mode, a Availability) (Plan, error) {
 		if mode == Required {
 			return Plan{}, fmt.Errorf("%w, but %s", ErrUnavailable, a.Why)
 		}
-		return Plan{Unconfined: "no sandbox on this machine (" + a.Why + "): its Bash commands can write wherever you can"}, nil
+		return Plan{Unconfined: "no sandbox on this machine (" + a.Why + "): its Bash commands can write wherever you can", Warn: true}, nil
 	}
 	p := Plan{Enabled: true, Weaker: a.Weaker, Required: mode == Required}
 	if a.Weaker {
