@@ -315,16 +315,9 @@ func (r *Repo) advanceLocked(ctx context.Context, base, before, after string) (M
 	if now != before {
 		return MergeResult{}, fmt.Errorf("%w: %s moved (now %s, expected %s)", ErrFailedPrecondition, base, short(now), short(before))
 	}
-	checkout, err := r.checkoutOf(ctx, base)
+	checkout, err := r.cleanCheckoutOf(ctx, base)
 	if err != nil {
 		return MergeResult{}, err
-	}
-	if checkout != "" {
-		if files, err := r.dirtyFiles(ctx, checkout); err != nil {
-			return MergeResult{}, err
-		} else if len(files) > 0 {
-			return MergeResult{}, &DirtyError{Checkout: checkout, Files: files}
-		}
 	}
 	if err := r.moveBase(ctx, checkout, baseRef, before, after); err != nil {
 		return MergeResult{}, err
@@ -452,4 +445,22 @@ func (r *Repo) Contains(ctx context.Context, base, commit string) (bool, error) 
 		return false, fmt.Errorf("%w: %q is not a commit hash", ErrInvalid, commit)
 	}
 	return r.isAncestor(ctx, commit, tip)
+}
+
+// cleanCheckoutOf is the working tree that has branch checked out ("" if
+// none), refused (a *DirtyError naming its files) when it has uncommitted
+// changes: familiar never moves a branch under the person's work.
+func (r *Repo) cleanCheckoutOf(ctx context.Context, branch string) (string, error) {
+	checkout, err := r.checkoutOf(ctx, branch)
+	if err != nil || checkout == "" {
+		return "", err
+	}
+	files, err := r.dirtyFiles(ctx, checkout)
+	if err != nil {
+		return "", err
+	}
+	if len(files) > 0 {
+		return "", &DirtyError{Checkout: checkout, Files: files}
+	}
+	return checkout, nil
 }

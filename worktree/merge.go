@@ -83,16 +83,9 @@ func (r *Repo) Merge(ctx context.Context, wt Worktree, base string, strategy Str
 	} else if in {
 		return MergeResult{Base: base, Before: before, After: before}, nil
 	}
-	checkout, err := r.checkoutOf(ctx, base)
-	if err != nil {
+	// A dirty checkout of the base is refused before any work.
+	if _, err := r.cleanCheckoutOf(ctx, base); err != nil {
 		return MergeResult{}, err
-	}
-	if checkout != "" {
-		if files, err := r.dirtyFiles(ctx, checkout); err != nil {
-			return MergeResult{}, err
-		} else if len(files) > 0 {
-			return MergeResult{}, &DirtyError{Checkout: checkout, Files: files}
-		}
 	}
 	after, err := r.candidateLocked(ctx, before, wt, strategy, message)
 	if err != nil {
@@ -123,16 +116,9 @@ func (r *Repo) UndoMerge(ctx context.Context, taskID string, res MergeResult) er
 	if now != res.After {
 		return fmt.Errorf("%w: %s has moved since the merge (now %s, merged %s); undo it by hand", ErrFailedPrecondition, res.Base, short(now), short(res.After))
 	}
-	checkout, err := r.checkoutOf(ctx, res.Base)
+	checkout, err := r.cleanCheckoutOf(ctx, res.Base)
 	if err != nil {
 		return err
-	}
-	if checkout != "" {
-		if files, err := r.dirtyFiles(ctx, checkout); err != nil {
-			return err
-		} else if len(files) > 0 {
-			return &DirtyError{Checkout: checkout, Files: files}
-		}
 	}
 	if _, err := r.keepUndone(ctx, taskID, res.After); err != nil {
 		return err

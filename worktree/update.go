@@ -21,18 +21,8 @@ func (r *Repo) CheckBaseClean(ctx context.Context, base string) error {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	checkout, err := r.checkoutOf(ctx, base)
-	if err != nil || checkout == "" {
-		return err
-	}
-	files, err := r.dirtyFiles(ctx, checkout)
-	if err != nil {
-		return err
-	}
-	if len(files) > 0 {
-		return &DirtyError{Checkout: checkout, Files: files}
-	}
-	return nil
+	_, err := r.cleanCheckoutOf(ctx, base)
+	return err
 }
 
 // BringBase brings base (a branch) into the task's branch, in its worktree,
