@@ -12,62 +12,9 @@ import (
 )
 
 // methodFunc decodes and validates params, then calls the protocol.Server.
+// The table of them, methods, is generated from protocol.Server
+// (table_gen.go, by protocol/gogen).
 type methodFunc func(ctx context.Context, impl protocol.Server, params json.RawMessage) (any, error)
-
-// methods is the method table: every request of PROTOCOL.md, one entry each,
-// for every method of protocol.Server (TestTableDispatchesEveryMethod).
-// initialize, shutdown and the notifications ($/cancelRequest, exit) also
-// have connection-level rules in conn.go.
-var methods = map[string]methodFunc{
-	protocol.MethodInitialize: typed(protocol.Server.Initialize),
-	protocol.MethodShutdown: func(ctx context.Context, impl protocol.Server, _ json.RawMessage) (any, error) {
-		return nil, impl.Shutdown(ctx) // the result is null
-	},
-	protocol.MethodSettingsUpdate: typed(protocol.Server.SettingsUpdate),
-
-	protocol.MethodTaskCreate:  typed(protocol.Server.TaskCreate),
-	protocol.MethodTaskGet:     typed(protocol.Server.TaskGet),
-	protocol.MethodTaskList:    typed(protocol.Server.TaskList),
-	protocol.MethodTaskCancel:  typed(protocol.Server.TaskCancel),
-	protocol.MethodTaskRespond: typed(protocol.Server.TaskRespond),
-	protocol.MethodTaskSend:    typed(protocol.Server.TaskSend),
-	protocol.MethodTaskInput:   noResult(protocol.Server.TaskInput),
-	protocol.MethodTaskResize:  noResult(protocol.Server.TaskResize),
-	protocol.MethodTaskScreen:  typed(protocol.Server.TaskScreen),
-	protocol.MethodTaskOutput:  typed(protocol.Server.TaskOutput),
-	protocol.MethodTaskPause:   typed(protocol.Server.TaskPause),
-	protocol.MethodTaskResume:  typed(protocol.Server.TaskResume),
-	protocol.MethodTaskReorder: typed(protocol.Server.TaskReorder),
-	protocol.MethodTaskRetry:   typed(protocol.Server.TaskRetry),
-	protocol.MethodTaskSetMode: typed(protocol.Server.TaskSetMode),
-	protocol.MethodTaskDiff:    typed(protocol.Server.TaskDiff),
-	protocol.MethodTaskMerge:   typed(protocol.Server.TaskMerge),
-	protocol.MethodTaskUndo:    typed(protocol.Server.TaskUndo),
-	protocol.MethodTaskRemove:  noResult(protocol.Server.TaskRemove),
-	protocol.MethodTaskEvents:  typed(protocol.Server.TaskEvents),
-
-	protocol.MethodTaskInterrupt: typed(protocol.Server.TaskInterrupt),
-	protocol.MethodTaskArchive:   typed(protocol.Server.TaskArchive),
-
-	protocol.MethodProfilesList: typed(protocol.Server.ProfilesList),
-	protocol.MethodSkillsList:   typed(protocol.Server.SkillsList),
-	protocol.MethodSkillsGet:    typed(protocol.Server.SkillsGet),
-	protocol.MethodMcpPresets:   typed(protocol.Server.McpPresets),
-	protocol.MethodMcpCheck:     typed(protocol.Server.McpCheck),
-	protocol.MethodAuditList:    typed(protocol.Server.AuditList),
-	protocol.MethodServerStats:  typed(protocol.Server.ServerStats),
-	protocol.MethodServerStop:   typed(protocol.Server.ServerStop),
-
-	protocol.MethodTaskMarkDone: typed(protocol.Server.TaskMarkDone),
-	protocol.MethodTaskText:     typed(protocol.Server.TaskText),
-	protocol.MethodPolicyList:   typed(protocol.Server.PolicyList),
-	protocol.MethodPolicyRevoke: typed(protocol.Server.PolicyRevoke),
-
-	protocol.MethodQueueMerge:  typed(protocol.Server.QueueMerge),
-	protocol.MethodQueueStatus: typed(protocol.Server.QueueStatus),
-	protocol.MethodQueueCancel: typed(protocol.Server.QueueCancel),
-	protocol.MethodQueueUndo:   typed(protocol.Server.QueueUndo),
-}
 
 // params is what every params struct of package protocol is.
 type params[P any] interface {
@@ -90,6 +37,14 @@ func typed[P any, PP params[P], R any](call func(protocol.Server, context.Contex
 			return nil, err
 		}
 		return emptyIfNil(r), nil
+	}
+}
+
+// noParams adapts a method that takes no params and whose result is null
+// in PROTOCOL.md (shutdown).
+func noParams(call func(protocol.Server, context.Context) error) methodFunc {
+	return func(ctx context.Context, impl protocol.Server, _ json.RawMessage) (any, error) {
+		return nil, call(impl, ctx)
 	}
 }
 

@@ -65,9 +65,15 @@ const (
 )
 
 // Server is the behaviour behind every request of PROTOCOL.md, one Go method
-// per JSON-RPC method. The orchestrator implements it; package jsonrpc decodes
-// and validates params (Validate has passed before a method is called) and
-// maps the returned error to a JSON-RPC error code.
+// per JSON-RPC method, whose wire name is the constant Method<GoName>.
+// workspace.Service implements it (its bodies are the orchestrator's
+// methods of the same name), daemon.Service wraps that, rpcclient.Client
+// calls a running familiar through it; package jsonrpc decodes and
+// validates params (Validate has passed before a method is called) and
+// maps the returned error to a JSON-RPC error code. The method table, the
+// workspace's forwarders, the client's calls and the test fake are
+// generated from this interface (protocol/gogen): a new method is its
+// declaration here, its params' Validate and its body in the orchestrator.
 //
 // ctx is cancelled when the client sends $/cancelRequest for the request or
 // disconnects; a method that returns ctx.Err() (or an error wrapping
@@ -80,8 +86,7 @@ const (
 // Every method of PROTOCOL.md is here, familiar's additions too: there is no
 // optional interface and no stub to embed, so an implementation that lacks a
 // method does not compile, and a wrapper that embeds a Server (the daemon's)
-// forwards every method it does not override. jsonrpc's table has one entry
-// per method (its tests check both ways).
+// forwards every method it does not override.
 type Server interface {
 	// Initialize is called once per connection before any other method.
 	Initialize(ctx context.Context, p *InitializeParams) (*InitializeResult, error)

@@ -152,88 +152,12 @@ func (s *Service) SettingsUpdate(ctx context.Context, p *protocol.SettingsUpdate
 	return o.UpdateSettings(ctx, p.Settings)
 }
 
-func (s *Service) TaskCreate(ctx context.Context, p *protocol.TaskCreateParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskCreate)
-}
-
-func (s *Service) TaskGet(ctx context.Context, p *protocol.TaskGetParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskGet)
-}
-
-func (s *Service) TaskList(ctx context.Context, p *protocol.TaskListParams) (*protocol.TaskListResult, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskList)
-}
-
-func (s *Service) TaskCancel(ctx context.Context, p *protocol.TaskCancelParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskCancel)
-}
-
-func (s *Service) TaskRespond(ctx context.Context, p *protocol.TaskRespondParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskRespond)
-}
-
-func (s *Service) TaskSend(ctx context.Context, p *protocol.TaskSendParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskSend)
-}
-
-func (s *Service) TaskInput(ctx context.Context, p *protocol.TaskInputParams) error {
-	return run(s, ctx, p, (*orchestrator.Orchestrator).TaskInput)
-}
-
-func (s *Service) TaskResize(ctx context.Context, p *protocol.TaskResizeParams) error {
-	return run(s, ctx, p, (*orchestrator.Orchestrator).TaskResize)
-}
-
-func (s *Service) TaskScreen(ctx context.Context, p *protocol.TaskScreenParams) (*protocol.TaskScreenResult, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskScreen)
-}
-
-func (s *Service) TaskOutput(ctx context.Context, p *protocol.TaskOutputParams) (*protocol.TaskOutputResult, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskOutput)
-}
-
-func (s *Service) TaskReorder(ctx context.Context, p *protocol.TaskReorderParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskReorder)
-}
-
-func (s *Service) TaskDiff(ctx context.Context, p *protocol.TaskDiffParams) (*protocol.TaskDiffResult, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskDiff)
-}
-
-func (s *Service) TaskArchive(ctx context.Context, p *protocol.TaskArchiveParams) (*protocol.TaskArchiveResult, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskArchive)
-}
-
-func (s *Service) TaskRemove(ctx context.Context, p *protocol.TaskRemoveParams) error {
-	return run(s, ctx, p, (*orchestrator.Orchestrator).TaskRemove)
-}
-
-func (s *Service) TaskEvents(ctx context.Context, p *protocol.TaskEventsParams) (*protocol.TaskEventsResult, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskEvents)
-}
-
 func (s *Service) ServerStats(ctx context.Context, p *protocol.ServerStatsParams) (*protocol.ServerStats, error) {
 	o, err := s.orch()
 	if err != nil {
 		return nil, err
 	}
 	return o.ServerStats(ctx)
-}
-
-func (s *Service) TaskPause(ctx context.Context, p *protocol.TaskPauseParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskPause)
-}
-
-func (s *Service) TaskResume(ctx context.Context, p *protocol.TaskResumeParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskResume)
-}
-
-func (s *Service) TaskRetry(ctx context.Context, p *protocol.TaskRetryParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskRetry)
-}
-
-func (s *Service) TaskSetMode(ctx context.Context, p *protocol.TaskSetModeParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskSetMode)
 }
 
 func (s *Service) ProfilesList(ctx context.Context, p *protocol.ProfilesListParams) ([]protocol.Profile, error) {
@@ -276,57 +200,9 @@ func (s *Service) McpCheck(ctx context.Context, p *protocol.McpCheckParams) (*pr
 	return o.McpCheck(ctx, p.Servers)
 }
 
-func (s *Service) TaskMerge(ctx context.Context, p *protocol.TaskMergeParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskMerge)
-}
-
-func (s *Service) TaskUndo(ctx context.Context, p *protocol.TaskUndoParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskUndo)
-}
-
-func (s *Service) TaskInterrupt(ctx context.Context, p *protocol.TaskInterruptParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskInterrupt)
-}
-
 // ServerStop is the background familiar's (daemon.Service overrides it): a
 // familiar serving in its editor's process (serve --no-daemon, --listen)
 // stops when its last client leaves, so there is nothing to stop on purpose.
 func (s *Service) ServerStop(ctx context.Context, p *protocol.ServerStopParams) (*protocol.ServerStopResult, error) {
 	return nil, protocol.FailedPrecondition("This familiar serves in its editor's process (serve --no-daemon or --listen), not in the background; it stops when its last client leaves.", "")
-}
-
-func (s *Service) TaskMarkDone(ctx context.Context, p *protocol.TaskMarkDoneParams) (*protocol.Task, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskMarkDone)
-}
-
-func (s *Service) TaskText(ctx context.Context, p *protocol.TaskTextParams) (*protocol.TaskTextResult, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskText)
-}
-
-func (s *Service) PolicyList(ctx context.Context, p *protocol.PolicyListParams) (*protocol.PolicyListResult, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).PolicyList)
-}
-
-func (s *Service) PolicyRevoke(ctx context.Context, p *protocol.PolicyRevokeParams) (*protocol.PolicyRevokeResult, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).PolicyRevoke)
-}
-
-func (s *Service) QueueMerge(ctx context.Context, p *protocol.QueueMergeParams) (*protocol.Queue, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).QueueMerge)
-}
-
-func (s *Service) QueueStatus(ctx context.Context, p *protocol.QueueStatusParams) (*protocol.QueueStatusResult, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).QueueStatus)
-}
-
-func (s *Service) QueueCancel(ctx context.Context, p *protocol.QueueCancelParams) (*protocol.Queue, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).QueueCancel)
-}
-
-func (s *Service) QueueUndo(ctx context.Context, p *protocol.QueueUndoParams) (*protocol.Queue, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).QueueUndo)
-}
-
-func (s *Service) AuditList(ctx context.Context, p *protocol.AuditListParams) (*protocol.AuditListResult, error) {
-	return call(s, ctx, p, (*orchestrator.Orchestrator).AuditList)
 }

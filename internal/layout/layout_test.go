@@ -23,7 +23,7 @@ var domain = []string{
 	"jsonrpc", "mask", "mcp", "orchestrator", "policy", "procs", "profiles", "protocol",
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
-	"procs/proctable", "dirs", "protocol/tsgen", "rpcclient", "errkind", "workspace",
+	"procs/proctable", "dirs", "protocol/tsgen", "protocol/gogen", "rpcclient", "errkind", "workspace",
 	"mergequeue", "sandbox", "release", "repoconfig", "schema",
 }
 
@@ -56,6 +56,8 @@ var mustNot = map[string][]string{
 	"dirs":            except("dirs"),
 	// The generator of the extension's protocol.ts reads protocol's types only.
 	"protocol/tsgen": except("protocol/tsgen", "protocol"),
+	// The generator of the Go code each method needs reads protocol's source.
+	"protocol/gogen": except("protocol/gogen", "protocol"),
 	"mailbox":        except("mailbox"),
 	// acp speaks ACP on one side and familiar's protocol on the other: a
 	// client of the daemon like an editor, nothing of the engine.
