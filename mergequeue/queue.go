@@ -288,3 +288,33 @@ func (m *Queue) Undo(ctx context.Context) (*protocol.Queue, error) {
 	}
 	return snap, nil
 }
+
+// Running: a queue is running.
+func (m *Queue) Running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.running
+}
+
+// MovedBranches are the task branches the running or last queue moved (a
+// conflict handed to the agent, resolved by a commit of its own), with
+// where each was before: a plan's undo puts them back as queue/undo does.
+func (m *Queue) MovedBranches() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.moved)
+}
+
+// ItemState is the task's state in the running queue ("" when it is not
+// in one).
+func (m *Queue) ItemState(id string) protocol.QueueItemState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.running || m.q == nil {
+		return ""
+	}
+	if it := itemOf(m.q, id); it != nil {
+		return it.State
+	}
+	return ""
+}

@@ -39,6 +39,7 @@ func (effUpdated) run(a *actor) {
 	snap.UndoableUntil = undoableUntil(snap, a.st.Merge, time.Duration(o.settingsNow().UndoWindowSec)*time.Second, o.clk.Now())
 	o.pub.publish(a.id, protocol.TaskUpdatedNotification{Task: snap})
 	o.mq.TaskChanged()
+	o.plans.Poke()
 }
 
 type effPublish struct{ n protocol.Notification } // announce n

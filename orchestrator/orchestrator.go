@@ -21,6 +21,7 @@ import (
 	"github.com/familiar-dev/familiar/clock"
 	"github.com/familiar-dev/familiar/mask"
 	"github.com/familiar-dev/familiar/mergequeue"
+	"github.com/familiar-dev/familiar/plan"
 	"github.com/familiar-dev/familiar/profiles"
 	"github.com/familiar-dev/familiar/protocol"
 	"github.com/familiar-dev/familiar/store"
@@ -96,6 +97,7 @@ type Orchestrator struct {
 	// saved before it applies. Never held with mu while saving.
 	settingsMu sync.Mutex
 	mq         *mergequeue.Queue // the merge queue (package mergequeue; queue.go)
+	plans      *plan.Planner     // the plans (package plan; plans.go)
 	masker     *mask.Masker
 	dirs       profiles.Dirs // where workspace and global profiles and skills live
 
@@ -181,6 +183,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	o.recoverLeftovers(cfg.ResumeInterrupted)
 	o.reconcileMerges()
 	o.mq.Load(o.mq.StopLeftoverVerifies(time.Duration(o.settingsNow().TermGraceSec) * time.Second))
+	o.plans = plan.New(plan.Config{Host: planHost{o}, Store: cfg.Store, Clock: o.clk, Logger: o.logger, Ctx: o.startCtx})
 	o.wg.Add(2)
 	go o.schedule()
 	go o.retentionLoop()
@@ -255,6 +258,7 @@ func (o *Orchestrator) Close() error {
 	}
 	o.cancel()
 	o.mq.Wait()
+	o.plans.Wait()
 	o.wg.Wait()
 	o.pub.close()
 	return nil

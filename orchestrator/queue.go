@@ -81,10 +81,16 @@ func (h queueHost) RestoreBranch(ctx context.Context, id, commit string) error {
 func (h queueHost) Audit(taskID, action, actor string, data any) {
 	h.o.audit(taskID, action, actor, data)
 }
-func (h queueHost) Publish(taskID string, n protocol.Notification) { h.o.pub.publish(taskID, n) }
-func (h queueHost) Mask(s string) string                           { return h.o.maskString(s) }
-func (h queueHost) ClipText(id, s string) (string, string)         { return h.o.clipText(id, s) }
-func (h queueHost) Settings() protocol.Settings                    { return h.o.settingsNow() }
+func (h queueHost) Publish(taskID string, n protocol.Notification) {
+	h.o.pub.publish(taskID, n)
+	if _, ok := n.(protocol.QueueUpdatedNotification); ok {
+		// A plan's ready steps wait for the queue to end.
+		h.o.plans.Poke()
+	}
+}
+func (h queueHost) Mask(s string) string                   { return h.o.maskString(s) }
+func (h queueHost) ClipText(id, s string) (string, string) { return h.o.clipText(id, s) }
+func (h queueHost) Settings() protocol.Settings            { return h.o.settingsNow() }
 
 // queueOp is a task claimed for the queue's merge.
 type queueOp struct{ op *opHandle }

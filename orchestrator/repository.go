@@ -11,6 +11,7 @@ import (
 // (*worktree.Repo). Narrow, so that the runner can be tested without git.
 type Repository interface {
 	Root() string
+	CurrentBranch(ctx context.Context) (string, error)
 	Create(ctx context.Context, opts worktree.CreateOptions) (worktree.Worktree, error)
 	CheckRef(ctx context.Context, ref string) error
 	CheckRefAt(ctx context.Context, branch, sha string) error

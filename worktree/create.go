@@ -304,3 +304,17 @@ func isHash(s string) bool {
 		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f')
 	})
 }
+
+// CurrentBranch is the branch checked out in the repository (a plan that
+// names no base starts from it and merges into it); a detached HEAD is
+// ErrFailedPrecondition.
+func (r *Repo) CurrentBranch(ctx context.Context) (string, error) {
+	name, _, err := r.resolveBase(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	if name == "HEAD" || name == "" {
+		return "", fmt.Errorf("%w: %s has a detached HEAD: name the branch to start from and merge into", ErrFailedPrecondition, r.root)
+	}
+	return name, nil
+}
