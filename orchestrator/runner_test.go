@@ -30,7 +30,7 @@ type fakeRepo struct {
 	merges  int
 }
 
-func (r *fakeRepo) Root() string { return "/repo" }
+func (r *fakeRepo) Root() string                                  { return "/repo" }
 func (r *fakeRepo) CurrentBranch(context.Context) (string, error) { return "main", nil }
 func (r *fakeRepo) Create(ctx context.Context, o worktree.CreateOptions) (worktree.Worktree, error) {
 	r.mu.Lock()
