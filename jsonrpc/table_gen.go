@@ -51,4 +51,13 @@ var methods = map[string]methodFunc{
 	protocol.MethodQueueStatus:    typed(protocol.Server.QueueStatus),
 	protocol.MethodQueueCancel:    typed(protocol.Server.QueueCancel),
 	protocol.MethodQueueUndo:      typed(protocol.Server.QueueUndo),
+	protocol.MethodPlanCreate:     typed(protocol.Server.PlanCreate),
+	protocol.MethodPlanGet:        typed(protocol.Server.PlanGet),
+	protocol.MethodPlanList:       typed(protocol.Server.PlanList),
+	protocol.MethodPlanUpdate:     typed(protocol.Server.PlanUpdate),
+	protocol.MethodPlanRun:        typed(protocol.Server.PlanRun),
+	protocol.MethodPlanCancel:     typed(protocol.Server.PlanCancel),
+	protocol.MethodPlanUndo:       typed(protocol.Server.PlanUndo),
+	protocol.MethodPlanRetry:      typed(protocol.Server.PlanRetry),
+	protocol.MethodPlanSkip:       typed(protocol.Server.PlanSkip),
 }

@@ -27,7 +27,8 @@ func goMethod(rpcMethod string) string {
 // so a call through the table reaches the method.
 var validParams = json.RawMessage(`{"workspaceRoot":"/repo","settings":{},"id":"t1","title":"t","description":"d",
 	"questionId":"q1","optionId":"allow","data":"x","cols":80,"rows":24,"mode":"executor","name":"s",
-	"servers":{},"priority":1,"ref":"clip/abc","rule":"Bash(ls)","scope":"user","text":"hi","ids":["t1"]}`)
+	"servers":{},"priority":1,"ref":"clip/abc","rule":"Bash(ls)","scope":"user","text":"hi","ids":["t1"],
+	"step":"a","steps":[{"id":"a","title":"A","description":"d"}]}`)
 
 // Every method of protocol.Server has an entry in the method table that
 // calls it, and every entry calls the method its name says: a method added

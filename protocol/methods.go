@@ -146,6 +146,18 @@ type Server interface {
 	QueueStatus(ctx context.Context, p *QueueStatusParams) (*QueueStatusResult, error)
 	QueueCancel(ctx context.Context, p *QueueCancelParams) (*Queue, error)
 	QueueUndo(ctx context.Context, p *QueueUndoParams) (*Queue, error)
+
+	// Plans (plan.go): one goal as steps with needs, run as a graph of
+	// tasks and merged through the merge queue.
+	PlanCreate(ctx context.Context, p *PlanCreateParams) (*Plan, error)
+	PlanGet(ctx context.Context, p *PlanGetParams) (*Plan, error)
+	PlanList(ctx context.Context, p *PlanListParams) (*PlanListResult, error)
+	PlanUpdate(ctx context.Context, p *PlanUpdateParams) (*Plan, error)
+	PlanRun(ctx context.Context, p *PlanRunParams) (*Plan, error)
+	PlanCancel(ctx context.Context, p *PlanCancelParams) (*Plan, error)
+	PlanUndo(ctx context.Context, p *PlanUndoParams) (*Plan, error)
+	PlanRetry(ctx context.Context, p *PlanRetryParams) (*Plan, error)
+	PlanSkip(ctx context.Context, p *PlanSkipParams) (*Plan, error)
 }
 
 // ---- lifecycle ----

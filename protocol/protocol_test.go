@@ -71,6 +71,18 @@ func TestJSONNames(t *testing.T) {
 		{"QueueItem", QueueItem{Reason: "verify", Detail: "d", Files: []string{"a"}, Output: "o", OutputRef: "r", Merge: &QueueMerge{}},
 			"taskId title state attempts reason detail files output outputRef merge"},
 		{"QueueUpdated", QueueUpdatedNotification{}, "seq queue"},
+		// Plans (issue 39), the shape the extension and familiar acp are built against.
+		{"Plan", Plan{}, "id state baseRef steps totals createdAt updatedAt"},
+		{"Plan, ended", Plan{Goal: "g", Why: "w", Verify: "v", ArchitectTaskID: "t", Problems: []PlanProblem{{}}, StartedAt: now, EndedAt: now},
+			"id goal state why baseRef verify architectTaskId steps problems totals createdAt startedAt endedAt updatedAt"},
+		{"PlanStep", PlanStep{}, "id title description needs state"},
+		{"PlanStep, merged", PlanStep{PlanStepSpec: PlanStepSpec{AcceptanceCriteria: []string{"a"}, Files: []string{"f"}, Mode: ModeExecutor, Profile: "p"},
+			Why: "w", TaskID: "t", Attempts: 1, TaskIDs: []string{"t"}, DurationMs: 1, Tokens: 1, CostUSD: 1, StartedAt: now, MergedAt: now, Merge: &QueueMerge{}},
+			"id title description acceptanceCriteria files needs mode profile state why taskId attempts taskIds durationMs tokens costUsd startedAt mergedAt merge"},
+		{"PlanProblem", PlanProblem{}, "index field message"},
+		{"PlanTotals", PlanTotals{}, "wallMs workMs tokens costUsd"},
+		{"PlanUpdated", PlanUpdatedNotification{}, "seq plan"},
+		{"PlanListResult", PlanListResult{}, "plans"},
 		{"TaskConflict", TaskConflict{}, "with files"},
 		{"ServerStats", ServerStats{}, "tasks successRate avgDurationSec queueDepth running approvals toolUses"}, // toolUses: familiar's addition
 	} {

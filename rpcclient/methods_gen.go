@@ -187,3 +187,39 @@ func (c *Client) QueueCancel(ctx context.Context, p *protocol.QueueCancelParams)
 func (c *Client) QueueUndo(ctx context.Context, p *protocol.QueueUndoParams) (*protocol.Queue, error) {
 	return call[protocol.Queue](ctx, c, protocol.MethodQueueUndo, p)
 }
+
+func (c *Client) PlanCreate(ctx context.Context, p *protocol.PlanCreateParams) (*protocol.Plan, error) {
+	return call[protocol.Plan](ctx, c, protocol.MethodPlanCreate, p)
+}
+
+func (c *Client) PlanGet(ctx context.Context, p *protocol.PlanGetParams) (*protocol.Plan, error) {
+	return call[protocol.Plan](ctx, c, protocol.MethodPlanGet, p)
+}
+
+func (c *Client) PlanList(ctx context.Context, p *protocol.PlanListParams) (*protocol.PlanListResult, error) {
+	return call[protocol.PlanListResult](ctx, c, protocol.MethodPlanList, p)
+}
+
+func (c *Client) PlanUpdate(ctx context.Context, p *protocol.PlanUpdateParams) (*protocol.Plan, error) {
+	return call[protocol.Plan](ctx, c, protocol.MethodPlanUpdate, p)
+}
+
+func (c *Client) PlanRun(ctx context.Context, p *protocol.PlanRunParams) (*protocol.Plan, error) {
+	return call[protocol.Plan](ctx, c, protocol.MethodPlanRun, p)
+}
+
+func (c *Client) PlanCancel(ctx context.Context, p *protocol.PlanCancelParams) (*protocol.Plan, error) {
+	return call[protocol.Plan](ctx, c, protocol.MethodPlanCancel, p)
+}
+
+func (c *Client) PlanUndo(ctx context.Context, p *protocol.PlanUndoParams) (*protocol.Plan, error) {
+	return call[protocol.Plan](ctx, c, protocol.MethodPlanUndo, p)
+}
+
+func (c *Client) PlanRetry(ctx context.Context, p *protocol.PlanRetryParams) (*protocol.Plan, error) {
+	return call[protocol.Plan](ctx, c, protocol.MethodPlanRetry, p)
+}
+
+func (c *Client) PlanSkip(ctx context.Context, p *protocol.PlanSkipParams) (*protocol.Plan, error) {
+	return call[protocol.Plan](ctx, c, protocol.MethodPlanSkip, p)
+}

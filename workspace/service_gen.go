@@ -137,3 +137,39 @@ func (s *Service) QueueCancel(ctx context.Context, p *protocol.QueueCancelParams
 func (s *Service) QueueUndo(ctx context.Context, p *protocol.QueueUndoParams) (*protocol.Queue, error) {
 	return call(s, ctx, p, (*orchestrator.Orchestrator).QueueUndo)
 }
+
+func (s *Service) PlanCreate(ctx context.Context, p *protocol.PlanCreateParams) (*protocol.Plan, error) {
+	return call(s, ctx, p, (*orchestrator.Orchestrator).PlanCreate)
+}
+
+func (s *Service) PlanGet(ctx context.Context, p *protocol.PlanGetParams) (*protocol.Plan, error) {
+	return call(s, ctx, p, (*orchestrator.Orchestrator).PlanGet)
+}
+
+func (s *Service) PlanList(ctx context.Context, p *protocol.PlanListParams) (*protocol.PlanListResult, error) {
+	return call(s, ctx, p, (*orchestrator.Orchestrator).PlanList)
+}
+
+func (s *Service) PlanUpdate(ctx context.Context, p *protocol.PlanUpdateParams) (*protocol.Plan, error) {
+	return call(s, ctx, p, (*orchestrator.Orchestrator).PlanUpdate)
+}
+
+func (s *Service) PlanRun(ctx context.Context, p *protocol.PlanRunParams) (*protocol.Plan, error) {
+	return call(s, ctx, p, (*orchestrator.Orchestrator).PlanRun)
+}
+
+func (s *Service) PlanCancel(ctx context.Context, p *protocol.PlanCancelParams) (*protocol.Plan, error) {
+	return call(s, ctx, p, (*orchestrator.Orchestrator).PlanCancel)
+}
+
+func (s *Service) PlanUndo(ctx context.Context, p *protocol.PlanUndoParams) (*protocol.Plan, error) {
+	return call(s, ctx, p, (*orchestrator.Orchestrator).PlanUndo)
+}
+
+func (s *Service) PlanRetry(ctx context.Context, p *protocol.PlanRetryParams) (*protocol.Plan, error) {
+	return call(s, ctx, p, (*orchestrator.Orchestrator).PlanRetry)
+}
+
+func (s *Service) PlanSkip(ctx context.Context, p *protocol.PlanSkipParams) (*protocol.Plan, error) {
+	return call(s, ctx, p, (*orchestrator.Orchestrator).PlanSkip)
+}

@@ -172,3 +172,39 @@ func (Unimplemented) QueueCancel(context.Context, *protocol.QueueCancelParams) (
 func (Unimplemented) QueueUndo(context.Context, *protocol.QueueUndoParams) (*protocol.Queue, error) {
 	return nil, NotImplemented("QueueUndo")
 }
+
+func (Unimplemented) PlanCreate(context.Context, *protocol.PlanCreateParams) (*protocol.Plan, error) {
+	return nil, NotImplemented("PlanCreate")
+}
+
+func (Unimplemented) PlanGet(context.Context, *protocol.PlanGetParams) (*protocol.Plan, error) {
+	return nil, NotImplemented("PlanGet")
+}
+
+func (Unimplemented) PlanList(context.Context, *protocol.PlanListParams) (*protocol.PlanListResult, error) {
+	return nil, NotImplemented("PlanList")
+}
+
+func (Unimplemented) PlanUpdate(context.Context, *protocol.PlanUpdateParams) (*protocol.Plan, error) {
+	return nil, NotImplemented("PlanUpdate")
+}
+
+func (Unimplemented) PlanRun(context.Context, *protocol.PlanRunParams) (*protocol.Plan, error) {
+	return nil, NotImplemented("PlanRun")
+}
+
+func (Unimplemented) PlanCancel(context.Context, *protocol.PlanCancelParams) (*protocol.Plan, error) {
+	return nil, NotImplemented("PlanCancel")
+}
+
+func (Unimplemented) PlanUndo(context.Context, *protocol.PlanUndoParams) (*protocol.Plan, error) {
+	return nil, NotImplemented("PlanUndo")
+}
+
+func (Unimplemented) PlanRetry(context.Context, *protocol.PlanRetryParams) (*protocol.Plan, error) {
+	return nil, NotImplemented("PlanRetry")
+}
+
+func (Unimplemented) PlanSkip(context.Context, *protocol.PlanSkipParams) (*protocol.Plan, error) {
+	return nil, NotImplemented("PlanSkip")
+}

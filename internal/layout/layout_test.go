@@ -24,7 +24,7 @@ var domain = []string{
 	"runfile", "store", "worktree", "cmd/familiar", "procs/procfs", "mailbox",
 	"acp", "agent/closing", "agent/transcript", "daemon", "grants", "texts",
 	"procs/proctable", "dirs", "protocol/tsgen", "protocol/gogen", "rpcclient", "errkind", "workspace",
-	"mergequeue", "sandbox", "release", "repoconfig", "schema",
+	"mergequeue", "sandbox", "release", "repoconfig", "schema", "plan",
 }
 
 // except returns every domain package but the ones given.
@@ -77,6 +77,7 @@ var mustNot = map[string][]string{
 	// git through Integration (worktree's types); its verify command runs
 	// under procs.
 	"mergequeue": except("mergequeue", "protocol", "worktree", "procs", "clock", "errkind", "procs/proctable"),
+	"plan":       except("plan", "protocol", "clock"),
 	"release":    except("release"),
 	"repoconfig": except("repoconfig"),
 	// The schemas' generator reads Go types through reflection and source;
@@ -185,11 +186,11 @@ func TestImportsFollowDesign(t *testing.T) {
 }
 
 // TestEngineStartsNoProcessItself: process work belongs to procs (issue
-// 38): the orchestrator and the merge queue import neither os/exec nor
+// 38): the orchestrator, the merge queue and the planner import neither os/exec nor
 // syscall, so every process they start is one procs supervises, whose tree
 // ends with it.
 func TestEngineStartsNoProcessItself(t *testing.T) {
-	for _, p := range list(t, "./orchestrator", "./mergequeue") {
+	for _, p := range list(t, "./orchestrator", "./mergequeue", "./plan") {
 		for _, imp := range p.Imports {
 			if imp == "os/exec" || imp == "syscall" {
 				t.Errorf("%s imports %s: start processes through procs", p.ImportPath, imp)

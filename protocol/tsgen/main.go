@@ -73,6 +73,8 @@ var enums = []struct {
 	{reflect.TypeFor[protocol.MessageLevel](), protocol.MessageLevels},
 	{reflect.TypeFor[protocol.Source](), protocol.Sources},
 	{reflect.TypeFor[protocol.GrantScope](), protocol.GrantScopes},
+	{reflect.TypeFor[protocol.PlanState](), protocol.PlanStates},
+	{reflect.TypeFor[protocol.PlanStepState](), protocol.PlanStepStates},
 }
 
 // notifications are the params of every server → client notification, by
@@ -88,6 +90,7 @@ var notifications = []protocol.Notification{
 	protocol.SkillsChangedNotification{},
 	protocol.ServerMessageNotification{},
 	protocol.QueueUpdatedNotification{},
+	protocol.PlanUpdatedNotification{},
 }
 
 // extra are types no method or notification reaches but clients use.

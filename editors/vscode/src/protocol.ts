@@ -54,6 +54,12 @@ export type Source = 'builtin' | 'workspace' | 'global';
 /** GrantScope is where an allow-always grant holds. */
 export type GrantScope = 'task' | 'repository' | 'user';
 
+/** PlanState is where a plan is. */
+export type PlanState = 'drafting' | 'draft' | 'running' | 'held' | 'done' | 'cancelled' | 'undone' | 'failed';
+
+/** PlanStepState is where one step is. */
+export type PlanStepState = 'pending' | 'running' | 'ready' | 'merging' | 'merged' | 'done' | 'failed' | 'held' | 'skipped' | 'cancelled' | 'undone';
+
 export interface AuditListParams {
   taskId?: string;
   action?: string;
@@ -267,6 +273,207 @@ export interface McpPreset {
   requires: string[];
 }
 
+/** PlanIDParams names a plan. */
+export interface PlanIDParams {
+  id: string;
+}
+
+/** Plan is a goal, its steps and where they are. */
+export interface Plan {
+  id: string;
+  goal?: string;
+  state: PlanState;
+  /**
+   * Why says, in words, why the plan is held or failed, or what the
+   * person is to do next.
+   */
+  why?: string;
+  /** BaseRef is the branch the plan's steps start from and merge into. */
+  baseRef: string;
+  profile?: string;
+  /**
+   * Verify is the merge queue's verify command for the plan's merges
+   * (as shown: masked); absent for the settings' or repository's.
+   */
+  verify?: string;
+  /**
+   * ArchitectTaskID is the task that wrote the steps (plan/create with a
+   * goal).
+   */
+  architectTaskId?: string;
+  steps: PlanStep[];
+  /**
+   * Problems are what keeps the steps from running, when the plan is a
+   * draft that cannot run yet.
+   */
+  problems?: PlanProblem[];
+  totals: PlanTotals;
+  createdAt: string;
+  startedAt?: string;
+  endedAt?: string;
+  updatedAt: string;
+}
+
+/** PlanStep is a step of a plan and where it is. */
+export interface PlanStep {
+  /**
+   * ID names the step in needs: letters, digits, '-', '_' and '.', at
+   * most 40 characters, unique in the plan.
+   */
+  id: string;
+  title: string;
+  description: string;
+  acceptanceCriteria?: string[];
+  /**
+   * Files are the files the step is expected to touch (a hint to its
+   * agent and to the person reviewing the plan).
+   */
+  files?: string[];
+  /**
+   * Needs are the ids of the steps whose work this one builds on: it
+   * starts once they are all merged, from the base that has them.
+   */
+  needs: string[];
+  mode?: Mode;
+  profile?: string;
+  state: PlanStepState;
+  /** Why says, in words, why the step waits, is held or failed. */
+  why?: string;
+  /** TaskID is the step's task (the latest attempt's). */
+  taskId?: string;
+  /** Attempts counts the step's tasks (plan/retry starts another). */
+  attempts?: number;
+  /** TaskIDs are every attempt's task, oldest first. */
+  taskIds?: string[];
+  /**
+   * DurationMs is its finished tasks' time at work (start to end),
+   * Tokens and CostUSD what their models used.
+   */
+  durationMs?: number;
+  tokens?: number;
+  costUsd?: number;
+  startedAt?: string;
+  mergedAt?: string;
+  /** Merge is the base's commits around the step's merge. */
+  merge?: QueueMerge;
+}
+
+/**
+ * PlanStepSpec is a step as written: by the architect, the person or a
+ * tasks file.
+ */
+export interface PlanStepSpec {
+  /**
+   * ID names the step in needs: letters, digits, '-', '_' and '.', at
+   * most 40 characters, unique in the plan.
+   */
+  id: string;
+  title: string;
+  description: string;
+  acceptanceCriteria?: string[];
+  /**
+   * Files are the files the step is expected to touch (a hint to its
+   * agent and to the person reviewing the plan).
+   */
+  files?: string[];
+  /**
+   * Needs are the ids of the steps whose work this one builds on: it
+   * starts once they are all merged, from the base that has them.
+   */
+  needs: string[];
+  mode?: Mode;
+  profile?: string;
+}
+
+/** QueueMerge is the base's commits around the task's merge. */
+export interface QueueMerge {
+  before: string;
+  after: string;
+}
+
+/**
+ * PlanProblem is one thing wrong with a plan's steps, said so the person
+ * (or the architect) can fix it: the step, the field, why.
+ */
+export interface PlanProblem {
+  /** Step is the step's id ("" for the plan as a whole); Index its place. */
+  step?: string;
+  index: number;
+  /**
+   * Field is the step's field ("needs", "id", ...), or the JSON path of
+   * the whole ("steps").
+   */
+  field: string;
+  message: string;
+}
+
+/**
+ * PlanTotals are a plan's time, tokens and cost: its steps' and its
+ * architect's.
+ */
+export interface PlanTotals {
+  /**
+   * WallMs is the plan's time from plan/run to its end (0 until it
+   * ends: a client counts from startedAt).
+   */
+  wallMs: number;
+  /** WorkMs is the sum of its finished tasks' time at work. */
+  workMs: number;
+  tokens: number;
+  costUsd: number;
+}
+
+/**
+ * PlanCreateParams: {goal} (an architect task writes the steps) or
+ * {steps} (the person's own), with profile?, baseRef?, verify?, run?.
+ */
+export interface PlanCreateParams {
+  goal?: string;
+  steps?: PlanStepSpec[];
+  /** Profile is the architect's and the default of every step. */
+  profile?: string;
+  baseRef?: string;
+  /**
+   * Verify is the merge queue's verify command for the plan (nil: the
+   * settings' mergeVerify, else the repository's); "" asks for none.
+   */
+  verify?: string;
+  /**
+   * Run starts the plan as soon as its steps are valid (familiar run;
+   * with a goal, when the architect's plan is).
+   */
+  run?: boolean;
+  /** Driver is the driver of the plan's tasks ("": the default). */
+  driver?: Driver;
+}
+
+export interface PlanListParams {
+}
+
+/** PlanListResult: every plan, newest first. */
+export interface PlanListResult {
+  plans: Plan[];
+}
+
+/** PlanStepParams names a step of a plan (plan/retry, plan/skip). */
+export interface PlanStepParams {
+  id: string;
+  step: string;
+}
+
+/**
+ * PlanUpdateParams replaces the plan's steps (edit, add, remove, reorder,
+ * change needs: the whole list as it is to be) and, optionally, its goal
+ * or verify command. Steps already started stay as they are: they must be
+ * in the list, unchanged.
+ */
+export interface PlanUpdateParams {
+  id: string;
+  steps: PlanStepSpec[];
+  goal?: string;
+  verify?: string;
+}
+
 /**
  * PolicyListParams: {taskId?}: the grants that apply to that task (its own,
  * the repository's, the user's), else every task's and the files'.
@@ -369,12 +576,6 @@ export interface QueueItem {
    * reads them here.
    */
   handBacks?: QueueHandBack[];
-}
-
-/** QueueMerge is the base's commits around the task's merge. */
-export interface QueueMerge {
-  before: string;
-  after: string;
 }
 
 /** QueueHandBack is one time the queue handed a task back to its agent. */
@@ -1368,12 +1569,27 @@ export interface QueueUpdatedNotification {
   queue: Queue;
 }
 
+/** PlanUpdatedNotification: every change of a plan. */
+export interface PlanUpdatedNotification {
+  seq: number;
+  plan: Plan;
+}
+
 /** The params and result of every method, by its Go name (protocol.Server). */
 export interface Methods {
   AuditList: { params: AuditListParams; result: AuditListResult };
   Initialize: { params: InitializeParams; result: InitializeResult };
   McpCheck: { params: McpCheckParams; result: McpCheckResult };
   McpPresets: { params: McpPresetsParams; result: McpPreset[] };
+  PlanCancel: { params: PlanIDParams; result: Plan };
+  PlanCreate: { params: PlanCreateParams; result: Plan };
+  PlanGet: { params: PlanIDParams; result: Plan };
+  PlanList: { params: PlanListParams; result: PlanListResult };
+  PlanRetry: { params: PlanStepParams; result: Plan };
+  PlanRun: { params: PlanIDParams; result: Plan };
+  PlanSkip: { params: PlanStepParams; result: Plan };
+  PlanUndo: { params: PlanIDParams; result: Plan };
+  PlanUpdate: { params: PlanUpdateParams; result: Plan };
   PolicyList: { params: PolicyListParams; result: PolicyListResult };
   PolicyRevoke: { params: PolicyRevokeParams; result: PolicyRevokeResult };
   ProfilesList: { params: ProfilesListParams; result: Profile[] };
@@ -1425,6 +1641,7 @@ export interface Notifications {
   'skills/changed': SkillsChangedNotification;
   'server/message': ServerMessageNotification;
   'queue/updated': QueueUpdatedNotification;
+  'plan/updated': PlanUpdatedNotification;
 }
 
 /** JSON-RPC error codes (protocol/errors.go). */
