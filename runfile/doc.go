@@ -39,7 +39,27 @@
 // skills, hints {files, notes}, directives {think, verbose, elevated},
 // noProgressTimeoutSec, commandTimeoutSec, maxBudgetUsd, model,
 // warmAgentSec, permissionPolicy {default, allow, deny}. The file may also be
-// just the list of tasks, with no settings. testdata/example.yaml is a
+// just the list of tasks, with no settings.
+//
+// # Plans
+//
+// A task may say which tasks its work builds on: needs: [ids], naming other
+// tasks by their id: (default task1, task2, ... by place). A file where a
+// task has needs runs as a plan (issue 39): every task whose needs are
+// merged starts, from the base that has their work; each is merged through
+// the merge queue (settings.verify checking it) as soon as it finishes;
+// merge: queue goes without saying. A plan's step takes id, title,
+// description, acceptanceCriteria, mode, profile, hints.files and needs
+// only; any other task field is refused there, and so are needs naming no
+// task and tasks that need each other in a circle.
+//
+//	tasks:
+//	  - id: api
+//	    title: Add the login endpoint
+//	    description: ...
+//	  - title: Add the login form
+//	    description: ...
+//	    needs: [api] testdata/example.yaml is a
 // complete example; the file's JSON Schema, generated from these types by
 // package schema, is editors/vscode/schemas/tasks.schema.json.
 //

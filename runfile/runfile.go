@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/familiar-dev/familiar/plan"
 	"github.com/familiar-dev/familiar/protocol"
 	"go.yaml.in/yaml/v3"
 )
@@ -31,6 +32,11 @@ type File struct {
 	// Lines[i] is the line of Tasks[i] in the file, for messages about a
 	// task while it runs.
 	Lines []int
+	// Plan is the file's tasks as a plan's steps, when a task says what it
+	// needs (needs:): the run is then a plan, each task starting once the
+	// tasks it needs are merged, each merged through the merge queue as it
+	// finishes. Nil otherwise.
+	Plan []protocol.PlanStepSpec
 }
 
 // Settings are the run settings of a tasks file. Zero values mean familiar's
@@ -159,8 +165,21 @@ type document struct {
 	// The run's settings; every one is optional.
 	Settings fileSettings `json:"settings"`
 	// The tasks, in the order they start; each takes the params of
-	// task/create.
-	Tasks []protocol.TaskCreateParams `json:"tasks"`
+	// task/create, and id and needs for a run as a plan.
+	Tasks []Task `json:"tasks"`
+}
+
+// Task is a task as a tasks file writes it: task/create's params, and, for
+// a file whose tasks build on each other, its id and needs.
+type Task struct {
+	protocol.TaskCreateParams
+	// The name other tasks give this one in their needs (letters, digits,
+	// -, _ and .). Default: task1, task2, ... by place.
+	ID string `json:"id"`
+	// The ids of the tasks whose work this one builds on: it starts once
+	// they are all merged, from the base that has them. A file where a
+	// task has needs runs as a plan.
+	Needs []string `json:"needs"`
 }
 
 // fileSettings is Settings as written in the file: pointers tell an absent
@@ -254,13 +273,22 @@ func parse(data []byte, jsonPath, yamlPath bool) (*File, *Error) {
 		return nil, noTasks(d.pos["tasks"])
 	}
 
+	asPlan := false
+	for _, t := range doc.Tasks {
+		asPlan = asPlan || len(t.Needs) > 0
+	}
+	if asPlan && doc.Settings.Merge == "" {
+		// A plan merges each task as it finishes: merge: queue goes
+		// without saying.
+		doc.Settings.Merge = MergeQueue
+	}
 	settings, err := d.settings(&doc.Settings)
 	if err != nil {
 		return nil, err
 	}
-	f := &File{Settings: settings, Tasks: doc.Tasks, Lines: make([]int, len(doc.Tasks))}
-	for i := range f.Tasks {
-		t := &f.Tasks[i]
+	f := &File{Settings: settings, Lines: make([]int, len(doc.Tasks))}
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i].TaskCreateParams
 		field := index("tasks", i)
 		f.Lines[i] = d.pos[field].Line
 		if t.BaseRef == "" {
@@ -269,8 +297,86 @@ func parse(data []byte, jsonPath, yamlPath bool) (*File, *Error) {
 		if err := t.Validate(); err != nil {
 			return nil, d.validationError(field, err)
 		}
+		f.Tasks = append(f.Tasks, *t)
+	}
+	if asPlan {
+		steps, err := d.planSteps(doc.Tasks, settings.BaseRef)
+		if err != nil {
+			return nil, err
+		}
+		f.Plan = steps
 	}
 	return f, nil
+}
+
+// planSteps makes the tasks a plan's steps, refusing what a step cannot
+// carry and needs that cannot run (an unknown id, a circle), at the line of
+// the task.
+func (d *decoder) planSteps(tasks []Task, baseRef string) ([]protocol.PlanStepSpec, *Error) {
+	steps := make([]protocol.PlanStepSpec, len(tasks))
+	for i, t := range tasks {
+		field := index("tasks", i)
+		if name := unplannable(t.TaskCreateParams, baseRef); name != "" {
+			return nil, nodeError(d.lookup(join(field, name)), join(field, name), fmt.Sprintf(
+				"a tasks file whose tasks have needs runs as a plan, whose steps take id, title, description, acceptanceCriteria, mode, profile, hints.files and needs; %s is not one of them", name))
+		}
+		id := t.ID
+		if id == "" {
+			id = fmt.Sprintf("task%d", i+1)
+		}
+		steps[i] = protocol.PlanStepSpec{ID: id, Title: t.Title, Description: t.Description,
+			AcceptanceCriteria: t.AcceptanceCriteria, Mode: t.Mode, Profile: t.Profile, Needs: t.Needs}
+		if t.Hints != nil {
+			steps[i].Files = t.Hints.Files
+		}
+	}
+	if probs := plan.Check(steps); len(probs) > 0 {
+		p := probs[0]
+		field := "tasks"
+		if p.Index >= 0 {
+			field = join(index("tasks", p.Index), p.Field)
+		}
+		return nil, nodeError(d.lookup(field), field, p.Message)
+	}
+	return steps, nil
+}
+
+// unplannable names the first field of a task that a plan's step cannot
+// carry ("" when none).
+func unplannable(t protocol.TaskCreateParams, baseRef string) string {
+	switch {
+	case t.Type != "":
+		return "type"
+	case t.PromptOverride != "":
+		return "promptOverride"
+	case t.Priority != 0:
+		return "priority"
+	case t.BaseRef != "" && t.BaseRef != baseRef:
+		return "baseRef"
+	case t.Driver != "":
+		return "driver"
+	case len(t.McpServers) > 0:
+		return "mcpServers"
+	case len(t.Skills) > 0:
+		return "skills"
+	case t.Hints != nil && t.Hints.Notes != "":
+		return "hints.notes"
+	case t.Directives != nil:
+		return "directives"
+	case t.NoProgressTimeoutSec != nil:
+		return "noProgressTimeoutSec"
+	case t.PermissionPolicy != nil:
+		return "permissionPolicy"
+	case t.CommandTimeoutSec != nil:
+		return "commandTimeoutSec"
+	case t.MaxBudgetUsd != nil:
+		return "maxBudgetUsd"
+	case t.Model != "":
+		return "model"
+	case t.WarmAgentSec != nil:
+		return "warmAgentSec"
+	}
+	return ""
 }
 
 // settings checks the file's settings, in the order the package doc lists

@@ -40,6 +40,7 @@ func generate(t *testing.T) map[string][]byte {
 	g := &schema.Generator{Source: src, Options: schema.Options{
 		Required: map[reflect.Type][]string{
 			reflect.TypeFor[protocol.TaskCreateParams](): {"title", "description"},
+			reflect.TypeFor[runfile.Task]():              {"title", "description"},
 			reflect.TypeFor[runfile.Document]():          {"tasks"},
 		},
 		Enums: map[string][]string{

@@ -72,7 +72,7 @@ var mustNot = map[string][]string{
 	"grants":           except("grants", "policy", "dirs"),
 	"texts":            except("texts"),
 	"sandbox":          except("sandbox"),
-	"runfile":          except("runfile", "protocol"),
+	"runfile":          except("runfile", "protocol", "plan"),
 	// The merge queue drives tasks through its Host (the orchestrator) and
 	// git through Integration (worktree's types); its verify command runs
 	// under procs.
