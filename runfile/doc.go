@@ -59,9 +59,11 @@
 //	    description: ...
 //	  - title: Add the login form
 //	    description: ...
-//	    needs: [api] testdata/example.yaml is a
-// complete example; the file's JSON Schema, generated from these types by
-// package schema, is editors/vscode/schemas/tasks.schema.json.
+//	    needs: [api]
+//
+// testdata/example.yaml is a complete example; the file's JSON Schema,
+// generated from these types by package schema, is
+// editors/vscode/schemas/tasks.schema.json.
 //
 // JSON is read as JSON (a .json file, or a file that starts with { or [ and is
 // valid JSON), so its strings, escapes and numbers mean exactly what they mean
