@@ -52,6 +52,8 @@ type Report struct {
 	Queue *protocol.Queue `json:"queue,omitempty"`
 	// QueueError is why the merge queue could not start.
 	QueueError string `json:"queueError,omitempty"`
+	// Plan is the run's plan at its end, when its tasks have needs.
+	Plan *protocol.Plan `json:"plan,omitempty"`
 }
 
 // TaskReport is one task's outcome.
@@ -94,6 +96,9 @@ func Run(ctx context.Context, o Options) (Report, int) {
 		return rep, ExitFailed
 	}
 	ws.Orch.UseSettings(settingsFor(ws.Orch.Settings(), o.File.Settings))
+	if o.File.Plan != nil {
+		return runPlan(ctx, o, ws.Orch, n, rep)
+	}
 
 	var ids []string
 	lines := map[string]int{}
@@ -168,23 +173,9 @@ func Run(ctx context.Context, o Options) (Report, int) {
 
 	rep.OK = true
 	for _, id := range ids {
-		t, err := ws.Orch.TaskGet(context.Background(), &protocol.TaskIDParams{ID: id})
-		if err != nil {
+		tr, t, ok := taskReport(ws.Orch, id, lines[id])
+		if !ok {
 			continue
-		}
-		tr := TaskReport{ID: t.ID, Title: t.Title, Line: lines[id], Status: t.Status, Blocked: t.Blocked,
-			ChangedFiles: []protocol.ChangedFile{}, Commits: []protocol.Commit{}, Usage: t.Usage,
-			Conflicts: t.Conflicts, Overlaps: t.Overlaps}
-		if t.Result != nil {
-			tr.Summary, tr.CostUSD = t.Result.Summary, t.Result.CostUSD
-			tr.ChangedFiles = append(tr.ChangedFiles, t.Result.ChangedFiles...)
-			tr.Commits = append(tr.Commits, t.Result.Commits...)
-		}
-		if !t.StartedAt.IsZero() && !t.FinishedAt.IsZero() {
-			tr.DurationSec = t.FinishedAt.Sub(t.StartedAt).Round(time.Millisecond).Seconds()
-		}
-		if t.Worktree != nil {
-			tr.Branch, tr.Worktree = t.Worktree.Branch, t.Worktree.Path
 		}
 		if t.Status != protocol.StatusMerging && t.Status != protocol.StatusMerged {
 			rep.OK = false
@@ -200,6 +191,11 @@ func Run(ctx context.Context, o Options) (Report, int) {
 	if queueErr != nil {
 		rep.OK, rep.QueueError = false, queueErr.Error()
 	}
+	return finish(o, ws.Orch, rep)
+}
+
+// finish prints the report and says the exit code.
+func finish(o Options, orch *orchestrator.Orchestrator, rep Report) (Report, int) {
 	if o.JSON {
 		enc := json.NewEncoder(o.Out)
 		enc.SetIndent("", "  ")
@@ -207,13 +203,36 @@ func Run(ctx context.Context, o Options) (Report, int) {
 	} else {
 		printReport(o.Out, rep)
 		if o.Diffs {
-			printDiffs(o.Out, ws.Orch, rep)
+			printDiffs(o.Out, orch, rep)
 		}
 	}
 	if !rep.OK {
 		return rep, ExitFailed
 	}
 	return rep, ExitOK
+}
+
+// taskReport is a task's outcome as the report says it.
+func taskReport(o *orchestrator.Orchestrator, id string, line int) (TaskReport, *protocol.Task, bool) {
+	t, err := o.TaskGet(context.Background(), &protocol.TaskIDParams{ID: id})
+	if err != nil {
+		return TaskReport{}, nil, false
+	}
+	tr := TaskReport{ID: t.ID, Title: t.Title, Line: line, Status: t.Status, Blocked: t.Blocked,
+		ChangedFiles: []protocol.ChangedFile{}, Commits: []protocol.Commit{}, Usage: t.Usage,
+		Conflicts: t.Conflicts, Overlaps: t.Overlaps}
+	if t.Result != nil {
+		tr.Summary, tr.CostUSD = t.Result.Summary, t.Result.CostUSD
+		tr.ChangedFiles = append(tr.ChangedFiles, t.Result.ChangedFiles...)
+		tr.Commits = append(tr.Commits, t.Result.Commits...)
+	}
+	if !t.StartedAt.IsZero() && !t.FinishedAt.IsZero() {
+		tr.DurationSec = t.FinishedAt.Sub(t.StartedAt).Round(time.Millisecond).Seconds()
+	}
+	if t.Worktree != nil {
+		tr.Branch, tr.Worktree = t.Worktree.Branch, t.Worktree.Path
+	}
+	return tr, t, true
 }
 
 func allDone(o *orchestrator.Orchestrator, ids []string) bool {
@@ -265,7 +284,7 @@ func settingsFor(s protocol.Settings, r runfile.Settings) protocol.Settings {
 }
 
 func printReport(w io.Writer, rep Report) {
-	fmt.Fprintf(w, "\n%d task(s) from %s\n", len(rep.Tasks), rep.File)
+	fmt.Fprintf(w, "\n%s from %s\n", count(len(rep.Tasks), "task"), rep.File)
 	for _, t := range rep.Tasks {
 		nothing := len(t.ChangedFiles) == 0 && len(t.Commits) == 0
 		fmt.Fprintf(w, "\n● %s: %s (%s, %.1fs)\n", t.Title, statusWords(t.Status, nothing), t.ID, t.DurationSec)
@@ -328,11 +347,27 @@ func printReport(w io.Writer, rep Report) {
 			fmt.Fprintln(w)
 		}
 	}
-	if rep.OK {
+	if p := rep.Plan; p != nil {
+		printPlan(w, p)
+	}
+	switch {
+	case rep.Plan != nil && rep.OK:
+		fmt.Fprintln(w, "\nthe plan is done: every step merged and checked")
+	case rep.Plan != nil:
+		fmt.Fprintln(w, "\nthe plan did not finish")
+	case rep.OK:
 		fmt.Fprintln(w, "\nall tasks finished")
-	} else {
+	default:
 		fmt.Fprintln(w, "\nsome tasks did not finish")
 	}
+}
+
+// count says n things: "1 task", "3 tasks".
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func printDiffs(w io.Writer, o *orchestrator.Orchestrator, rep Report) {
@@ -421,7 +456,7 @@ func runQueue(ctx context.Context, o *orchestrator.Orchestrator, ids []string, s
 	if err != nil {
 		return nil, err
 	}
-	prog.say(fmt.Sprintf("merge queue: %d task(s) into %s", len(q.Items), q.BaseRef))
+	prog.say(fmt.Sprintf("merge queue: %s into %s", count(len(q.Items), "task"), q.BaseRef))
 	for {
 		st, _ := o.QueueStatus(context.Background(), &protocol.QueueStatusParams{})
 		if st != nil && st.Queue != nil && st.Queue.ID == q.ID && st.Queue.State != protocol.QueueRunning {

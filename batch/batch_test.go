@@ -55,7 +55,7 @@ func TestPrintReport(t *testing.T) {
 	}})
 	out := b.String()
 	for _, want := range []string{
-		"2 task(s) from tasks.yaml", "● Touch: ready to merge (t1, 1.2s)", "summary: Did it. All of it.",
+		"2 tasks from tasks.yaml", "● Touch: ready to merge (t1, 1.2s)", "summary: Did it. All of it.",
 		"added    ok.txt", "commit 0123456789ab touch ok.txt", "branch familiar/t1-touch in /w/t1", "cost $0.0123",
 		"● Delete: blocked (t2, 0.0s)", "blocked (agent_failed): not allowed", "some tasks did not finish",
 	} {

@@ -129,6 +129,12 @@ func StatsBusy(stats func(context.Context) (*protocol.ServerStats, error)) func(
 		if st.QueueDepth == 0 && st.Running == 0 {
 			return "", nil
 		}
-		return fmt.Sprintf("%d task(s) queued, %d starting, running or waiting", st.QueueDepth, st.Running), nil
+		tasks := func(n int) string {
+			if n == 1 {
+				return "1 task"
+			}
+			return fmt.Sprintf("%d tasks", n)
+		}
+		return fmt.Sprintf("%s queued, %s starting, running or waiting", tasks(st.QueueDepth), tasks(st.Running)), nil
 	}
 }
