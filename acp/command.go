@@ -22,8 +22,12 @@ func slashCommand(text string) (cmd, arg string, ok bool) {
 	if len(f) == 0 {
 		return "", "", false
 	}
+	if f[0] == "plan" {
+		// A goal keeps its lines.
+		return "plan", strings.TrimSpace(strings.TrimPrefix(text, "/plan")), true
+	}
 	switch f[0] {
-	case "diff", "merge", "undo", "retry", "archive", "grants", "revoke":
+	case "diff", "merge", "undo", "retry", "archive", "grants", "revoke", "plan":
 		return f[0], strings.Join(f[1:], " "), true
 	}
 	return "", "", false
@@ -31,7 +35,14 @@ func slashCommand(text string) (cmd, arg string, ok bool) {
 
 // command runs a slash command as a turn of its own.
 func (s *session) command(ctx context.Context, cmd, arg string) (any, error) {
-	res, err := s.run(ctx, cmd, arg)
+	var res any
+	var err error
+	if cmd == "plan" {
+		// A plan is the session's own, with or without a task.
+		res, err = s.planCommand(ctx, arg)
+	} else {
+		res, err = s.run(ctx, cmd, arg)
+	}
 	if err != nil {
 		s.message(fmt.Sprintf("/%s: %v", cmd, err))
 		return map[string]any{"stopReason": stopEndTurn}, nil
@@ -48,6 +59,9 @@ func (s *session) command(ctx context.Context, cmd, arg string) (any, error) {
 		s.message(grantsText(r.Grants))
 	case string:
 		s.message(r)
+	case cancelledTurn:
+		s.note(string(r) + "\n")
+		return map[string]any{"stopReason": stopCancelled}, nil
 	}
 	return map[string]any{"stopReason": stopEndTurn}, nil
 }

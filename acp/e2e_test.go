@@ -89,6 +89,8 @@ type world struct {
 	repo string
 	env  []string
 	mods string
+	// longer is a scenario timeout of the world's own (0: scenarioTimeout).
+	longer time.Duration
 }
 
 func newWorld(t *testing.T) *world {
@@ -132,12 +134,12 @@ func (w *world) runWith(scenario string, env []string) string {
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(scenarioTimeout):
+	case <-time.After(w.timeout()):
 		// A hang (seen once in CI with nothing on either stream): say
 		// where everything stood before killing it.
 		dump := w.dumpHung(cmd.Process.Pid, done)
 		w.t.Fatalf("scenario %s: no end after %v\nstdout:\n%s\nstderr (the client's dump, familiar acp's and its serve's goroutines):\n%s\n%s",
-			scenario, scenarioTimeout, out.String(), tail(errb.String(), 60000), dump)
+			scenario, w.timeout(), out.String(), tail(errb.String(), 60000), dump)
 	}
 	if err != nil {
 		w.t.Fatalf("scenario %s: %v\nstdout:\n%s\nstderr:\n%s", scenario, err, out.String(), tail(errb.String(), 6000))
@@ -148,6 +150,16 @@ func (w *world) runWith(scenario string, env []string) string {
 
 // scenarioTimeout is how long a scenario may take; each takes seconds.
 const scenarioTimeout = 90 * time.Second
+
+// timeout is the world's scenario timeout: a plan runs three agents one
+// after another (the architect, then a step, then the one that needs it),
+// 60-80 s at load 13 on two cores.
+func (w *world) timeout() time.Duration {
+	if w.longer > 0 {
+		return w.longer
+	}
+	return scenarioTimeout
+}
 
 // dumpHung gathers what tells a hung scenario's cause: the node client
 // writes its state (SIGUSR2, client.mjs), every familiar process of the
@@ -294,7 +306,22 @@ func TestACPWithoutDaemon(t *testing.T) {
 func TestACPReject(t *testing.T)    { newWorld(t).run("reject") }
 func TestACPCancel(t *testing.T)    { newWorld(t).run("cancel") }
 func TestACPArchitect(t *testing.T) { newWorld(t).run("architect") }
-func TestACPParallel(t *testing.T)  { newWorld(t).run("parallel") }
+
+// Issue 39: /plan <goal> in a session drafts a plan (its steps as an ACP
+// plan and a message), /plan run runs it in one turn: its steps' permission
+// questions reach the editor, b starts after a merged, and the base ends
+// with both.
+func TestACPPlan(t *testing.T) {
+	w := newWorld(t)
+	w.longer = 4 * scenarioTimeout
+	w.run("plan")
+	for _, f := range []string{"plan-a.txt", "plan-b.txt"} {
+		if _, err := os.Stat(filepath.Join(w.repo, f)); err != nil {
+			t.Errorf("the base has no %s after the plan", f)
+		}
+	}
+}
+func TestACPParallel(t *testing.T) { newWorld(t).run("parallel") }
 
 // familiar acp's tasks run under the stream driver: the agent's text and
 // thinking reach the client as they stream, in several chunks. With

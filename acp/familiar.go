@@ -71,11 +71,18 @@ func (f *familiar) handle(method string, params json.RawMessage) {
 		Task *struct {
 			ID string `json:"id"`
 		} `json:"task"`
+		// plan/updated is followed by the plan's id.
+		Plan *struct {
+			ID string `json:"id"`
+		} `json:"plan"`
 	}
 	_ = json.Unmarshal(params, &head)
 	id := head.ID
 	if head.Task != nil {
 		id = head.Task.ID
+	}
+	if head.Plan != nil {
+		id = head.Plan.ID
 	}
 	if method == protocol.NotifyServerMessage {
 		var m protocol.ServerMessageNotification

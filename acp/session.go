@@ -32,6 +32,9 @@ type session struct {
 	// began (skills/list); set before the session is shared.
 	skillList []protocol.Skill
 	taskID    string          // guarded by mu
+	planID    string          // guarded by mu; the session's plan (/plan)
+	planWatch func()          // guarded by mu; stops following the plan (session/cancel)
+	planShown string          // guarded by mu; the plan entries last sent
 	worktree  string          // guarded by mu; the task's worktree, once it has one
 	unfollow  func()          // guarded by mu
 	turn      *turn           // guarded by mu; the prompt in flight
@@ -91,6 +94,7 @@ func (s *session) announce() {
 		map[string]any{"name": "archive", "description": "Take the finished task out of familiar's task lists (here and in other editors); its branch and worktree stay."},
 		map[string]any{"name": "grants", "description": "List the allow-always grants that hold for the task: its own, the repository's and yours."},
 		map[string]any{"name": "revoke", "description": "Revoke an allow-always grant: familiar asks for such calls again.", "input": map[string]any{"hint": "the grant's number in /grants, or its rule"}},
+		map[string]any{"name": "plan", "description": "Break a goal into steps that parallel agents carry out, each merged and checked as it is done; /plan run runs it.", "input": map[string]any{"hint": "a goal; or run, cancel, undo"}},
 	}})
 }
 
@@ -357,6 +361,13 @@ func matchOption(q *protocol.Question, text string) string {
 
 // cancel ends the turn in flight: the agent is interrupted, the task stays.
 func (s *session) cancel(ctx context.Context) {
+	s.mu.Lock()
+	watch := s.planWatch
+	s.mu.Unlock()
+	if watch != nil {
+		watch()
+		return
+	}
 	s.stopTurn(ctx, false)
 }
 
@@ -694,13 +705,24 @@ func (s *session) question(q protocol.Question) {
 	if q.Kind != protocol.QuestionPermission {
 		return // choices and prose questions end the turn (observe)
 	}
+	s.mu.Lock()
+	taskID, wt := s.taskID, s.worktree
+	s.mu.Unlock()
+	s.askPermission(taskID, wt, q)
+}
+
+// askPermission puts a permission question of task taskID (the session's,
+// or a step of its plan), whose worktree is wt, to the person.
+func (s *session) askPermission(taskID, wt string, q protocol.Question) {
+	if q.Kind != protocol.QuestionPermission {
+		return
+	}
 	id := q.ToolUseID
 	if id == "" {
 		id = "question-" + q.ID
 	}
 	s.mu.Lock()
 	seen := s.announced[id]
-	wt := s.worktree
 	s.mu.Unlock()
 	title := relTitle(titleOf(q), wt)
 	diffs := editDiffs(q, wt)
@@ -711,7 +733,6 @@ func (s *session) question(q protocol.Question) {
 		s.permissions = map[string]context.CancelFunc{}
 	}
 	s.permissions[q.ID] = cancel
-	taskID := s.taskID
 	s.mu.Unlock()
 	s.a.bg.Add(1)
 	go func() {

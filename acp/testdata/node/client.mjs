@@ -231,7 +231,8 @@ async function until(cond, what, s, ms = 10000) {
 }
 
 function expect(cond, msg, s) {
-  if (!cond) fail(msg + (s ? "\nupdates: " + JSON.stringify(s.updates) : ""));
+  // The updates first: the test shows the end of a long stderr.
+  if (!cond) fail((s ? "updates: " + JSON.stringify(s.updates) + "\n" : "") + msg);
 }
 
 // rpcError runs a request that must fail and returns its error.
@@ -560,6 +561,31 @@ const scenarios = {
       // The task is not cancelled: the session goes on.
       const again = await prompt(ctx, s, "go on\n@@TEXT Going on.");
       expect(again === "end_turn" && text(s).includes("Going on."), "after cancel: " + again, s);
+    });
+  },
+  async plan() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx, async () => "allow_once");
+      const step = (id, title, needs, file) => [`  - id: ${id}`, `    title: ${title}`, `    needs: [${needs}]`, "    description: |",
+        `      add ${file}`, `      @@TOOL Bash {"command":"touch ${file}","description":"run"}`, `      @@TEXT Added ${file}.`];
+      const yaml = ["steps:", ...step("a", "Add a", "", "plan-a.txt"), ...step("b", "Add b after a", "a", "plan-b.txt")].join("\n");
+      const answer = "Here is the plan.\n```familiar-plan\n" + yaml + "\n```";
+      const esc = answer.replaceAll("\\", "\\\\").replaceAll("\n", "\\n");
+      let stop = await prompt(ctx, s, "/plan add two files, b after a\n@@TEXT " + esc);
+      expect(stop === "end_turn", "/plan: stopReason " + stop, s);
+      expect(text(s).includes("1. Add a [a]") && text(s).includes("2. Add b after a [b], after a") && text(s).includes("Reply /plan run"), "the drafted plan: " + JSON.stringify(text(s)), s);
+      const plans = () => s.updates.filter((u) => u.sessionUpdate === "plan");
+      expect(plans().length >= 1 && plans().at(-1).entries.length === 2, "plan updates " + JSON.stringify(plans()), s);
+      stop = await prompt(ctx, s, "/plan run");
+      expect(stop === "end_turn", "/plan run: stopReason " + stop, s);
+      expect(seen.permissions >= 2, "the steps' permissions reached the editor: " + seen.permissions, s);
+      const last = plans().at(-1).entries;
+      expect(last.every((e) => e.status === "completed"), "the last plan update " + JSON.stringify(last), s);
+      // b ran after a: it was in progress only once a was completed.
+      const bStarted = plans().findIndex((p) => p.entries[1].status === "in_progress");
+      const aDone = plans().findIndex((p) => p.entries[0].status === "completed");
+      expect(aDone >= 0 && bStarted >= aDone, `b in progress at update ${bStarted}, a completed at ${aDone}`, s);
+      expect(text(s).includes("(done)") && text(s).includes("/plan undo takes its merges back"), "the end: " + JSON.stringify(text(s).slice(-400)), s);
     });
   },
   async architect() {
