@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -537,6 +538,67 @@ func TestInterruptedTurnEnds(t *testing.T) {
 	if ev.Turn.LastMessage != "Hi instead." {
 		t.Errorf("last message = %q", ev.Turn.LastMessage)
 	}
+}
+
+// TestPromptAfterEarlyInterruptStandsAlone: Esc before the turn produced
+// anything puts the prompt back into claude's input box a moment after the
+// idle prompt shows (interrupted-early); the next prompt is typed into an
+// empty box, not after it, however soon it comes (the VS Code chat scenario
+// saw "slow 4 … slow 5 … After the stop." reach the model as one message).
+func TestPromptAfterEarlyInterruptStandsAlone(t *testing.T) {
+	first := "slow 1\n@@DELAY 60s\n@@TEXT never said 1."
+	h := start(t, agent.DriverPTY, first)
+	next := 0
+	prompts := []string{first}
+	for i := 2; i <= 4; i++ {
+		waitScreen(t, h.sess, "esc to interrupt")
+		if err := h.sess.Interrupt(); err != nil {
+			t.Fatal(err)
+		}
+		if !testenv.Eventually(20*time.Second, func() bool { return h.rec.has(next, isQuestion(agent.KindQuestion)) }) {
+			t.Fatalf("no end after interrupt %d; screen:\n%s", i, h.sess.Screen().String())
+		}
+		_, next = h.rec.wait(t, next, "the interrupted turn's end", isQuestion(agent.KindQuestion))
+		p := fmt.Sprintf("slow %d\n@@DELAY 60s\n@@TEXT never said %d.", i, i)
+		if i == 4 {
+			p = "After the stop.\n@@TEXT Going on."
+		}
+		prompts = append(prompts, p)
+		if err := h.sess.SendPrompt(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := h.api.WaitFor(func(rs []fakeapi.Request) bool {
+			for _, r := range rs {
+				if strings.Contains(r.LastUserText(), strings.SplitN(p, "\n", 2)[0]) {
+					return true
+				}
+			}
+			return false
+		}, 60*time.Second); !ok {
+			t.Fatalf("the model never received %q", p)
+		}
+	}
+	ev, _ := h.rec.wait(t, next, "the last turn's end", turnEnded)
+	if ev.Turn.LastMessage != "Going on." {
+		t.Errorf("last message = %q", ev.Turn.LastMessage)
+	}
+	for _, r := range h.api.MainRequests() {
+		got := r.LastUserText()
+		if !slices.Contains(prompts, got) {
+			t.Errorf("the model received %q, not one of the prompts typed", got)
+		}
+	}
+}
+
+func (r *recorder) has(from int, match func(agent.Event) bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := from; i < len(r.events); i++ {
+		if match(r.events[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *recorder) sawActivity(state protocol.Activity, detail string) bool {

@@ -39,9 +39,15 @@ type ptyDriver struct {
 	// interrupted: an Esc went to claude and its screen has not yet shown
 	// the end of the turn (Idle or Interrupted).
 	interrupted bool // guarded by mu
-	// restored: the interrupted prompt claude put back into its input box,
-	// cleared before the next prompt is typed.
-	restored string // guarded by mu
+	// escInTurn: that Esc went to a claude working on a turn, so the turn's
+	// UserPromptSubmit arriving after it (claude shows its spinner while
+	// that hook runs) does not make it an earlier turn's.
+	escInTurn bool // guarded by mu
+	// restoring: an interrupt ended at the idle prompt (interrupted-early),
+	// and claude puts the interrupted prompt back into its input box a
+	// moment after drawing it (0.1-0.4 s measured at load 1-2), replacing
+	// whatever is typed there: the next prompt waits for it and clears it.
+	restoring bool // guarded by mu
 	// hookAsks counts the questions PermissionRequest hooks asked, and
 	// lastHookAsk is when the last one was: a dialog whose hook question
 	// was asked (and maybe answered) before the screen was read is no
@@ -386,10 +392,17 @@ func (d *ptyDriver) classify() bool {
 	c := screen.Classify(d.scr.Snapshot())
 	d.mu.Lock()
 	settled := sameReading(c, d.candidate)
+	newState := c.State != d.candidate.State
 	d.candidate = c
 	prev := d.class
 	if !settled {
 		d.mu.Unlock()
+		if newState {
+			// readingWorking's waiters look at unsettled readings.
+			d.s.mu.Lock()
+			d.s.notifyLocked()
+			d.s.mu.Unlock()
+		}
 		return false
 	}
 	d.class = c
@@ -421,6 +434,14 @@ func sameReading(a, b screen.Classification) bool {
 		}
 	}
 	return true
+}
+
+// readingWorking reports whether the latest reading, settled or not, shows
+// claude working on a turn.
+func (d *ptyDriver) readingWorking() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.class.State == screen.Working || d.candidate.State == screen.Working
 }
 
 func (d *ptyDriver) current() screen.Classification {
@@ -515,7 +536,7 @@ func (d *ptyDriver) onScreenChange(prev, c screen.Classification) {
 		interrupted := d.interrupted
 		if interrupted {
 			d.interrupted = false
-			d.restored = c.Text // the interrupted prompt, back in the input box
+			d.restoring = true
 		}
 		d.mu.Unlock()
 		if interrupted {
@@ -740,13 +761,20 @@ func (d *ptyDriver) sendPrompt(text string) error {
 		return fmt.Errorf("%w: the idle prompt did not appear within %s (screen: %s)", ErrNotReady, readyTimeout, d.current().State)
 	}
 	d.mu.Lock()
-	restored := d.restored
-	d.restored = ""
+	restoring := d.restoring
+	d.restoring = false
 	d.mu.Unlock()
-	if c := d.current(); restored != "" && c.State == screen.Idle && c.Text != "" {
+	if restoring {
 		// An interrupt before any answer puts the prompt back into the
-		// input box (interrupted-early): typed after it, the new prompt
-		// would join it. Backspace it away first.
+		// input box (interrupted-early), after the idle prompt shows: typed
+		// before it comes, the new prompt is replaced by it; after it, the
+		// new prompt joins it. Wait for it, then backspace it away.
+		s.waitFor(ctx, s.opts.ConfirmWithin, func() bool {
+			c := d.current()
+			return c.State != screen.Idle || c.Text != ""
+		})
+	}
+	if c := d.current(); restoring && c.State == screen.Idle && c.Text != "" {
 		n := utf8.RuneCountInString(c.Text) + strings.Count(c.Text, "\n") + 2
 		if err := d.pressUntil(ctx, bytes.Repeat([]byte{0x7f}, n), func() bool { return d.current().Text == "" }); err != nil {
 			return fmt.Errorf("clear the interrupted prompt: %w", err)
@@ -768,8 +796,14 @@ func (d *ptyDriver) sendPrompt(text string) error {
 	if _, err := s.proc.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("type prompt: %w", err)
 	}
+	// Taken once the turn starts: UserPromptSubmit (a hook process claude
+	// starts, seconds late at load 16) or the spinner. The spinner is taken
+	// from the latest reading, settled or not: its glyph turns faster than
+	// two readings classifyEvery apart under load, so a settled Working can
+	// take seconds, and the \r was then reported as having no effect
+	// although the prompt had gone (issue 36).
 	return d.pressUntil(ctx, []byte("\r"), func() bool {
-		return s.turnEpoch != epoch || d.current().State == screen.Working
+		return s.turnEpoch != epoch || d.readingWorking()
 	})
 }
 
@@ -812,8 +846,11 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	switch event {
 	case "UserPromptSubmit":
 		d.mu.Lock()
-		d.interrupted = false // an interrupt before this turn is not this turn's
-		d.startedCalls = nil  // calls an interrupt left unended are not this turn's
+		if !d.escInTurn {
+			d.interrupted = false // an Esc sent before this turn is not this turn's
+		}
+		d.restoring = false  // a prompt typed in the terminal took the box
+		d.startedCalls = nil // calls an interrupt left unended are not this turn's
 		d.mu.Unlock()
 		s.mu.Lock()
 		s.retry = APIRetry{} // a new turn's retries count from 1
@@ -844,6 +881,9 @@ func (d *ptyDriver) hook(ctx context.Context, event string, raw json.RawMessage)
 	case "SubagentStart":
 		s.setActivity(Activity{State: ActivityThinking, Detail: "subagent " + p.AgentType})
 	case "Stop":
+		d.mu.Lock()
+		d.interrupted = false // an Esc that came too late to stop the turn
+		d.mu.Unlock()
 		s.commandEnded("")
 		// Everything the turn did is reported before its end, and the CLI
 		// may write the last lines of its session file only once this hook
@@ -970,8 +1010,17 @@ func jsonEqual(a, b json.RawMessage) bool {
 // interruptSent notes an Esc sent to claude: the idle prompt that follows
 // ends the turn.
 func (d *ptyDriver) interruptSent() {
+	d.s.mu.Lock()
+	inTurn := d.s.inTurn
+	d.s.mu.Unlock()
+	// The screen as it is now: the classifier's readings lag behind it
+	// under load, and the first prompt, given on claude's command line, has
+	// no UserPromptSubmit before its spinner.
+	snap := d.scr.Snapshot()
+	now := screen.Classify(snap).State == screen.Working || screen.TitleWorking(snap.Title)
 	d.mu.Lock()
 	d.interrupted = true
+	d.escInTurn = inTurn || now || d.class.State == screen.Working || d.candidate.State == screen.Working
 	d.mu.Unlock()
 }
 
