@@ -75,6 +75,11 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 		}
 		return nil, mapError(err, what, "strategy")
 	}
+	if p.Paths != nil {
+		if after, err = o.keepOnly(ctx, v, wt, before, after, p.Paths, msg); err != nil {
+			return nil, err
+		}
+	}
 	if after == before {
 		// A merge that changes nothing is no merge: nothing is recorded,
 		// so no undo can claim to take it back.
@@ -95,6 +100,55 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 		}
 	}
 	return o.TaskGet(ctx, &protocol.TaskIDParams{ID: p.ID})
+}
+
+// keepOnly narrows the merge candidate after (made on before) to the
+// task's changed files named in paths (task/merge paths): a commit on
+// before with those files as the candidate has them. A renamed file keeps
+// its old path's removal with it. The task's branch is not touched, so the
+// files left out stay in it for a later merge. When paths covers every
+// changed file the candidate is the whole merge, kept as it is.
+func (o *Orchestrator) keepOnly(ctx context.Context, v *taskView, wt worktree.Worktree, before, after string, paths []string, msg string) (string, error) {
+	var files []protocol.ChangedFile
+	if r := v.T.Result; r != nil && len(r.ChangedFiles) > 0 {
+		files = r.ChangedFiles
+	} else if fs, _, err := o.changes(ctx, wt); err == nil {
+		files = fs
+	} else {
+		return "", mapError(err, "merge", "paths")
+	}
+	byPath := make(map[string]protocol.ChangedFile, len(files))
+	for _, f := range files {
+		byPath[f.Path] = f
+	}
+	kept := map[string]bool{}
+	var keep []string
+	for _, p := range paths {
+		f, ok := byPath[p]
+		if !ok {
+			return "", protocol.InvalidParams("paths", fmt.Sprintf("%q is not one of the task's changed files; nothing was merged.", p))
+		}
+		for _, q := range []string{f.Path, f.OldPath} {
+			if q != "" && !kept[q] {
+				kept[q] = true
+				keep = append(keep, q)
+			}
+		}
+	}
+	whole := true
+	for _, f := range files {
+		if !kept[f.Path] {
+			whole = false
+		}
+	}
+	if whole {
+		return after, nil
+	}
+	c, err := o.cfg.Repo.KeepOnly(ctx, before, after, keep, msg)
+	if err != nil {
+		return "", mapError(err, "merge", "paths")
+	}
+	return c, nil
 }
 
 // TaskUndo reverts, within undoWindowSec, a merge (the base goes back to its

@@ -27,6 +27,7 @@ type Repository interface {
 	StepBack(ctx context.Context, wt worktree.Worktree) (string, error)
 	UndoRefs(ctx context.Context, taskID string) ([]worktree.Undone, error)
 	Remove(ctx context.Context, path string, opts worktree.RemoveOptions) error
+	KeepOnly(ctx context.Context, parent, candidate string, paths []string, message string) (string, error)
 	mergequeue.Integration
 }
 

@@ -64,6 +64,9 @@ func (r *fakeRepo) FileTexts(context.Context, worktree.Worktree, worktree.FileCh
 func (r *fakeRepo) UndoMerge(context.Context, string, worktree.MergeResult) error { return nil }
 func (r *fakeRepo) StepBack(context.Context, worktree.Worktree) (string, error)   { return "abc", nil }
 func (r *fakeRepo) Remove(context.Context, string, worktree.RemoveOptions) error  { return nil }
+func (r *fakeRepo) KeepOnly(_ context.Context, _, after string, _ []string, _ string) (string, error) {
+	return after, nil
+}
 
 // The merge queue's git is not the runner's business.
 func (r *fakeRepo) Tip(context.Context, string) (string, error) { return "abc", nil }

@@ -524,6 +524,12 @@ type TaskMergeParams struct {
 	ID       string        `json:"id"`
 	Strategy MergeStrategy `json:"strategy,omitempty"`
 	Message  string        `json:"message,omitempty"`
+	// Paths keeps only these of the task's changed files (its
+	// result.changedFiles paths) and discards the rest from this merge:
+	// one commit on the base holding those files as the task has them;
+	// the task's branch keeps every file, untouched (familiar's addition,
+	// issue 36). Absent: every file.
+	Paths []string `json:"paths,omitempty"`
 }
 
 type TaskRemoveParams struct {

@@ -321,6 +321,15 @@ func (p *TaskMergeParams) Validate() error {
 	var c checker
 	c.required("id", p.ID)
 	optionalEnum(&c, "strategy", p.Strategy, MergeStrategies)
+	if p.Paths != nil && len(p.Paths) == 0 {
+		c.fail("paths", "paths must name at least one file to keep; leave it out to merge every file.")
+	}
+	for _, path := range p.Paths {
+		if path == "" || strings.ContainsAny(path, "\x00\n") {
+			c.fail("paths", "paths must be the task's changed files, not %q.", path)
+			break
+		}
+	}
 	return c.result()
 }
 

@@ -464,3 +464,74 @@ func (r *Repo) cleanCheckoutOf(ctx context.Context, branch string) (string, erro
 	}
 	return checkout, nil
 }
+
+// KeepOnly is a commit on parent that takes from candidate (a merge made on
+// parent) only the given paths, as candidate has them (a path candidate
+// lacks is deleted); every other file stays as parent has it. It is a
+// single-parent commit: the task's branch is not merged, so its discarded
+// files stay in it, untouched, for a later merge to bring. Paths are exact
+// file paths, not pathspecs. The index is a temporary one: no checkout,
+// index or branch of anyone's is touched.
+func (r *Repo) KeepOnly(ctx context.Context, parent, candidate string, paths []string, message string) (string, error) {
+	if strings.ContainsRune(message, 0) {
+		return "", fmt.Errorf("%w: message has a NUL", ErrInvalid)
+	}
+	for _, p := range paths {
+		if p == "" || strings.ContainsAny(p, "\x00\n") {
+			return "", fmt.Errorf("%w: path %q", ErrInvalid, p)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "familiar-keep-")
+	if err != nil {
+		return "", fmt.Errorf("keep files: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index"), "GIT_LITERAL_PATHSPECS=1"}
+	run := func(stdin []byte, args ...string) ([]byte, error) {
+		return r.git.run(ctx, invocation{dir: r.root, env: env, stdin: stdin, args: args})
+	}
+	if _, err := run(nil, "read-tree", parent); err != nil {
+		return "", fmt.Errorf("keep files: %w", err)
+	}
+	out, err := run(nil, append([]string{"ls-tree", "-z", "--full-tree", candidate, "--"}, paths...)...)
+	if err != nil {
+		return "", fmt.Errorf("keep files: %w", err)
+	}
+	// Each kept path as the candidate has it; mode 0 removes one it lacks.
+	var info bytes.Buffer
+	have := map[string]bool{}
+	for _, e := range strings.Split(string(out), "\x00") {
+		meta, path, ok := strings.Cut(e, "\t")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(meta) // mode type object
+		if len(f) != 3 || f[1] == "tree" {
+			continue
+		}
+		have[path] = true
+		fmt.Fprintf(&info, "%s %s\t%s\x00", f[0], f[2], path)
+	}
+	for _, p := range paths {
+		if !have[p] {
+			fmt.Fprintf(&info, "0 %s\t%s\x00", strings.Repeat("0", 40), p)
+		}
+	}
+	if _, err := run(info.Bytes(), "update-index", "-z", "--index-info"); err != nil {
+		return "", fmt.Errorf("keep files: %w", err)
+	}
+	tree, err := run(nil, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("keep files: %w", err)
+	}
+	args, err := r.identityArgs(ctx, r.root)
+	if err != nil {
+		return "", err
+	}
+	args = append(args, "commit-tree", strings.TrimSpace(string(tree)), "-p", parent, "-F", "-")
+	c, err := r.git.run(ctx, invocation{dir: r.root, stdin: []byte(message), args: args})
+	if err != nil {
+		return "", fmt.Errorf("keep files: making the commit: %w", err)
+	}
+	return strings.TrimSpace(string(c)), nil
+}

@@ -1307,6 +1307,14 @@ export interface TaskMergeParams {
   id: string;
   strategy?: MergeStrategy;
   message?: string;
+  /**
+   * Paths keeps only these of the task's changed files (its
+   * result.changedFiles paths) and discards the rest from this merge:
+   * one commit on the base holding those files as the task has them;
+   * the task's branch keeps every file, untouched (familiar's addition,
+   * issue 36). Absent: every file.
+   */
+  paths?: string[];
 }
 
 export interface TaskOutputParams {
