@@ -82,10 +82,11 @@
     title.value = draft.title;
     bind(title, 'title');
     form.appendChild(field('Title', title, 'title'));
-    const desc = el('textarea', { id: 'description', name: 'description', rows: '8', placeholder: 'What should the agent do? Newlines are kept.' });
+    const desc = el('textarea', { id: 'description', name: 'description', rows: '8', placeholder: 'What should the agent do? Newlines are kept; @ mentions a file or folder.' });
     desc.value = draft.description;
     bind(desc, 'description');
     form.appendChild(field('Description', desc, 'description'));
+    window.familiarMentions(desc, (m) => vscode.postMessage(m));
 
     const row = el('div', { class: 'row' });
     row.appendChild(field('Type', select('type', 'type', [

@@ -195,6 +195,9 @@
   // idle), Shift+Enter is a new line; Stop ends the running turn; Stop and
   // send ends it and sends at once.
   const message = document.getElementById('message');
+  // @ lists the workspace's files and folders; Add Selection attaches the editor's selected lines.
+  const mention = window.familiarMentions(message, (m) => vscode.postMessage(m));
+  document.getElementById('attach').addEventListener('click', () => vscode.postMessage({ type: 'attachSelection' }));
   const composeNote = document.getElementById('composeNote');
   const stopButton = document.getElementById('stop');
   const steerButton = document.getElementById('steer');
@@ -357,6 +360,9 @@
     switch (m.type) {
       case 'focusMessage':
         message.focus();
+        break;
+      case 'insertText':
+        if (compose.enabled) mention.insert(m.text);
         break;
       case 'head':
         if (m.id !== id) {

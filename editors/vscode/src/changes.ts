@@ -82,9 +82,82 @@ export class Changes {
       for (const [, base, head] of resources) await vscode.commands.executeCommand('vscode.diff', base ?? empty, head ?? empty, title, { preview: false });
     }
     if (offerMerge && t.status === 'merging') {
-      const pick = await info(`Familiar · "${t.title}": ${plural(diff.files.length, 'file')} changed.`, 'Merge…');
-      if (pick) await this.merge(id);
+      const choose = diff.files.length > 1 ? ['Choose Files…'] : [];
+      const pick = await info(`Familiar · "${t.title}": ${plural(diff.files.length, 'file')} changed.`, 'Merge…', ...choose);
+      if (pick === 'Merge…') await this.merge(id);
+      else if (pick) await this.mergeFiles(id);
     }
+  }
+
+  /**
+   * Keep or discard each changed file, then merge the kept ones
+   * (task/merge paths): one commit on the base; the discarded files stay in
+   * the task's branch, for a later merge or a follow-up. Every file kept is
+   * the ordinary Merge…. Each file's diff opens from its row.
+   */
+  async mergeFiles(id: string) {
+    const t = this.f.task(id) ?? (await this.f.connected().request<Task>('task/get', { id }));
+    const diff = await this.diffs.load(id);
+    const base = t.worktree?.baseRef ?? 'the base branch';
+    type Item = vscode.QuickPickItem & { path: string };
+    const open: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon('diff'), tooltip: 'Open this file\'s changes' };
+    const items: Item[] = diff.files.map((f) => ({
+      label: f.path,
+      description: `${f.status}, +${f.additions} −${f.deletions}`,
+      path: f.path,
+      buttons: [open],
+    }));
+    const qp = vscode.window.createQuickPick<Item>();
+    qp.canSelectMany = true;
+    qp.ignoreFocusOut = true;
+    qp.title = `Familiar: which files of "${t.title}" go into ${base}?`;
+    qp.placeholder = 'Unchecked files are left out and stay in the task\'s branch';
+    qp.items = items;
+    qp.selectedItems = items;
+    qp.onDidTriggerItemButton((e) => {
+      const f = diff.files.find((x) => x.path === e.item.path);
+      if (!f) return;
+      const side = (which: string) => vscode.Uri.from({ scheme: 'familiar-diff', authority: id, path: `/${f.path}`, query: which });
+      const empty = side('none');
+      void vscode.commands.executeCommand('vscode.diff', f.status === 'added' ? empty : side('base'), f.status === 'deleted' ? empty : side('head'), `${f.path} (${t.title})`, { preview: true, preserveFocus: true });
+    });
+    const kept = await new Promise<string[] | undefined>((resolve) => {
+      qp.onDidAccept(() => {
+        resolve(qp.selectedItems.map((i) => i.path));
+        qp.hide();
+      });
+      qp.onDidHide(() => resolve(undefined));
+      qp.show();
+    });
+    qp.dispose();
+    if (!kept) return;
+    if (kept.length === 0) {
+      void info(`Familiar: no file of "${t.title}" was kept, so nothing was merged.`);
+      return;
+    }
+    if (kept.length === diff.files.length) return this.merge(id);
+    const discarded = diff.files.filter((f) => !kept.includes(f.path)).map((f) => f.path);
+    let merged: Task;
+    try {
+      merged = await this.f.connected().request<Task>('task/merge', { id, paths: kept });
+    } catch (err: any) {
+      if (err?.code === Code.Conflict) {
+        const files: string[] = err.data?.files ?? [];
+        void error(`Familiar: "${t.title}" conflicts with ${base} in ${files.join(', ') || 'some files'}. Nothing was changed.`, 'Continue…').then((p) => p && this.f.continueTask(id));
+        return;
+      }
+      throw err;
+    }
+    this.f.client?.tasks.set(id, merged);
+    this.f.tree.refresh();
+    const left = secondsUntil(merged.undoableUntil, Date.now()) ?? 0;
+    const into = `Familiar: merged ${plural(kept.length, 'file')} of "${t.title}" into ${merged.worktree?.baseRef ?? base}; left out: ${discarded.join(', ')} (still in ${merged.worktree?.branch ?? 'the task\'s branch'}).`;
+    if (left < 1) {
+      void info(into);
+      return;
+    }
+    const u = await info(`${into} Undo is possible for ${duration(left)}.`, 'Undo');
+    if (u === 'Undo') await this.undo(id);
   }
 
   async merge(id: string) {

@@ -19,6 +19,7 @@ import { Changes, TextProvider } from './changes';
 import { Terminals } from './terminals';
 import { Questions } from './questions';
 import { TaskViews } from './taskview';
+import { Mentions } from './mentions';
 import { NewTaskForm } from './newtask';
 import { History } from './history';
 import { move } from './queue';
@@ -77,6 +78,7 @@ export class Familiar implements vscode.Disposable {
   readonly questions = new Questions(this);
   readonly changes = new Changes(this);
   readonly texts = new TextProvider();
+  readonly mentions = new Mentions();
   readonly ends = new EndAnnouncer();
   readonly history = new History(this);
   readonly queue = new MergeQueue(this);
@@ -91,7 +93,7 @@ export class Familiar implements vscode.Disposable {
   constructor(private readonly context: vscode.ExtensionContext) {
     this.taskViews = new TaskViews(this, context.extensionUri);
     this.newTaskForm = new NewTaskForm(this, context.workspaceState, context.extensionUri);
-    this.disposables.push(this.terminals, this.taskViews, this.queue, this.tree);
+    this.disposables.push(this.terminals, this.taskViews, this.queue, this.tree, this.mentions);
     this.log = vscode.window.createOutputChannel('Familiar', { log: true });
     this.status = vscode.window.createStatusBarItem('familiar.status', vscode.StatusBarAlignment.Left, 50);
     this.status.name = 'Familiar';
@@ -160,6 +162,7 @@ export class Familiar implements vscode.Disposable {
       ['answer', (t) => this.questions.answer(t)],
       ['showChanges', (t) => this.changes.showChanges(t)],
       ['merge', (t) => this.changes.merge(t)],
+      ['mergeFiles', (t) => this.changes.mergeFiles(t)],
       ['undo', (t) => this.changes.undo(t)],
       ['pause', (t) => this.act('task/pause', t, 'Paused')],
       ['resume', (t) => this.act('task/resume', t, 'Resumed')],

@@ -1,5 +1,5 @@
-// Pure parts of the queue, history and grant controls (queue.ts,
-// history.ts, grants.ts), without VS Code, for the fast tests.
+// Pure parts of the queue, history, grant and mention controls (queue.ts,
+// history.ts, grants.ts, mentions.ts), without VS Code, for the fast tests.
 
 import type { Grant, GrantScope, Task } from './protocol';
 
@@ -55,4 +55,36 @@ export function parseRange(s: string): Range | string {
 export function grantsByScope(grants: Grant[]): Grant[] {
   const order: GrantScope[] = ['task', 'repository', 'user'];
   return [...grants].sort((a, b) => order.indexOf(a.scope) - order.indexOf(b.scope) || (a.taskId ?? '').localeCompare(b.taskId ?? '') || a.rule.localeCompare(b.rule));
+}
+
+/**
+ * The mentions of query among files (workspace-relative paths), folders
+ * (with a trailing "/") included: a name starting with it first, then a
+ * path starting with it, a name holding it, a path holding it; shorter
+ * first within each. Case does not matter. An empty query offers the top
+ * folders and files.
+ */
+export function rankMentions(files: string[], query: string, limit = 12): string[] {
+  const q = query.toLowerCase().replace(/^\.\//, '');
+  const all = new Set<string>();
+  for (const f of files) {
+    const parts = f.split('/');
+    for (let i = 1; i < parts.length; i++) all.add(parts.slice(0, i).join('/') + '/');
+    all.add(f);
+  }
+  const scored: [number, string][] = [];
+  for (const p of all) {
+    const lower = p.toLowerCase();
+    const name = lower.replace(/\/$/, '').split('/').pop()!;
+    let score: number;
+    if (q === '') score = p.replace(/\/$/, '').includes('/') ? -1 : 0;
+    else if (name.startsWith(q)) score = 0;
+    else if (lower.startsWith(q)) score = 1;
+    else if (name.includes(q)) score = 2;
+    else if (lower.includes(q)) score = 3;
+    else score = -1;
+    if (score >= 0) scored.push([score, p]);
+  }
+  scored.sort((a, b) => a[0] - b[0] || a[1].length - b[1].length || a[1].localeCompare(b[1]));
+  return scored.slice(0, limit).map(([, p]) => p);
 }

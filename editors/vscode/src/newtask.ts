@@ -53,9 +53,11 @@ export class NewTaskForm {
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${w.cspSource}; script-src 'nonce-${nonce}';">
 <link rel="stylesheet" href="${src('taskview.css')}"></head>
 <body class="form"><form id="form" novalidate></form>
+<script nonce="${nonce}" src="${src('mentions.js')}"></script>
 <script nonce="${nonce}" src="${src('newtask.js')}"></script></body></html>`;
     const subs: vscode.Disposable[] = [];
     subs.push(w.onDidReceiveMessage(async (m: any) => {
+      if (await this.f.mentions.answer(m, (x) => w.postMessage(x))) return;
       switch (m?.type) {
         case 'ready': {
           const client = await this.f.whenConnected();

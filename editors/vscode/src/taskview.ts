@@ -333,8 +333,9 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="${media('taskview.css')}"></head>
 <body><div id="head"></div><div id="log" role="log" aria-live="polite"></div><div id="outgoing"></div><div id="card"></div>
-<div id="compose"><textarea id="message" rows="3" aria-label="Message to the agent" placeholder="Message the agent: Enter sends, Shift+Enter starts a new line"></textarea>
-<div class="bar"><button type="button" id="send" class="primary">Send</button><button type="button" id="steer" title="End the agent's turn and send this message now (Ctrl+Enter)">Stop and send</button><button type="button" id="stop" title="End the agent's turn (the task stays)">Stop</button><span id="composeNote" class="hint"></span></div></div>
+<div id="compose"><textarea id="message" rows="3" aria-label="Message to the agent" placeholder="Message the agent: Enter sends, Shift+Enter starts a new line, @ mentions a file or folder"></textarea>
+<div class="bar"><button type="button" id="send" class="primary">Send</button><button type="button" id="steer" title="End the agent's turn and send this message now (Ctrl+Enter)">Stop and send</button><button type="button" id="stop" title="End the agent's turn (the task stays)">Stop</button><button type="button" id="attach" class="link" title="Attach the lines selected in the editor">Add Selection</button><span id="composeNote" class="hint"></span></div></div>
+<script nonce="${nonce}" src="${media('mentions.js')}"></script>
 <script nonce="${nonce}" src="${media('taskview.js')}"></script></body></html>`;
     const subs: vscode.Disposable[] = [];
     let task = this.f.task(id);
@@ -391,6 +392,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
       // A view the person worked in (an action, a diff, a result) is kept, not reused.
       if (m?.type !== 'ready' && m?.type !== 'rendered' && this.preview === view) this.preview = undefined;
       try {
+        if (await this.f.mentions.answer(m, (x) => w.postMessage(x))) return;
         switch (m?.type) {
           case 'ready': {
             marks.pageMs = Date.now() - opened;

@@ -275,6 +275,7 @@ export function header(t: Task, now: number, total?: Usage, where: PathPlaces = 
     [statusFinished(t.status), 'continue', 'Continue…'],
     [!none && !!t.worktree && t.status !== 'queued', 'showChanges', 'Show Changes'],
     [t.status === 'merging' && !none, 'merge', 'Merge…'],
+    [t.status === 'merging' && !none && (t.result?.changedFiles.length ?? 0) > 1, 'mergeFiles', 'Merge Some Files…'],
     [undoable(t, now), 'undo', 'Undo'],
     [t.driver === 'pty' || live, 'openTerminal', 'Terminal'],
     // Try the change before keeping it: the worktree in a window of its own, or a shell in it.

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { grantsByScope, parseRange, ranges, reorderStep } from '../src/lists';
+import { grantsByScope, parseRange, rankMentions, ranges, reorderStep } from '../src/lists';
 import { about, describe, estimateOrWhyNot, estimateText, groupOfTask, redrawn, rowKey, rowLost, rowTask, tasksIn, undoable, undoText } from '../src/model';
 import { header } from '../src/transcript';
 import type { Task } from '../src/protocol';
@@ -131,4 +131,15 @@ test('a row menu entry acts on its row, or on nothing and says so', () => {
   for (const arg of [undefined, null, { kind: 'group', id: 'running' }, { kind: 'task', id: '' }, 't7', { id: 't7' }]) {
     assert.throws(() => rowTask(arg), { message: rowLost }, JSON.stringify(arg));
   }
+});
+
+test('rankMentions: names first, then paths; folders too; case does not matter', () => {
+  const files = ['README.md', 'src/extension.ts', 'src/mentions.ts', 'docs/Mentions.md', 'media/mentions.js', 'test/lists.test.ts'];
+  assert.deepEqual(rankMentions(files, 'ment'), ['src/mentions.ts', 'docs/Mentions.md', 'media/mentions.js']);
+  assert.deepEqual(rankMentions(files, 'src'), ['src/', 'src/mentions.ts', 'src/extension.ts']);
+  assert.deepEqual(rankMentions(files, 'src/m'), ['src/mentions.ts']);
+  assert.deepEqual(rankMentions(files, ''), ['src/', 'docs/', 'test/', 'media/', 'README.md']);
+  assert.deepEqual(rankMentions(files, 'tens'), ['src/extension.ts']);
+  assert.deepEqual(rankMentions(files, 'nothing'), []);
+  assert.equal(rankMentions(files, 's', 2).length, 2);
 });

@@ -5,6 +5,7 @@
 // mode, skills, mcp (issue 26: Change Mode…, skills and directives in New Task, MCP servers).
 // chat (issue 36: the message box, Stop, Stop and send, both drivers; Enter → model and Stop → turn end figures in test-artifacts/chat.json),
 // cards (issue 36: questions answered on their card, accept edits, inline options, a reload with a view open, Open Worktree).
+// keep (issue 36: keep or discard each file before merging), mention (issue 36: @-mentions reach the model), bigview (issue 36: a 5,000-entry view's open time and the host's event loop while it streams; test-artifacts/bigview.json).
 // FAMILIAR_UI_RUNS sets the latency sample count (default 20).
 
 import * as fs from 'node:fs';
@@ -143,6 +144,8 @@ async function mergeAllReady(s, verify, instead) {
   await input.press('Enter');
 }
 
+/** The words of the file the mention scenario mentions: found in a request, the file reached the model. */
+const mentionMarker = 'MENTIONED-FILE-WORDS-7F3A';
 /** Descriptions of the skills scenario's skills: found in a request, the skill reached the model. */
 const skillMarkers = { relnotes: 'SKILLMARK-RELNOTES-26', lint: 'SKILLMARK-LINT-26' };
 
@@ -194,6 +197,155 @@ const scenarios = {
       await s.shot('undone');
       await choice(s, model);
       await latency(s);
+    });
+  },
+
+  /** Issue 36: keep or discard each file before merging — discard one of two files, merge the other. */
+  async keep(model) {
+    await withSession('keep', { env: model.env }, async (s) => {
+      await s.ready();
+      const title = 'Write two files';
+      await s.newTask(title, `@@TOOL Bash {"command":"printf 'kept\\\\n' > kept.txt; printf 'discarded\\\\n' > discarded.txt"}`);
+      const ask = `"${title}" asks to run Bash`;
+      await s.toast(ask).waitFor({ timeout: 120000 });
+      await s.clickToastButton(ask, 'Allow');
+      await s.waitTaskStatus(title, 'merging');
+      const ready = `"${title}" is ready to merge`;
+      await s.clickToastButton(ready, 'Show Changes');
+      await s.page.locator('.tabs-container .tab', { hasText: `Familiar: ${title}` }).first().waitFor({ timeout: 30000 });
+      await s.clickToastButton(`"${title}": 2 files changed`, 'Choose Files…');
+      const qi = s.page.locator('.quick-input-widget');
+      await qi.locator('.quick-input-title', { hasText: `which files of "${title}" go into` }).waitFor({ state: 'visible', timeout: 30000 });
+      // Both are kept at first; one click on a row leaves that file out.
+      const row = (name) => qi.locator('.monaco-list-row', { hasText: name }).first();
+      await row('discarded.txt').waitFor({ state: 'visible' });
+      // The row's checkbox, as VS Code draws it (an input, or a custom toggle in newer ones).
+      const checked = (name) => row(name).evaluate((r) => {
+        const box = r.querySelector('input[type=checkbox]');
+        if (box) return box.checked;
+        const toggle = r.querySelector('.monaco-custom-toggle');
+        if (toggle) return toggle.classList.contains('checked') || toggle.getAttribute('aria-checked') === 'true';
+        return r.getAttribute('aria-checked') === 'true';
+      });
+      if (!(await checked('discarded.txt')) || !(await checked('kept.txt'))) throw new Error('the files are not all kept at first');
+      await row('discarded.txt').locator('input[type=checkbox], .monaco-custom-toggle').first().click();
+      await waitFor('discarded.txt unchecked', async () => !(await checked('discarded.txt')), 10000, 50);
+      if (!(await checked('kept.txt'))) throw new Error('kept.txt is not kept');
+      await s.shot('choose-files');
+      await qi.locator('.quick-input-box input').press('Enter');
+      await s.waitTaskStatus(title, 'merged');
+      const kept = path.join(s.repo, 'kept.txt');
+      await waitFor('kept.txt in the main checkout', () => fs.existsSync(kept) && fs.readFileSync(kept, 'utf8') === 'kept\n', 30000);
+      if (fs.existsSync(path.join(s.repo, 'discarded.txt'))) throw new Error('the discarded file reached the main checkout');
+      const toast = s.toast('left out: discarded.txt');
+      await toast.waitFor({ timeout: 30000 });
+      await s.shot('kept-one');
+      // The discarded file is still in the task's branch, as the agent wrote it.
+      const git = (...args) => execFileSync('git', args, { cwd: s.repo, encoding: 'utf8' }).trim();
+      const branch = git('for-each-ref', '--format=%(refname:short)', 'refs/heads/familiar/');
+      if (git('show', `${branch.split('\n')[0]}:discarded.txt`) !== 'discarded') throw new Error(`the task's branch lost discarded.txt (${branch})`);
+      // Undo takes the kept file back out.
+      await s.clickToastButton('left out: discarded.txt', 'Undo');
+      await waitFor('kept.txt gone after undo', () => !fs.existsSync(kept), 30000);
+      await s.waitTaskStatus(title, 'merging');
+    });
+  },
+
+  /**
+   * Issue 36: @ in the message box lists the workspace's files; the one
+   * taken reaches the model (claude attaches it: its words are in the
+   * request); Add Selection attaches the editor's selected lines.
+   */
+  async mention(model) {
+    model.seen = model.requests().length;
+    await withSession('mention', { env: model.env, files: { 'notes/marker.txt': `${mentionMarker}\n`, 'notes/other.txt': 'other\n' } }, async (s) => {
+      await s.ready();
+      await s.openView();
+      const title = 'Read what I mention';
+      await s.newTask(title, '@@TEXT Ready.');
+      await waitRow(s, title, ['done, no changes', 'ready to merge'], 180000);
+      const v = await openView(s, title);
+      const box = v.locator('#message');
+      await waitFor('the message box to take a message', async () => !(await box.isDisabled()), 30000, 100);
+      await box.click();
+      await box.pressSequentially('Summarise @mark', { delay: 30 });
+      const option = v.locator('.mentions .mention', { hasText: 'notes/marker.txt' });
+      await option.waitFor({ state: 'visible', timeout: 15000 });
+      await s.shot('mention-list');
+      await box.press('Enter'); // takes the mention, does not send
+      await waitFor('the mention in the box', async () => (await box.inputValue()) === 'Summarise @notes/marker.txt ', 10000, 50);
+      await box.press('Shift+Enter');
+      await box.pressSequentially('@@TEXT Summarised.', { delay: 10 });
+      await v.locator('.mentions').waitFor({ state: 'hidden', timeout: 5000 });
+      await box.press('Enter');
+      await received(model, 'Summarise @notes/marker.txt');
+      await v.locator('#log .item.text', { hasText: 'Summarised.' }).waitFor({ timeout: 180000 });
+      const got = model.requests().slice(model.seen).filter((r) => (r.lastUserText ?? '').includes('@notes/marker.txt'));
+      if (!got.some((r) => (r.found ?? []).includes(mentionMarker))) throw new Error(`the mentioned file's words never reached the model: ${JSON.stringify(got.map((r) => r.found))}`);
+      await s.shot('mention-sent');
+      // Add Selection: the lines selected in the editor go into the box, with their file and lines.
+      await s.page.keyboard.press('F1');
+      const input = s.page.locator('.quick-input-widget .quick-input-box input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill('notes/other.txt');
+      await s.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'other.txt' }).first().waitFor({ state: 'visible' });
+      await input.press('Enter');
+      await s.page.locator('.monaco-editor .view-lines', { hasText: 'other' }).first().click();
+      await s.page.keyboard.press('Control+A');
+      await s.page.locator('.tabs-container .tab', { hasText: title }).first().click();
+      await v.locator('#attach').click();
+      await waitFor('the selection in the box', async () => (await box.inputValue()).startsWith('From notes/other.txt, line 1:\n```'), 15000, 50);
+      if (!(await box.inputValue()).includes('\nother\n```')) throw new Error(`the box holds ${JSON.stringify(await box.inputValue())}`);
+      await s.shot('selection-attached');
+    });
+  },
+
+  /**
+   * Issue 36 item 6: a 5,000-entry transcript. 2,500 tool calls, a hundred
+   * a model step (Glob: read-only, asked of nobody, run at once), stream
+   * into the task's open view while the extension host's event-loop delay
+   * is sampled each second; then the view is opened afresh and its open
+   * time read (the page up to its first paint of every row).
+   * FAMILIAR_UI_BIG_CALLS sets the number of calls.
+   */
+  async bigview(model) {
+    await withSession('bigview', { env: model.env, files: { 'a.md': 'a\n' } }, async (s) => {
+      await s.ready();
+      await s.openView();
+      const rpc = await socketClient(s);
+      try {
+        const calls = Number(process.env.FAMILIAR_UI_BIG_CALLS ?? 2500);
+        const perStep = 100;
+        const steps = Array.from({ length: calls }, (_, i) => `${i % perStep ? '@@ALSO' : '@@TOOL'} Glob {"pattern":"*.md"}`);
+        const title = 'Five thousand entries';
+        await rpc.request('task/create', { title, permissionPolicy: { default: 'allow' }, description: '@@DELAY 3s\n' + steps.join('\n') + '\n@@TEXT Every call made.' });
+        await waitRow(s, title, ['running', 'starting'], 180000);
+        await s.treeRow(title).click();
+        await view(s).locator('#log').waitFor({ timeout: 60000 });
+        const from = Date.now();
+        await s.waitTaskStatus(title, 'merging', 1800000);
+        const to = Date.now();
+        await view(s).locator('.item.text', { hasText: 'Every call made.' }).waitFor({ timeout: 120000 });
+        const host = s.traceLines().filter((l) => l.ev === 'host' && l.at >= from && l.at <= to);
+        const lagMax = host.map((l) => l.lagMaxMs).sort((a, b) => a - b);
+        const streaming = { seconds: host.length, lagMaxMsMedian: percentile(lagMax, 50), lagMaxMsP95: percentile(lagMax, 95), lagMaxMs: lagMax[lagMax.length - 1] ?? 0,
+          over50ms: lagMax.filter((x) => x > 50).length, cpuMsPerSecMedian: percentile(host.map((l) => l.cpuMs).sort((a, b) => a - b), 50), loadavg: os.loadavg() };
+        log(`bigview: ${calls} calls streaming into the open view: ${JSON.stringify(streaming)}`);
+        await s.shot('streamed');
+        // Opened afresh: the tab closed, the row clicked again.
+        await s.page.keyboard.press('Control+W');
+        await s.page.locator('.tabs-container .tab', { hasText: title }).waitFor({ state: 'detached', timeout: 15000 });
+        const before = s.traceLines().length;
+        await s.treeRow(title).click();
+        const opened = await waitFor('the big task view', () => s.traceLines().slice(before).find((l) => l.ev === 'taskview' && l.entries >= 2 * calls), 120000);
+        await view(s).locator('.item.text', { hasText: 'Every call made.' }).waitFor({ timeout: 60000 });
+        const fig = { entries: opened.entries, rows: opened.items, openMs: opened.ms, pageMs: opened.pageMs, loadedMs: opened.loadedMs, loadavg: os.loadavg(), streaming };
+        log(`bigview: ${opened.entries} entries, ${opened.items} rows, open in ${opened.ms} ms (page up ${opened.pageMs} ms, familiar's answers ${opened.loadedMs} ms; load ${os.loadavg()[0].toFixed(1)})`);
+        fs.writeFileSync(path.join(artifacts, 'bigview.json'), JSON.stringify(fig, null, 2));
+        await s.shot('opened');
+      } finally {
+        rpc.close();
+      }
     });
   },
 
@@ -1662,7 +1814,7 @@ async function load(s, floodDir, agentNice) {
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'chat', 'cards', 'load'];
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'chat', 'cards', 'keep', 'mention', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
@@ -1675,7 +1827,7 @@ if (!fs.existsSync(paths.claude)) {
   process.exit(1);
 }
 // The skills scenario looks for its skills' descriptions in what reached the model.
-const model = await startModel(path.join(artifacts, 'model-requests.jsonl'), [skillMarkers.relnotes, skillMarkers.lint]);
+const model = await startModel(path.join(artifacts, 'model-requests.jsonl'), [skillMarkers.relnotes, skillMarkers.lint, mentionMarker]);
 // Scenarios known to fail for a reason outside the extension (named with the
 // reason in .ci/run-vscode): their failure is reported, not counted; their
 // passing is reported so the entry gets removed.
