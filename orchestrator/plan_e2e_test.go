@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/internal/fakeapi"
+	"github.com/familiar-dev/familiar/internal/testenv"
 	"github.com/familiar-dev/familiar/protocol"
+	"github.com/familiar-dev/familiar/workspace"
 )
 
 // planScript answers the architect of a plan from the ANSWER: line of its
@@ -41,7 +44,24 @@ func writeFile(path, content string) string {
 }
 
 func planNote(id string, state protocol.PlanState) func(note) bool {
-	return is(protocol.NotifyPlanUpdated, `"id":"`+id+`"`, `"state":"`+string(state)+`"`)
+	return func(x note) bool {
+		if x.method != protocol.NotifyPlanUpdated {
+			return false
+		}
+		var n protocol.PlanUpdatedNotification
+		return json.Unmarshal(x.params, &n) == nil && n.Plan.ID == id && n.Plan.State == state
+	}
+}
+
+// stepNote matches a plan/updated whose step is in state.
+func stepNote(id, step string, state protocol.PlanStepState) func(note) bool {
+	return func(x note) bool {
+		if x.method != protocol.NotifyPlanUpdated {
+			return false
+		}
+		var n protocol.PlanUpdatedNotification
+		return json.Unmarshal(x.params, &n) == nil && n.Plan.ID == id && stepOf(&n.Plan, step).State == state
+	}
 }
 
 func lastPlan(t *testing.T, e *env, id string) *protocol.Plan {
@@ -316,4 +336,128 @@ func TestPlanFromAnArchitectThatGetsItWrong(t *testing.T) {
 func fieldIs(e *protocol.Error, field string) bool {
 	d, ok := e.Data.(*protocol.ErrorData)
 	return ok && d.Field == field
+}
+
+// Issue 39: a plan survives familiar's restart. Step m merged before the
+// stop; step a was waiting on a question, which the stop interrupted: the
+// familiar that starts again resumes a in its worktree and session (not a
+// new attempt), the person answers, and b, which needs both, runs and
+// merges. main ends with all three.
+func TestPlanSurvivesARestart(t *testing.T) {
+	claude := testenv.Claude(t)
+	api := fakeapi.Start(planScript(nil))
+	defer api.Close()
+	repo, dataDir, wtRoot, home := gitRepo(t), t.TempDir(), t.TempDir(), t.TempDir()
+	openWS := func(n *notes) *workspace.Workspace {
+		ws, err := workspace.Open(context.Background(), repo, workspace.Options{
+			DataDir: dataDir, WorktreesRoot: wtRoot, ClaudePath: claude, Notifier: n,
+			StartHook: func(ctx context.Context, o *agent.Options) {
+				o.ExtraEnv = api.Env()
+				o.ExtraEnv["HOME"] = home
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ws
+	}
+	n1 := &notes{changed: make(chan struct{})}
+	ws := openWS(n1)
+	ctx := context.Background()
+	if _, err := ws.Orch.UpdateSettings(ctx, &protocol.SettingsUpdate{AgentNice: intp(0),
+		PermissionPolicy: &protocol.Policy{Default: protocol.PolicyAsk, Allow: []string{"Bash(touch:*)"}}}); err != nil {
+		t.Fatal(err)
+	}
+	steps := []protocol.PlanStepSpec{
+		{ID: "m", Title: "Merged before", Description: writes("touch m.txt", "")},
+		{ID: "a", Title: "Asks", Description: writeFile("a.txt", "a\n")},
+		{ID: "b", Title: "After both", Needs: []string{"m", "a"}, Description: writes("touch b.txt", "")},
+	}
+	verify := ""
+	p, err := ws.Orch.PlanCreate(ctx, &protocol.PlanCreateParams{Steps: steps, Verify: &verify, Run: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1.wait(t, "m merged", stepNote(p.ID, "m", protocol.StepMerged))
+	n1.wait(t, "a asks", func(x note) bool { return x.method == protocol.NotifyTaskQuestion })
+	before, _ := ws.Orch.PlanGet(ctx, &protocol.PlanIDParams{ID: p.ID})
+	aTask := stepOf(before, "a").TaskID
+	if err := ws.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	n2 := &notes{changed: make(chan struct{})}
+	ws = openWS(n2)
+	defer ws.Close()
+	// The resumed claude may ask its question again (its transcript has
+	// no end of that call), or go on: answered either way.
+	answered := map[string]bool{}
+	for {
+		x := n2.wait(t, "a asked again, or the plan done", func(x note) bool {
+			if is(protocol.NotifyTaskQuestion, aTask)(x) {
+				var qn protocol.TaskQuestionNotification
+				json.Unmarshal(x.params, &qn)
+				return !answered[qn.Question.ID]
+			}
+			return planNote(p.ID, protocol.PlanDone)(x) || planNote(p.ID, protocol.PlanHeld)(x)
+		})
+		if x.method != protocol.NotifyTaskQuestion {
+			break
+		}
+		var qn protocol.TaskQuestionNotification
+		json.Unmarshal(x.params, &qn)
+		answered[qn.Question.ID] = true
+		if _, err := ws.Orch.TaskRespond(ctx, &protocol.TaskRespondParams{ID: aTask, QuestionID: qn.Question.ID, OptionID: protocol.OptionAllow}); err != nil {
+			t.Logf("answer: %v", err)
+		}
+	}
+	// The scripted model does not write again in a resumed session whose
+	// call was cut: the resumed task ends having changed nothing, which
+	// must not pass for done. The plan holds b, saying why; the person
+	// retries a, and the plan goes on.
+	done, _ := ws.Orch.PlanGet(ctx, &protocol.PlanIDParams{ID: p.ID})
+	if done.State == protocol.PlanHeld {
+		if s := stepOf(done, "a"); s.State != protocol.StepFailed || !strings.Contains(s.Why, "changed nothing") || s.TaskID != aTask {
+			t.Fatalf("a after the restart: %+v", s)
+		}
+		if s := stepOf(done, "b"); s.State != protocol.StepHeld || s.TaskID != "" {
+			t.Fatalf("b ran on an a that changed nothing: %+v", s)
+		}
+		if _, err := ws.Orch.PlanRetry(ctx, &protocol.PlanStepParams{ID: p.ID, Step: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		n2.wait(t, "the plan done", func(x note) bool {
+			if is(protocol.NotifyTaskQuestion)(x) && !strings.Contains(string(x.params), aTask) {
+				var qn protocol.TaskQuestionNotification
+				json.Unmarshal(x.params, &qn)
+				if !answered[qn.Question.ID] {
+					answered[qn.Question.ID] = true
+					go ws.Orch.TaskRespond(ctx, &protocol.TaskRespondParams{ID: qn.ID, QuestionID: qn.Question.ID, OptionID: protocol.OptionAllow})
+				}
+			}
+			return planNote(p.ID, protocol.PlanDone)(x)
+		})
+		done, _ = ws.Orch.PlanGet(ctx, &protocol.PlanIDParams{ID: p.ID})
+	} else if s := stepOf(done, "a"); s.Attempts != 1 || s.TaskID != aTask {
+		t.Errorf("a was not resumed but started again: %+v", s)
+	}
+	if done.State != protocol.PlanDone {
+		t.Fatalf("the plan is %s: %s", done.State, done.Why)
+	}
+	for _, f := range []string{"m.txt", "a.txt", "b.txt"} {
+		if _, err := gitOut(repo, "cat-file", "-e", "main:"+f); err != nil {
+			t.Errorf("main has no %s", f)
+		}
+	}
+	entries, _, err := ws.Store.Audit(storeAuditFilter(aTask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	for _, en := range entries {
+		resumed = resumed || en.Action == "plan.stepResumed"
+	}
+	if !resumed {
+		t.Error("no plan.stepResumed in the audit")
+	}
 }

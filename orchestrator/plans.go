@@ -75,6 +75,11 @@ func (h planHost) CancelTask(ctx context.Context, id string) error {
 	return err
 }
 
+func (h planHost) ResumeTask(ctx context.Context, id string) error {
+	_, err := h.o.TaskResume(ctx, &protocol.TaskIDParams{ID: id})
+	return err
+}
+
 func (h planHost) Task(id string) (plan.Task, bool) {
 	a, err := h.o.get(id)
 	if err != nil {
@@ -85,6 +90,7 @@ func (h planHost) Task(id string) (plan.Task, bool) {
 		Queue: h.o.mq.ItemState(id)}
 	if r := v.T.Result; r != nil {
 		t.NoChanges = r.NoChanges
+		t.LastWords, _ = clipAt(r.Summary, 400)
 	}
 	if u := v.T.Usage; u != nil {
 		t.Tokens = u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens

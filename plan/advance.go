@@ -111,11 +111,19 @@ func (pl *Planner) advance(r *record, plan protocol.Plan) {
 			}
 		}
 	}
+	w.Resumed = pl.resumed
 	next, actions := Decide(plan, w)
 	for _, a := range actions {
 		switch a := a.(type) {
 		case StartStep:
 			pl.start(r, &next, a.Step)
+		case ResumeStep:
+			pl.resumed[a.TaskID] = true
+			if err := pl.host.ResumeTask(context.WithoutCancel(pl.ctx), a.TaskID); err != nil {
+				pl.logger.Warn("plan: resume a step", "plan", plan.ID, "task", a.TaskID, "err", err)
+			} else {
+				pl.host.Audit(a.TaskID, "plan.stepResumed", "familiar", map[string]any{"planId": plan.ID, "step": a.Step})
+			}
 		case Integrate:
 			verify := r.verifyLive
 			if verify == nil {

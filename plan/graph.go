@@ -13,6 +13,8 @@ import (
 type Task struct {
 	Status    protocol.Status
 	NoChanges bool
+	// LastWords are the start of the agent's last message (its summary).
+	LastWords string
 	Blocked   *protocol.Blocked
 	// Queue is the task's item in the running merge queue, when it is in
 	// one that has not finished with it.
@@ -35,6 +37,9 @@ type World struct {
 	// QueueRunning: a merge queue runs (the plan's or anyone's), so the
 	// plan's ready steps wait for it to end.
 	QueueRunning bool
+	// Resumed are the tasks the Planner already resumed after familiar
+	// stopped while they worked: one that is interrupted again failed.
+	Resumed map[string]bool
 }
 
 // Action is what Decide asks the Planner to do.
@@ -47,8 +52,13 @@ type StartStep struct{ Step string }
 // Integrate: merge these steps' tasks through the merge queue.
 type Integrate struct{ Steps, TaskIDs []string }
 
-func (StartStep) isAction() {}
-func (Integrate) isAction() {}
+// ResumeStep: familiar stopped while the step's task worked; it goes on in
+// its worktree and session, as the person asked when they ran the plan.
+type ResumeStep struct{ Step, TaskID string }
+
+func (StartStep) isAction()  {}
+func (Integrate) isAction()  {}
+func (ResumeStep) isAction() {}
 
 // inQueue: a queue item state in which the queue still owns the task.
 func inQueue(s protocol.QueueItemState) bool {
@@ -80,6 +90,11 @@ func Decide(p protocol.Plan, w World) (protocol.Plan, []Action) {
 		i := at[id]
 		s := &p.Steps[i]
 		observeTask(s, w)
+		if t, ok := w.Tasks[s.TaskID]; ok && s.TaskID != "" && interrupted(t) && !w.Resumed[s.TaskID] {
+			s.State, s.Why = protocol.StepRunning, "resuming: familiar stopped while it worked"
+			actions = append(actions, ResumeStep{Step: s.ID, TaskID: s.TaskID})
+			continue
+		}
 		switch s.State {
 		case protocol.StepSkipped, protocol.StepCancelled, protocol.StepUndone:
 			continue
@@ -131,6 +146,16 @@ func Decide(p protocol.Plan, w World) (protocol.Plan, []Action) {
 	return p, actions
 }
 
+// interrupted: familiar stopped while the task worked.
+func interrupted(t Task) bool {
+	return t.Status == protocol.StatusBlocked && t.Blocked != nil && t.Blocked.Reason == protocol.BlockedInterrupted
+}
+
+// changesNothing: a step in this mode is not meant to change the code.
+func changesNothing(m protocol.Mode) bool {
+	return m == protocol.ModeArchitect || m == protocol.ModeAuditor
+}
+
 // observeTask sets a started step's state from its task.
 func observeTask(s *protocol.PlanStep, w World) {
 	var work int64
@@ -163,8 +188,16 @@ func observeTask(s *protocol.PlanStep, w World) {
 	switch {
 	case t.Status == protocol.StatusMerged:
 		s.State, s.Merge, s.MergedAt = protocol.StepMerged, t.Merge, t.MergedAt
+	case t.Status == protocol.StatusMerging && t.NoChanges && changesNothing(s.Mode):
+		s.State, s.Why = protocol.StepDone, "finished; an "+string(s.Mode)+" changes nothing"
 	case t.Status == protocol.StatusMerging && t.NoChanges:
-		s.State, s.Why = protocol.StepDone, "finished having changed nothing: nothing to merge"
+		// A step is written to change the code: one whose agent gave up,
+		// was refused, or lost its work to an interruption must not let
+		// the steps that build on it start.
+		s.State, s.Why = protocol.StepFailed, "its agent finished having changed nothing: retry it, edit it, or skip it if there was nothing to do"
+		if t.LastWords != "" {
+			s.Why += " (it said: " + oneLine(t.LastWords) + ")"
+		}
 	case t.Status == protocol.StatusMerging && inQueue(t.Queue):
 		s.State = protocol.StepMerging
 	case t.Status == protocol.StatusMerging:

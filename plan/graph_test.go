@@ -62,6 +62,8 @@ func actionsOf(as []Action) string {
 			b = append(b, "start "+a.Step)
 		case Integrate:
 			b = append(b, "merge "+strings.Join(a.Steps, ","))
+		case ResumeStep:
+			b = append(b, "resume "+a.Step)
 		}
 	}
 	return strings.Join(b, "; ")
@@ -105,8 +107,10 @@ func TestDecideRunsTheGraph(t *testing.T) {
 			"a=merged b=merged c=ready d=ready e=pending", "merge c,d", protocol.PlanRunning},
 		{"all merged: done", started(fivePlan(), "a", "b", "c", "d", "e"), world{"a": merged, "b": merged, "c": merged, "d": merged, "e": merged}, false,
 			"a=merged b=merged c=merged d=merged e=merged", "", protocol.PlanDone},
-		{"a step with nothing to merge lets its dependents go", started(fivePlan(), "a", "b"), world{"a": {Status: protocol.StatusMerging, NoChanges: true}, "b": running}, false,
+		{"an auditor's step with nothing to merge lets its dependents go", auditor(started(fivePlan(), "a", "b")), world{"a": {Status: protocol.StatusMerging, NoChanges: true}, "b": running}, false,
 			"a=done b=running c=pending d=pending e=pending", "start c", protocol.PlanRunning},
+		{"an executor that changed nothing (it gave up) holds its dependents", started(fivePlan(), "a", "b"), world{"a": {Status: protocol.StatusMerging, NoChanges: true, LastWords: "Nothing to do."}, "b": running}, false,
+			"a=failed b=running c=held d=held e=held", "", protocol.PlanRunning},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -201,5 +205,43 @@ func TestHeightStartsTheCriticalPathFirst(t *testing.T) {
 	got := fmt.Sprint(height(p, "a"), height(p, "b"), height(p, "c"), height(p, "e"))
 	if got != "2 2 1 0" {
 		t.Errorf("heights a b c e = %s", got)
+	}
+}
+
+// A familiar that stopped while steps worked resumes them once when it
+// starts again; a step interrupted again after that has failed.
+func TestDecideResumesAStepFamiliarInterrupted(t *testing.T) {
+	stopped := Task{Status: protocol.StatusBlocked, Blocked: &protocol.Blocked{Reason: protocol.BlockedInterrupted, Detail: "familiar stopped"}}
+	p := started(fivePlan(), "a", "b")
+	got, actions := Decide(p, world{"a": stopped, "b": {Status: protocol.StatusMerged}}.of())
+	if actionsOf(actions) != "resume a" || states(got) != "a=running b=merged c=pending d=pending e=pending" {
+		t.Fatalf("states = %s, actions %q", states(got), actionsOf(actions))
+	}
+	w := world{"a": stopped, "b": {Status: protocol.StatusMerged}}.of()
+	w.Resumed = map[string]bool{"t-a": true}
+	got, actions = Decide(p, w)
+	if len(actions) > 0 || stepOf(got, "a").State != protocol.StepFailed || got.State != protocol.PlanHeld {
+		t.Errorf("interrupted again: states = %s, actions %q, plan %s", states(got), actionsOf(actions), got.State)
+	}
+}
+
+func stepOf(p protocol.Plan, id string) protocol.PlanStep {
+	for _, s := range p.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	return protocol.PlanStep{}
+}
+
+func auditor(p protocol.Plan) protocol.Plan {
+	p.Steps[0].Mode = protocol.ModeAuditor
+	return p
+}
+
+func TestDecideSaysWhatAnAgentThatGaveUpSaid(t *testing.T) {
+	got, _ := Decide(started(fivePlan(), "a"), world{"a": {Status: protocol.StatusMerging, NoChanges: true, LastWords: "I could not find\nthe file."}}.of())
+	if w := why(got, "a"); !strings.Contains(w, "changed nothing") || !strings.Contains(w, "(it said: I could not find the file.)") {
+		t.Errorf("why = %q", w)
 	}
 }

@@ -15,6 +15,9 @@ type Host interface {
 	CreateTask(ctx context.Context, p *protocol.TaskCreateParams) (string, error)
 	// CancelTask stops a live task (task/cancel from inside familiar).
 	CancelTask(ctx context.Context, id string) error
+	// ResumeTask continues a task familiar stopped while it worked, in its
+	// worktree and session (task/resume from inside familiar).
+	ResumeTask(ctx context.Context, id string) error
 	// Task reads a task for the plan; false when there is none.
 	Task(id string) (Task, bool)
 	// FinalText is the whole of a finished task's last message (its

@@ -71,6 +71,9 @@ type Planner struct {
 	act     sync.Mutex
 	mu      sync.Mutex
 	records []*record // guarded by mu; oldest first
+	// resumed are the step tasks resumed after familiar stopped while they
+	// worked (guarded by act).
+	resumed map[string]bool
 }
 
 // New makes the Planner, reads the plans back and starts its goroutine;
@@ -82,7 +85,7 @@ func New(cfg Config) *Planner {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	pl := &Planner{host: cfg.Host, store: cfg.Store, clk: cfg.Clock, logger: cfg.Logger, ctx: cfg.Ctx, wake: make(chan struct{}, 1)}
+	pl := &Planner{host: cfg.Host, store: cfg.Store, clk: cfg.Clock, logger: cfg.Logger, ctx: cfg.Ctx, wake: make(chan struct{}, 1), resumed: map[string]bool{}}
 	pl.load()
 	pl.wg.Add(1)
 	go pl.loop()

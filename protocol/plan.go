@@ -75,8 +75,9 @@ const (
 	// StepMerging: in the merge queue (verified, merged).
 	StepMerging PlanStepState = "merging"
 	StepMerged  PlanStepState = "merged"
-	// StepDone: its task finished having changed nothing: nothing to
-	// merge; its dependents go on.
+	// StepDone: its task, an architect's or an auditor's, finished having
+	// changed nothing, as such a step does: nothing to merge; its
+	// dependents go on. (An executor step that changed nothing failed.)
 	StepDone PlanStepState = "done"
 	// StepFailed: its task is blocked, cancelled or set aside by the
 	// merge queue (Why says so); the person retries, edits or skips it.
