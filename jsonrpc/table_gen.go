@@ -35,6 +35,8 @@ var methods = map[string]methodFunc{
 	protocol.MethodTaskRemove:     noResult(protocol.Server.TaskRemove),
 	protocol.MethodTaskArchive:    typed(protocol.Server.TaskArchive),
 	protocol.MethodTaskEvents:     typed(protocol.Server.TaskEvents),
+	protocol.MethodTaskPrepare:    typed(protocol.Server.TaskPrepare),
+	protocol.MethodTaskRelease:    noResult(protocol.Server.TaskRelease),
 	protocol.MethodProfilesList:   typed(protocol.Server.ProfilesList),
 	protocol.MethodSkillsList:     typed(protocol.Server.SkillsList),
 	protocol.MethodSkillsGet:      typed(protocol.Server.SkillsGet),

@@ -45,8 +45,10 @@ type actor struct {
 	// saving waits for the last queued save of the task (nil: none).
 	// Notifications published after it commit with it or later, so they
 	// need not wait; a reply to a command does.
-	saving     func(context.Context) error
-	outputSize atomic.Int64
+	saving func(context.Context) error
+	// outputSize counts the bytes of this start's output log (a prepared
+	// agent's own counter when the task took one: it counted from its start).
+	outputSize *atomic.Int64
 
 	// streamed masks the text block the agent is streaming (agent events).
 	streamMu sync.Mutex
@@ -90,7 +92,7 @@ type envelope struct {
 }
 
 func newActor(o *Orchestrator, p persisted) *actor {
-	a := &actor{o: o, id: p.T.ID, policy: p.Policy, directives: p.Directives}
+	a := &actor{o: o, id: p.T.ID, policy: p.Policy, directives: p.Directives, outputSize: new(atomic.Int64)}
 	a.box = mailbox.New(mailbox.Options[envelope]{Handle: a.drain})
 	a.st.persisted = p
 	a.publishView()
@@ -237,13 +239,17 @@ func (a *actor) startAgent(eff effStartAgent) {
 	o.agents.Add(1)
 	a.gen++
 	gen := a.gen
-	a.outputSize.Store(0)
+	size := new(atomic.Int64)
+	if pa := o.preparedFor(a.id); pa != nil {
+		size = &pa.size
+	}
+	a.outputSize = size
 	p := eff.task
 	others := o.liveTitles(a.id)
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
-		sess, info, err := o.startAgent(gen, &p, eff.logPath, others, a)
+		sess, info, err := o.startAgent(gen, &p, eff.logPath, others, a, size)
 		if err != nil {
 			var ae *authError
 			if errors.As(err, &ae) {

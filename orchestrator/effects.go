@@ -147,6 +147,7 @@ func (eff effArmWarm) run(a *actor) {
 	a.disarmWarm()
 	gen := a.gen
 	a.warm = a.o.clk.AfterFunc(eff.after, func() { a.post(envelope{in: inWarmOver{}, gen: gen}) })
+	a.o.goTrimWarm() // one more idle claude
 }
 
 type effDisarmWarm struct{}

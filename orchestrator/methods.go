@@ -50,7 +50,8 @@ func (o *Orchestrator) UpdateSettings(ctx context.Context, u *protocol.SettingsU
 	o.settings.Store(&s)
 	o.mu.Unlock()
 	o.queueChanged()
-	o.poke() // maxConcurrent may have grown
+	o.poke()       // maxConcurrent may have grown
+	o.goTrimWarm() // the idle claudes' bounds may have shrunk
 	if s.PermissionPolicy.Default == protocol.PolicyAllow {
 		o.warnAutonomy(autonomyWarnings(s.PermissionPolicy, false, nil))
 	} else {
@@ -61,6 +62,29 @@ func (o *Orchestrator) UpdateSettings(ctx context.Context, u *protocol.SettingsU
 
 // TaskCreate queues a new task.
 func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreateParams) (*protocol.Task, error) {
+	t, err := o.newTask(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if p.Prepared != "" && o.claimPrepared(p.Prepared) {
+		// The task is the one its agent was prepared for: its id names
+		// the worktree and the config dir that agent runs in.
+		t.T.ID = p.Prepared
+	}
+	snap, err := o.enqueue(t)
+	if err == nil && (p.PermissionPolicy != nil || p.Directives != nil) {
+		var pol protocol.Policy
+		if p.PermissionPolicy != nil {
+			pol = *p.PermissionPolicy
+		}
+		o.warnAutonomy(autonomyWarnings(pol, true, p.Directives))
+	}
+	return snap, err
+}
+
+// newTask checks task/create's params and makes the task they ask for
+// (not yet queued): task/create's, and task/prepare's agent's.
+func (o *Orchestrator) newTask(ctx context.Context, p *protocol.TaskCreateParams) (*persisted, error) {
 	if o.cfg.CLIErr != nil {
 		return nil, protocol.Unavailable("claude is not available: " + o.cfg.CLIErr.Error())
 	}
@@ -127,15 +151,7 @@ func (o *Orchestrator) TaskCreate(ctx context.Context, p *protocol.TaskCreatePar
 		return nil, err
 	}
 	t.T.Profile, t.T.Mode = spec.Profile, protocol.Mode(spec.Mode)
-	snap, err := o.enqueue(t)
-	if err == nil && (p.PermissionPolicy != nil || p.Directives != nil) {
-		var pol protocol.Policy
-		if p.PermissionPolicy != nil {
-			pol = *p.PermissionPolicy
-		}
-		o.warnAutonomy(autonomyWarnings(pol, true, p.Directives))
-	}
-	return snap, err
+	return t, nil
 }
 
 func hintFiles(p *protocol.TaskCreateParams) []string {

@@ -68,6 +68,9 @@ type Config struct {
 	// Start starts an agent; nil means agent.Start (tests of the runner
 	// pass a fake).
 	Start StartFunc
+	// Resident, if set, is the resident memory of a process tree in bytes
+	// (tests); else it is read from the process table (warmcache.go).
+	Resident func(pid int) uint64
 }
 
 // Orchestrator owns the tasks of one repository. Each task is an actor
@@ -96,6 +99,7 @@ type Orchestrator struct {
 	// settingsMu serialises settings/update: each applies to the last,
 	// saved before it applies. Never held with mu while saving.
 	settingsMu sync.Mutex
+	trimMu     sync.Mutex        // one check of the idle claudes at a time (warmcache.go)
 	mq         *mergequeue.Queue // the merge queue (package mergequeue; queue.go)
 	plans      *plan.Planner     // the plans (package plan; plans.go)
 	masker     *mask.Masker
@@ -111,20 +115,21 @@ type Orchestrator struct {
 	nextSeq int64               // guarded by mu
 	// queueCache is the queue in start order and the number of live tasks,
 	// for the queue fields of views; rebuilt when invalidated.
-	queueCache   []*actor             // guarded by mu
-	queueIndex   map[string]int       // guarded by mu
-	queueRunning int                  // guarded by mu
-	queueValid   bool                 // guarded by mu
-	durations    []time.Duration      // guarded by mu; recent run times, for server/stats
-	history      durationHistory      // guarded by mu; successful run times, for the estimates
-	queueStarts  map[string]time.Time // guarded by mu; queued tasks' expected starts
-	queueEnds    map[string]time.Time // guarded by mu; live tasks' expected ends
-	queueBuiltAt time.Time            // guarded by mu; when the above were estimated
-	approvals    []time.Duration      // guarded by mu; response times of people to questions
-	toolUses     map[string]int       // guarded by mu; tool calls by name
-	warned       map[string]bool      // guarded by mu; autonomy warnings sent (autonomy.go)
-	closed       bool                 // guarded by mu
-	limit        usageLimit           // guarded by mu; a known usage limit (limits.go)
+	queueCache   []*actor                  // guarded by mu
+	queueIndex   map[string]int            // guarded by mu
+	queueRunning int                       // guarded by mu
+	queueValid   bool                      // guarded by mu
+	durations    []time.Duration           // guarded by mu; recent run times, for server/stats
+	history      durationHistory           // guarded by mu; successful run times, for the estimates
+	queueStarts  map[string]time.Time      // guarded by mu; queued tasks' expected starts
+	queueEnds    map[string]time.Time      // guarded by mu; live tasks' expected ends
+	queueBuiltAt time.Time                 // guarded by mu; when the above were estimated
+	approvals    []time.Duration           // guarded by mu; response times of people to questions
+	toolUses     map[string]int            // guarded by mu; tool calls by name
+	warned       map[string]bool           // guarded by mu; autonomy warnings sent (autonomy.go)
+	closed       bool                      // guarded by mu
+	limit        usageLimit                // guarded by mu; a known usage limit (limits.go)
+	prepared     map[string]*preparedAgent // guarded by mu; task/prepare's pool (prepared.go)
 }
 
 // queueKey orders queued tasks: priority (higher first), then FIFO.
@@ -249,6 +254,7 @@ func (o *Orchestrator) Close() error {
 	o.mu.Unlock()
 	close(o.closing)
 	o.startCancel()
+	o.dropAllPrepared()
 	for _, a := range actors {
 		a.post(envelope{in: cmdShutdown{}})
 	}

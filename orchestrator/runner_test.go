@@ -174,9 +174,10 @@ func newRunnerClock(t *testing.T, settings protocol.Settings, clk clock.Clock) *
 // runnerOptions change what newRunnerWith wires in: a fake clock, a real
 // git repository, what each fake claude does when it starts.
 type runnerOptions struct {
-	clk     clock.Clock
-	repo    Repository
-	onStart func(opts agent.Options)
+	clk      clock.Clock
+	repo     Repository
+	onStart  func(opts agent.Options)
+	resident func(pid int) uint64
 }
 
 func newRunnerWith(t *testing.T, settings protocol.Settings, ro runnerOptions) *runnerEnv {
@@ -193,7 +194,7 @@ func newRunnerWith(t *testing.T, settings protocol.Settings, ro runnerOptions) *
 	}
 	o, err := New(Config{
 		Repo: repo, Store: st, Clock: ro.clk, DataDir: dir, Notifier: &fakeNotifier{}, Settings: settings,
-		CLI: agent.CLI{Path: "/fake/claude", Version: "2.1.330"}, StartBackoff: time.Millisecond,
+		CLI: agent.CLI{Path: "/fake/claude", Version: "2.1.330"}, StartBackoff: time.Millisecond, Resident: ro.resident,
 		// A login, so the check before a start lets it through.
 		StartHook: func(ctx context.Context, opts *agent.Options) {
 			opts.ExtraEnv = map[string]string{"ANTHROPIC_API_KEY": "sk-ant-api03-runner-test"}

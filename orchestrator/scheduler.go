@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/familiar-dev/familiar/agent"
@@ -73,7 +74,8 @@ func (o *Orchestrator) startQueued() (moved bool) {
 			return moved
 		}
 		taken, warm := o.slotsLocked()
-		free := o.settingsNow().MaxConcurrent - taken
+		pool := o.preparedLocked()
+		free := o.settingsNow().MaxConcurrent - taken - len(pool)
 		limited := o.limitedLocked()
 		if limited {
 			// Claude's usage limit: a task started now would only meet it.
@@ -82,9 +84,16 @@ func (o *Orchestrator) startQueued() (moved bool) {
 		queue := o.queueLocked()
 		o.mu.Unlock()
 		if free <= 0 && !limited && len(queue) > 0 {
-			// Warm agents give way to queued work, the longest idle first;
-			// each one's exit pokes the scheduler again (effWarmGone).
-			for _, a := range warm[:min(len(queue), len(warm))] {
+			// Prepared agents, then warm ones, give way to queued work, the
+			// oldest and the longest idle first; each one's exit pokes the
+			// scheduler again (dropPrepared, effWarmGone).
+			need := len(queue)
+			for _, pa := range pool[:min(need, len(pool))] {
+				o.releasePrepared(pa.id, "a queued task needs its slot")
+			}
+			need -= min(need, len(pool))
+			for _, a := range warm[:min(need, len(warm))] {
+				o.logger.Info("idle claude evicted", "task", a.id, "why", "a queued task needs its slot")
 				a.post(envelope{in: cmdCool{}})
 			}
 		}
@@ -116,7 +125,7 @@ func (o *Orchestrator) announceQueue() {
 
 // startAgent makes the worktree if needed, builds the agent's options and
 // starts claude. It runs on its own goroutine, never on the actor's.
-func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others []string, a *actor) (Session, protocol.AgentInfo, error) {
+func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others []string, a *actor, size *atomic.Int64) (Session, protocol.AgentInfo, error) {
 	ctx := o.startCtx
 	laps := newStartLaps(o.clk)
 	defer laps.log(o.logger, p.T.ID)
@@ -125,6 +134,15 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 		return nil, protocol.AgentInfo{}, o.cfg.CLIErr
 	}
 	var tracked []string // listed by Create, when it made the worktree now
+	if pa := o.takePrepared(p.T.ID); pa != nil {
+		sess, info, err, ok := o.adoptPrepared(pa, gen, p, logPath, others, a, laps)
+		if ok {
+			return sess, info, err
+		}
+		// Started otherwise, or not at all: a claude of the task's own
+		// follows, in the worktree made for the prepared one if it was.
+		tracked = pa.tracked
+	}
 	if p.T.Worktree == nil {
 		w, err := o.cfg.Repo.Create(ctx, worktree.CreateOptions{TaskID: p.T.ID, Title: p.T.Title, BaseRef: p.BaseRef})
 		if err != nil {
@@ -173,7 +191,7 @@ func (o *Orchestrator) startAgent(gen int, p *persisted, logPath string, others 
 	// and procs flushes it before the agent reports its exit.
 	opts.LogFilter = func(w io.Writer) io.WriteCloser {
 		pub := outputPublisher{o: o, id: a.id}
-		return newTerminalOutput(o.masker, w, func(b []byte) { _, _ = pub.Write(b) }, &a.outputSize, o.clk)
+		return newTerminalOutput(o.masker, w, func(b []byte) { _, _ = pub.Write(b) }, size, o.clk)
 	}
 	opts.NoOutputEvents = true
 	opts.OnEvent = func(ev agent.Event) {

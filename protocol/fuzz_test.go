@@ -120,6 +120,9 @@ func checkInvalidParams(t *testing.T, name string, typ reflect.Type, err error) 
 
 func hasJSONField(typ reflect.Type, name string) bool {
 	for i := range typ.NumField() {
+		if f := typ.Field(i); f.Anonymous && f.Tag.Get("json") == "" && f.Type.Kind() == reflect.Struct && hasJSONField(f.Type, name) {
+			return true // an embedded struct's fields are the outer one's in JSON
+		}
 		tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
 		if tag == name {
 			return true

@@ -56,6 +56,12 @@ const (
 	// again); the store keeps them for the audit (familiar's addition,
 	// issue 26).
 	MethodTaskArchive = "task/archive"
+	// MethodTaskPrepare starts an agent before its task exists, in the
+	// worktree the task will have, so the first prompt finds claude up
+	// (familiar's addition, issue 40: ACP's session/new); MethodTaskRelease
+	// lets an unused one go.
+	MethodTaskPrepare = "task/prepare"
+	MethodTaskRelease = "task/release"
 )
 
 // Client → server notifications. The transport handles both itself.
@@ -117,6 +123,8 @@ type Server interface {
 	TaskRemove(ctx context.Context, p *TaskRemoveParams) error
 	TaskArchive(ctx context.Context, p *TaskArchiveParams) (*TaskArchiveResult, error)
 	TaskEvents(ctx context.Context, p *TaskEventsParams) (*TaskEventsResult, error)
+	TaskPrepare(ctx context.Context, p *TaskPrepareParams) (*TaskPrepareResult, error)
+	TaskRelease(ctx context.Context, p *TaskReleaseParams) error
 
 	ProfilesList(ctx context.Context, p *ProfilesListParams) ([]Profile, error)
 	SkillsList(ctx context.Context, p *SkillsListParams) ([]Skill, error)
@@ -303,7 +311,34 @@ type TaskCreateParams struct {
 	// addition; ACP sessions, whose editor shows the conversation, ask for
 	// it).
 	WarmAgentSec *int `json:"warmAgentSec,omitempty"`
+	// Prepared is the id task/prepare answered: the task takes that
+	// agent, already started in its worktree, when everything that shapes
+	// claude's command line is as prepared (else it starts one as usual,
+	// in that worktree). An id familiar no longer holds is ignored
+	// (familiar's addition, issue 40).
+	Prepared string `json:"prepared,omitempty"`
 }
+
+// TaskPrepareParams is task/prepare's: what task/create will be asked,
+// before its title and description are known (they are not required and
+// not used).
+type TaskPrepareParams struct {
+	TaskCreateParams
+}
+
+// TaskPrepareResult says which agent was prepared: its id is the id of the
+// task that task/create with prepared makes. ID is "" when none was
+// (every slot of maxConcurrent is taken, or the pool is full of agents
+// more recently asked for); Reason then says why.
+type TaskPrepareResult struct {
+	ID     string `json:"id,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// TaskReleaseParams is task/release's: the prepared agent to let go (its
+// claude stopped, its worktree removed). An id familiar no longer holds,
+// or one a task took, is not an error.
+type TaskReleaseParams = TaskIDParams
 
 // Hints point the agent at files and facts the person already knows about.
 type Hints struct {

@@ -52,7 +52,7 @@ func TestJSONNames(t *testing.T) {
 			"id kind text tool input options allowText expiresAt"},
 		{"Settings", DefaultSettings(), `maxConcurrent defaultProfile defaultDriver approvalTimeoutSec
 			noProgressTimeoutSec termGraceSec mcpServers outputRetentionDays undoWindowSec permissionPolicy
-			removeWorktreeAfterMerge idleExitSec commandTimeoutSec maxBudgetUsd resumeAfterUsageLimit agentNice mergeVerify testCommands warmAgentSec queueParallel sandbox`}, // familiar's additions
+			removeWorktreeAfterMerge idleExitSec commandTimeoutSec maxBudgetUsd resumeAfterUsageLimit agentNice mergeVerify testCommands warmAgentSec warmAgentMax warmAgentMemoryMiB queueParallel sandbox`}, // familiar's additions
 		{"Event", Event{Params: json.RawMessage(`{}`)}, "seq method params"},
 		{"TaskListResult", TaskListResult{}, "tasks total"},
 		{"TaskOutputResult", TaskOutputResult{}, "data offset nextOffset size truncated ended"}, // ended: familiar's addition

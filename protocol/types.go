@@ -259,6 +259,13 @@ const (
 	// agent's session gets about a tenth of a core's share against the
 	// editor's, and all it wants when the machine is otherwise idle.
 	DefaultAgentNice = 10
+	// DefaultWarmAgentMax and DefaultWarmAgentMemoryMiB size the warm
+	// agents for a laptop: four idle claudes (~200–300 MiB each), and no
+	// more than 1 GiB among them.
+	DefaultWarmAgentMax       = 4
+	DefaultWarmAgentMemoryMiB = 1024
+	// MaxWarmAgentMemoryMiB bounds warmAgentMemoryMiB (1 TiB).
+	MaxWarmAgentMemoryMiB = 1 << 20
 	// The sandbox settings (issue 37).
 	SandboxOn       = "on"
 	SandboxOff      = "off"
@@ -330,6 +337,12 @@ type Settings struct {
 	// once). A warm agent counts against maxConcurrent and is let go first
 	// when a queued task needs the slot, or git needs the worktree.
 	WarmAgentSec int `json:"warmAgentSec"`
+	// WarmAgentMax and WarmAgentMemoryMiB bound the claudes kept idle for
+	// a prompt to come (warm ones, and those task/prepare started): past
+	// either, the least recently used goes, and familiar's log says so
+	// (issue 40). 0 = the default (familiar's addition).
+	WarmAgentMax       int `json:"warmAgentMax"`
+	WarmAgentMemoryMiB int `json:"warmAgentMemoryMiB"`
 	// QueueParallel is how many merge-queue candidates are verified at
 	// once (speculatively: candidate k is the base with tasks 1..k); 0 =
 	// maxConcurrent (issue 34).
@@ -361,6 +374,8 @@ func DefaultSettings() Settings {
 		ResumeAfterUsageLimit: true,
 		AgentNice:             DefaultAgentNice,
 		Sandbox:               SandboxOff,
+		WarmAgentMax:          DefaultWarmAgentMax,
+		WarmAgentMemoryMiB:    DefaultWarmAgentMemoryMiB,
 	}
 }
 
@@ -404,6 +419,8 @@ func (s Settings) Apply(u *SettingsUpdate) Settings {
 	set(&s.MergeVerify, u.MergeVerify)
 	set(&s.TestCommands, u.TestCommands)
 	set(&s.WarmAgentSec, u.WarmAgentSec)
+	set(&s.WarmAgentMax, u.WarmAgentMax)
+	set(&s.WarmAgentMemoryMiB, u.WarmAgentMemoryMiB)
 	set(&s.QueueParallel, u.QueueParallel)
 	set(&s.Sandbox, u.Sandbox)
 	return s
@@ -439,6 +456,8 @@ type SettingsUpdate struct {
 	MergeVerify              *string              `json:"mergeVerify,omitempty"`
 	TestCommands             *[]string            `json:"testCommands,omitempty"`
 	WarmAgentSec             *int                 `json:"warmAgentSec,omitempty"`
+	WarmAgentMax             *int                 `json:"warmAgentMax,omitempty"`
+	WarmAgentMemoryMiB       *int                 `json:"warmAgentMemoryMiB,omitempty"`
 	QueueParallel            *int                 `json:"queueParallel,omitempty"`
 	Sandbox                  *string              `json:"sandbox,omitempty"`
 }

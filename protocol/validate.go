@@ -88,6 +88,8 @@ func (u *SettingsUpdate) validate(c *checker, prefix string) {
 	c.intPtrRange(f("commandTimeoutSec"), u.CommandTimeoutSec, MinNoProgressTimeoutSec, MaxTimeoutSec)
 	c.intPtrRange(f("agentNice"), u.AgentNice, 0, MaxAgentNice)
 	c.intPtrRange(f("warmAgentSec"), u.WarmAgentSec, 0, MaxTimeoutSec)
+	c.intPtrRange(f("warmAgentMax"), u.WarmAgentMax, 1, MaxConcurrentLimit)
+	c.intPtrRange(f("warmAgentMemoryMiB"), u.WarmAgentMemoryMiB, 100, MaxWarmAgentMemoryMiB)
 	c.intPtrRange(f("queueParallel"), u.QueueParallel, 0, MaxConcurrentLimit)
 	if u.Sandbox != nil && !slices.Contains([]string{SandboxOn, SandboxOff, SandboxRequired}, *u.Sandbox) {
 		c.fail(f("sandbox"), "must be %q, %q or %q, not %q.", SandboxOn, SandboxOff, SandboxRequired, *u.Sandbox)
@@ -202,6 +204,22 @@ func (p *TaskCreateParams) Validate() error {
 		p.PermissionPolicy.validate(&c, "permissionPolicy")
 	}
 	return c.result()
+}
+
+// Validate checks task/prepare's params as task/create's, less the title
+// and description it does not have yet.
+func (p *TaskPrepareParams) Validate() error {
+	c := p.TaskCreateParams
+	if c.Title == "" {
+		c.Title = "-"
+	}
+	if c.Description == "" {
+		c.Description = "-"
+	}
+	if c.Prepared != "" {
+		return InvalidParams("prepared", "task/prepare takes no prepared id.")
+	}
+	return c.Validate()
 }
 
 func (p *TaskIDParams) Validate() error {

@@ -115,6 +115,14 @@ func (c *Client) TaskEvents(ctx context.Context, p *protocol.TaskEventsParams) (
 	return call[protocol.TaskEventsResult](ctx, c, protocol.MethodTaskEvents, p)
 }
 
+func (c *Client) TaskPrepare(ctx context.Context, p *protocol.TaskPrepareParams) (*protocol.TaskPrepareResult, error) {
+	return call[protocol.TaskPrepareResult](ctx, c, protocol.MethodTaskPrepare, p)
+}
+
+func (c *Client) TaskRelease(ctx context.Context, p *protocol.TaskReleaseParams) error {
+	return c.Call(ctx, protocol.MethodTaskRelease, p, nil)
+}
+
 func (c *Client) ProfilesList(ctx context.Context, p *protocol.ProfilesListParams) ([]protocol.Profile, error) {
 	return list[protocol.Profile](ctx, c, protocol.MethodProfilesList, p)
 }

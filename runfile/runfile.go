@@ -297,6 +297,11 @@ func parse(data []byte, jsonPath, yamlPath bool) (*File, *Error) {
 		if err := t.Validate(); err != nil {
 			return nil, d.validationError(field, err)
 		}
+		if t.Prepared != "" {
+			// task/prepare's agents are an editor's, for a session's first
+			// prompt; the schema leaves the key out too.
+			return nil, d.validationError(field, protocol.InvalidParams("prepared", "prepared is not a key of a tasks file."))
+		}
 		f.Tasks = append(f.Tasks, *t)
 	}
 	if asPlan {

@@ -116,6 +116,9 @@ type Options struct {
 	// Open lists the struct types that take keys of their own beyond the
 	// fields (none of familiar's files does: unknown keys are errors).
 	Open map[reflect.Type]bool
+	// Omit leaves fields out, keyed "Type.Field": a field of the protocol's
+	// type that the file does not take.
+	Omit map[string]bool
 }
 
 // Generator turns Go types into JSON Schema (draft-07, which VS Code and
@@ -185,7 +188,7 @@ func (g *Generator) fields(t reflect.Type, props map[string]any) {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
 		name, _, _ := strings.Cut(tag, ",")
-		if name == "-" || !f.IsExported() {
+		if name == "-" || !f.IsExported() || g.Options.Omit[t.Name()+"."+f.Name] {
 			continue
 		}
 		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {

@@ -49,6 +49,8 @@ func generate(t *testing.T) map[string][]byte {
 			"fileSettings.Sandbox":  {protocol.SandboxOn, protocol.SandboxOff, protocol.SandboxRequired},
 			"fileSettings.Merge":    {runfile.MergeQueue},
 		},
+		// task/prepare's agent is an editor's (runfile refuses the key).
+		Omit: map[string]bool{"TaskCreateParams.Prepared": true},
 	}}
 	out := map[string]map[string]any{}
 

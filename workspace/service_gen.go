@@ -102,6 +102,14 @@ func (s *Service) TaskEvents(ctx context.Context, p *protocol.TaskEventsParams) 
 	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskEvents)
 }
 
+func (s *Service) TaskPrepare(ctx context.Context, p *protocol.TaskPrepareParams) (*protocol.TaskPrepareResult, error) {
+	return call(s, ctx, p, (*orchestrator.Orchestrator).TaskPrepare)
+}
+
+func (s *Service) TaskRelease(ctx context.Context, p *protocol.TaskReleaseParams) error {
+	return run(s, ctx, p, (*orchestrator.Orchestrator).TaskRelease)
+}
+
 func (s *Service) AuditList(ctx context.Context, p *protocol.AuditListParams) (*protocol.AuditListResult, error) {
 	return call(s, ctx, p, (*orchestrator.Orchestrator).AuditList)
 }

@@ -126,6 +126,14 @@ func everyMethod(t *testing.T, mode serveMode) *methodLog {
 	l.ok("initialize", map[string]any{"workspaceRoot": repo, "settings": map[string]any{"maxConcurrent": 1}}, &init)
 	l.ok("settings/update", map[string]any{"settings": map[string]any{"approvalTimeoutSec": 600}}, nil)
 	l.ok("profiles/list", map[string]any{}, nil)
+	// A claude prepared for a task not made yet (issue 40), while the one
+	// slot is free, let go unused.
+	var prepared protocol.TaskPrepareResult
+	l.ok("task/prepare", map[string]any{"driver": "stream"}, &prepared)
+	if prepared.ID == "" {
+		t.Errorf("%s: task/prepare with the slot free prepared nothing: %s", mode, prepared.Reason)
+	}
+	l.ok("task/release", map[string]any{"id": prepared.ID}, nil)
 	l.ok("skills/list", map[string]any{}, nil)
 	l.call("skills/get", map[string]any{"name": "no-such-skill"}, nil)
 	l.ok("mcp/presets", map[string]any{}, nil)

@@ -109,6 +109,14 @@ func (Unimplemented) TaskEvents(context.Context, *protocol.TaskEventsParams) (*p
 	return nil, NotImplemented("TaskEvents")
 }
 
+func (Unimplemented) TaskPrepare(context.Context, *protocol.TaskPrepareParams) (*protocol.TaskPrepareResult, error) {
+	return nil, NotImplemented("TaskPrepare")
+}
+
+func (Unimplemented) TaskRelease(context.Context, *protocol.TaskReleaseParams) error {
+	return NotImplemented("TaskRelease")
+}
+
 func (Unimplemented) ProfilesList(context.Context, *protocol.ProfilesListParams) ([]protocol.Profile, error) {
 	return nil, NotImplemented("ProfilesList")
 }

@@ -135,6 +135,8 @@ export interface SettingsUpdate {
   mergeVerify?: string;
   testCommands?: string[];
   warmAgentSec?: number;
+  warmAgentMax?: number;
+  warmAgentMemoryMiB?: number;
   queueParallel?: number;
   sandbox?: string;
 }
@@ -736,6 +738,14 @@ export interface Settings {
    */
   warmAgentSec: number;
   /**
+   * WarmAgentMax and WarmAgentMemoryMiB bound the claudes kept idle for
+   * a prompt to come (warm ones, and those task/prepare started): past
+   * either, the least recently used goes, and familiar's log says so
+   * (issue 40). 0 = the default (familiar's addition).
+   */
+  warmAgentMax: number;
+  warmAgentMemoryMiB: number;
+  /**
    * QueueParallel is how many merge-queue candidates are verified at
    * once (speculatively: candidate k is the base with tasks 1..k); 0 =
    * maxConcurrent (issue 34).
@@ -1193,6 +1203,14 @@ export interface TaskCreateParams {
    * it).
    */
   warmAgentSec?: number;
+  /**
+   * Prepared is the id task/prepare answered: the task takes that
+   * agent, already started in its worktree, when everything that shapes
+   * claude's command line is as prepared (else it starts one as usual,
+   * in that worktree). An id familiar no longer holds is ignored
+   * (familiar's addition, issue 40).
+   */
+  prepared?: string;
 }
 
 /** Hints point the agent at files and facts the person already knows about. */
@@ -1340,6 +1358,97 @@ export interface TaskOutputResult {
    * after the task is already merging.
    */
   ended: boolean;
+}
+
+/**
+ * TaskPrepareParams is task/prepare's: what task/create will be asked,
+ * before its title and description are known (they are not required and
+ * not used).
+ */
+export interface TaskPrepareParams {
+  /** A short title, shown in lists. */
+  title: string;
+  /**
+   * What the agent should do: the task's prompt, with the profile's
+   * template around it.
+   */
+  description: string;
+  /** What must hold for the task to be done, one item each. */
+  acceptanceCriteria?: string[];
+  /** The kind of work; it chooses the profile when none is named. */
+  type?: TaskType;
+  /** The profile (prompt template, tool rules, default mode) by name. */
+  profile?: string;
+  /** PromptOverride replaces the profile's prompt template entirely. */
+  promptOverride?: string;
+  /**
+   * The mode the task starts in: executor changes code, architect only
+   * plans, auditor reviews and runs tests.
+   */
+  mode?: Mode;
+  /** Higher starts first among queued tasks. */
+  priority?: number;
+  /**
+   * The commit, branch or tag the task's worktree starts from. Default:
+   * HEAD.
+   */
+  baseRef?: string;
+  /** How claude runs: pty (under a terminal) or stream (stream-json). */
+  driver?: Driver;
+  /** MCP servers the task's agent gets, by name. */
+  mcpServers?: Record<string, McpServer>;
+  /** Skills the task's agent gets, by name. Default: the profile's. */
+  skills?: string[];
+  /** Files and facts the person already knows about. */
+  hints?: Hints;
+  /** Agent behaviours switched on for this task. */
+  directives?: Directives;
+  /** NoProgressTimeoutSec overrides the setting for this task. */
+  noProgressTimeoutSec?: number;
+  /** The task's own permission policy, over the settings'. */
+  permissionPolicy?: Policy;
+  /**
+   * CommandTimeoutSec and MaxBudgetUsd override the settings for this
+   * task (familiar's additions).
+   */
+  commandTimeoutSec?: number;
+  /**
+   * A task that has spent this many US dollars is blocked (overrides the
+   * setting).
+   */
+  maxBudgetUsd?: number;
+  /**
+   * Model is passed to claude as --model (an alias such as "opus" or a
+   * model's full name); "" leaves claude's own choice (familiar's
+   * addition, for ACP's model config option).
+   */
+  model?: string;
+  /**
+   * WarmAgentSec overrides the setting for this task: how long its claude
+   * stays after a turn that finished it, for a follow-up (familiar's
+   * addition; ACP sessions, whose editor shows the conversation, ask for
+   * it).
+   */
+  warmAgentSec?: number;
+  /**
+   * Prepared is the id task/prepare answered: the task takes that
+   * agent, already started in its worktree, when everything that shapes
+   * claude's command line is as prepared (else it starts one as usual,
+   * in that worktree). An id familiar no longer holds is ignored
+   * (familiar's addition, issue 40).
+   */
+  prepared?: string;
+}
+
+/**
+ * TaskPrepareResult says which agent was prepared: its id is the id of the
+ * task that task/create with prepared makes. ID is "" when none was
+ * (every slot of maxConcurrent is taken, or the pool is full of agents
+ * more recently asked for); Reason then says why.
+ */
+export interface TaskPrepareResult {
+  id?: string;
+  reason?: string;
 }
 
 export interface TaskRemoveParams {
@@ -1624,6 +1733,8 @@ export interface Methods {
   TaskMerge: { params: TaskMergeParams; result: Task };
   TaskOutput: { params: TaskOutputParams; result: TaskOutputResult };
   TaskPause: { params: TaskIDParams; result: Task };
+  TaskPrepare: { params: TaskPrepareParams; result: TaskPrepareResult };
+  TaskRelease: { params: TaskIDParams; result: null };
   TaskRemove: { params: TaskRemoveParams; result: null };
   TaskReorder: { params: TaskReorderParams; result: Task };
   TaskResize: { params: TaskResizeParams; result: null };
