@@ -75,6 +75,11 @@ type Queue struct {
 	// handedBack counts tasks working on a hand-back (actors poke wake
 	// only then).
 	handedBack int // guarded by mu
+	// added are tasks joined to the running queue (Join) that its
+	// goroutine has not taken yet; ending: the goroutine found nothing
+	// left and is ending, so nothing may join.
+	added  []string // guarded by mu
+	ending bool     // guarded by mu
 	// told: a queue familiar stopped has been said (store.go);
 	// notice is that, for the first client to initialize.
 	told   bool   // guarded by mu
@@ -129,6 +134,7 @@ func (m *Queue) Run(st Start) (*protocol.Queue, error) {
 		q.Items = append(q.Items, protocol.QueueItem{TaskID: id, Title: st.Titles[i], State: protocol.QueueItemWaiting})
 	}
 	m.q, m.running, m.cancel, m.merged, m.handedBack, m.moved = q, true, false, nil, 0, map[string]string{}
+	m.added, m.ending = nil, false
 	m.verify = st.Verify
 	m.mu.Unlock()
 	m.host.Audit("", "queue.started", "user", map[string]any{"queueId": q.ID, "ids": st.IDs, "strategy": st.Strategy, "verify": shownVerify})
@@ -317,4 +323,56 @@ func (m *Queue) ItemState(id string) protocol.QueueItemState {
 		return it.State
 	}
 	return ""
+}
+
+// Join adds ready tasks to the running queue, behind the tasks it has, when
+// it merges into base by strategy with the same verify command (as
+// written): a plan's step that is ready while the queue runs need not wait
+// for its end to be merged. False when no queue runs, or it is ending, or
+// merges elsewhere or otherwise; the caller then starts one when it ends.
+// A task already in the queue is left as it is.
+func (m *Queue) Join(ids, titles []string, base string, strategy protocol.MergeStrategy, verify string) bool {
+	m.mu.Lock()
+	if !m.running || m.cancel || m.ending || m.q == nil || m.q.BaseRef != base || m.q.Strategy != strategy || m.verify != verify {
+		m.mu.Unlock()
+		return false
+	}
+	var joined []string
+	for i, id := range ids {
+		if itemOf(m.q, id) != nil {
+			continue
+		}
+		m.q.Items = append(m.q.Items, protocol.QueueItem{TaskID: id, Title: titles[i], State: protocol.QueueItemWaiting})
+		m.added = append(m.added, id)
+		joined = append(joined, id)
+	}
+	queueID := m.q.ID
+	m.mu.Unlock()
+	if len(joined) > 0 {
+		m.host.Audit("", "queue.joined", "familiar", map[string]any{"queueId": queueID, "ids": joined})
+		m.update(nil)
+		m.poke()
+	}
+	return true
+}
+
+// takeAdded is the tasks joined since the goroutine last looked.
+func (m *Queue) takeAdded() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.added
+	m.added = nil
+	return a
+}
+
+// finishing ends the queue's intake: false (and nothing changes) when
+// tasks joined meanwhile.
+func (m *Queue) finishing() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.added) > 0 {
+		return false
+	}
+	m.ending = true
+	return true
 }

@@ -49,9 +49,13 @@ func (m *Queue) run(ids []string) {
 			break
 		}
 		pending = append(pending, m.rejoin(back)...)
+		pending = append(pending, m.takeAdded()...)
 		if len(pending) == 0 {
 			if len(back) == 0 {
-				break
+				if m.finishing() {
+					break
+				}
+				continue
 			}
 			select {
 			case <-m.closing:

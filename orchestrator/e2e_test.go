@@ -208,7 +208,7 @@ func (e *env) output(t *testing.T, id string) (string, *protocol.TaskOutputResul
 	}
 }
 
-func (e *env) get(t *testing.T, id string) *protocol.Task {
+func (e *env) get(t testing.TB, id string) *protocol.Task {
 	t.Helper()
 	task, err := e.o.TaskGet(context.Background(), &protocol.TaskIDParams{ID: id})
 	if err != nil {

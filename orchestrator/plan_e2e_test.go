@@ -64,7 +64,7 @@ func stepNote(id, step string, state protocol.PlanStepState) func(note) bool {
 	}
 }
 
-func lastPlan(t *testing.T, e *env, id string) *protocol.Plan {
+func lastPlan(t testing.TB, e *env, id string) *protocol.Plan {
 	t.Helper()
 	p, err := e.o.PlanGet(context.Background(), &protocol.PlanIDParams{ID: id})
 	if err != nil {

@@ -134,7 +134,13 @@ func (h planHost) FinalText(ctx context.Context, id string) (string, error) {
 func (h planHost) QueueRunning() bool { return h.o.mq.Running() }
 
 func (h planHost) Integrate(ctx context.Context, ids []string, verify *string) error {
-	_, err := h.o.QueueMerge(ctx, &protocol.QueueMergeParams{IDs: ids, Verify: verify})
+	p := &protocol.QueueMergeParams{IDs: ids, Verify: verify}
+	// Ready while the queue runs (another step's merge): join it rather
+	// than wait for its end.
+	if joined, err := h.o.joinQueue(ctx, p); joined || err != nil {
+		return err
+	}
+	_, err := h.o.QueueMerge(ctx, p)
 	return err
 }
 

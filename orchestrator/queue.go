@@ -109,9 +109,38 @@ func (q queueOp) Release() { q.op.release() }
 
 // QueueMerge is queue/merge.
 func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergeParams) (*protocol.Queue, error) {
-	ids, err := o.queueTasks(p.IDs)
+	st, err := o.queueStart(ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	select {
+	case <-o.closing:
+		return nil, protocol.Unavailable("familiar is shutting down")
+	default:
+	}
+	return o.mq.Run(st)
+}
+
+// joinQueue adds ready tasks to the running merge queue when it merges
+// into their base as p asks (mergequeue.Join); false when none runs or it
+// is another's kind.
+func (o *Orchestrator) joinQueue(ctx context.Context, p *protocol.QueueMergeParams) (bool, error) {
+	if !o.mq.Running() {
+		return false, nil
+	}
+	st, err := o.queueStart(ctx, p)
+	if err != nil {
+		return false, err
+	}
+	return o.mq.Join(st.IDs, st.Titles, st.Base, st.Strategy, st.Verify), nil
+}
+
+// queueStart checks a queue/merge: each task ready and on a branch, their
+// bases' checkouts clean, the verify command found.
+func (o *Orchestrator) queueStart(ctx context.Context, p *protocol.QueueMergeParams) (mergequeue.Start, error) {
+	ids, err := o.queueTasks(p.IDs)
+	if err != nil {
+		return mergequeue.Start{}, err
 	}
 	type entry struct {
 		id, title, base string
@@ -120,15 +149,15 @@ func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergePar
 	for _, id := range ids {
 		a, err := o.get(id)
 		if err != nil {
-			return nil, protocol.InvalidParams("ids", fmt.Sprintf("no task %s", id))
+			return mergequeue.Start{}, protocol.InvalidParams("ids", fmt.Sprintf("no task %s", id))
 		}
 		v := a.view()
 		if v.T.Status != protocol.StatusMerging {
-			return nil, protocol.FailedPrecondition(fmt.Sprintf("task %s is %s, not ready to merge", id, v.T.Status), v.T.Status)
+			return mergequeue.Start{}, protocol.FailedPrecondition(fmt.Sprintf("task %s is %s, not ready to merge", id, v.T.Status), v.T.Status)
 		}
 		wt, _ := o.worktreeOfView(v)
 		if wt.Path == "" || wt.BaseRef == "" || wt.BaseRef == "HEAD" {
-			return nil, protocol.FailedPrecondition(fmt.Sprintf("task %s's base is not a branch; merge its branch by hand", id), v.T.Status)
+			return mergequeue.Start{}, protocol.FailedPrecondition(fmt.Sprintf("task %s's base is not a branch; merge its branch by hand", id), v.T.Status)
 		}
 		entries = append(entries, entry{id: id, title: v.T.Title, base: wt.BaseRef})
 	}
@@ -141,7 +170,7 @@ func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergePar
 		}
 		bases[e.base] = true
 		if err := o.cfg.Repo.CheckBaseClean(ctx, e.base); err != nil {
-			return nil, mapError(err, "merge queue", "ids")
+			return mergequeue.Start{}, mapError(err, "merge queue", "ids")
 		}
 	}
 	strategy := p.Strategy
@@ -150,18 +179,13 @@ func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergePar
 	}
 	verify, err := o.verifyCommand(p.Verify)
 	if err != nil {
-		return nil, err
+		return mergequeue.Start{}, err
 	}
 	titles := make([]string, len(entries))
 	for i, e := range entries {
 		titles[i] = e.title
 	}
-	select {
-	case <-o.closing:
-		return nil, protocol.Unavailable("familiar is shutting down")
-	default:
-	}
-	return o.mq.Run(mergequeue.Start{ID: newQueueID(), IDs: ids, Titles: titles, Base: entries[0].base, Strategy: strategy, Verify: verify})
+	return mergequeue.Start{ID: newQueueID(), IDs: ids, Titles: titles, Base: entries[0].base, Strategy: strategy, Verify: verify}, nil
 }
 
 // queueTasks is the tasks a queue takes: those named, or every ready one

@@ -34,8 +34,9 @@ type World struct {
 	// Tasks are the plan's tasks by id (every attempt's, the architect's);
 	// a task not here has been removed.
 	Tasks map[string]Task
-	// QueueRunning: a merge queue runs (the plan's or anyone's), so the
-	// plan's ready steps wait for it to end.
+	// QueueRunning: a merge queue runs (the plan's or anyone's): the
+	// plan's ready steps join it when it merges as they do, else wait for
+	// its end (the Planner's Integrate decides).
 	QueueRunning bool
 	// Resumed are the tasks the Planner already resumed after familiar
 	// stopped while they worked: one that is interrupted again failed.
@@ -133,7 +134,7 @@ func Decide(p protocol.Plan, w World) (protocol.Plan, []Action) {
 			actions = append(actions, StartStep{Step: s.ID})
 		}
 	}
-	if len(ready) > 0 && !w.QueueRunning {
+	if len(ready) > 0 {
 		var in Integrate
 		for _, i := range ready {
 			in.Steps = append(in.Steps, p.Steps[i].ID)

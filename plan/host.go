@@ -25,8 +25,11 @@ type Host interface {
 	FinalText(ctx context.Context, id string) (string, error)
 	// QueueRunning: a merge queue runs.
 	QueueRunning() bool
-	// Integrate starts the merge queue on these tasks, in this order,
-	// with verify (nil: the settings' or repository's command).
+	// Integrate merges these tasks through the merge queue, in this
+	// order, with verify (nil: the settings' or repository's command):
+	// joined to the running queue when it merges as they would, else a
+	// queue of their own; an error when neither can be (one runs that
+	// merges otherwise: tried again later).
 	Integrate(ctx context.Context, ids []string, verify *string) error
 	// CancelQueue stops the running merge queue after its current step.
 	CancelQueue() error
