@@ -40,8 +40,13 @@ type actor struct {
 	gen      int // agent starts; events of an earlier agent are ignored
 	approval clock.Timer
 	backoff  clock.Timer
-	warm     clock.Timer  // warmAgentSec after a finished turn → inWarmOver
-	sent     <-chan error // the outcome of the prompt this input's step sent (effSendPrompt)
+	warm     clock.Timer // warmAgentSec after a finished turn → inWarmOver
+	// told is the outcome of what this input's step told the live agent:
+	// a prompt typed (effSendPrompt), an answer or an interrupt (effTell).
+	told <-chan error
+	// answering are the persons' answers given to the agent whose
+	// task/respond waits (effTell, effAnswered), by question.
+	answering map[string]chan<- error
 	// saving waits for the last queued save of the task (nil: none).
 	// Notifications published after it commit with it or later, so they
 	// need not wait; a reply to a command does.
@@ -76,9 +81,9 @@ type taskView struct {
 type reply struct {
 	err  error
 	view *taskView
-	// sent: the step asked for a prompt to be typed (effSendPrompt); its
-	// outcome comes here (nil: none asked).
-	sent <-chan error
+	// told: the step told the live agent something (effSendPrompt,
+	// effTell); its outcome comes here (nil: nothing told).
+	told <-chan error
 }
 
 type envelope struct {
@@ -92,7 +97,7 @@ type envelope struct {
 }
 
 func newActor(o *Orchestrator, p persisted) *actor {
-	a := &actor{o: o, id: p.T.ID, policy: p.Policy, directives: p.Directives, outputSize: new(atomic.Int64)}
+	a := &actor{o: o, id: p.T.ID, policy: p.Policy, directives: p.Directives, outputSize: new(atomic.Int64), answering: map[string]chan<- error{}}
 	a.box = mailbox.New(mailbox.Options[envelope]{Handle: a.drain})
 	a.st.persisted = p
 	a.publishView()
@@ -144,11 +149,11 @@ func (a *actor) ask(ctx context.Context, in input, early bool) reply {
 func (a *actor) drain(batch []envelope) {
 	for _, env := range batch {
 		err := a.handle(env)
-		sent := a.sent
-		a.sent = nil
+		told := a.told
+		a.told = nil
 		if env.reply != nil && !(env.early && err == nil) {
 			a.settleSave()
-			env.reply <- reply{err: err, view: a.view(), sent: sent}
+			env.reply <- reply{err: err, view: a.view(), told: told}
 		}
 	}
 }
@@ -390,7 +395,7 @@ func (a *actor) onAgentEvent(gen int, ev agent.Event) {
 		case "user", "terminal":
 			by = protocol.DecidedByUser
 		}
-		in = inResolved{questionID: ev.Resolved.QuestionID, by: by, optionID: ev.Resolved.OptionID}
+		in = inResolved{questionID: ev.Resolved.QuestionID, by: by, optionID: ev.Resolved.OptionID, taken: ev.Resolved.By == "user"}
 	case agent.EventTurnEnded:
 		// What claude said about a failure becomes a blocked detail:
 		// masked like everything familiar stores or sends.

@@ -92,7 +92,7 @@ func (eff effSendPrompt) run(a *actor) {
 	// Typing waits for the idle prompt: in the background, its outcome
 	// to the caller (TaskSend), which reports its error.
 	sent := make(chan error, 1)
-	a.sent = sent
+	a.told = sent
 	sess := a.sess
 	if sess == nil {
 		sent <- errors.New("the agent has gone")
@@ -105,22 +105,73 @@ func (eff effSendPrompt) run(a *actor) {
 	}()
 }
 
-type effAnswer struct {
+// effTell tells the live agent, from the task's actor, what familiar or a
+// person decided outside its turn: an answer to its question, or
+// (interrupt) to end its turn. Every answer goes this way — the person's
+// (by user), the policy's, the approval timeout's — and task/interrupt.
+//
+// A person's answer may be refused by the agent (a question it no longer
+// asks, an answer that does not fit it, a claude stopped by a signal): its
+// outcome comes back as inAnswerOutcome, and task/respond returns once the
+// answer is settled or refused (effAnswered). familiar's own decisions are
+// given with AnswerDecided, which waits for a stopped claude to be
+// continued. An interrupt's outcome goes to the caller (reply.told).
+type effTell struct {
 	questionID string
 	answer     agent.Answer
+	by         protocol.DecidedBy
+	interrupt  bool
 }
 
-func (eff effAnswer) run(a *actor) {
-	o := a.o
-	if sess := a.sess; sess != nil {
-		id := a.id
-		o.wg.Add(1)
-		go func() {
-			defer o.wg.Done()
+func (eff effTell) run(a *actor) {
+	o, sess, id := a.o, a.sess, a.id
+	var told chan error
+	if eff.interrupt || eff.by == protocol.DecidedByUser {
+		told = make(chan error, 1)
+		a.told = told
+	}
+	if eff.by == protocol.DecidedByUser {
+		a.answering[eff.questionID] = told
+	}
+	if sess == nil {
+		switch {
+		case eff.by == protocol.DecidedByUser:
+			a.post(envelope{in: inAnswerOutcome{questionID: eff.questionID, err: agent.ErrExited}})
+		case eff.interrupt:
+			told <- agent.ErrExited
+		}
+		return
+	}
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		switch {
+		case eff.interrupt:
+			told <- sess.Interrupt()
+		case eff.by == protocol.DecidedByUser:
+			err := sess.Answer(eff.questionID, eff.answer)
+			a.post(envelope{in: inAnswerOutcome{questionID: eff.questionID, err: err}})
+		default:
 			if err := sess.AnswerDecided(eff.questionID, eff.answer); err != nil {
 				o.logger.Debug("answer", "task", id, "err", err)
 			}
-		}()
+		}
+	}()
+}
+
+// effAnswered: a person's answer is settled (err nil) or was refused; its
+// task/respond returns, once the settlement is durable, as a command's
+// reply does.
+type effAnswered struct {
+	questionID string
+	err        error
+}
+
+func (eff effAnswered) run(a *actor) {
+	if told, ok := a.answering[eff.questionID]; ok {
+		a.settleSave()
+		told <- eff.err
+		delete(a.answering, eff.questionID)
 	}
 }
 

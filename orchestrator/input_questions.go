@@ -1,12 +1,18 @@
 package orchestrator
 
 import (
+	"time"
+
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/protocol"
 )
 
 // Inputs of questions: the agent asks, a person or the policy or the approval
 // timeout answers, a question turns out to have been a report, a grant goes.
+// Every answer goes to the agent through one effect (effTell), from the
+// task's actor; a question the agent asked is settled by one input, the
+// agent's resolution (inResolved), except familiar's own decisions, settled
+// as they are made.
 
 // inQuestion: the agent asks (q masked and clipped); decided when the
 // policy answered it already.
@@ -49,67 +55,143 @@ func (in inQuestion) apply(st *stepper) error {
 	}
 	s.T.PendingQuestion = &q
 	s.askedAt = st.e.now
-	s.askedID = q.ID
 	st.changed()
 	st.emit(effPublish{protocol.TaskQuestionNotification{ID: s.T.ID, Question: q}})
 	return nil
 }
 
-// inResolved: the agent says a question was settled (in the terminal, or by
-// claude itself).
+// inResolved: the agent says a question was settled — in the terminal, by
+// claude itself, or by an answer familiar gave it (taken). It is the one
+// settlement of a person's answer: the agent took it (the audit, the grant
+// and the response time recorded with it). familiar's own decisions (the
+// policy, the approval timeout) settle in the step that makes them, since a
+// claude stopped by a signal takes them only once continued; their
+// resolution then finds nothing pending.
 type inResolved struct {
 	questionID string
 	by         protocol.DecidedBy
 	optionID   string
+	taken      bool // the agent took an answer familiar gave it
 }
 
 func (in inResolved) apply(st *stepper) error {
-
+	s := &st.s
+	a := s.answer
+	if !in.taken || a.questionID != in.questionID || a.settled {
+		st.settle(in.questionID, in.by, in.optionID)
+		return nil
+	}
+	pending := s.T.PendingQuestion != nil && s.T.PendingQuestion.ID == in.questionID
+	if st.recordAnswer(a) && !pending {
+		st.changed() // the grant; settle announces the change otherwise
+	}
 	st.settle(in.questionID, in.by, in.optionID)
+	if a.taken {
+		s.answer = personAnswer{}
+		st.emit(effAnswered{questionID: a.questionID})
+	} else {
+		s.answer.settled = true // its task/respond returns with the agent's outcome
+	}
 	return nil
 }
 
-// inAnswered: the agent took a person's answer (task/respond).
-type inAnswered struct {
+// personAnswer is a person's answer on its way to the agent (task/respond),
+// from the command until both the agent's outcome (inAnswerOutcome) and its
+// settlement (inResolved) are in; task/respond returns then, so what it
+// returns, the audit and the grant include the answer.
+type personAnswer struct {
 	questionID string
 	optionID   string
 	audit      map[string]any
 	grant      *protocol.Grant // an allow-always answer's rule
+	responded  time.Duration   // from the question to the answer
+	taken      bool            // the agent's outcome came first, without error
+	settled    bool            // the agent's resolution came first
 }
 
-func (in inAnswered) apply(st *stepper) error {
+// cmdRespond is task/respond: a person answers the pending question. The
+// answer goes to the agent through effTell; the agent may refuse it (a
+// question it no longer asks, an answer that does not fit, a claude
+// stopped by a signal), which task/respond returns.
+type cmdRespond struct {
+	questionID string
+	answer     agent.Answer
+	scope      protocol.GrantScope
+}
+
+func (in cmdRespond) apply(st *stepper) error {
 	s := &st.s
-	// The agent took the answer; its own "resolved" event may have
-	// settled the question first (it races this input), so the last
-	// question asked counts too: the person's decision and grant are
-	// never lost.
-	pending := s.T.PendingQuestion != nil && s.T.PendingQuestion.ID == in.questionID
-	if !pending && s.askedID != in.questionID {
+	q := s.T.PendingQuestion
+	if q == nil || q.ID != in.questionID || s.answer.questionID == in.questionID {
+		// Already answered (another window's answer is on its way).
 		return protocol.NotFound("question", in.questionID)
 	}
-	s.askedID = ""
-	data := in.audit
-	if data == nil {
-		data = map[string]any{}
+	if s.agent != agentUp {
+		return errTransition("answer a question of", s.T.Status)
 	}
-	data["responseSec"] = st.e.now.Sub(s.askedAt).Seconds()
-	st.emit(effResponded{after: st.e.now.Sub(s.askedAt)})
-	st.emit(effAudit{action: "permission.decided", actor: string(protocol.DecidedByUser), data: data})
-	if g := in.grant; g != nil {
+	if q.Kind == protocol.QuestionPermission && in.answer.OptionID == "" {
+		return protocol.InvalidParams("optionId", "a permission question needs optionId (allow, allow_always or deny)")
+	}
+	data := map[string]any{"questionId": q.ID, "kind": q.Kind, "tool": q.Tool, "input": q.Input, "option": in.answer.OptionID}
+	if len(in.answer.UpdatedInput) > 0 {
+		data["modifiedInput"] = in.answer.UpdatedInput
+	}
+	if in.answer.Text != "" {
+		data["text"] = in.answer.Text
+	}
+	if q.Skill != nil {
+		data["skill"] = q.Skill
+	}
+	after := st.e.now.Sub(s.askedAt)
+	data["responseSec"] = after.Seconds()
+	s.answer = personAnswer{questionID: q.ID, optionID: in.answer.OptionID, audit: data, responded: after,
+		grant: grantOf(q, in.answer.OptionID, in.scope, s.T.ID, st.e.now)}
+	st.emit(effTell{questionID: q.ID, answer: in.answer, by: protocol.DecidedByUser})
+	return nil
+}
+
+// inAnswerOutcome: the agent took a person's answer (err nil) or refused it.
+type inAnswerOutcome struct {
+	questionID string
+	err        error
+}
+
+func (in inAnswerOutcome) apply(st *stepper) error {
+	s := &st.s
+	if a := s.answer; a.questionID == in.questionID {
+		if in.err == nil && !a.settled {
+			s.answer.taken = true // its settlement (inResolved) answers task/respond
+			return nil
+		}
+		s.answer = personAnswer{}
+	}
+	st.emit(effAnswered{questionID: in.questionID, err: in.err})
+	return nil
+}
+
+// recordAnswer records a person's answer the agent took: its response
+// time, its audit entry and its allow-always grant. It reports whether the
+// task's own grants changed.
+func (st *stepper) recordAnswer(a personAnswer) bool {
+	s := &st.s
+	changed := false
+	st.emit(effResponded{after: a.responded})
+	st.emit(effAudit{action: "permission.decided", actor: string(protocol.DecidedByUser), data: a.audit})
+	if g := a.grant; g != nil {
 		// Kept beyond this session: familiar's policy allows the rule
 		// when a later session of the task asks again.
 		if g.Scope == protocol.GrantTask {
 			if !grantsHave(s.T.Grants, g.Rule) {
 				s.T.Grants = append(append([]protocol.Grant(nil), s.T.Grants...), *g)
+				changed = true
 			}
 		} else {
 			st.emit(effSaveGrant{grant: *g})
 		}
 		st.emit(effAudit{action: "policy.granted", actor: "user", data: map[string]any{
-			"rule": g.Rule, "scope": g.Scope, "tool": g.Tool, "questionId": in.questionID}})
+			"rule": g.Rule, "scope": g.Scope, "tool": g.Tool, "questionId": a.questionID}})
 	}
-	st.settle(in.questionID, protocol.DecidedByUser, in.optionID)
-	return nil
+	return changed
 }
 
 // inApprovalTimer: a question waited the approval timeout.
@@ -131,7 +213,7 @@ func (in inApprovalTimer) apply(st *stepper) error {
 	default:
 		a = agent.Answer{Text: noAnswerText}
 	}
-	st.emit(effAnswer{questionID: q.ID, answer: a})
+	st.emit(effTell{questionID: q.ID, answer: a, by: protocol.DecidedByTimeout})
 	data := map[string]any{"questionId": q.ID, "tool": q.Tool, "input": q.Input, "option": a.OptionID, "kind": q.Kind}
 	if q.Skill != nil {
 		data["skill"] = q.Skill
@@ -223,7 +305,7 @@ func (st *stepper) policyAnswered(q protocol.Question, d *decision) {
 		data["skill"] = q.Skill
 	}
 	st.emit(effAudit{action: "permission.decided", actor: actor, data: data})
-	st.emit(effAnswer{questionID: q.ID, answer: agent.Answer{OptionID: d.option, Text: d.reason}})
+	st.emit(effTell{questionID: q.ID, answer: agent.Answer{OptionID: d.option, Text: d.reason}, by: protocol.DecidedByPolicy})
 }
 
 func grantsHave(list []protocol.Grant, rule string) bool {

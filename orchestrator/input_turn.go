@@ -138,9 +138,10 @@ func (cmdInterrupt) apply(st *stepper) error {
 	if (status != protocol.StatusRunning && status != protocol.StatusWaiting) || s.agent != agentUp {
 		return errTransition("interrupt", status)
 	}
-	// The caller interrupts the live agent; the turn then ends as the
-	// driver reports it (PTY: a question; stream: a failed result).
+	// The turn then ends as the driver reports it (PTY: a question;
+	// stream: a failed result).
 	s.interrupting = true
+	st.emit(effTell{interrupt: true})
 	return nil
 }
 

@@ -98,8 +98,9 @@ type state struct {
 	// completing is set while the finished turn's git work runs.
 	completing bool
 	askedAt    time.Time
-	askedID    string // the question askedAt is of, until a person's answer is recorded
-	costUSD    *float64
+	// answer is a person's answer on its way to the agent.
+	answer  personAnswer
+	costUSD *float64
 	// resumeOnLoad: read back from the store as live but not waiting on
 	// anybody (a crash interrupted it), so it continues by itself.
 	resumeOnLoad bool

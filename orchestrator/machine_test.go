@@ -56,6 +56,7 @@ func withBudget(usd float64) func(*state) {
 	return func(s *state) { s.MaxBudgetUsd = &usd }
 }
 func withActivity(a protocol.Activity) func(*state) { return func(s *state) { s.T.Activity = a } }
+func withAnswer(a personAnswer) func(*state)        { return func(s *state) { s.answer = a } }
 
 // kindName is an input's or effect's name, from its type: inStartFailed is
 // "start failed", cmdSetMode "set mode", effStopAgent "stop agent".
@@ -164,17 +165,19 @@ func TestTransitions(t *testing.T) {
 			}},
 		{name: "a permission cannot be marked done", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)), in: cmdMarkDone{},
 			status: protocol.StatusWaiting, wantErr: errPrecondition},
-		{name: "allow-always for the task is kept with it", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
-			in:     inAnswered{questionID: "q1", optionID: agent.OptionAllowAlways, grant: &protocol.Grant{Rule: "Bash(npm test:*)", Scope: protocol.GrantTask}},
+		{name: "allow-always for the task is kept with it", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission),
+			withAnswer(personAnswer{questionID: "q1", optionID: agent.OptionAllowAlways, taken: true, grant: &protocol.Grant{Rule: "Bash(npm test:*)", Scope: protocol.GrantTask}})),
+			in:     inResolved{questionID: "q1", by: protocol.DecidedByUser, optionID: agent.OptionAllowAlways, taken: true},
 			status: running,
 			check: func(t *testing.T, s state) {
 				if len(s.T.Grants) != 1 || s.T.Grants[0].Rule != "Bash(npm test:*)" {
 					t.Errorf("grants %+v", s.T.Grants)
 				}
 			}},
-		{name: "allow-always for the repository goes to its file", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
-			in:     inAnswered{questionID: "q1", optionID: agent.OptionAllowAlways, grant: &protocol.Grant{Rule: "Read", Scope: protocol.GrantRepository}},
-			status: running, effects: []string{"responded", "save grant", "disarm approval", "persist", "updated", "publish task/questionResolved"},
+		{name: "allow-always for the repository goes to its file", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission),
+			withAnswer(personAnswer{questionID: "q1", optionID: agent.OptionAllowAlways, taken: true, grant: &protocol.Grant{Rule: "Read", Scope: protocol.GrantRepository}})),
+			in:     inResolved{questionID: "q1", by: protocol.DecidedByUser, optionID: agent.OptionAllowAlways, taken: true},
+			status: running, effects: []string{"responded", "save grant", "disarm approval", "persist", "updated", "publish task/questionResolved", "answered"},
 			check: func(t *testing.T, s state) {
 				if len(s.T.Grants) != 0 {
 					t.Errorf("a repository grant was kept with the task: %+v", s.T.Grants)
@@ -202,21 +205,73 @@ func TestTransitions(t *testing.T) {
 			status: protocol.StatusWaiting, effects: []string{"persist", "updated", "publish task/question"}},
 		{name: "policy decides: shown, settled, answered", from: mk(running, agentUp),
 			in:     inQuestion{q: protocol.Question{ID: "q1", Kind: agent.KindPermission}, decided: &decision{option: agent.OptionAllow, tool: "Bash"}},
-			status: running, effects: []string{"publish task/question", "publish task/questionResolved", "answer"}},
+			status: running, effects: []string{"publish task/question", "publish task/questionResolved", "tell"}},
 		{name: "a stopping agent's question is dropped", from: mk(running, agentStopping), in: inQuestion{q: protocol.Question{ID: "q1", Kind: agent.KindPermission}},
 			status: running, effects: []string{}},
-		{name: "answered: running again, audited with response time", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
-			in: inAnswered{questionID: "q1", optionID: "allow"}, status: running,
-			effects: []string{"responded", "disarm approval", "persist", "updated", "publish task/questionResolved"}},
-		{name: "an answer the agent settled first is still recorded", from: mk(running, agentUp, func(s *state) { s.askedID = "q1" }),
-			in: inAnswered{questionID: "q1", optionID: "allow"}, status: running,
+		// A person's answer: told to the agent by the actor (effTell),
+		// settled by the agent's resolution, task/respond answered once
+		// both that and the agent's outcome are in, in either order.
+		{name: "a person's answer goes to the agent", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
+			in: cmdRespond{questionID: "q1", answer: agent.Answer{OptionID: "allow"}}, status: protocol.StatusWaiting, effects: []string{"tell"},
 			check: func(t *testing.T, s state) {
-				if s.askedID != "" {
-					t.Error("recorded twice could follow")
+				if s.answer.questionID != "q1" || s.answer.audit["responseSec"] == nil || s.T.PendingQuestion == nil {
+					t.Errorf("answer %+v pending %+v", s.answer, s.T.PendingQuestion)
 				}
 			}},
+		{name: "a permission answer needs an option", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
+			in: cmdRespond{questionID: "q1", answer: agent.Answer{Text: "why not"}}, status: protocol.StatusWaiting, wantErr: &protocol.Error{Code: protocol.CodeInvalidParams}},
 		{name: "answer to another question: not found", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
-			in: inAnswered{questionID: "q2"}, status: protocol.StatusWaiting, wantErr: errNotFound},
+			in: cmdRespond{questionID: "q2", answer: agent.Answer{OptionID: "allow"}}, status: protocol.StatusWaiting, wantErr: errNotFound},
+		{name: "a second answer while the first is on its way: not found", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission),
+			withAnswer(personAnswer{questionID: "q1", optionID: "allow"})),
+			in: cmdRespond{questionID: "q1", answer: agent.Answer{OptionID: "deny"}}, status: protocol.StatusWaiting, wantErr: errNotFound},
+		{name: "an answer to a stopping agent is refused", from: mk(protocol.StatusWaiting, agentStopping, withQuestion(protocol.QuestionPermission)),
+			in: cmdRespond{questionID: "q1", answer: agent.Answer{OptionID: "allow"}}, status: protocol.StatusWaiting, wantErr: errPrecondition},
+		{name: "taken, then settled: running again, audited, answered", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission),
+			withAnswer(personAnswer{questionID: "q1", optionID: "allow", taken: true})),
+			in: inResolved{questionID: "q1", by: protocol.DecidedByUser, optionID: "allow", taken: true}, status: running,
+			effects: []string{"responded", "disarm approval", "persist", "updated", "publish task/questionResolved", "answered"},
+			check: func(t *testing.T, s state) {
+				if s.answer.questionID != "" {
+					t.Errorf("answer still on its way: %+v", s.answer)
+				}
+			}},
+		{name: "settled before the agent's outcome: recorded, answered with the outcome", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission),
+			withAnswer(personAnswer{questionID: "q1", optionID: "allow"})),
+			in: inResolved{questionID: "q1", by: protocol.DecidedByUser, optionID: "allow", taken: true}, status: running,
+			effects: []string{"responded", "disarm approval", "persist", "updated", "publish task/questionResolved"},
+			check: func(t *testing.T, s state) {
+				if !s.answer.settled {
+					t.Errorf("answer %+v", s.answer)
+				}
+			}},
+		{name: "the agent's outcome after the settlement answers", from: mk(running, agentUp, withAnswer(personAnswer{questionID: "q1", settled: true})),
+			in: inAnswerOutcome{questionID: "q1"}, status: running, effects: []string{"answered"},
+			check: func(t *testing.T, s state) {
+				if s.answer.questionID != "" {
+					t.Errorf("answer still on its way: %+v", s.answer)
+				}
+			}},
+		{name: "the agent's outcome before the settlement waits for it", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission),
+			withAnswer(personAnswer{questionID: "q1"})),
+			in: inAnswerOutcome{questionID: "q1"}, status: protocol.StatusWaiting, effects: []string{},
+			check: func(t *testing.T, s state) {
+				if !s.answer.taken {
+					t.Errorf("answer %+v", s.answer)
+				}
+			}},
+		{name: "refused by the agent: answered with the refusal, still pending", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission),
+			withAnswer(personAnswer{questionID: "q1"})),
+			in: inAnswerOutcome{questionID: "q1", err: agent.ErrNoQuestion}, status: protocol.StatusWaiting, effects: []string{"answered"},
+			check: func(t *testing.T, s state) {
+				if s.answer.questionID != "" || s.T.PendingQuestion == nil {
+					t.Errorf("answer %+v pending %+v", s.answer, s.T.PendingQuestion)
+				}
+			}},
+		{name: "answered in the terminal while a person's answer was on its way: settled, not recorded as theirs", from: mk(protocol.StatusWaiting, agentUp,
+			withQuestion(protocol.QuestionPermission), withAnswer(personAnswer{questionID: "q1"})),
+			in: inResolved{questionID: "q1", by: protocol.DecidedByUser}, status: running,
+			effects: []string{"disarm approval", "persist", "updated", "publish task/questionResolved"}},
 		{name: "timeout denies a permission", from: mk(protocol.StatusWaiting, agentUp, withQuestion(protocol.QuestionPermission)),
 			in: inApprovalTimer{questionID: "q1"}, status: running,
 			check: func(t *testing.T, s state) {

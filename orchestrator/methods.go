@@ -405,24 +405,35 @@ func (o *Orchestrator) TaskSend(ctx context.Context, p *protocol.TaskSendParams)
 	if err != nil {
 		return nil, err
 	}
-	if r.sent != nil {
-		// The step typed it into the live agent (effSendPrompt), which
-		// waits for the idle prompt; the request gives up when its client
-		// does or familiar shuts down (the session's stop ends the typing
-		// too). Otherwise it queued the task (effQueueChanged woke the
-		// scheduler) or resumes it with the message.
-		select {
-		case err := <-r.sent:
-			if err != nil {
-				return nil, protocol.FailedPrecondition("the agent did not take the message: "+err.Error(), r.view.T.Status)
-			}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-o.closing:
-			return nil, protocol.Unavailable("familiar is shutting down")
-		}
+	// When the step typed it into the live agent (effSendPrompt), which
+	// waits for the idle prompt, the request waits for that (the session's
+	// stop ends the typing too). Otherwise it queued the task
+	// (effQueueChanged woke the scheduler) or resumes it with the message.
+	told, err := o.awaitTold(ctx, r.told)
+	if err != nil {
+		return nil, err
+	}
+	if told != nil {
+		return nil, protocol.FailedPrecondition("the agent did not take the message: "+told.Error(), r.view.T.Status)
 	}
 	return o.viewOf(a.view()), nil
+}
+
+// awaitTold waits for the outcome of what a command's step told the live
+// agent (reply.told; nil: nothing, nothing to wait for), giving up when the
+// request's client does or familiar shuts down (err).
+func (o *Orchestrator) awaitTold(ctx context.Context, told <-chan error) (outcome, err error) {
+	if told == nil {
+		return nil, nil
+	}
+	select {
+	case outcome := <-told:
+		return outcome, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-o.closing:
+		return nil, protocol.Unavailable("familiar is shutting down")
+	}
 }
 
 // send gives the task a follow-up (cmdSend) once its agent is released.
@@ -853,14 +864,16 @@ func (o *Orchestrator) TaskInterrupt(ctx context.Context, p *protocol.TaskIDPara
 	if err != nil {
 		return nil, err
 	}
-	v, err := a.call(ctx, cmdInterrupt{})
+	r := a.ask(ctx, cmdInterrupt{}, false)
+	if r.err != nil {
+		return nil, r.err
+	}
+	told, err := o.awaitTold(ctx, r.told)
 	if err != nil {
 		return nil, err
 	}
-	if v.sess != nil {
-		if err := v.sess.Interrupt(); err != nil {
-			return nil, fmt.Errorf("interrupt the agent: %w", err)
-		}
+	if told != nil {
+		return nil, fmt.Errorf("interrupt the agent: %w", told)
 	}
 	return o.viewOf(a.view()), nil
 }

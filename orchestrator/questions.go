@@ -15,43 +15,26 @@ const timeoutText = "Nobody answered this permission request within the approval
 // person (not a permission) found nobody.
 const noAnswerText = "Nobody is available to answer questions in this run. Choose what you think is best, say which choice you made, and carry on."
 
-// TaskRespond passes a person's answer to the agent. The agent is answered
-// first (it refuses a question it no longer asks: a second window's answer
-// gets NotFound); then the task settles the question.
+// TaskRespond passes a person's answer to the agent, through the task's
+// actor (cmdRespond, effTell), and returns once the agent has taken it and
+// the question is settled, or with the agent's refusal (it refuses a
+// question it no longer asks: a second window's answer gets NotFound).
 func (o *Orchestrator) TaskRespond(ctx context.Context, p *protocol.TaskRespondParams) (*protocol.Task, error) {
 	a, err := o.get(p.ID)
 	if err != nil {
 		return nil, err
 	}
-	v := a.view()
-	q := v.T.PendingQuestion
-	if q == nil || q.ID != p.QuestionID {
-		return nil, protocol.NotFound("question", p.QuestionID)
+	r := a.ask(ctx, cmdRespond{questionID: p.QuestionID, scope: p.GrantScope,
+		answer: agent.Answer{OptionID: p.OptionID, Text: p.Text, UpdatedInput: json.RawMessage(p.UpdatedInput)}}, false)
+	if r.err != nil {
+		return nil, r.err
 	}
-	if v.sess == nil || v.agentPhase != agentUp {
-		return nil, errTransition("answer a question of", v.T.Status)
+	refused, err := o.awaitTold(ctx, r.told)
+	if err != nil {
+		return nil, err
 	}
-	if q.Kind == protocol.QuestionPermission && p.OptionID == "" {
-		return nil, protocol.InvalidParams("optionId", "a permission question needs optionId (allow, allow_always or deny)")
-	}
-	if err := v.sess.Answer(p.QuestionID, agent.Answer{OptionID: p.OptionID, Text: p.Text, UpdatedInput: json.RawMessage(p.UpdatedInput)}); err != nil {
-		return nil, answerError(err)
-	}
-	data := map[string]any{"questionId": p.QuestionID, "kind": q.Kind, "tool": q.Tool, "input": q.Input, "option": p.OptionID}
-	if len(p.UpdatedInput) > 0 {
-		data["modifiedInput"] = p.UpdatedInput
-	}
-	if p.Text != "" {
-		data["text"] = p.Text
-	}
-	if q.Skill != nil {
-		data["skill"] = q.Skill
-	}
-	grant := grantOf(q, p.OptionID, p.GrantScope, p.ID, o.clk.Now())
-	if _, err := a.call(ctx, inAnswered{questionID: p.QuestionID, optionID: p.OptionID, audit: data, grant: grant}); err != nil {
-		// The agent took the answer; the question went away meanwhile
-		// (answered in the terminal): nothing left to settle.
-		o.logger.Debug("settle answer", "task", p.ID, "err", err)
+	if refused != nil {
+		return nil, answerError(refused)
 	}
 	return o.viewOf(a.view()), nil
 }

@@ -120,7 +120,7 @@ type walkKey struct {
 	stopReason                                             protocol.BlockedReason
 	op                                                     opKind
 	completing, resumeOnLoad, requeued, resumeLater, retry bool
-	interrupting, asked, followUp                          bool
+	interrupting, answering, followUp                      bool
 	question                                               protocol.QuestionKind
 	blocked                                                protocol.BlockedReason
 	session, result, noChanges, overBudget                 bool
@@ -130,7 +130,7 @@ type walkKey struct {
 func key(s state) walkKey {
 	k := walkKey{status: s.T.Status, agent: s.agent, stop: s.stop.kind, stopReason: s.stop.reason,
 		op: s.op, completing: s.completing, resumeOnLoad: s.resumeOnLoad, requeued: s.requeued, resumeLater: s.resumeAfterOp,
-		retry: s.StartFailures > 0, interrupting: s.interrupting, asked: s.askedID != "", followUp: s.FollowUp != "",
+		retry: s.StartFailures > 0, interrupting: s.interrupting, answering: s.answer.questionID != "", followUp: s.FollowUp != "",
 		session: s.T.Agent != nil && s.T.Agent.SessionID != "", result: s.T.Result != nil,
 		forecast: len(s.T.Conflicts)+len(s.T.Overlaps) > 0, warm: s.warm}
 	if q := s.T.PendingQuestion; q != nil {
@@ -167,7 +167,10 @@ func walkInputs() []input {
 		inQuestion{q: protocol.Question{ID: "q1", Kind: protocol.QuestionQuestion, Text: "which?"}},
 		inQuestion{q: protocol.Question{ID: "q1", Kind: protocol.QuestionDialog}},
 		inQuestion{q: protocol.Question{ID: "q2", Kind: agent.KindPermission}, decided: &decision{option: agent.OptionAllow, tool: "Bash"}},
-		inResolved{questionID: "q1", by: protocol.DecidedByAgent}, inAnswered{questionID: "q1", optionID: "allow"},
+		inResolved{questionID: "q1", by: protocol.DecidedByAgent},
+		cmdRespond{questionID: "q1", answer: agent.Answer{OptionID: "allow"}},
+		inResolved{questionID: "q1", by: protocol.DecidedByUser, optionID: "allow", taken: true},
+		inAnswerOutcome{questionID: "q1"}, inAnswerOutcome{questionID: "q1", err: agent.ErrNoQuestion},
 		inApprovalTimer{questionID: "q1"},
 		inTurnEnded{turn: agent.TurnEnded{LastMessage: "done"}}, inTurnEnded{turn: agent.TurnEnded{Asks: "q1"}},
 		inTurnEnded{turn: agent.TurnEnded{BackgroundTasks: 1}},
