@@ -7,7 +7,6 @@ import (
 	"github.com/familiar-dev/familiar/agent"
 	"github.com/familiar-dev/familiar/policy"
 	"github.com/familiar-dev/familiar/protocol"
-	"github.com/familiar-dev/familiar/store"
 )
 
 // decision is what the permission policy said about one tool call.
@@ -69,21 +68,3 @@ func validPolicy(field string, p *protocol.Policy) error {
 	}
 	return nil
 }
-
-// audit appends an entry to the audit log, in order with the notifications
-// (the publisher writes both). Entries are never dropped silently: failures
-// are logged.
-func (o *Orchestrator) audit(taskID, action, actor string, data any) {
-	b, err := json.Marshal(data)
-	if err != nil {
-		o.logger.Error("encode audit entry", "action", action, "err", err)
-		return
-	}
-	o.pub.appendAudit(store.AuditEntry{At: o.clk.Now().UTC(), TaskID: taskID, Action: action, Actor: actor, Data: o.mask(b)})
-}
-
-// mask hides secrets in JSON familiar records but did not write itself.
-func (o *Orchestrator) mask(b json.RawMessage) json.RawMessage { return o.masker.JSON(b) }
-
-// maskString hides secrets in text familiar records but did not write.
-func (o *Orchestrator) maskString(s string) string { return o.masker.String(s) }

@@ -2,61 +2,13 @@ package protocol
 
 import "time"
 
-// Familiar's additions to PROTOCOL.md for issue 17: a prose question marked
-// done, whole texts behind clipped ones, and allow-always grants. Kept in one
-// file so they read together; their methods are part of Server.
+// Allow-always grants (familiar's addition to PROTOCOL.md): the rule a
+// person granted, where it holds, and the methods that list and revoke them.
 
 const (
-	MethodTaskMarkDone = "task/markDone"
-	MethodTaskText     = "task/text"
 	MethodPolicyList   = "policy/list"
 	MethodPolicyRevoke = "policy/revoke"
 )
-
-// TaskMarkDoneParams: {id, questionId?}. questionId, when given, must be the
-// pending question's.
-type TaskMarkDoneParams struct {
-	ID         string `json:"id"`
-	QuestionID string `json:"questionId,omitempty"`
-}
-
-func (p *TaskMarkDoneParams) Validate() error {
-	var c checker
-	c.required("id", p.ID)
-	return c.result()
-}
-
-// TaskTextParams: {id, ref, offset?, limit? (default 65536)}.
-type TaskTextParams struct {
-	ID     string `json:"id"`
-	Ref    string `json:"ref"`
-	Offset int64  `json:"offset,omitempty"`
-	Limit  int    `json:"limit,omitempty"`
-}
-
-func (p *TaskTextParams) Validate() error {
-	var c checker
-	c.required("id", p.ID)
-	c.required("ref", p.Ref)
-	if p.Offset < 0 {
-		c.fail("offset", "offset must not be negative, not %d.", p.Offset)
-	}
-	c.intRange("limit", p.Limit, 0, MaxOutputLimit)
-	return c.result()
-}
-
-func (p *TaskTextParams) EffectiveLimit() int { return orDefault(p.Limit, DefaultOutputLimit) }
-
-// TaskTextResult is one page of a text: offsets are in bytes of the whole
-// text, and a page never ends inside a UTF-8 character.
-type TaskTextResult struct {
-	Data       string `json:"data"`
-	Offset     int64  `json:"offset"`
-	NextOffset int64  `json:"nextOffset"`
-	Size       int64  `json:"size"`
-	// Truncated is set when the text goes on after nextOffset.
-	Truncated bool `json:"truncated"`
-}
 
 // GrantScope is where an allow-always grant holds.
 type GrantScope string
