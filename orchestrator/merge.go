@@ -99,7 +99,7 @@ func (o *Orchestrator) TaskMerge(ctx context.Context, p *protocol.TaskMergeParam
 			o.logger.Warn("remove after merge", "task", p.ID, "err", err)
 		}
 	}
-	return o.TaskGet(ctx, &protocol.TaskIDParams{ID: p.ID})
+	return o.taskNow(p.ID)
 }
 
 // keepOnly narrows the merge candidate after (made on before) to the
@@ -226,7 +226,7 @@ func (o *Orchestrator) undo(ctx context.Context, p *protocol.TaskIDParams, warn 
 		o.pub.publish(p.ID, protocol.ServerMessageNotification{Level: protocol.LevelWarning,
 			Text: "Undone, but " + notUndoable + " The undone commit stays at " + o.lastUndoRef(ctx, p.ID) + " (every undo of the task is kept under " + worktree.UndoRef(p.ID) + "/)."})
 	}
-	return o.TaskGet(ctx, &protocol.TaskIDParams{ID: p.ID})
+	return o.taskNow(p.ID)
 }
 
 // lastUndoRef is the ref the task's latest undo kept its work at.

@@ -195,7 +195,14 @@ func (o *Orchestrator) enqueue(p *persisted) (*protocol.Task, error) {
 
 // TaskGet returns one task.
 func (o *Orchestrator) TaskGet(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
-	a, err := o.get(p.ID)
+	return o.taskNow(p.ID)
+}
+
+// taskNow is the task as it is now, with its steps (task/get); the methods
+// that answer with the task they changed read it here, not through
+// TaskGet, so no protocol method calls another.
+func (o *Orchestrator) taskNow(id string) (*protocol.Task, error) {
+	a, err := o.get(id)
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +366,7 @@ func (o *Orchestrator) cancelTask(ctx context.Context, p *protocol.TaskIDParams,
 			return nil, err
 		}
 	}
-	return o.TaskGet(ctx, p)
+	return o.taskNow(p.ID)
 }
 
 // TaskPause stops the agent gracefully, keeps its session and worktree and
@@ -372,7 +379,7 @@ func (o *Orchestrator) TaskPause(ctx context.Context, p *protocol.TaskIDParams) 
 	if err := o.waitAgentGone(ctx, v); err != nil {
 		return nil, err
 	}
-	return o.TaskGet(ctx, p)
+	return o.taskNow(p.ID)
 }
 
 // TaskResume queues a paused or blocked task; it continues its claude
@@ -722,19 +729,20 @@ func (o *Orchestrator) TaskRemove(ctx context.Context, p *protocol.TaskRemovePar
 // removeWorktree is task/remove's git work. One remove, merge or undo of a
 // task runs at a time.
 func (o *Orchestrator) removeWorktree(ctx context.Context, p *protocol.TaskRemoveParams) error {
-	a, v, err := o.beginOp(ctx, p.ID, opRemove)
+	op, err := o.claim(ctx, p.ID, opRemove)
 	if err != nil {
 		return err
 	}
-	done := cmdEndOp{op: opRemove}
-	defer func() { a.post(envelope{in: done}) }()
-	if wt := v.T.Worktree; wt != nil {
+	defer op.release()
+	if wt := op.v.T.Worktree; wt != nil {
 		err := o.cfg.Repo.Remove(ctx, wt.Path, worktree.RemoveOptions{DeleteBranch: p.DeleteBranch, Force: p.Force})
 		if err != nil && !errors.Is(err, worktree.ErrNotFound) {
 			return mapError(err, "remove worktree", "force")
 		}
 	}
-	done.ok = true
+	if err := op.finish(cmdEndOp{ok: true}); err != nil {
+		o.logger.Warn("end operation", "task", p.ID, "op", opRemove, "err", err)
+	}
 	return nil
 }
 
