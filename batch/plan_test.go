@@ -89,7 +89,7 @@ func TestRunPlan(t *testing.T) {
 				t.Errorf("the base has %s", f)
 			}
 		}
-		for _, want := range []string{"failed    Add c (c): the merge queue set it aside", `held      Add d on c (d), needs c: held: it needs "c" failed`,
+		for _, want := range []string{"failed    Add c (c): the merge queue set it aside", `held      Add d on c (d), needs c: it needs "c" failed`,
 			"nobody can retry, edit or skip a step in a headless run", "the plan did not finish"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("output lacks %q:\n%s", want, out.String())

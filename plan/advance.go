@@ -59,7 +59,7 @@ func (pl *Planner) drafted(r *record, plan protocol.Plan) {
 			plan.Why = fmt.Sprintf("the architect's plan has %s to fix before it can run (plan/update): %s",
 				count(len(probs), "problem"), probs[0].Message)
 		} else {
-			plan.Why = "review the steps, then run the plan"
+			plan.Why = ""
 		}
 		pl.host.Audit(plan.ArchitectTaskID, "plan.drafted", "agent", map[string]any{"planId": plan.ID, "steps": len(steps), "problems": len(probs)})
 		if len(probs) == 0 && r.Run {

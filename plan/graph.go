@@ -126,7 +126,7 @@ func Decide(p protocol.Plan, w World) (protocol.Plan, []Action) {
 		}
 		switch {
 		case len(blocking) > 0:
-			s.State, s.Why = protocol.StepHeld, "held: it needs "+strings.Join(blocking, "; ")
+			s.State, s.Why = protocol.StepHeld, "it needs "+strings.Join(blocking, "; ")
 		case len(waiting) > 0:
 			s.State, s.Why = protocol.StepPending, "waits for "+andList(waiting)+" to merge"
 		default:

@@ -258,7 +258,6 @@ func (pl *Planner) Create(ctx context.Context, p *protocol.PlanCreateParams) (*p
 		}
 		plan.Steps = stepsOf(p.Steps, nil)
 		plan.State = protocol.PlanDraft
-		plan.Why = "review the steps, then run the plan"
 	}
 	pl.mu.Lock()
 	r.Plan = plan
@@ -380,7 +379,7 @@ func (pl *Planner) Update(ctx context.Context, p *protocol.PlanUpdateParams) (*p
 		}
 	}
 	if plan.State == protocol.PlanDraft {
-		plan.Why = "review the steps, then run the plan"
+		plan.Why = ""
 	}
 	pl.host.Audit("", "plan.updated", "user", map[string]any{"planId": plan.ID, "steps": len(plan.Steps)})
 	snap := pl.commit(r, plan)

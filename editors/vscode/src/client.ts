@@ -9,7 +9,7 @@ import { PROTOCOL_VERSION } from './binary';
 import * as rpc from 'vscode-jsonrpc/node';
 import { Emitter } from 'vscode-jsonrpc';
 import type {
-  Event, InitializeResult, Queue, QueueStatusResult, QueueUpdatedNotification, TaskOutputResult, ServerMessageNotification, SettingsUpdate, Task, TaskCompletedNotification,
+  Event, InitializeResult, Plan, PlanListResult, PlanUpdatedNotification, Queue, QueueStatusResult, QueueUpdatedNotification, TaskOutputResult, ServerMessageNotification, SettingsUpdate, Task, TaskCompletedNotification,
   TaskOutputNotification, TaskQuestionNotification, TaskTranscriptNotification, TaskQuestionResolvedNotification, TaskUpdatedNotification,
   TaskHookNotification, SkillsChangedNotification,
 } from './protocol';
@@ -41,6 +41,8 @@ export class FamiliarClient {
   readonly tasks = new Map<string, Task>();
   /** The merge queue: the running one, else the last (queue/status at connect, then queue/updated). */
   queue?: Queue;
+  /** The plans (plan/list at connect, then plan/updated). */
+  readonly plans = new Map<string, Plan>();
   lastSeq = 0;
   state: ConnectionState = 'disconnected';
   init?: InitializeResult;
@@ -67,6 +69,7 @@ export class FamiliarClient {
   private readonly _onMessage = new Emitter<[ServerMessageNotification, Meta]>();
   private readonly _onTranscript = new Emitter<TaskTranscriptNotification>();
   private readonly _onQueue = new Emitter<[Queue, Meta]>();
+  private readonly _onPlan = new Emitter<Plan>();
   private readonly _onHook = new Emitter<TaskHookNotification>();
   private readonly _onSkillsChanged = new Emitter<[SkillsChangedNotification, Meta]>();
   private readonly _onSeq = new Emitter<number>();
@@ -86,6 +89,8 @@ export class FamiliarClient {
   readonly onTranscript = this._onTranscript.event;
   /** queue/updated: a step of the merge queue (replayed ones too, in order). */
   readonly onQueue = this._onQueue.event;
+  /** plan/updated: a plan changed (replayed ones too, in order). */
+  readonly onPlan = this._onPlan.event;
   /** task/hook: a hook call of a verbose task (live, and replayed after a reconnect; a view dedupes by seq). */
   readonly onHook = this._onHook.event;
   /** skills/changed: the skill files changed, with the ones that did not load. */
@@ -140,7 +145,7 @@ export class FamiliarClient {
     const conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout!, { charset: 'utf-8', contentTypeDecoder: outputSkippingDecoder }), new rpc.StreamMessageWriter(proc.stdin!));
     this.conn = conn;
     const notify = (method: string) => conn.onNotification(method, (params: any) => this.notification(method, params));
-    for (const m of ['task/updated', 'task/output', 'task/question', 'task/questionResolved', 'task/completed', 'server/message', 'skills/changed', 'task/hook', 'task/transcript', 'queue/updated']) notify(m);
+    for (const m of ['task/updated', 'task/output', 'task/question', 'task/questionResolved', 'task/completed', 'server/message', 'skills/changed', 'task/hook', 'task/transcript', 'queue/updated', 'plan/updated']) notify(m);
     let lost = false;
     const onLost = () => {
       if (lost || gen !== this.generation) return;
@@ -218,6 +223,12 @@ export class FamiliarClient {
       // The queue as it is now (a familiar without one answers -32601).
       const st = await this.request<QueueStatusResult>('queue/status', {}).catch(() => undefined);
       if (st) this.queue = st.queue;
+      // The plans (a familiar without them answers -32601).
+      const plans = await this.request<PlanListResult>('plan/list', {}).catch(() => undefined);
+      if (plans) {
+        this.plans.clear();
+        for (const p of plans.plans) this.plans.set(p.id, p);
+      }
     } finally {
       this.replaying = false;
       const q = this.queued;
@@ -276,6 +287,14 @@ export class FamiliarClient {
         const q = (params as QueueUpdatedNotification).queue;
         this.queue = q;
         this._onQueue.fire([q, meta]);
+        return;
+      }
+      case 'plan/updated': {
+        const p = (params as PlanUpdatedNotification).plan;
+        const old = this.plans.get(p.id);
+        if (old && !newerOrSame(p.updatedAt, old.updatedAt)) return;
+        this.plans.set(p.id, p);
+        this._onPlan.fire(p);
         return;
       }
       case 'task/transcript':

@@ -25,6 +25,7 @@ import { History } from './history';
 import { move } from './queue';
 import { autonomyWarning, showGrants } from './grants';
 import { MergeQueue } from './mergequeue';
+import { Plans } from './plans';
 import { changeMode } from './modes';
 import { skillsChanged } from './skills';
 import { addPreset, checkMcpServers, settingServers } from './mcp';
@@ -82,6 +83,7 @@ export class Familiar implements vscode.Disposable {
   readonly ends = new EndAnnouncer();
   readonly history = new History(this);
   readonly queue = new MergeQueue(this);
+  readonly plans: Plans;
   private readonly details = new DetailsProvider(this);
   readonly taskViews: TaskViews;
   private readonly newTaskForm: NewTaskForm;
@@ -92,8 +94,9 @@ export class Familiar implements vscode.Disposable {
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.taskViews = new TaskViews(this, context.extensionUri);
+    this.plans = new Plans(this, context.extensionUri);
     this.newTaskForm = new NewTaskForm(this, context.workspaceState, context.extensionUri);
-    this.disposables.push(this.terminals, this.taskViews, this.queue, this.tree, this.mentions);
+    this.disposables.push(this.terminals, this.taskViews, this.queue, this.plans, this.tree, this.mentions);
     this.log = vscode.window.createOutputChannel('Familiar', { log: true });
     this.status = vscode.window.createStatusBarItem('familiar.status', vscode.StatusBarAlignment.Left, 50);
     this.status.name = 'Familiar';
@@ -204,6 +207,12 @@ export class Familiar implements vscode.Disposable {
     reg('familiar.cancelQueue', () => this.queue.cancel());
     reg('familiar.undoQueue', () => this.queue.undo());
     reg('familiar.dismissQueue', () => this.queue.dismiss());
+    const planId = (arg: any): string | undefined => (typeof arg === 'string' ? arg : arg?.kind === 'plan' ? arg.id : undefined);
+    reg('familiar.newPlan', () => this.plans.newPlan());
+    reg('familiar.openPlan', (arg) => { const id = planId(arg); if (id) this.plans.open(id); });
+    reg('familiar.runPlan', (arg) => { const id = planId(arg); if (id) return this.plans.act('plan/run', { id }); });
+    reg('familiar.cancelPlan', (arg) => { const id = planId(arg); if (id) return this.plans.act('plan/cancel', { id }, 'The plan is cancelled; what merged stays merged until Undo Plan.'); });
+    reg('familiar.undoPlan', (arg) => { const id = planId(arg); if (id) return this.plans.undo(id); });
     reg('familiar.checkMcpServers', () => checkMcpServers(this));
     reg('familiar.addMcpPreset', () => addPreset(this));
     reg('familiar.runDoctor', () => this.runDoctor());
@@ -324,6 +333,7 @@ export class Familiar implements vscode.Disposable {
       // (Re)connected: output notifications may have been missed meanwhile.
       this.terminals.wakeAll();
       this.queue.loaded();
+      this.plans.loaded();
       this.tree.refresh();
       this.updateStatus();
       // Ends replayed from what was missed, announced if the task is still so
@@ -345,6 +355,7 @@ export class Familiar implements vscode.Disposable {
     });
     client.onTranscript((n) => this.taskViews.transcript(n));
     client.onQueue(([q]) => this.queue.updated(q));
+    client.onPlan((p) => this.plans.updated(p));
     client.onHook((n) => this.taskViews.hook(n));
     client.onSkillsChanged(([n, meta]) => void skillsChanged(this, n, meta).catch((err) => this.fail(err)));
     client.onTask((t) => {
@@ -702,6 +713,13 @@ export class Familiar implements vscode.Disposable {
     if (end.success && !vscode.workspace.getConfiguration('familiar').get('notifyOnCompletion', true)) return;
     if (end.success && this.queue.takes(end.id)) {
       this.log.info(`task ${end.id} is ready again; the merge queue takes it`);
+      return;
+    }
+    if (end.success && this.plans.owns(end.id)) {
+      // A plan merges its steps itself, and says when its steps are written
+      // and when it ends: "ready to merge… Merge…" would offer what the
+      // plan is about to do.
+      this.log.info(`task ${end.id} ended; its plan takes it`);
       return;
     }
     const n = endNotice(t?.title ?? end.id, end, r && { changedFiles: r.changedFiles?.length ?? 0, costUsd: r.costUsd, summary: r.summary });

@@ -63,7 +63,8 @@ export class MergeQueue implements vscode.Disposable {
     this.f.tree.refresh();
     if ((q.state === 'done' || q.state === 'cancelled') && !this.announced.has(q.id)) {
       this.announced.add(q.id);
-      void this.announce(q);
+      // A plan's merges are the plan's to announce (and Undo Plan's to take back).
+      if (!q.items.every((i) => this.f.plans.contains(i.taskId))) void this.announce(q);
     }
     this.scheduleExpiry();
   }

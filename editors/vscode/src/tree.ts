@@ -7,9 +7,10 @@ import type { Task } from './protocol';
 import { statusHoldsWorktree } from './protocol';
 import { escapeMd } from './ui';
 import { isQueueNode, QueueNode } from './mergequeue';
+import { isPlanNode, PlanNode } from './plans';
 import { forecastLines, forecastSummary, forecastText } from './queuemodel';
 
-export type Node = { kind: 'group'; id: GroupId } | { kind: 'task'; id: string } | QueueNode
+export type Node = { kind: 'group'; id: GroupId } | { kind: 'task'; id: string } | QueueNode | PlanNode
   // "Show more…" under a paged group; the search's heading row (history.ts).
   | { kind: 'more'; id: GroupId } | { kind: 'search'; id: string };
 
@@ -183,10 +184,12 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
         this.clicks.delete(id);
       }
       if (this.filter) return [this.node('search', 'search'), ...this.filter.tasks.map((t) => this.node('task', t.id))];
-      // The merge queue, while it runs (and its undo window after), first.
-      return [...this.f.queue.roots(), ...groups.filter((g) => all.some((t) => groupOfTask(t) === g.id)).map((g) => this.node('group', g.id))];
+      // The merge queue, while it runs (and its undo window after), first;
+      // then the plans under way (and those that ended in the last half hour).
+      return [...this.f.queue.roots(), ...this.f.plans.roots(), ...groups.filter((g) => all.some((t) => groupOfTask(t) === g.id)).map((g) => this.node('group', g.id))];
     }
     if (isQueueNode(n)) return this.f.queue.children(n);
+    if (isPlanNode(n)) return this.f.plans.children(n);
     // A task's conflict forecast is summed up on its row ("conflicts with 2
     // tasks"), listed in its tooltip and its view: rows under each ready
     // task took 2-4 more rows apiece (5 ready tasks, 17 rows).
@@ -207,6 +210,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   getTreeItem(n: Node): vscode.TreeItem {
     const now = Date.now();
     if (isQueueNode(n)) return this.f.queue.treeItem(n);
+    if (isPlanNode(n)) return this.f.plans.treeItem(n);
     if (n.kind === 'group') {
       const g = groups.find((x) => x.id === n.id)!;
       const count = tasksIn(n.id, this.f.client?.tasks.values() ?? []).length;
@@ -282,6 +286,7 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
 
   getParent(n: Node): Node | undefined {
     if (isQueueNode(n)) return this.f.queue.parent(n);
+    if (isPlanNode(n)) return this.f.plans.parent(n);
     if (n.kind === 'group') return undefined;
     if (n.kind !== 'task' || this.filter) return undefined;
     const t = this.f.task(n.id);

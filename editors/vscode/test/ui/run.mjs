@@ -5,6 +5,7 @@
 // mode, skills, mcp (issue 26: Change Mode…, skills and directives in New Task, MCP servers).
 // chat (issue 36: the message box, Stop, Stop and send, both drivers; Enter → model and Stop → turn end figures in test-artifacts/chat.json),
 // cards (issue 36: questions answered on their card, accept edits, inline options, a reload with a view open, Open Worktree).
+// plan (issue 39: New Plan…, a step edited, Run, the steps' progress, Undo Plan),
 // keep (issue 36: keep or discard each file before merging), mention (issue 36: @-mentions reach the model), bigview (issue 36: a 5,000-entry view's open time and the host's event loop while it streams; test-artifacts/bigview.json).
 // FAMILIAR_UI_RUNS sets the latency sample count (default 20).
 
@@ -441,6 +442,64 @@ const scenarios = {
    * the end. The queue's steps show in the view, and one notification says
    * what merged and what went back and why; Undo Queue restores main.
    */
+  async plan(model) {
+    // Issue 39: New Plan… (the scripted architect answers with two steps, b
+    // after a), the plan's view in draft, a step edited and saved, Run, the
+    // steps' progress in the tree and the view, main with both, Undo Plan.
+    await withSession('plan', { env: model.env, settings: { 'familiar.undoWindowSec': 3600 } }, async (s) => {
+      await s.ready();
+      await s.openView();
+      const rpc = await socketClient(s);
+      try {
+        await rpc.request('settings/update', { settings: { permissionPolicy: { default: 'allow' } } });
+        const before = execFileSync('git', ['rev-parse', 'main'], { cwd: s.repo }).toString().trim();
+        const step = (id, title, needs, file) => [`  - id: ${id}`, `    title: ${title}`, `    needs: [${needs}]`, '    description: |',
+          `      add ${file}`, `      @@TOOL Bash {"command":"touch ${file}"}`, `      @@TEXT Added ${file}.`];
+        const yaml = ['steps:', ...step('a', 'Add a', '', 'plan-a.txt'), ...step('b', 'Add b after a', 'a', 'plan-b.txt')].join('\n');
+        const answer = 'Here is the plan.\n```familiar-plan\n' + yaml + '\n```';
+        // The goal is the architect's scripted answer, on one line (an input box).
+        const goal = '@@TEXT ' + answer.replaceAll('\\', '\\\\').replaceAll('\n', '\\n');
+        await s.command('Familiar: New Plan…');
+        await s.answerInput(goal, { expectTitle: 'New Plan' });
+        let v = await viewOf(s, 'Plan:', 60000);
+        await v.locator('.state', { hasText: 'draft: review the steps, then Run' }).waitFor({ timeout: 240000 });
+        await v.locator('#graph', { hasText: 'Order: a → b' }).waitFor({ timeout: 30000 });
+        await s.shot('plan-draft');
+        // Edit a step: its title, saved through plan/update.
+        const title = v.locator('input[aria-label="Title of step b"]');
+        await title.fill('Add b, after a (edited)');
+        await v.locator('button', { hasText: 'Save Changes' }).click();
+        await waitFor('the edit saved', async () => {
+          const { plans } = await rpc.request('plan/list', {});
+          return plans[0]?.steps?.[1]?.title === 'Add b, after a (edited)';
+        }, 30000, 200);
+        // A need that names no step is refused in words, naming the step and field.
+        await v.locator('input[aria-label="Steps that step b needs"]').fill('a, nope');
+        await v.locator('button', { hasText: 'Save Changes' }).click();
+        await v.locator('#error', { hasText: 'needs "nope", which is not a step of this plan' }).waitFor({ timeout: 30000 });
+        await s.shot('plan-refused-edit');
+        await v.locator('button', { hasText: 'Discard Changes' }).click();
+        await v.locator('button', { hasText: /^Run$/ }).click();
+        // The steps in the tree under their plan, and the view following.
+        const row = (label) => s.page.locator(`.monaco-list-row[aria-label^="${label}"]`).first();
+        await row('Add a, ').waitFor({ state: 'attached', timeout: 60000 });
+        await v.locator('.state', { hasText: 'done: 2 of 2 steps merged' }).waitFor({ timeout: 300000 });
+        await row('Add b, after a (edited), merged').waitFor({ state: 'attached', timeout: 30000 });
+        await s.shot('plan-done');
+        for (const f of ['plan-a.txt', 'plan-b.txt']) if (!fs.existsSync(path.join(s.repo, f))) throw new Error(`main lacks ${f}`);
+        // Undo Plan: both merges taken back, main where it was.
+        await v.locator('button', { hasText: 'Undo Plan' }).click();
+        const confirm = s.page.locator('.monaco-dialog-box .dialog-buttons a, .monaco-dialog-box .dialog-buttons button', { hasText: 'Undo Plan' }).first();
+        await confirm.click({ timeout: 30000 });
+        await v.locator('.state', { hasText: 'undone' }).waitFor({ timeout: 120000 });
+        const after = execFileSync('git', ['rev-parse', 'main'], { cwd: s.repo }).toString().trim();
+        if (after !== before) throw new Error(`main after Undo Plan is ${after}, not ${before}`);
+        await s.shot('plan-undone');
+      } finally {
+        rpc.close();
+      }
+    });
+  },
   async queue(model) {
     const verify = "test ! -f c.txt || test -f ok-marker || { echo 'ok-marker is missing'; exit 1; }";
     await withSession('queue', {
@@ -1814,7 +1873,7 @@ async function load(s, floodDir, agentNice) {
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'chat', 'cards', 'keep', 'mention', 'load'];
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'chat', 'cards', 'keep', 'mention', 'plan', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
