@@ -23,7 +23,7 @@ func (effPersist) run(a *actor) {
 	// next goes into the same commit (a commit costs milliseconds,
 	// tens under load, and a question waited for two). A full store
 	// is announced by OnStoreHealth.
-	a.saving = a.o.queueSave(&a.st.persisted)
+	a.saving = a.o.saveSoon(&a.st.persisted)
 }
 
 type effUpdated struct{} // announce task/updated

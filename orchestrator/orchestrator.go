@@ -177,7 +177,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	o.startCtx, o.startCancel = context.WithCancel(o.ctx)
 	o.pub = newPublisher(cfg.Store, cfg.Notifier, cfg.Logger)
-	o.mq = mergequeue.New(mergequeue.Config{Host: queueHost{o}, Repo: cfg.Repo, Store: cfg.Store, DataDir: cfg.DataDir,
+	o.mq = mergequeue.New(mergequeue.Config{Host: mergeQueueHost{o}, Repo: cfg.Repo, Store: cfg.Store, DataDir: cfg.DataDir,
 		Clock: o.clk, Logger: o.logger, Ctx: o.startCtx, NotUndoable: notUndoable})
 	if err := o.load(); err != nil {
 		o.cancel()

@@ -74,8 +74,9 @@ func (o *Orchestrator) save(p *persisted) error {
 	return nil
 }
 
-// queueSave queues the task's save and returns a wait for it.
-func (o *Orchestrator) queueSave(p *persisted) func(context.Context) error {
+// saveSoon puts the task's save on the store's save queue (committed with
+// the writes queued beside it) and returns a wait for it.
+func (o *Orchestrator) saveSoon(p *persisted) func(context.Context) error {
 	data, err := json.Marshal(p)
 	if err != nil {
 		o.logger.Error("encode task", "id", p.T.ID, "err", err)

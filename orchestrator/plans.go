@@ -137,7 +137,7 @@ func (h planHost) Integrate(ctx context.Context, ids []string, verify *string) e
 	p := &protocol.QueueMergeParams{IDs: ids, Verify: verify}
 	// Ready while the queue runs (another step's merge): join it rather
 	// than wait for its end.
-	if joined, err := h.o.joinQueue(ctx, p); joined || err != nil {
+	if joined, err := h.o.joinMergeQueue(ctx, p); joined || err != nil {
 		return err
 	}
 	_, err := h.o.QueueMerge(ctx, p)

@@ -11,7 +11,7 @@ import (
 )
 
 // The merge queue is package mergequeue's; here is what the orchestrator
-// gives it (queueHost: its tasks driven through internal commands, never
+// gives it (mergeQueueHost: its tasks driven through internal commands, never
 // its protocol methods) and the protocol methods that reach it.
 
 // QueueCancel is queue/cancel: the queue stops after its current step.
@@ -26,27 +26,27 @@ func (o *Orchestrator) QueueUndo(ctx context.Context, p *protocol.QueueUndoParam
 	return o.mq.Undo(ctx)
 }
 
-// queueHost is the orchestrator as the merge queue sees it.
-type queueHost struct{ o *Orchestrator }
+// mergeQueueHost is the orchestrator as the merge queue sees it.
+type mergeQueueHost struct{ o *Orchestrator }
 
-func (h queueHost) Claim(ctx context.Context, id string) (mergequeue.Op, error) {
+func (h mergeQueueHost) Claim(ctx context.Context, id string) (mergequeue.Op, error) {
 	op, err := h.o.claim(ctx, id, opMerge)
 	if err != nil {
 		return nil, err
 	}
-	return queueOp{op}, nil
+	return mergeQueueOp{op}, nil
 }
 
-func (h queueHost) Task(id string) (mergequeue.Task, bool) {
+func (h mergeQueueHost) Task(id string) (mergequeue.Task, bool) {
 	a, err := h.o.get(id)
 	if err != nil {
 		return mergequeue.Task{}, false
 	}
-	return h.o.queueTaskOf(a.view()), true
+	return h.o.mergeQueueTask(a.view()), true
 }
 
-// queueTaskOf is what the queue reads of a task's view.
-func (o *Orchestrator) queueTaskOf(v *taskView) mergequeue.Task {
+// mergeQueueTask is what the queue reads of a task's view.
+func (o *Orchestrator) mergeQueueTask(v *taskView) mergequeue.Task {
 	t := mergequeue.Task{ID: v.T.ID, Title: v.T.Title, Status: v.T.Status, Blocked: v.T.Blocked, Busy: v.op != opNone}
 	t.Worktree, _ = o.worktreeOfView(v)
 	if r := v.T.Result; r != nil {
@@ -61,55 +61,55 @@ func (o *Orchestrator) queueTaskOf(v *taskView) mergequeue.Task {
 	return t
 }
 
-func (h queueHost) SendFollowUp(ctx context.Context, id, text string) error {
+func (h mergeQueueHost) SendFollowUp(ctx context.Context, id, text string) error {
 	return h.o.sendFollowUp(ctx, id, text)
 }
 
-func (h queueHost) RemoveWorktree(ctx context.Context, id string) error {
+func (h mergeQueueHost) RemoveWorktree(ctx context.Context, id string) error {
 	return h.o.removeWorktree(ctx, &protocol.TaskRemoveParams{ID: id, DeleteBranch: true})
 }
 
-func (h queueHost) UndoMerge(ctx context.Context, id string) error {
+func (h mergeQueueHost) UndoMerge(ctx context.Context, id string) error {
 	_, err := h.o.undo(ctx, &protocol.TaskIDParams{ID: id}, false)
 	return err
 }
 
-func (h queueHost) RestoreBranch(ctx context.Context, id, commit string) error {
+func (h mergeQueueHost) RestoreBranch(ctx context.Context, id, commit string) error {
 	return h.o.restoreBranch(ctx, id, commit)
 }
 
-func (h queueHost) Audit(taskID, action, actor string, data any) {
+func (h mergeQueueHost) Audit(taskID, action, actor string, data any) {
 	h.o.audit(taskID, action, actor, data)
 }
-func (h queueHost) Publish(taskID string, n protocol.Notification) {
+func (h mergeQueueHost) Publish(taskID string, n protocol.Notification) {
 	h.o.pub.publish(taskID, n)
 	if _, ok := n.(protocol.QueueUpdatedNotification); ok {
 		// A plan's ready steps wait for the queue to end.
 		h.o.plans.Poke()
 	}
 }
-func (h queueHost) Mask(s string) string                   { return h.o.maskString(s) }
-func (h queueHost) ClipText(id, s string) (string, string) { return h.o.clipText(id, s) }
-func (h queueHost) Settings() protocol.Settings            { return h.o.settingsNow() }
+func (h mergeQueueHost) Mask(s string) string                   { return h.o.maskString(s) }
+func (h mergeQueueHost) ClipText(id, s string) (string, string) { return h.o.clipText(id, s) }
+func (h mergeQueueHost) Settings() protocol.Settings            { return h.o.settingsNow() }
 
-// queueOp is a task claimed for the queue's merge.
-type queueOp struct{ op *opHandle }
+// mergeQueueOp is a task claimed for the queue's merge.
+type mergeQueueOp struct{ op *opHandle }
 
-func (q queueOp) Task() mergequeue.Task { return q.op.o.queueTaskOf(q.op.v) }
+func (q mergeQueueOp) Task() mergequeue.Task { return q.op.o.mergeQueueTask(q.op.v) }
 
-func (q queueOp) Land(ctx context.Context, base, before, after, strategy, queueID string) (worktree.MergeResult, error) {
+func (q mergeQueueOp) Land(ctx context.Context, base, before, after, strategy, queueID string) (worktree.MergeResult, error) {
 	return q.op.o.landMerge(ctx, q.op, base, before, after, strategy, queueID)
 }
 
-func (q queueOp) SetAside(block *protocol.Blocked) error {
+func (q mergeQueueOp) SetAside(block *protocol.Blocked) error {
 	return q.op.finish(cmdEndOp{block: block})
 }
 
-func (q queueOp) Release() { q.op.release() }
+func (q mergeQueueOp) Release() { q.op.release() }
 
 // QueueMerge is queue/merge.
 func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergeParams) (*protocol.Queue, error) {
-	st, err := o.queueStart(ctx, p)
+	st, err := o.mergeQueueStart(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -121,24 +121,24 @@ func (o *Orchestrator) QueueMerge(ctx context.Context, p *protocol.QueueMergePar
 	return o.mq.Run(st)
 }
 
-// joinQueue adds ready tasks to the running merge queue when it merges
+// joinMergeQueue adds ready tasks to the running merge queue when it merges
 // into their base as p asks (mergequeue.Join); false when none runs or it
 // is another's kind.
-func (o *Orchestrator) joinQueue(ctx context.Context, p *protocol.QueueMergeParams) (bool, error) {
+func (o *Orchestrator) joinMergeQueue(ctx context.Context, p *protocol.QueueMergeParams) (bool, error) {
 	if !o.mq.Running() {
 		return false, nil
 	}
-	st, err := o.queueStart(ctx, p)
+	st, err := o.mergeQueueStart(ctx, p)
 	if err != nil {
 		return false, err
 	}
 	return o.mq.Join(st.IDs, st.Titles, st.Base, st.Strategy, st.Verify), nil
 }
 
-// queueStart checks a queue/merge: each task ready and on a branch, their
+// mergeQueueStart checks a queue/merge: each task ready and on a branch, their
 // bases' checkouts clean, the verify command found.
-func (o *Orchestrator) queueStart(ctx context.Context, p *protocol.QueueMergeParams) (mergequeue.Start, error) {
-	ids, err := o.queueTasks(p.IDs)
+func (o *Orchestrator) mergeQueueStart(ctx context.Context, p *protocol.QueueMergeParams) (mergequeue.Start, error) {
+	ids, err := o.mergeQueueTasks(p.IDs)
 	if err != nil {
 		return mergequeue.Start{}, err
 	}
@@ -185,12 +185,12 @@ func (o *Orchestrator) queueStart(ctx context.Context, p *protocol.QueueMergePar
 	for i, e := range entries {
 		titles[i] = e.title
 	}
-	return mergequeue.Start{ID: newQueueID(), IDs: ids, Titles: titles, Base: entries[0].base, Strategy: strategy, Verify: verify}, nil
+	return mergequeue.Start{ID: newMergeQueueID(), IDs: ids, Titles: titles, Base: entries[0].base, Strategy: strategy, Verify: verify}, nil
 }
 
-// queueTasks is the tasks a queue takes: those named, or every ready one
+// mergeQueueTasks is the tasks a queue takes: those named, or every ready one
 // with something to merge, by priority (highest first), then oldest first.
-func (o *Orchestrator) queueTasks(named []string) ([]string, error) {
+func (o *Orchestrator) mergeQueueTasks(named []string) ([]string, error) {
 	if len(named) > 0 {
 		return named, nil
 	}
@@ -236,7 +236,7 @@ func (o *Orchestrator) verifyCommand(asked *string) (string, error) {
 	}
 	return cfg.MergeVerify, nil
 }
-func newQueueID() string {
+func newMergeQueueID() string {
 	return "q" + newTaskID()[1:]
 }
 
