@@ -385,7 +385,17 @@ func (o *Orchestrator) TaskPause(ctx context.Context, p *protocol.TaskIDParams) 
 // TaskResume queues a paused or blocked task; it continues its claude
 // session with --resume in the same worktree when a slot is free.
 func (o *Orchestrator) TaskResume(ctx context.Context, p *protocol.TaskIDParams) (*protocol.Task, error) {
-	a, err := o.get(p.ID)
+	v, err := o.resume(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return o.viewOf(v), nil
+}
+
+// resume continues a paused or blocked task: task/resume's, and a plan's
+// for a step familiar's stop interrupted.
+func (o *Orchestrator) resume(ctx context.Context, id string) (*taskView, error) {
+	a, err := o.get(id)
 	if err != nil {
 		return nil, err
 	}
@@ -393,11 +403,7 @@ func (o *Orchestrator) TaskResume(ctx context.Context, p *protocol.TaskIDParams)
 		return nil, err
 	}
 	// Queued by the step, which wakes the scheduler (effQueueChanged).
-	v, err := a.call(ctx, cmdResume{})
-	if err != nil {
-		return nil, err
-	}
-	return o.viewOf(v), nil
+	return a.call(ctx, cmdResume{})
 }
 
 // TaskSend gives the agent a follow-up message: typed into a live agent;

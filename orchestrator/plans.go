@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/familiar-dev/familiar/plan"
@@ -63,11 +64,15 @@ func (h planHost) CreateTask(ctx context.Context, p *protocol.TaskCreateParams) 
 	if err := p.Validate(); err != nil {
 		return "", err
 	}
-	t, err := h.o.TaskCreate(ctx, p)
+	t, err := h.o.newTask(ctx, p)
 	if err != nil {
 		return "", err
 	}
-	return t.ID, nil
+	snap, err := h.o.enqueue(t)
+	if err != nil {
+		return "", err
+	}
+	return snap.ID, nil
 }
 
 func (h planHost) CancelTask(ctx context.Context, id string) error {
@@ -76,7 +81,7 @@ func (h planHost) CancelTask(ctx context.Context, id string) error {
 }
 
 func (h planHost) ResumeTask(ctx context.Context, id string) error {
-	_, err := h.o.TaskResume(ctx, &protocol.TaskIDParams{ID: id})
+	_, err := h.o.resume(ctx, id)
 	return err
 }
 
@@ -119,12 +124,12 @@ func (h planHost) FinalText(ctx context.Context, id string) (string, error) {
 	}
 	var b strings.Builder
 	for offset := int64(0); ; {
-		page, err := h.o.TaskText(ctx, &protocol.TaskTextParams{ID: id, Ref: r.SummaryRef, Offset: offset})
+		page, err := h.o.texts(id).Read(r.SummaryRef, offset, 1<<20)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("read the architect's plan: %w", err)
 		}
 		b.WriteString(page.Data)
-		if !page.Truncated || page.NextOffset <= offset {
+		if !page.More || page.NextOffset <= offset {
 			return b.String(), nil
 		}
 		offset = page.NextOffset
@@ -140,7 +145,11 @@ func (h planHost) Integrate(ctx context.Context, ids []string, verify *string) e
 	if joined, err := h.o.joinMergeQueue(ctx, p); joined || err != nil {
 		return err
 	}
-	_, err := h.o.QueueMerge(ctx, p)
+	st, err := h.o.mergeQueueStart(ctx, p)
+	if err != nil {
+		return err
+	}
+	_, err = h.o.mq.Run(st)
 	return err
 }
 
