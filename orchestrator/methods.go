@@ -887,7 +887,7 @@ func (o *Orchestrator) TaskInterrupt(ctx context.Context, p *protocol.TaskIDPara
 		return nil, err
 	}
 	if told != nil {
-		return nil, fmt.Errorf("interrupt the agent: %w", told)
+		return nil, protocol.ErrorOf(told, protocol.ErrorContext{What: "interrupt the agent", Status: r.view.T.Status})
 	}
 	return o.viewOf(a.view()), nil
 }
