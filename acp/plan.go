@@ -218,6 +218,11 @@ func planWords(p *protocol.Plan) string {
 	for _, pr := range p.Problems {
 		fmt.Fprintf(&b, "- %s\n", pr.Message)
 	}
+	if p.State == protocol.PlanDraft {
+		for _, w := range p.Warnings {
+			fmt.Fprintf(&b, "- Note: %s\n", w.Message)
+		}
+	}
 	if p.Why != "" {
 		fmt.Fprintf(&b, "%s.\n", strings.TrimSuffix(p.Why, "."))
 	}

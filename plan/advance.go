@@ -54,6 +54,9 @@ func (pl *Planner) drafted(r *record, plan protocol.Plan) {
 		steps, probs := Parse(text)
 		plan.Steps = stepsOf(steps, nil)
 		plan.Problems = probs
+		if len(probs) == 0 {
+			plan.Warnings = Overlaps(steps)
+		}
 		plan.State = protocol.PlanDraft
 		if len(probs) > 0 {
 			plan.Why = fmt.Sprintf("the architect's plan has %s to fix before it can run (plan/update): %s",

@@ -171,3 +171,57 @@ func Order(steps []protocol.PlanStepSpec) []string {
 	}
 	return out
 }
+
+// Overlaps warns of steps that may run at the same time (neither needs the
+// other, directly or not) and say they touch the same file: their merges
+// would likely conflict, and the second to merge would go back to its
+// agent. Not an error (a file is a hint, and a conflict is handled): said
+// when the person reviews the plan, with the fix. Steps must have passed
+// Check.
+func Overlaps(steps []protocol.PlanStepSpec) []protocol.PlanProblem {
+	index := map[string]int{}
+	for i, s := range steps {
+		index[s.ID] = i
+	}
+	// before[i][j]: step j comes before step i (i needs it, or needs one
+	// that does).
+	before := make([]map[int]bool, len(steps))
+	var reach func(i int) map[int]bool
+	reach = func(i int) map[int]bool {
+		if before[i] != nil {
+			return before[i]
+		}
+		before[i] = map[int]bool{}
+		for _, n := range steps[i].Needs {
+			j, ok := index[n]
+			if !ok {
+				continue
+			}
+			before[i][j] = true
+			for k := range reach(j) {
+				before[i][k] = true
+			}
+		}
+		return before[i]
+	}
+	var out []protocol.PlanProblem
+	for i := range steps {
+		for j := i + 1; j < len(steps); j++ {
+			if reach(i)[j] || reach(j)[i] {
+				continue
+			}
+			var shared []string
+			for _, f := range steps[i].Files {
+				if slices.Contains(steps[j].Files, f) {
+					shared = append(shared, f)
+				}
+			}
+			if len(shared) > 0 {
+				out = append(out, protocol.PlanProblem{Step: steps[j].ID, Index: j, Field: "needs", Message: fmt.Sprintf(
+					"steps %q and %q may run at the same time and both touch %s: their merges would likely conflict; make one need the other",
+					steps[i].ID, steps[j].ID, strings.Join(shared, ", "))})
+			}
+		}
+	}
+	return out
+}

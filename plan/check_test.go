@@ -127,3 +127,35 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestOverlapsWarnOfParallelStepsOnOneFile(t *testing.T) {
+	steps := []protocol.PlanStepSpec{spec("a"), spec("b"), spec("c", "a"), spec("d", "b")}
+	steps[0].Files = []string{"api.go", "x.go"}
+	steps[1].Files = []string{"api.go"}
+	steps[2].Files = []string{"api.go"} // after a: ordered with a, not with b
+	steps[3].Files = []string{"x.go"}   // after b only: parallel to a
+	got := Overlaps(steps)
+	var said []string
+	for _, p := range got {
+		said = append(said, p.Message)
+	}
+	want := []string{
+		`steps "a" and "b" may run at the same time and both touch api.go`,
+		`steps "a" and "d" may run at the same time and both touch x.go`,
+		`steps "b" and "c" may run at the same time and both touch api.go`,
+	}
+	if len(said) != len(want) {
+		t.Fatalf("overlaps = %q", said)
+	}
+	for i := range want {
+		if !strings.Contains(said[i], want[i]) || !strings.Contains(said[i], "make one need the other") {
+			t.Errorf("overlap %d = %q, want %q", i, said[i], want[i])
+		}
+	}
+	steps[1].Needs = []string{"a"}
+	steps[3].Needs = []string{"b"}
+	steps[2].Needs = []string{"a", "b"}
+	if got := Overlaps(steps); len(got) != 0 {
+		t.Errorf("ordered steps: %+v", got)
+	}
+}

@@ -212,6 +212,7 @@ func clonePlan(p protocol.Plan) protocol.Plan {
 		s.TaskIDs = slices.Clone(s.TaskIDs)
 	}
 	c.Problems = slices.Clone(p.Problems)
+	c.Warnings = slices.Clone(p.Warnings)
 	return c
 }
 
@@ -257,6 +258,7 @@ func (pl *Planner) Create(ctx context.Context, p *protocol.PlanCreateParams) (*p
 			return nil, problemsError(probs)
 		}
 		plan.Steps = stepsOf(p.Steps, nil)
+		plan.Warnings = Overlaps(p.Steps)
 		plan.State = protocol.PlanDraft
 	}
 	pl.mu.Lock()
@@ -367,7 +369,7 @@ func (pl *Planner) Update(ctx context.Context, p *protocol.PlanUpdateParams) (*p
 		return nil, problemsError(probs)
 	}
 	plan.Steps = stepsOf(p.Steps, old)
-	plan.Problems = nil
+	plan.Problems, plan.Warnings = nil, Overlaps(p.Steps)
 	if p.Goal != nil {
 		plan.Goal = *p.Goal
 	}

@@ -236,7 +236,11 @@ type Plan struct {
 	Steps           []PlanStep `json:"steps"`
 	// Problems are what keeps the steps from running, when the plan is a
 	// draft that cannot run yet.
-	Problems  []PlanProblem `json:"problems,omitempty"`
+	Problems []PlanProblem `json:"problems,omitempty"`
+	// Warnings are what the person may want to change before running:
+	// steps that may run at the same time and say they touch the same
+	// file (their merges would likely conflict).
+	Warnings  []PlanProblem `json:"warnings,omitempty"`
 	Totals    PlanTotals    `json:"totals"`
 	CreatedAt time.Time     `json:"createdAt"`
 	StartedAt time.Time     `json:"startedAt,omitzero"`

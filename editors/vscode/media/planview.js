@@ -63,6 +63,11 @@
       for (const p of plan.problems) ul.append(el('li', '', (p.step ? p.step + ' · ' + p.field + ': ' : '') + p.message));
       probs.append(ul);
     }
+    if (plan.warnings && plan.warnings.length) {
+      const ul = el('ul', 'warnings');
+      for (const w of plan.warnings) ul.append(el('li', '', w.message));
+      probs.append(ul);
+    }
     $('graph').textContent = steps.length ? 'Order: ' + graph(steps) : '';
     const list = $('steps');
     list.textContent = '';

@@ -309,6 +309,12 @@ export interface Plan {
    * draft that cannot run yet.
    */
   problems?: PlanProblem[];
+  /**
+   * Warnings are what the person may want to change before running:
+   * steps that may run at the same time and say they touch the same
+   * file (their merges would likely conflict).
+   */
+  warnings?: PlanProblem[];
   totals: PlanTotals;
   createdAt: string;
   startedAt?: string;
