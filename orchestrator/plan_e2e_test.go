@@ -461,3 +461,47 @@ func TestPlanSurvivesARestart(t *testing.T) {
 		t.Error("no plan.stepResumed in the audit")
 	}
 }
+
+// Issue 39: plan/cancel while a step works and another waits on it: the
+// working step's task is cancelled (its worktree kept), the waiting one
+// never starts, main is untouched; plan/update and plan/run are refused in
+// words afterwards, naming the plan's state.
+func TestPlanCancelStopsItsSteps(t *testing.T) {
+	e := openQueue(t, 60)
+	ctx := context.Background()
+	base := gitIn(t, e.repo, "rev-parse", "main")
+	steps := []protocol.PlanStepSpec{
+		{ID: "slow", Title: "Slow", Description: writes("sleep 120", "")},
+		{ID: "after", Title: "After", Needs: []string{"slow"}, Description: writes("touch after.txt", "")},
+	}
+	p, err := e.o.PlanCreate(ctx, &protocol.PlanCreateParams{Steps: steps, Run: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.notes.wait(t, "slow at work", func(x note) bool {
+		return is(protocol.NotifyTaskUpdated, `"activity":"running_command"`)(x)
+	})
+	got, err := e.o.PlanCancel(ctx, &protocol.PlanIDParams{ID: p.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != protocol.PlanCancelled || stepOf(got, "after").State != protocol.StepCancelled || stepOf(got, "after").TaskID != "" {
+		t.Fatalf("after plan/cancel: %s %+v", got.State, got.Steps)
+	}
+	slow := e.get(t, stepOf(got, "slow").TaskID)
+	if slow.Status != protocol.StatusCancelled && slow.Status != protocol.StatusBlocked {
+		t.Errorf("the slow step's task is %s", slow.Status)
+	}
+	if now := gitIn(t, e.repo, "rev-parse", "main"); now != base {
+		t.Errorf("main moved to %s", now)
+	}
+	if _, err := e.o.PlanRun(ctx, &protocol.PlanIDParams{ID: p.ID}); err == nil || !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("plan/run of a cancelled plan: %v", err)
+	}
+	if _, err := e.o.PlanUpdate(ctx, &protocol.PlanUpdateParams{ID: p.ID, Steps: steps}); err == nil || !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("plan/update of a cancelled plan: %v", err)
+	}
+	if _, err := e.o.PlanGet(ctx, &protocol.PlanIDParams{ID: "pnope"}); err == nil || !strings.Contains(err.Error(), `No plan with id "pnope"`) {
+		t.Errorf("plan/get of an unknown plan: %v", err)
+	}
+}
