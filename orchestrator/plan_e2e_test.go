@@ -471,16 +471,17 @@ func TestPlanCancelStopsItsSteps(t *testing.T) {
 	ctx := context.Background()
 	base := gitIn(t, e.repo, "rev-parse", "main")
 	steps := []protocol.PlanStepSpec{
-		{ID: "slow", Title: "Slow", Description: writes("sleep 120", "")},
+		// The scripted model takes a minute to answer: the step is at work.
+		{ID: "slow", Title: "Slow", Description: "go\n@@DELAY 60s\n@@TEXT Late."},
 		{ID: "after", Title: "After", Needs: []string{"slow"}, Description: writes("touch after.txt", "")},
 	}
 	p, err := e.o.PlanCreate(ctx, &protocol.PlanCreateParams{Steps: steps, Run: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.notes.wait(t, "slow at work", func(x note) bool {
-		return is(protocol.NotifyTaskUpdated, `"activity":"running_command"`)(x)
-	})
+	e.notes.wait(t, "slow started", stepNote(p.ID, "slow", protocol.StepRunning))
+	slowID := stepOf(lastPlan(t, e, p.ID), "slow").TaskID
+	e.notes.wait(t, "slow at work", statusIs(slowID, protocol.StatusRunning))
 	got, err := e.o.PlanCancel(ctx, &protocol.PlanIDParams{ID: p.ID})
 	if err != nil {
 		t.Fatal(err)
