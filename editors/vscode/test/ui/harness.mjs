@@ -91,7 +91,7 @@ function installExtension(extensionsDir) {
   const pkg = JSON.parse(fs.readFileSync(path.join(extDir, 'package.json'), 'utf8'));
   const dest = path.join(extensionsDir, `${pkg.publisher}.${pkg.name}-${pkg.version}`);
   fs.mkdirSync(dest, { recursive: true });
-  for (const f of ['package.json', 'dist', 'media', 'README.md']) {
+  for (const f of ['package.json', 'dist', 'media', 'schemas', 'README.md']) {
     const src = path.join(extDir, f);
     if (fs.existsSync(src)) fs.cpSync(src, path.join(dest, f), { recursive: true });
   }

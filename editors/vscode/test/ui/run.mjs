@@ -5,7 +5,7 @@
 // mode, skills, mcp (issue 26: Change Mode…, skills and directives in New Task, MCP servers).
 // chat (issue 36: the message box, Stop, Stop and send, both drivers; Enter → model and Stop → turn end figures in test-artifacts/chat.json),
 // cards (issue 36: questions answered on their card, accept edits, inline options, a reload with a view open, Open Worktree).
-// plan (issue 39: New Plan…, a step edited, Run, the steps' progress, Undo Plan),
+// plan (issue 39: New Plan…, a step edited, Run, the steps' progress, Undo Plan), schema (issue 41: a JSON tasks file's typo squiggled),
 // keep (issue 36: keep or discard each file before merging), mention (issue 36: @-mentions reach the model), bigview (issue 36: a 5,000-entry view's open time and the host's event loop while it streams; test-artifacts/bigview.json).
 // FAMILIAR_UI_RUNS sets the latency sample count (default 20).
 
@@ -442,6 +442,30 @@ const scenarios = {
    * the end. The queue's steps show in the view, and one notification says
    * what merged and what went back and why; Undo Queue restores main.
    */
+  async schema(model) {
+    // Issue 41: a JSON tasks file with a typo gets its squiggle as it is
+    // typed (the schema the extension contributes), the Problems panel names
+    // the key; the YAML association is contributed for the Red Hat YAML
+    // extension (which cannot be installed here).
+    const pkg = JSON.parse(fs.readFileSync(path.join(process.cwd(), 'package.json'), 'utf8'));
+    const yaml = pkg.contributes.yamlValidation ?? [];
+    if (!yaml.some((v) => v.url === './schemas/tasks.schema.json' && v.fileMatch.includes('familiar-tasks.yaml'))) throw new Error(`no YAML association for tasks files: ${JSON.stringify(yaml)}`);
+    if (!yaml.some((v) => v.url === './schemas/config.schema.json')) throw new Error('no YAML association for .familiar/config.yaml');
+    const typo = '{\n  "tasks": [\n    { "titel": "Fix the login", "description": "After login users land on /home." }\n  ]\n}\n';
+    await withSession('schema', { env: model.env, files: { 'familiar-tasks.json': typo } }, async (s) => {
+      await s.ready();
+      await s.command('Go to File');
+      await s.pick('familiar-tasks.json');
+      await s.page.locator('.monaco-editor .view-lines', { hasText: 'titel' }).first().waitFor({ timeout: 30000 });
+      await s.page.locator('.monaco-editor .squiggly-warning, .monaco-editor .squiggly-error').first().waitFor({ state: 'attached', timeout: 60000 });
+      await s.command('View: Focus Problems');
+      const problem = s.page.locator('.markers-panel .monaco-list-row', { hasText: /titel|title/ }).first();
+      await problem.waitFor({ timeout: 30000 });
+      const said = await s.page.locator('.markers-panel').innerText();
+      if (!/Property titel is not allowed|Missing property "title"/.test(said)) throw new Error(`the Problems panel says: ${said}`);
+      await s.shot('tasks-file-squiggle');
+    });
+  },
   async plan(model) {
     // Issue 39: New Plan… (the scripted architect answers with two steps, b
     // after a), the plan's view in draft, a step edited and saved, Run, the
@@ -1873,7 +1897,7 @@ async function load(s, floodDir, agentNice) {
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'chat', 'cards', 'keep', 'mention', 'plan', 'load'];
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'chat', 'cards', 'keep', 'mention', 'plan', 'schema', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
