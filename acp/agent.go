@@ -74,6 +74,10 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	}
 	a.mu.Unlock()
 	for _, s := range open {
+		a.rememberSeen(s)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		s.releasePrepared(rctx)
+		cancel()
 		if taskID := s.task(); taskID != "" {
 			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			if t, err := s.f.TaskGet(gctx, &protocol.TaskGetParams{ID: taskID}); err == nil {
@@ -402,7 +406,17 @@ func (a *Agent) newSession(ctx context.Context, raw json.RawMessage) (any, error
 	if err := authRequired(f); err != nil {
 		return nil, err
 	}
-	s := a.addSession(ctx, newID(), f, *p.Cwd, mcp)
+	s := a.addSession(ctx, newID(), f, *p.Cwd, mcp, true)
+	s.mu.Lock()
+	done := s.preparing // before the answer: a reprepare after it waits for this one
+	s.mu.Unlock()
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		s.prepare(pctx, done)
+	}()
 	return replied{result: map[string]any{"sessionId": s.id, "modes": modes(s.mode), "configOptions": s.configOptions()},
 		then: s.announce}, nil
 }
@@ -424,9 +438,12 @@ func (a *Agent) sessionPlace(ctx context.Context, method string, cwd *string, se
 	return f, mcp, nil
 }
 
-func (a *Agent) addSession(ctx context.Context, id string, f *familiar, cwd string, mcp map[string]protocol.McpServer) *session {
+func (a *Agent) addSession(ctx context.Context, id string, f *familiar, cwd string, mcp map[string]protocol.McpServer, prepare bool) *session {
 	s := &session{id: id, a: a, f: f, cwd: cwd, mcp: mcp, mode: string(protocol.ModeExecutor),
-		model: modelDefault, skills: skillsDefault, announced: map[string]bool{}}
+		model: modelDefault, skills: skillsDefault, announced: map[string]bool{}, changed: make(chan struct{}, 1)}
+	if prepare {
+		s.preparing = make(chan struct{})
+	}
 	// The skills offered: without them the option offers the profile's
 	// defaults and none, which still holds.
 	if list, err := f.SkillsList(ctx, &protocol.SkillsListParams{}); err != nil {
@@ -471,7 +488,7 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay boo
 		return nil, &rpcError{Code: codeNotFound, Message: fmt.Sprintf("No session %q in %s: %v", p.SessionID, f.root, err),
 			Data: map[string]string{"field": "sessionId"}}
 	}
-	s := a.addSession(ctx, p.SessionID, f, *p.Cwd, mcp)
+	s := a.addSession(ctx, p.SessionID, f, *p.Cwd, mcp, false)
 	s.mode, s.skills = string(t.Mode), skillsStarted
 	if t.Model != "" {
 		s.model = t.Model
@@ -488,7 +505,15 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay boo
 		s.mu.Lock()
 		s.settled = settledFrom(t.Steps)
 		s.mu.Unlock()
-		s.follow(t.ID)
+		if seen := a.seen(f.root, p.SessionID, t.ID); seen > 0 {
+			// What streamed since the session's last client went
+			// (issue 37): the rest of the conversation it did not show.
+			if err := s.replayFrom(ctx, t, seen); err != nil {
+				return nil, errorOf(err, "", a.opts.Logger)
+			}
+		} else {
+			s.follow(t.ID)
+		}
 	}
 	return replied{result: map[string]any{"modes": modes(s.mode), "configOptions": s.configOptions()}, then: s.announce}, nil
 }
@@ -497,20 +522,29 @@ func (a *Agent) loadSession(ctx context.Context, raw json.RawMessage, replay boo
 // task's agent stopped (paused: the task stays, and loading the session
 // later goes on with it), and the session forgotten here.
 func (a *Agent) closeSession(ctx context.Context, s *session) (any, error) {
-	s.cancel(ctx)
+	var t *protocol.Task
 	if taskID := s.task(); taskID != "" {
-		t, err := s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID})
-		if err != nil {
+		var err error
+		if t, err = s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID}); err != nil {
 			return nil, errorOf(err, "", a.opts.Logger)
 		}
-		if t.Status.HoldsWorktree() { // its agent is, or is about to be, at work
-			if _, err := s.f.TaskPause(ctx, &protocol.TaskPauseParams{ID: taskID}); err != nil {
-				return nil, errorOf(err, "stop the session's agent", a.opts.Logger)
-			}
-		} else {
+	}
+	if t != nil && t.Status.HoldsWorktree() {
+		// Its agent is, or is about to be, at work: the pause stops the
+		// turn and the agent at once (interrupted first, the turn could
+		// end, the task finish and its claude stay warm before the pause).
+		s.abandonTurn()
+		if _, err := s.f.TaskPause(ctx, &protocol.TaskPauseParams{ID: t.ID}); err != nil {
+			return nil, errorOf(err, "stop the session's agent", a.opts.Logger)
+		}
+	} else {
+		s.cancel(ctx)
+		if t != nil {
 			letWarmGo(ctx, s.f, t)
 		}
 	}
+	s.releasePrepared(ctx)
+	a.rememberSeen(s)
 	// The session stops following its task here, so the prompt in flight
 	// (if any) hears of no end of its turn: it ends now.
 	s.mu.Lock()
@@ -594,6 +628,7 @@ func (a *Agent) deleteSession(ctx context.Context, raw json.RawMessage) (any, er
 		}
 	}
 	if s != nil {
+		s.releasePrepared(ctx)
 		a.forget(s)
 	}
 	if plainName(p.SessionID) {
@@ -651,8 +686,8 @@ func (a *Agent) listSessions(ctx context.Context, raw json.RawMessage) (any, err
 	byTask := a.sessionIDs(f.root)
 	sessions := []map[string]any{}
 	for _, t := range res.Tasks {
-		if a.deleted(f.root, t.ID) {
-			continue
+		if a.deleted(f.root, t.ID) || a.sessionAfter(f.root, t.ID) != "" {
+			continue // deleted, or an earlier task of a listed conversation
 		}
 		id := byTask[t.ID]
 		if id == "" {
@@ -681,11 +716,68 @@ func (a *Agent) rememberTask(root, sessionID, taskID string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("remember session: %w", err)
 	}
+	// A session made here is "acp-…"; any other id is the task another
+	// editor made, which stands for its session until it goes on.
+	if old := a.taskOf(root, sessionID); old != taskID && plainName(old) && (old != sessionID || !strings.HasPrefix(sessionID, "acp-")) {
+		// The conversation goes on in a new task (a prompt after /merge,
+		// /retry): the one before is this session's past, not a session
+		// of its own in session/list (issue 37).
+		prev := filepath.Join(dir, "previous")
+		if err := os.MkdirAll(prev, 0o700); err != nil {
+			return fmt.Errorf("remember session: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(prev, old), []byte(sessionID), 0o600); err != nil {
+			return fmt.Errorf("remember session: %w", err)
+		}
+	}
 	tmp := filepath.Join(dir, "."+sessionID+".tmp")
 	if err := os.WriteFile(tmp, []byte(taskID), 0o600); err != nil {
 		return fmt.Errorf("remember session: %w", err)
 	}
 	return os.Rename(tmp, filepath.Join(dir, sessionID))
+}
+
+// What a session's client was last sent is kept when the client goes
+// (session/close, the editor's exit): acp/seen/<session id> holds the task
+// and the notification's seq, so session/resume sends what came after.
+
+func (a *Agent) rememberSeen(s *session) {
+	s.mu.Lock()
+	taskID, seq := s.taskID, s.lastSeq
+	s.mu.Unlock()
+	if taskID == "" || seq == 0 || !plainName(s.id) {
+		return
+	}
+	dir := filepath.Join(a.mapDir(s.f.root), "seen")
+	tmp := filepath.Join(dir, "."+s.id+".tmp")
+	err := os.MkdirAll(dir, 0o700)
+	if err == nil {
+		err = os.WriteFile(tmp, []byte(fmt.Sprintf("%s %d", taskID, seq)), 0o600)
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, s.id))
+	}
+	if err != nil {
+		a.opts.Logger.Warn("remember what the session's client saw", "err", err)
+	}
+}
+
+// seen is the seq a session's last client was sent of task taskID, 0 when
+// not known (none kept, or kept of another task).
+func (a *Agent) seen(root, sessionID, taskID string) int64 {
+	if !plainName(sessionID) {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(a.mapDir(root), "seen", sessionID))
+	if err != nil {
+		return 0
+	}
+	var task string
+	var seq int64
+	if _, err := fmt.Sscanf(string(b), "%s %d", &task, &seq); err != nil || task != taskID {
+		return 0
+	}
+	return seq
 }
 
 // A deleted session's task stays in familiar's store (other editors list
@@ -707,14 +799,33 @@ func (a *Agent) deleted(root, taskID string) bool {
 	return err == nil
 }
 
-// taskOf is the task of an ACP session id; a task id stands for itself.
+// taskOf is the task of an ACP session id; a task id stands for itself,
+// unless a session went on from it in another task (its current one).
 func (a *Agent) taskOf(root, sessionID string) string {
 	if !plainName(sessionID) {
 		return sessionID
 	}
 	b, err := os.ReadFile(filepath.Join(a.mapDir(root), sessionID))
 	if err != nil {
+		if s := a.sessionAfter(root, sessionID); s != "" && s != sessionID {
+			if b, err := os.ReadFile(filepath.Join(a.mapDir(root), s)); err == nil {
+				return strings.TrimSpace(string(b))
+			}
+		}
 		return sessionID
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// sessionAfter is the session that went on from task taskID in another
+// task, "" if none did.
+func (a *Agent) sessionAfter(root, taskID string) string {
+	if !plainName(taskID) {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(a.mapDir(root), "previous", taskID))
+	if err != nil {
+		return ""
 	}
 	return strings.TrimSpace(string(b))
 }

@@ -252,6 +252,7 @@ func (s *session) setConfig(ctx context.Context, p setConfigParams) (any, error)
 		if err := s.setModel(v); err != nil {
 			return nil, err
 		}
+		s.reprepare()
 	case optVerbose:
 		if !s.hooksShown() {
 			return nil, invalidParams("configId", "Option verbose (hook calls as notices) is offered to clients that take notices, with familiar acp --driver pty: under the stream driver claude runs no hooks.")
@@ -259,6 +260,7 @@ func (s *session) setConfig(ctx context.Context, p setConfigParams) (any, error)
 		if err := s.setDirective(p.ConfigID, v); err != nil {
 			return nil, err
 		}
+		s.reprepare()
 	case optThink, optElevated:
 		s.mu.Lock()
 		was := s.elevated
@@ -266,6 +268,7 @@ func (s *session) setConfig(ctx context.Context, p setConfigParams) (any, error)
 		if err := s.setDirective(p.ConfigID, v); err != nil {
 			return nil, err
 		}
+		s.reprepare()
 		if p.ConfigID == optElevated && v == valueOn && !was {
 			// familiar's warning before autonomy, in this session: familiar
 			// sends its own once per workspace, which an editor that joined
@@ -276,6 +279,7 @@ func (s *session) setConfig(ctx context.Context, p setConfigParams) (any, error)
 		if err := s.setSkills(v); err != nil {
 			return nil, err
 		}
+		s.reprepare()
 	case "":
 		return nil, invalidParams("configId", "configId is required.")
 	default:

@@ -9,7 +9,10 @@
 // editor window does), so a session started from Zed shows in VS Code's task
 // view and the other way round:
 //
-//	session/new            the repository of cwd; the task starts on the first prompt
+//	session/new            the repository of cwd; task/prepare starts the session's claude in its
+//	                       worktree beside the answer (not waited for), and the first prompt's
+//	                       task/create takes it (prepared); session/close, session/delete and the
+//	                       editor's exit release it unused
 //	session/prompt         task/create, later task/send (task/respond for a question asked in prose);
 //	                       it returns when the turn ends, with its stopReason, or with
 //	                       auth_required when the API refused claude's login (words that
@@ -30,7 +33,17 @@
 //	session/load, /list    replayed from the store (task/events, task/list); the first user
 //	                       message is the person's own text (the task's description); list
 //	                       entries carry _meta.familiar {taskId, status, state (in words)}
-//	session/resume         as load, without the replay
+//	session/resume         as load, without the replay, but for what streamed since the
+//	                       session's last client went (acp/seen/<session id>: the task and
+//	                       the seq it was last sent, kept at session/close and the editor's exit)
+//	several clients        one session followed by several editors (each its familiar acp):
+//	                       each update once per client (a load while a turn runs sends what
+//	                       the store had, then only what came after); a prompt waits while
+//	                       the task works on another client's turn, then is sent, and its
+//	                       turn ends with its own answer; another client's prompt is shown
+//	                       as the person's message; a task the session goes on from (/merge
+//	                       then a prompt, /retry) is its past, not an entry of session/list
+//	                       (acp/previous/<task id>)
 //	session/close          cancels the turn, pauses the task's agent; the task stays
 //	session/delete         task/remove (with its branch) only if the worktree holds no unmerged
 //	                       change, else refused naming the files; the task leaves session/list

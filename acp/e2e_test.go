@@ -575,6 +575,53 @@ func TestACPVerboseHooks(t *testing.T) {
 	newWorld(t).runWith("verbose", []string{`ACP_AGENT_ARGS=["--driver","pty"]`})
 }
 
+// Issue 37: one session followed by three clients (familiar acp three
+// times, the SDK client on each): no update twice, a prompt from either
+// waits for the other's turn and is answered to its sender, a client that
+// loads while a turn runs sees its call once, session/resume brings what
+// streamed while its client was gone, session/list one entry after /merge.
+func TestACPSharedSession(t *testing.T) {
+	w := newWorld(t)
+	w.longer = 3 * scenarioTimeout // seven turns and a merge, one after another
+	w.run("shared")
+}
+
+// Issue 40: a session's claude starts at session/new, in its task's
+// worktree, and the first prompt goes to it (the same process before and
+// after); a session closed with a warm claude, or with its prepared one
+// unused, gives it back within 2 s; the editor's exit the last one.
+func TestACPPreparedClaude(t *testing.T) {
+	w := newWorld(t)
+	w.longer = 2 * scenarioTimeout // four claudes started one after another
+	w.run("prepared")
+	exited := time.Now()
+	testenv.Await(t, 30*time.Second, "the prepared claude to go with its editor", func() bool { return len(claudesOf(w)) == 0 })
+	t.Logf("the unused claude gone %s after the editor exited", time.Since(exited).Round(10*time.Millisecond))
+}
+
+// Issue 40: closed means closed. A conversation's warm claude goes when
+// it is closed, deleted (task/remove), merged or archived, and with its
+// editor; the scenario prints the claudes and their RSS before each and how
+// long they took to go, and this test how long after the editor's exit.
+func TestACPClosedMeansClosed(t *testing.T) {
+	w := newWorld(t)
+	w.longer = 3 * scenarioTimeout // five conversations one after another: 77 s at load 17
+	w.run("closed")
+	exited := time.Now()
+	testenv.Await(t, 30*time.Second, "the last warm claude to go with its editor", func() bool { return len(claudesOf(w)) == 0 })
+	t.Logf("the last warm claude gone %s after the editor exited", time.Since(exited).Round(10*time.Millisecond))
+}
+
+func claudesOf(w *world) []string {
+	var out []string
+	for _, p := range processesWith(w.marker()) {
+		if strings.Contains(p, "claude") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Issue 40: closed means closed. An editor whose session's task finished
 // (its claude kept warm for the next prompt) exits: that claude goes within
 // seconds, not when the background familiar exits minutes later, while the

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/familiar-dev/familiar/protocol"
@@ -31,10 +32,29 @@ type session struct {
 	// skillList are the repository's and the user's skills as the session
 	// began (skills/list); set before the session is shared.
 	skillList []protocol.Skill
-	taskID    string          // guarded by mu
-	planID    string          // guarded by mu; the session's plan (/plan)
-	planWatch func()          // guarded by mu; stops following the plan (session/cancel)
-	planShown string          // guarded by mu; the plan entries last sent
+	taskID    string // guarded by mu
+	planID    string // guarded by mu; the session's plan (/plan)
+	planWatch func() // guarded by mu; stops following the plan (session/cancel)
+	planShown string // guarded by mu; the plan entries last sent
+	// floor: notifications of seq ≤ floor were replayed from the store
+	// already (session/load, session/resume), so the live ones are not sent
+	// twice; lastSeq is the newest one the client was sent.
+	floor, lastSeq int64 // guarded by mu
+	// own are the prompts this session sent whose transcript entry has not
+	// come yet: any other prompt entry is another client's, which this
+	// client shows as the person's message (issue 37). firstOf is a task
+	// this session created, whose first prompt entry is familiar's template
+	// around the person's words (not shown).
+	own     []string // guarded by mu
+	firstOf string   // guarded by mu
+	// changed is poked at every task/updated: a prompt waiting for another
+	// client's turn to end looks again.
+	changed chan struct{}
+	// prepared is the agent familiar started for the session's first task
+	// at session/new (task/prepare), until the first prompt takes it or the
+	// session lets it go; preparing is closed once task/prepare answered.
+	prepared  string          // guarded by mu
+	preparing chan struct{}   // guarded by mu; nil when none was asked
 	worktree  string          // guarded by mu; the task's worktree, once it has one
 	unfollow  func()          // guarded by mu
 	turn      *turn           // guarded by mu; the prompt in flight
@@ -66,6 +86,10 @@ type turn struct {
 	// err, set before done, ends the prompt with an error instead of a
 	// stop reason (auth_required for a refused login).
 	err *rpcError
+	// waiting: the prompt waits for another client's turn on the task to
+	// end (it is not sent yet); abort ends that wait (session/cancel).
+	waiting bool
+	abort   chan struct{}
 }
 
 func (t *turn) end(reason string) { t.once.Do(func() { t.done <- reason }) }
@@ -243,7 +267,7 @@ func (s *session) prompt(ctx context.Context, blocks []contentBlock) (any, error
 	if cmd, arg, ok := slashCommand(text); ok {
 		return s.command(ctx, cmd, arg)
 	}
-	t := &turn{done: make(chan string, 1)}
+	t := &turn{done: make(chan string, 1), abort: make(chan struct{})}
 	s.mu.Lock()
 	if s.turn != nil {
 		s.mu.Unlock()
@@ -258,6 +282,20 @@ func (s *session) prompt(ctx context.Context, blocks []contentBlock) (any, error
 		s.turn = nil
 		s.mu.Unlock()
 	}()
+	if taskID != "" {
+		if err := s.awaitTurn(ctx, t, taskID); err != nil {
+			return nil, err
+		}
+		if t.cancelled {
+			return map[string]any{"stopReason": stopCancelled}, nil
+		}
+	}
+	s.mu.Lock()
+	s.own = append(s.own, text)
+	if len(s.own) > 8 { // answers that made no prompt entry
+		s.own = s.own[len(s.own)-8:]
+	}
+	s.mu.Unlock()
 	if err := s.start(ctx, taskID, asked, text); err != nil {
 		return nil, err
 	}
@@ -270,6 +308,48 @@ func (s *session) prompt(ctx context.Context, blocks []contentBlock) (any, error
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// awaitTurn waits while the task works on a turn this session did not
+// start (another client's prompt on the same session, issue 37): a prompt
+// waits its turn, so that it is answered to its sender, after the other's
+// answer. The turn ignores the task's news meanwhile.
+func (s *session) awaitTurn(ctx context.Context, t *turn, taskID string) error {
+	s.mu.Lock()
+	t.waiting = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		t.waiting = false
+		s.mu.Unlock()
+	}()
+	for {
+		task, err := s.f.TaskGet(ctx, &protocol.TaskGetParams{ID: taskID})
+		if err != nil {
+			return errorOf(err, "", s.a.opts.Logger)
+		}
+		if !busy(task) {
+			return nil
+		}
+		select {
+		case <-s.changed:
+		case <-t.abort:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// busy: the task works on a turn (or waits on a permission within one).
+func busy(t *protocol.Task) bool {
+	switch t.Status {
+	case protocol.StatusQueued, protocol.StatusStarting, protocol.StatusRunning:
+		return true
+	case protocol.StatusWaiting:
+		return t.PendingQuestion != nil && t.PendingQuestion.Kind == protocol.QuestionPermission
+	}
+	return false
 }
 
 // start hands the prompt to familiar: a new task, an answer to the question
@@ -321,6 +401,27 @@ func (s *session) create(ctx context.Context, text string) error {
 	if len([]rune(title)) > 80 {
 		title = string([]rune(title)[:80]) + "…"
 	}
+	p := s.createParams(title, text)
+	p.Prepared = s.takePrepared(ctx)
+	t, err := s.f.TaskCreate(ctx, p)
+	if err != nil {
+		return errorOf(err, "", s.a.opts.Logger)
+	}
+	s.mu.Lock()
+	s.worktree = ""
+	s.firstOf = t.ID
+	s.mu.Unlock()
+	s.follow(t.ID)
+	if err := s.a.rememberTask(s.f.root, s.id, t.ID); err != nil {
+		s.a.opts.Logger.Warn("session map", "err", err)
+	}
+	s.observe(*t)
+	return nil
+}
+
+// createParams are task/create's params for the session's next task, as
+// its options stand.
+func (s *session) createParams(title, text string) *protocol.TaskCreateParams {
 	s.mu.Lock()
 	mode, model, think, elevated, verbose, skills := s.mode, s.model, s.think, s.elevated, s.verbose, s.skills
 	s.mu.Unlock()
@@ -332,19 +433,93 @@ func (s *session) create(ctx context.Context, text string) error {
 	if model != modelDefault {
 		p.Model = model
 	}
-	t, err := s.f.TaskCreate(ctx, p)
-	if err != nil {
-		return errorOf(err, "", s.a.opts.Logger)
+	return p
+}
+
+// prepare asks familiar to start the session's first agent now, in its
+// worktree, so that the first prompt finds claude up (issue 40). familiar
+// may decline (no free slot); the first prompt then starts it as before.
+// It runs beside session/new's answer, which does not wait for it.
+func (s *session) prepare(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	r, err := s.f.TaskPrepare(ctx, &protocol.TaskPrepareParams{TaskCreateParams: *s.createParams("", "")})
+	switch {
+	case rpcclient.IsCode(err, protocol.CodeMethodNotFound):
+		return // an older familiar
+	case err != nil:
+		s.a.opts.Logger.Warn("task/prepare", "err", err)
+		return
+	case r.ID == "":
+		s.a.opts.Logger.Info("no agent prepared", "why", r.Reason)
+		return
 	}
 	s.mu.Lock()
-	s.worktree = ""
+	s.prepared = r.ID
 	s.mu.Unlock()
-	s.follow(t.ID)
-	if err := s.a.rememberTask(s.f.root, s.id, t.ID); err != nil {
-		s.a.opts.Logger.Warn("session map", "err", err)
+}
+
+// takePrepared is the prepared agent's id for the first task (waiting for
+// task/prepare's answer if it is on its way), and the session's no longer.
+func (s *session) takePrepared(ctx context.Context) string {
+	s.mu.Lock()
+	preparing := s.preparing
+	s.mu.Unlock()
+	if preparing == nil {
+		return ""
 	}
-	s.observe(*t)
-	return nil
+	select {
+	case <-preparing:
+	case <-ctx.Done():
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.prepared
+	s.prepared = ""
+	return id
+}
+
+// reprepare follows an option changed before the first prompt (mode,
+// model, a directive, skills: each shapes claude's start): the claude
+// prepared with the old ones goes, and one with the new ones is asked for,
+// so that the first prompt still finds its claude up.
+func (s *session) reprepare() {
+	s.mu.Lock()
+	old := s.preparing
+	if old == nil || s.taskID != "" {
+		s.mu.Unlock()
+		return
+	}
+	next := make(chan struct{})
+	s.preparing = next
+	s.mu.Unlock()
+	s.a.bg.Add(1)
+	go func() {
+		defer s.a.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		<-old
+		s.mu.Lock()
+		id := s.prepared
+		s.prepared = ""
+		s.mu.Unlock()
+		if id != "" {
+			if err := s.f.TaskRelease(ctx, &protocol.TaskReleaseParams{ID: id}); err != nil {
+				s.a.opts.Logger.Warn("task/release", "err", err)
+			}
+		}
+		s.prepare(ctx, next)
+	}()
+}
+
+// releasePrepared lets the agent prepared for the session go, if no task
+// took it: the session closed, or its editor went.
+func (s *session) releasePrepared(ctx context.Context) {
+	if id := s.takePrepared(ctx); id != "" {
+		if err := s.f.TaskRelease(ctx, &protocol.TaskReleaseParams{ID: id}); err != nil {
+			s.a.opts.Logger.Warn("task/release", "err", err)
+		}
+	}
 }
 
 // matchOption reads a prompt as an option of the question: its number or
@@ -371,19 +546,45 @@ func (s *session) cancel(ctx context.Context) {
 	s.stopTurn(ctx, false)
 }
 
+// abandonTurn marks the turn in flight cancelled and withdraws its
+// questions without interrupting the agent: the session is closing, and
+// pausing the task stops it.
+func (s *session) abandonTurn() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.turn; t != nil {
+		if !t.cancelled && t.waiting {
+			close(t.abort)
+		}
+		t.cancelled = true
+	}
+	for _, c := range s.permissions {
+		c()
+	}
+}
+
 // stopTurn cancels the turn in flight, if any; with always, the agent is
 // interrupted even when no prompt waits (a permission answered after a
 // session/load, while the task goes on).
 func (s *session) stopTurn(ctx context.Context, always bool) {
 	s.mu.Lock()
 	t, taskID := s.turn, s.taskID
+	waiting := false
 	if t != nil {
+		if !t.cancelled && t.waiting {
+			close(t.abort)
+		}
+		waiting = t.waiting
 		t.cancelled = true
 	}
 	for _, c := range s.permissions {
 		c()
 	}
 	s.mu.Unlock()
+	if waiting {
+		// Its prompt was not sent: the turn at work is another client's.
+		return
+	}
 	if (t == nil && !always) || taskID == "" {
 		if t != nil {
 			t.end(stopCancelled)
@@ -436,6 +637,7 @@ func (s *session) setModeTo(ctx context.Context, mode, field string) error {
 	s.mu.Lock()
 	s.mode = mode
 	s.mu.Unlock()
+	s.reprepare()
 	s.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": mode})
 	s.update(map[string]any{"sessionUpdate": "config_option_update", "configOptions": s.configOptions()})
 	return nil
@@ -444,6 +646,17 @@ func (s *session) setModeTo(ctx context.Context, mode, field string) error {
 // onNotification handles familiar's notifications about the session's task,
 // in the order familiar sent them.
 func (s *session) onNotification(method string, raw json.RawMessage) {
+	var h struct {
+		Seq int64 `json:"seq"`
+	}
+	_ = json.Unmarshal(raw, &h)
+	s.mu.Lock()
+	if h.Seq != 0 && h.Seq <= s.floor {
+		s.mu.Unlock()
+		return // replayed from the store already
+	}
+	s.lastSeq = max(s.lastSeq, h.Seq)
+	s.mu.Unlock()
 	switch method {
 	case protocol.NotifyTaskTranscript:
 		var n protocol.TaskTranscriptNotification
@@ -490,9 +703,13 @@ func (s *session) onNotification(method string, raw json.RawMessage) {
 // observe ends the turn when the task stopped working.
 func (s *session) observe(t protocol.Task) {
 	s.sawTask(t)
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
 	s.mu.Lock()
 	tu := s.turn
-	if tu == nil {
+	if tu == nil || tu.waiting {
 		s.mu.Unlock()
 		return
 	}
@@ -568,8 +785,11 @@ func (s *session) observe(t protocol.Task) {
 func (s *session) completed(r protocol.TaskResult) {
 	s.mu.Lock()
 	tu := s.turn
+	ours := tu != nil && !tu.waiting && tu.sawWork
 	s.mu.Unlock()
-	if tu == nil {
+	if !ours {
+		// No turn, or the end of a turn from before this one worked:
+		// another client's, which this prompt waited for.
 		return
 	}
 	if !tu.textSeen && r.Summary != "" {
@@ -596,7 +816,9 @@ func (s *session) message(text string) {
 func (s *session) transcript(e protocol.TranscriptEntry, replay bool) {
 	switch e.Kind {
 	case "prompt":
-		if replay {
+		if replay || !s.ownPrompt(e.Text) {
+			// Replayed, or another client's prompt on this session: the
+			// person's message, as that client showed it.
 			s.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": textContent(e.Text)})
 		}
 	case "text":
@@ -624,6 +846,25 @@ func (s *session) transcript(e protocol.TranscriptEntry, replay bool) {
 				"cost": map[string]any{"amount": cost, "currency": "USD"}})
 		}
 	}
+}
+
+// ownPrompt reports whether a live prompt entry is one this session sent
+// (or the first prompt of a task it created), and forgets it.
+func (s *session) ownPrompt(text string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.firstOf != "" && s.firstOf == s.taskID {
+		s.firstOf = ""
+		s.own = s.own[min(1, len(s.own)):]
+		return true
+	}
+	for i, o := range s.own {
+		if strings.Contains(text, o) {
+			s.own = append(s.own[:i:i], s.own[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // settledFrom are the calls of steps that had ended: a resumed session's
@@ -932,15 +1173,24 @@ func titleOf(q protocol.Question) string {
 // replay sends a task's transcript from the store (session/load), then
 // follows the task.
 func (s *session) replay(ctx context.Context, t *protocol.Task) error {
+	return s.replayFrom(ctx, t, 0)
+}
+
+// replayFrom sends the task's transcript entries after seq since (all of
+// it from 0), then follows the task: its notifications that were replayed
+// (an editor that loads while a turn runs gets them from the store and
+// live) are not sent again.
+func (s *session) replayFrom(ctx context.Context, t *protocol.Task, since int64) error {
 	taskID := t.ID
-	var since int64
-	first := true
+	first := since == 0
+	var replayed int64
 	for {
 		res, err := s.f.TaskEvents(ctx, &protocol.TaskEventsParams{ID: taskID, SinceSeq: since, Limit: 1000})
 		if err != nil {
 			return fmt.Errorf("replay task %s: %w", taskID, err)
 		}
 		for _, ev := range res.Events {
+			replayed = max(replayed, ev.Seq)
 			if ev.Method != protocol.NotifyTaskTranscript {
 				continue
 			}
@@ -963,6 +1213,10 @@ func (s *session) replay(ctx context.Context, t *protocol.Task) error {
 		}
 		since = res.LastSeq
 	}
+	s.mu.Lock()
+	s.floor = max(s.floor, replayed)
+	s.lastSeq = max(s.lastSeq, replayed)
+	s.mu.Unlock()
 	s.follow(taskID)
 	return nil
 }
