@@ -227,6 +227,24 @@ func everyMethod(t *testing.T, mode serveMode) *methodLog {
 	l.ok("task/retry", map[string]any{"id": b.ID}, &retry)
 	l.ok("task/cancel", map[string]any{"id": retry.ID}, nil)
 
+	// A plan of one step whose agent changes nothing: written, read,
+	// edited, skipped and taken back, run (its step fails: it changed
+	// nothing, so the plan is held), cancelled, undone (nothing merged).
+	step := map[string]any{"id": "s", "title": "A step", "description": "look\n@@TEXT Nothing to do."}
+	var plan protocol.Plan
+	l.ok("plan/create", map[string]any{"steps": []any{step}, "verify": ""}, &plan)
+	l.ok("plan/get", map[string]any{"id": plan.ID}, nil)
+	l.ok("plan/list", map[string]any{}, nil)
+	step["title"] = "A step, edited"
+	l.ok("plan/update", map[string]any{"id": plan.ID, "steps": []any{step}}, nil)
+	l.ok("plan/skip", map[string]any{"id": plan.ID, "step": "s"}, nil)
+	l.ok("plan/retry", map[string]any{"id": plan.ID, "step": "s"}, nil)
+	from = len(c.Notifications())
+	l.ok("plan/run", map[string]any{"id": plan.ID}, nil)
+	c.WaitNotification(from, "the plan held", editor.Method("plan/updated", plan.ID, `"state":"held"`))
+	l.ok("plan/cancel", map[string]any{"id": plan.ID}, nil)
+	l.ok("plan/undo", map[string]any{"id": plan.ID}, nil)
+
 	l.ok("audit/list", map[string]any{}, nil)
 	// With this window connected, the background familiar says it is busy
 	// rather than stop.
