@@ -180,6 +180,27 @@
     if (hooks) hooks.firstChild.textContent = 'Hook calls (' + n + '): this task is verbose';
   }
 
+  // A long conversation is drawn from its end: the rows before come a page
+  // at a time when the person scrolls up to the first (or clicks the row
+  // that says how many there are).
+  let earlierRow = null;
+  let asking = false;
+  const askEarlier = () => { if (!asking) { asking = true; vscode.postMessage({ type: 'earlier' }); } };
+  const seen = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) askEarlier(); });
+  function showEarlier(n) {
+    if (!n) {
+      if (earlierRow) { seen.unobserve(earlierRow); earlierRow.remove(); earlierRow = null; }
+      return;
+    }
+    if (!earlierRow) {
+      earlierRow = el('div', 'earlier');
+      earlierRow.appendChild(button('', askEarlier, 'link'));
+      seen.observe(earlierRow);
+    }
+    earlierRow.firstChild.textContent = `${n} earlier ${n === 1 ? 'entry' : 'entries'}: show them`;
+    log.insertBefore(earlierRow, log.firstChild);
+  }
+
   function put(it) {
     const old = nodes.get(it.key);
     const n = render(it);
@@ -387,10 +408,30 @@
           (it.kind === 'hook' ? hookFrag : frag).appendChild(n);
         }
         log.appendChild(frag);
+        showEarlier(m.earlier || 0);
         if (hookFrag.childNodes.length) { hookBox().appendChild(hookFrag); countHooks(); }
         if (!m.items.some((it) => it.kind !== 'hook')) log.appendChild(el('div', 'empty', 'Nothing yet: the conversation shows here as the agent works.'));
         window.scrollTo(0, document.body.scrollHeight);
         requestAnimationFrame(() => vscode.postMessage({ type: 'rendered', items: m.items.length }));
+        break;
+      }
+      case 'earlier': {
+        // Rows before the first drawn, put in above it; the page stays where the person reads.
+        asking = false;
+        const frag = document.createDocumentFragment();
+        const hookFrag = document.createDocumentFragment();
+        for (const it of m.items) {
+          if (nodes.has(it.key)) continue;
+          const n = render(it);
+          nodes.set(it.key, n);
+          (it.kind === 'hook' ? hookFrag : frag).appendChild(n);
+        }
+        const height = document.body.scrollHeight;
+        const first = earlierRow && earlierRow.parentNode === log ? earlierRow.nextSibling : log.firstChild;
+        log.insertBefore(frag, first);
+        if (hookFrag.childNodes.length) { hookBox().insertBefore(hookFrag, hookBox().firstChild); countHooks(); }
+        window.scrollBy(0, document.body.scrollHeight - height);
+        showEarlier(m.earlier || 0);
         break;
       }
       case 'items': {

@@ -344,6 +344,18 @@ const scenarios = {
         log(`bigview: ${opened.entries} entries, ${opened.items} rows, open in ${opened.ms} ms (page up ${opened.pageMs} ms, familiar's answers ${opened.loadedMs} ms; load ${os.loadavg()[0].toFixed(1)})`);
         fs.writeFileSync(path.join(artifacts, 'bigview.json'), JSON.stringify(fig, null, 2));
         await s.shot('opened');
+        // The view draws the conversation's end; the earlier rows come as the person scrolls up to them.
+        const v = view(s);
+        const rows = () => v.locator('#log > .item').count();
+        const drawn = await rows();
+        await v.locator('.earlier button').scrollIntoViewIfNeeded();
+        await waitFor('earlier rows drawn on scrolling up', async () => (await rows()) > drawn, 30000, 100);
+        const scrolled = await rows();
+        // The row saying how many are left, clicked, draws the next page.
+        await v.locator('.earlier button').evaluate((b) => b.click());
+        await waitFor('more earlier rows', async () => (await rows()) > scrolled, 30000, 100);
+        log(`bigview: ${drawn} rows drawn at first, ${scrolled} after scrolling up, ${await rows()} after a click`);
+        await s.shot('earlier');
       } finally {
         rpc.close();
       }
@@ -1897,7 +1909,7 @@ async function load(s, floodDir, agentNice) {
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'chat', 'cards', 'keep', 'mention', 'plan', 'schema', 'load'];
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'chat', 'cards', 'keep', 'mention', 'bigview', 'plan', 'schema', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
