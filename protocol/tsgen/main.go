@@ -26,6 +26,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -198,10 +199,14 @@ func Generate() ([]byte, error) {
 		g.fields(&b, t, "  ")
 		b.WriteString("}\n\n")
 	}
-	b.WriteString("/** The params and result of every method, by its Go name (protocol.Server). */\n")
+	b.WriteString("/** The params and result of every method, by its wire name (protocol.Server's Method<GoName>). */\n")
 	b.WriteString("export interface Methods {\n")
 	for _, m := range g.methods {
-		fmt.Fprintf(&b, "  %s: { params: %s; result: %s };\n", m.name, m.params, m.result)
+		wire, ok := g.docs.wire[m.name]
+		if !ok {
+			return nil, fmt.Errorf("method %s has no Method%s constant naming it on the wire", m.name, m.name)
+		}
+		fmt.Fprintf(&b, "  '%s': { params: %s; result: %s };\n", wire, m.params, m.result)
 	}
 	b.WriteString("}\n\n")
 	b.WriteString("/** The params of every notification, by method. */\n")
@@ -358,10 +363,12 @@ func (g *gen) comment(b *bytes.Buffer, indent, doc string) {
 
 // docs are the comments of package protocol's types ("Task") and fields
 // ("Task.Title"), from its source.
-type docs struct{ types, fields map[string]string }
+// wire maps a method's Go name to its wire name, the value of its
+// Method<GoName> constant.
+type docs struct{ types, fields, wire map[string]string }
 
 func readDocs() (docs, error) {
-	d := docs{types: map[string]string{}, fields: map[string]string{}}
+	d := docs{types: map[string]string{}, fields: map[string]string{}, wire: map[string]string{}}
 	_, self, _, ok := runtime.Caller(0)
 	if !ok {
 		return d, fmt.Errorf("finding tsgen's source to read protocol's")
@@ -382,6 +389,9 @@ func readDocs() (docs, error) {
 		}
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
+			if ok && gd.Tok == token.CONST {
+				readWireNames(gd, d.wire)
+			}
 			if !ok || gd.Tok != token.TYPE {
 				continue
 			}
@@ -413,4 +423,25 @@ func readDocs() (docs, error) {
 		}
 	}
 	return d, nil
+}
+
+// readWireNames records the string constants Method<GoName> of a const
+// declaration: the wire name of each method.
+func readWireNames(gd *ast.GenDecl, wire map[string]string) {
+	for _, spec := range gd.Specs {
+		vs, ok := spec.(*ast.ValueSpec)
+		if !ok {
+			continue
+		}
+		for i, n := range vs.Names {
+			if !strings.HasPrefix(n.Name, "Method") || i >= len(vs.Values) {
+				continue
+			}
+			if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if v, err := strconv.Unquote(lit.Value); err == nil {
+					wire[strings.TrimPrefix(n.Name, "Method")] = v
+				}
+			}
+		}
+	}
 }

@@ -2,7 +2,7 @@
 
 import * as vscode from 'vscode';
 import * as path from 'path';
-import type { Familiar } from './extension';
+import type { Host } from './host';
 import { applyPatch, filePatch } from './patch';
 import { duration, plural, secondsUntil } from './model';
 import type { MergeStrategy, Task, TaskDiffResult } from './protocol';
@@ -17,12 +17,12 @@ import { error, gitShow, info } from './ui';
 export class DiffProvider implements vscode.TextDocumentContentProvider {
   private readonly cache = new Map<string, { at: number; diff: Promise<TaskDiffResult> }>();
 
-  constructor(private readonly f: Familiar) {}
+  constructor(private readonly f: Host) {}
 
   load(id: string): Promise<TaskDiffResult> {
     const c = this.cache.get(id);
     if (c && Date.now() - c.at < 5000) return c.diff;
-    const diff = this.f.connected().request<TaskDiffResult>('task/diff', { id });
+    const diff = this.f.connected().request('task/diff', { id });
     this.cache.set(id, { at: Date.now(), diff });
     diff.catch(() => this.cache.delete(id));
     return diff;
@@ -35,7 +35,7 @@ export class DiffProvider implements vscode.TextDocumentContentProvider {
     const file = uri.path.replace(/^\//, '');
     const side = uri.query;
     if (side === 'none') return '';
-    const t = this.f.task(id) ?? (await this.f.connected().request<Task>('task/get', { id }));
+    const t = this.f.task(id) ?? (await this.f.connected().request('task/get', { id }));
     const diff = await this.load(id);
     const entry = diff.files.find((f) => f.path === file);
     const changed = t.result?.changedFiles.find((c) => c.path === file);
@@ -54,12 +54,12 @@ export class DiffProvider implements vscode.TextDocumentContentProvider {
 export class Changes {
   readonly diffs: DiffProvider;
 
-  constructor(private readonly f: Familiar) {
+  constructor(private readonly f: Host) {
     this.diffs = new DiffProvider(f);
   }
 
   async showChanges(id: string, offerMerge = false) {
-    const t = this.f.task(id) ?? (await this.f.connected().request<Task>('task/get', { id }));
+    const t = this.f.task(id) ?? (await this.f.connected().request('task/get', { id }));
     const diff = await this.diffs.load(id);
     if (diff.files.length === 0) {
       void info(`Familiar: "${t.title}" changed no files.`);
@@ -96,7 +96,7 @@ export class Changes {
    * the ordinary Merge…. Each file's diff opens from its row.
    */
   async mergeFiles(id: string) {
-    const t = this.f.task(id) ?? (await this.f.connected().request<Task>('task/get', { id }));
+    const t = this.f.task(id) ?? (await this.f.connected().request('task/get', { id }));
     const diff = await this.diffs.load(id);
     const base = t.worktree?.baseRef ?? 'the base branch';
     type Item = vscode.QuickPickItem & { path: string };
@@ -139,7 +139,7 @@ export class Changes {
     const discarded = diff.files.filter((f) => !kept.includes(f.path)).map((f) => f.path);
     let merged: Task;
     try {
-      merged = await this.f.connected().request<Task>('task/merge', { id, paths: kept });
+      merged = await this.f.connected().request('task/merge', { id, paths: kept });
     } catch (err: any) {
       if (err?.code === Code.Conflict) {
         const files: string[] = err.data?.files ?? [];
@@ -172,7 +172,7 @@ export class Changes {
     if (!pick) return;
     let merged: Task;
     try {
-      merged = await this.f.connected().request<Task>('task/merge', { id, strategy: pick.strategy });
+      merged = await this.f.connected().request('task/merge', { id, strategy: pick.strategy });
     } catch (err: any) {
       if (err?.code === Code.Conflict) {
         const files: string[] = err.data?.files ?? [];
@@ -195,7 +195,7 @@ export class Changes {
   }
 
   async undo(id: string) {
-    const t = await this.f.connected().request<Task>('task/undo', { id });
+    const t = await this.f.connected().request('task/undo', { id });
     this.f.client?.tasks.set(id, t);
     this.f.tree.refresh();
     this.f.log.info(`undid "${t.title}"; the undone work stays under refs/familiar/undo/${id}`);

@@ -9,8 +9,8 @@ import { PROTOCOL_VERSION } from './binary';
 import * as rpc from 'vscode-jsonrpc/node';
 import { Emitter } from 'vscode-jsonrpc';
 import type {
-  Event, InitializeResult, Plan, PlanListResult, PlanUpdatedNotification, Queue, QueueStatusResult, QueueUpdatedNotification, TaskOutputResult, ServerMessageNotification, SettingsUpdate, Task, TaskCompletedNotification,
-  TaskOutputNotification, TaskQuestionNotification, TaskTranscriptNotification, TaskQuestionResolvedNotification, TaskUpdatedNotification,
+  InitializeResult, Methods, Notifications, Plan, Queue, TaskOutputResult, ServerMessageNotification, SettingsUpdate, Task, TaskCompletedNotification,
+  TaskOutputNotification, TaskQuestionNotification, TaskTranscriptNotification, TaskQuestionResolvedNotification,
   TaskHookNotification, SkillsChangedNotification,
 } from './protocol';
 import { newerOrSame } from './model';
@@ -34,6 +34,16 @@ export interface ClientOptions {
 /** A notification as the UI receives it; replayed is set for events read back from task/events. */
 export interface Meta { replayed: boolean }
 
+/** Every notification familiar sends: the compiler checks this against protocol.ts's Notifications. */
+const notificationMethods = {
+  'task/updated': true, 'task/output': true, 'task/question': true, 'task/questionResolved': true, 'task/completed': true,
+  'server/message': true, 'skills/changed': true, 'task/hook': true, 'task/transcript': true, 'queue/updated': true,
+  'plan/updated': true,
+} satisfies Record<keyof Notifications, true>;
+
+/** One notification as applied: its method and its params, typed together. */
+type Applied = { [N in keyof Notifications]: { method: N; params: Notifications[N]; meta: Meta } }[keyof Notifications];
+
 const replayPage = 1000;
 const listPage = 200;
 
@@ -53,7 +63,7 @@ export class FamiliarClient {
   private conn?: rpc.MessageConnection;
   private stopping = false;
   private replaying = false;
-  private queued: { method: string; params: any }[] = [];
+  private queued: { method: keyof Notifications; params: any }[] = [];
   private retry?: NodeJS.Timeout;
   private attempt = 0;
   private generation = 0;
@@ -74,6 +84,7 @@ export class FamiliarClient {
   private readonly _onSkillsChanged = new Emitter<[SkillsChangedNotification, Meta]>();
   private readonly _onSeq = new Emitter<number>();
   private readonly _onExit = new Emitter<{ code: number | null; signal: string | null; stderrTail: string }>();
+  private readonly _onNotification = new Emitter<Applied>();
   /** Connection state changes. */
   readonly onState = this._onState.event;
   /** The whole task set was reloaded (after connecting). */
@@ -144,8 +155,7 @@ export class FamiliarClient {
     });
     const conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout!, { charset: 'utf-8', contentTypeDecoder: outputSkippingDecoder }), new rpc.StreamMessageWriter(proc.stdin!));
     this.conn = conn;
-    const notify = (method: string) => conn.onNotification(method, (params: any) => this.notification(method, params));
-    for (const m of ['task/updated', 'task/output', 'task/question', 'task/questionResolved', 'task/completed', 'server/message', 'skills/changed', 'task/hook', 'task/transcript', 'queue/updated', 'plan/updated']) notify(m);
+    for (const m of Object.keys(notificationMethods) as (keyof Notifications)[]) conn.onNotification(m, (params: any) => this.notification(m, params));
     let lost = false;
     const onLost = () => {
       if (lost || gen !== this.generation) return;
@@ -196,12 +206,13 @@ export class FamiliarClient {
     try {
       if (this.lastSeq === 0) {
         // Nothing seen yet: learn the current seq; the task list has the state.
-        const r = await this.request<{ events: Event[]; lastSeq: number }>('task/events', { sinceSeq: Number.MAX_SAFE_INTEGER, limit: 1 });
+        const r = await this.request('task/events', { sinceSeq: Number.MAX_SAFE_INTEGER, limit: 1 });
         this.advance(r.lastSeq);
       } else {
         for (;;) {
-          const r = await this.request<{ events: Event[]; lastSeq: number }>('task/events', { sinceSeq: this.lastSeq, limit: replayPage });
-          for (const e of r.events) this.apply(e.method, e.params, true);
+          const r = await this.request('task/events', { sinceSeq: this.lastSeq, limit: replayPage });
+          // An event of a notification this client does not know only moves lastSeq on.
+          for (const e of r.events) this.apply(e.method as keyof Notifications, e.params, true);
           if (r.events.length === 0 || this.lastSeq >= r.lastSeq) {
             this.advance(r.lastSeq);
             break;
@@ -211,7 +222,7 @@ export class FamiliarClient {
       const seen = new Set<string>();
       let cursor: string | undefined;
       do {
-        const page = await this.request<{ tasks: Task[]; nextCursor?: string }>('task/list', { limit: listPage, cursor });
+        const page = await this.request('task/list', { limit: listPage, cursor });
         for (const t of page.tasks) {
           seen.add(t.id);
           const old = this.tasks.get(t.id);
@@ -221,10 +232,10 @@ export class FamiliarClient {
       } while (cursor);
       for (const id of [...this.tasks.keys()]) if (!seen.has(id)) this.tasks.delete(id);
       // The queue as it is now (a familiar without one answers -32601).
-      const st = await this.request<QueueStatusResult>('queue/status', {}).catch(() => undefined);
+      const st = await this.request('queue/status', {}).catch(() => undefined);
       if (st) this.queue = st.queue;
       // The plans (a familiar without them answers -32601).
-      const plans = await this.request<PlanListResult>('plan/list', {}).catch(() => undefined);
+      const plans = await this.request('plan/list', {}).catch(() => undefined);
       if (plans) {
         this.plans.clear();
         for (const p of plans.plans) this.plans.set(p.id, p);
@@ -245,7 +256,17 @@ export class FamiliarClient {
     }
   }
 
-  private notification(method: string, params: any) {
+  /**
+   * Every notification of one method, once (after a reconnect's replay, not
+   * twice), its params typed by protocol.ts; replayed ones say so in meta.
+   */
+  onNotification<N extends keyof Notifications>(method: N, fn: (params: Notifications[N], meta: Meta) => void): { dispose(): void } {
+    return this._onNotification.event((n) => {
+      if (n.method === method) fn(n.params as Notifications[N], n.meta);
+    });
+  }
+
+  private notification(method: keyof Notifications, params: any) {
     if (this.replaying) {
       this.queued.push({ method, params });
       return;
@@ -254,14 +275,17 @@ export class FamiliarClient {
   }
 
   /** Applies one notification unless its seq was already seen. */
-  private apply(method: string, params: any, replayed: boolean) {
-    const seq = typeof params?.seq === 'number' ? params.seq : 0;
+  private apply(method: keyof Notifications, raw: any, replayed: boolean) {
+    const seq = typeof raw?.seq === 'number' ? raw.seq : 0;
     if (seq !== 0 && seq <= this.lastSeq) return;
     if (seq) this.advance(seq);
     const meta = { replayed };
-    switch (method) {
+    const n = { method, params: raw, meta } as Applied;
+    this._onNotification.fire(n);
+    switch (n.method) {
       case 'task/updated': {
-        const t = params.task as Task;
+        const params = n.params;
+        const t = params.task;
         const old = this.tasks.get(t.id);
         if (old && !newerOrSame(t.updatedAt, old.updatedAt)) return;
         this.tasks.set(t.id, t);
@@ -269,28 +293,28 @@ export class FamiliarClient {
         return;
       }
       case 'task/output':
-        if (!replayed) this._onOutput.fire(params);
+        if (!replayed) this._onOutput.fire(n.params);
         return;
       case 'task/question':
-        this._onQuestion.fire([params, meta]);
+        this._onQuestion.fire([n.params, meta]);
         return;
       case 'task/questionResolved':
-        this._onResolved.fire([params, meta]);
+        this._onResolved.fire([n.params, meta]);
         return;
       case 'task/completed':
-        this._onCompleted.fire([params, meta]);
+        this._onCompleted.fire([n.params, meta]);
         return;
       case 'server/message':
-        this._onMessage.fire([params, meta]);
+        this._onMessage.fire([n.params, meta]);
         return;
       case 'queue/updated': {
-        const q = (params as QueueUpdatedNotification).queue;
+        const q = n.params.queue;
         this.queue = q;
         this._onQueue.fire([q, meta]);
         return;
       }
       case 'plan/updated': {
-        const p = (params as PlanUpdatedNotification).plan;
+        const p = n.params.plan;
         const old = this.plans.get(p.id);
         if (old && !newerOrSame(p.updatedAt, old.updatedAt)) return;
         this.plans.set(p.id, p);
@@ -299,13 +323,13 @@ export class FamiliarClient {
       }
       case 'task/transcript':
         // Replayed ones too: a task view open across a reconnect dedupes by seq.
-        this._onTranscript.fire(params);
+        this._onTranscript.fire(n.params);
         return;
       case 'task/hook':
-        this._onHook.fire(params);
+        this._onHook.fire(n.params);
         return;
       case 'skills/changed':
-        this._onSkillsChanged.fire([params, meta]);
+        this._onSkillsChanged.fire([n.params, meta]);
         return;
     }
   }
@@ -348,16 +372,20 @@ export class FamiliarClient {
     return this.connect();
   }
 
-  /** Sends a request; fails at once when not connected. */
-  request<T>(method: string, params?: unknown): Promise<T> {
+  /**
+   * Sends a request; fails at once when not connected. Its params and its
+   * result are the method's, from protocol.ts's Methods (generated from
+   * protocol.Server): a misspelt method or a wrong param is a compile error.
+   */
+  request<M extends keyof Methods>(method: M, params: Methods[M]['params']): Promise<Methods[M]['result']> {
     const conn = this.conn;
     if (!conn) return Promise.reject(new Error('familiar is not connected'));
-    return conn.sendRequest<T>(method, params ?? {});
+    return conn.sendRequest(method, params ?? {});
   }
 
   /** Pages through a task's output log from offset, up to maxBytes. */
   async output(id: string, offset: number, limit = 65536): Promise<TaskOutputResult> {
-    return this.request<TaskOutputResult>('task/output', { id, offset, limit });
+    return this.request('task/output', { id, offset, limit });
   }
 
   /** Ends the session: shutdown + exit, then the process is waited for (killed after a grace). */

@@ -1,7 +1,7 @@
 // The read-only details document of a task (familiar-task:/<id>/<slug>.md).
 
 import * as vscode from 'vscode';
-import type { Familiar } from './extension';
+import type { Host } from './host';
 import { activityText, describe, money, reasonText, taskStatusText, taskLabel } from './model';
 
 /** The read-only details document a tree click opens. */
@@ -10,7 +10,7 @@ export class DetailsProvider implements vscode.TextDocumentContentProvider {
   readonly onDidChange = this.emitter.event;
   private readonly open = new Map<string, vscode.Uri>();
 
-  constructor(private readonly f: Familiar) {}
+  constructor(private readonly f: Host) {}
 
   changed(id: string) {
     const u = this.open.get(id);

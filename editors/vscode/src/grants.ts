@@ -3,8 +3,8 @@
 // nothing, shown once per workspace with the setting it is about.
 
 import * as vscode from 'vscode';
-import type { Familiar } from './extension';
-import type { Grant, GrantScope, PolicyListResult, PolicyRevokeResult, ServerMessageNotification } from './protocol';
+import type { Host } from './host';
+import type { Grant, GrantScope, ServerMessageNotification } from './protocol';
 import { truncate } from './model';
 import { warn } from './ui';
 import { grantsByScope } from './lists';
@@ -14,9 +14,9 @@ const scopeLabel: Record<GrantScope, string> = { task: 'This task', repository: 
 type GrantItem = vscode.QuickPickItem & { grant?: Grant };
 
 /** Permission Grants…: every allow-always grant by scope; one picked can be revoked. */
-export async function showGrants(f: Familiar) {
+export async function showGrants(f: Host) {
   const client = await f.whenConnected();
-  const r = await client.request<PolicyListResult>('policy/list', {});
+  const r = await client.request('policy/list', {});
   if (!r.grants.length) {
     void vscode.window.showInformationMessage('Familiar: no allow-always grants. An agent asks before everything your policy does not allow.');
     return;
@@ -46,7 +46,7 @@ export async function showGrants(f: Familiar) {
     { label: 'Keep it', revoke: false },
   ], { title: `Revoke ${g.rule}?`, ignoreFocusOut: true });
   if (!yes?.revoke) return;
-  const res = await client.request<PolicyRevokeResult>('policy/revoke', { rule: g.rule, scope: g.scope, taskId: g.taskId });
+  const res = await client.request('policy/revoke', { rule: g.rule, scope: g.scope, taskId: g.taskId });
   vscode.window.setStatusBarMessage(res.revoked ? `$(check) Familiar: revoked ${g.rule} for ${where}` : `Familiar: ${g.rule} was no longer granted`, 5000);
 }
 
@@ -62,7 +62,7 @@ const settingOf: Record<string, string> = {
  * per workspace and setting, with a button to the setting; true when the
  * message was one (the caller shows nothing else).
  */
-export function autonomyWarning(f: Familiar, state: vscode.Memento, m: ServerMessageNotification): boolean {
+export function autonomyWarning(f: Host, state: vscode.Memento, m: ServerMessageNotification): boolean {
   if (!m.setting) return false;
   const key = `familiar.warned.${m.setting}`;
   if (state.get<boolean>(key)) return true;

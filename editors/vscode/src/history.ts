@@ -4,8 +4,8 @@
 // (tree.ts, "Show more…").
 
 import * as vscode from 'vscode';
-import type { Familiar } from './extension';
-import type { Task, TaskArchiveResult, TaskListResult } from './protocol';
+import type { Host } from './host';
+import type { Task } from './protocol';
 import { groupOfTask, plainText, plural, taskLabel, taskStatusText, truncate } from './model';
 import { info } from './ui';
 import { parseRange, Range, ranges } from './lists';
@@ -14,7 +14,7 @@ import { parseRange, Range, ranges } from './lists';
 const searchLimit = 200;
 
 export class History {
-  constructor(private readonly f: Familiar) {}
+  constructor(private readonly f: Host) {}
 
   /**
    * Search Tasks…: words (title, description, summary, error) and a date
@@ -46,7 +46,7 @@ export class History {
       range = r;
     }
     this.lastQuery = query;
-    const r = await client.request<TaskListResult>('task/list', {
+    const r = await client.request('task/list', {
       query: query.trim() || undefined, since: range.since, until: range.until, archived: 'include', limit: searchLimit,
     });
     const words = query.trim() ? `"${truncate(query.trim(), 40)}"` : 'Every task';
@@ -73,7 +73,7 @@ export class History {
       return;
     }
     const ids = done.map((t) => t.id);
-    const r = await client.request<TaskArchiveResult>('task/archive', { ids, finishedBefore: new Date().toISOString() });
+    const r = await client.request('task/archive', { ids, finishedBefore: new Date().toISOString() });
     this.dropArchived(r.ids);
     vscode.window.setStatusBarMessage(`$(check) Familiar: archived ${plural(r.ids.length, 'finished task')}`, 4000);
   }
@@ -81,7 +81,7 @@ export class History {
   /** Show Archived: the archive, newest first; the ones picked are shown again. */
   async showArchived() {
     const client = await this.f.whenConnected();
-    const r = await client.request<TaskListResult>('task/list', { archived: 'only', limit: searchLimit });
+    const r = await client.request('task/list', { archived: 'only', limit: searchLimit });
     if (!r.tasks.length) {
       void info('Familiar: the archive is empty.');
       return;
@@ -99,7 +99,7 @@ export class History {
       canPickMany: true, matchOnDescription: true, matchOnDetail: true, ignoreFocusOut: true,
     });
     if (!picked?.length) return;
-    const res = await client.request<TaskArchiveResult>('task/archive', { ids: picked.map((p) => p.id), unarchive: true });
+    const res = await client.request('task/archive', { ids: picked.map((p) => p.id), unarchive: true });
     // task/updated brings them back too; the list now saves waiting for it.
     for (const t of r.tasks) if (res.ids.includes(t.id) && !client.tasks.has(t.id)) client.tasks.set(t.id, { ...t, archivedAt: undefined });
     this.f.tree.refresh();

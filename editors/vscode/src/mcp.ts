@@ -5,7 +5,7 @@
 // Task adds presets to one task (newtask.ts).
 
 import * as vscode from 'vscode';
-import type { Familiar } from './extension';
+import type { Host } from './host';
 import type { McpCheckResult, McpPreset, McpServer } from './protocol';
 import { mcpCheckText } from './controls';
 import { info, warn } from './ui';
@@ -23,9 +23,9 @@ export function settingServers(): Record<string, McpServer> | undefined {
  * a list: ready, or why it cannot start. Returns the result (the UI test
  * reads it through the list).
  */
-export async function checkMcpServers(f: Familiar, servers?: Record<string, McpServer>): Promise<McpCheckResult | undefined> {
+export async function checkMcpServers(f: Host, servers?: Record<string, McpServer>): Promise<McpCheckResult | undefined> {
   const client = await f.whenConnected();
-  const res = await client.request<McpCheckResult>('mcp/check', servers ? { servers } : {});
+  const res = await client.request('mcp/check', servers ? { servers } : {});
   if (!res.servers?.length) {
     const pick = await info('Familiar: no MCP servers are set for the session (setting "familiar.mcpServers").', 'Add MCP Server Preset…', 'Open Settings');
     if (pick === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'familiar.mcpServers');
@@ -49,9 +49,9 @@ export async function checkMcpServers(f: Familiar, servers?: Record<string, McpS
 }
 
 /** Adds one of familiar's presets to the setting (the workspace's) and checks it. */
-export async function addPreset(f: Familiar) {
+export async function addPreset(f: Host) {
   const client = await f.whenConnected();
-  const presets = await client.request<McpPreset[]>('mcp/presets', {});
+  const presets = await client.request('mcp/presets', {});
   const have = settingServers() ?? {};
   const pick = await vscode.window.showQuickPick(
     presets.map((p) => ({ label: p.name, description: have[p.name] ? 'already set' : '', detail: presetDetail(p), preset: p })),
@@ -59,7 +59,7 @@ export async function addPreset(f: Familiar) {
   if (!pick) return;
   have[pick.preset.name] = pick.preset.server;
   await vscode.workspace.getConfiguration('familiar').update('mcpServers', have, vscode.ConfigurationTarget.Workspace);
-  const res = await client.request<McpCheckResult>('mcp/check', { servers: { [pick.preset.name]: pick.preset.server } });
+  const res = await client.request('mcp/check', { servers: { [pick.preset.name]: pick.preset.server } });
   const c = res.servers[0];
   if (!c) return;
   const text = `Familiar: added the MCP server ${mcpCheckText(c)}`;

@@ -4,8 +4,8 @@
 // words are queuemodel.ts's.
 
 import * as vscode from 'vscode';
-import type { Familiar } from './extension';
-import type { MergeStrategy, Queue, QueueItem, QueueStatusResult, Task } from './protocol';
+import type { Host } from './host';
+import type { MergeStrategy, Queue, QueueItem, Task } from './protocol';
 import { Code } from './protocol';
 import { plural, truncate } from './model';
 import { forecastText, plainQueueError, queueEndNotice, queueItemText, queueReason, queueStateText, readyInQueueOrder } from './queuemodel';
@@ -40,7 +40,7 @@ export class MergeQueue implements vscode.Disposable {
   private expiry?: NodeJS.Timeout;
   private readonly nodes = new Map<string, QueueNode>();
 
-  constructor(private readonly f: Familiar) {}
+  constructor(private readonly f: Host) {}
 
   dispose() {
     if (this.expiry) clearTimeout(this.expiry);
@@ -233,7 +233,7 @@ export class MergeQueue implements vscode.Disposable {
       .map((s) => ({ ...s, description: s.strategy === preferred ? '(your setting)' : undefined }));
     const strategy = await vscode.window.showQuickPick(sItems, { title: `Merge All Ready (${step++}/${steps}): how each task goes into ${base}`, ignoreFocusOut: true });
     if (!strategy) return;
-    const st = await client.request<QueueStatusResult>('queue/status', {}).catch(() => undefined);
+    const st = await client.request('queue/status', {}).catch(() => undefined);
     const verify = await vscode.window.showInputBox({
       title: `Merge All Ready (${step++}/${steps}): the check before each merge`,
       prompt: `A command run in each task's worktree once ${base} is merged into it; only a task it passes for (exit 0) is merged. Empty: no check.`,
@@ -244,7 +244,7 @@ export class MergeQueue implements vscode.Disposable {
     if (verify === undefined) return;
     let q: Queue;
     try {
-      q = await client.request<Queue>('queue/merge', { ids: chosen.map((t) => t.id), strategy: strategy.strategy, verify: verify.trim() });
+      q = await client.request('queue/merge', { ids: chosen.map((t) => t.id), strategy: strategy.strategy, verify: verify.trim() });
     } catch (err: any) {
       const msg = plainQueueError(err?.message ?? String(err), this.f.root);
       this.f.log.warn(`queue/merge: ${err?.message ?? err}`);
@@ -293,7 +293,7 @@ export class MergeQueue implements vscode.Disposable {
   }
 
   async cancel() {
-    const q = await this.f.connected().request<Queue>('queue/cancel', {});
+    const q = await this.f.connected().request('queue/cancel', {});
     vscode.window.setStatusBarMessage('$(check) Familiar: the merge queue stops after its current step', 5000);
     this.f.log.info(`queue ${q.id} cancelled`);
   }
@@ -306,7 +306,7 @@ export class MergeQueue implements vscode.Disposable {
       if (!pick) return;
     }
     try {
-      const u = await this.f.connected().request<Queue>('queue/undo', {});
+      const u = await this.f.connected().request('queue/undo', {});
       this.f.client!.queue = u;
       this.f.tree.refresh();
       // familiar's own warning says it, with where the work is kept and what

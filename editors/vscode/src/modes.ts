@@ -3,12 +3,12 @@
 // familiar restarts the agent in the same session with the new tool set.
 
 import * as vscode from 'vscode';
-import type { Familiar } from './extension';
-import type { Mode, Task } from './protocol';
+import type { Host } from './host';
+import type { Mode } from './protocol';
 import { canSetMode, modeChoices, modeWords } from './controls';
 import { taskLabel } from './model';
 
-export async function changeMode(f: Familiar, id: string, to?: Mode) {
+export async function changeMode(f: Host, id: string, to?: Mode) {
   const t = f.task(id);
   if (!t) throw new Error('That task is gone.');
   if (!canSetMode(t.status)) throw new Error(`"${taskLabel(t)}" has ended (${t.status}); its mode can no longer change.`);
@@ -22,7 +22,7 @@ export async function changeMode(f: Familiar, id: string, to?: Mode) {
     mode = pick.mode;
   }
   if (mode === t.mode) return;
-  const got = await f.connected().request<Task>('task/setMode', { id, mode });
+  const got = await f.connected().request('task/setMode', { id, mode });
   f.client?.tasks.set(got.id, got);
   f.tree.taskChanged(got.id);
   f.taskViews.taskChanged(got);

@@ -6,8 +6,8 @@
 // until it is created.
 
 import * as vscode from 'vscode';
-import type { Familiar } from './extension';
-import type { McpCheckResult, McpPreset, Mode, Profile, Skill, Task, TaskType } from './protocol';
+import type { Host } from './host';
+import type { McpPreset, Mode, Task, TaskType } from './protocol';
 import { directiveWords, elevatedWarning, loginWords, mcpCheckText, modelChoices, profileFor, shortPath } from './controls';
 import { presetDetail } from './mcp';
 import * as os from 'os';
@@ -22,7 +22,7 @@ export class NewTaskForm {
   /** mcp/presets as last read (task/create takes the servers, not their names). */
   private presets: McpPreset[] = [];
 
-  constructor(private readonly f: Familiar, private readonly state: vscode.Memento, private readonly extensionUri: vscode.Uri) {}
+  constructor(private readonly f: Host, private readonly state: vscode.Memento, private readonly extensionUri: vscode.Uri) {}
 
   /** Opens the form (or brings it forward); context is what the editor adds this time. */
   async open(context?: { files?: string[]; notes?: string }) {
@@ -62,9 +62,9 @@ export class NewTaskForm {
         case 'ready': {
           const client = await this.f.whenConnected();
           const [profiles, skills, presets] = await Promise.all([
-            client.request<Profile[]>('profiles/list', {}).catch(() => [] as Profile[]),
-            client.request<Skill[]>('skills/list', {}).catch(() => [] as Skill[]),
-            client.request<McpPreset[]>('mcp/presets', {}).catch(() => [] as McpPreset[]),
+            client.request('profiles/list', {}).catch(() => []),
+            client.request('skills/list', {}).catch(() => []),
+            client.request('mcp/presets', {}).catch(() => []),
           ]);
           this.presets = presets;
           // The profile a type gets when the form names none, for the
@@ -91,7 +91,7 @@ export class NewTaskForm {
           // A preset added to the task is checked at once: its state shows next to it.
           const p = this.presets.find((x) => x.name === m.name);
           if (!p) return;
-          const res = await (await this.f.whenConnected()).request<McpCheckResult>('mcp/check', { servers: { [p.name]: p.server } })
+          const res = await (await this.f.whenConnected()).request('mcp/check', { servers: { [p.name]: p.server } })
             .catch((err: any) => ({ servers: [{ name: p.name, available: false, problem: `familiar could not check it: ${err?.message ?? err}` }] }));
           const c = res.servers.find((x) => x.name === p.name);
           if (c) void w.postMessage({ type: 'presetCheck', name: p.name, ok: c.available, text: mcpCheckText(c) });
@@ -128,7 +128,7 @@ export class NewTaskForm {
     const params = createParams(d, this.presets);
     let t: Task;
     try {
-      t = await (await this.f.whenConnected()).request<Task>('task/create', params);
+      t = await (await this.f.whenConnected()).request('task/create', params);
     } catch (err: any) {
       // A field familiar refuses is shown at the field.
       const field = err?.code === Code.InvalidParams ? String(err.data?.field ?? '') : '';

@@ -9,8 +9,8 @@
 // style and nothing remote, as the task view does.
 
 import * as vscode from 'vscode';
-import type { Familiar } from './extension';
-import type { Plan, PlanStep, PlanStepSpec } from './protocol';
+import type { Host } from './host';
+import type { Methods, Plan, PlanStep, PlanStepSpec } from './protocol';
 import { Code } from './protocol';
 import { editable, graphLine, planLabel, planStateWords, stepEditable, stepLine, stepStateWords, totalsText } from './planmodel';
 import { truncate } from './model';
@@ -32,7 +32,7 @@ export class Plans implements vscode.Disposable {
   /** Ends already announced, so each is said once. */
   private readonly announced = new Set<string>();
 
-  constructor(private readonly f: Familiar, private readonly extensionUri: vscode.Uri) {
+  constructor(private readonly f: Host, private readonly extensionUri: vscode.Uri) {
     this.subs.push(vscode.window.registerWebviewPanelSerializer('familiar.plan', {
       deserializeWebviewPanel: async (panel, state: any) => {
         if (typeof state?.id !== 'string') return panel.dispose();
@@ -182,7 +182,7 @@ export class Plans implements vscode.Disposable {
       validateInput: (v) => (v.trim() ? undefined : 'Say what the plan is for.'),
     });
     if (!goal?.trim()) return;
-    const p = await client.request<Plan>('plan/create', { goal: goal.trim() });
+    const p = await client.request('plan/create', { goal: goal.trim() });
     client.plans.set(p.id, p);
     this.f.tree.refresh();
     this.open(p.id);
@@ -208,10 +208,10 @@ export class Plans implements vscode.Disposable {
   }
 
   /** Runs one of the plan's methods, saying a refusal in its own words. */
-  async act(method: string, params: object, done?: string): Promise<Plan | undefined> {
+  async act<M extends 'plan/run' | 'plan/cancel' | 'plan/retry' | 'plan/skip' | 'plan/undo'>(method: M, params: Methods[M]['params'], done?: string): Promise<Plan | undefined> {
     const client = await this.f.whenConnected();
     try {
-      const p = await client.request<Plan>(method, params);
+      const p = await client.request(method, params);
       client.plans.set(p.id, p);
       this.updated(p);
       if (done) info(done);
@@ -254,7 +254,7 @@ function stepIcon(s: PlanStep): vscode.ThemeIcon {
 class PlanView {
   private readonly subs: vscode.Disposable[] = [];
 
-  constructor(private readonly f: Familiar, private readonly plans: Plans, readonly panel: vscode.WebviewPanel, private readonly id: string, extensionUri: vscode.Uri) {
+  constructor(private readonly f: Host, private readonly plans: Plans, readonly panel: vscode.WebviewPanel, private readonly id: string, extensionUri: vscode.Uri) {
     const w = panel.webview;
     const nonce = Array.from({ length: 32 }, () => Math.floor(Math.random() * 36).toString(36)).join('');
     const media = (file: string) => w.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'media', file));
@@ -296,14 +296,14 @@ class PlanView {
         return this.show();
       case 'save': {
         const steps = m.steps as PlanStepSpec[];
-        const p = await (await this.f.whenConnected()).request<Plan>('plan/update', { id: this.id, steps });
+        const p = await (await this.f.whenConnected()).request('plan/update', { id: this.id, steps });
         this.f.client?.plans.set(p.id, p);
         this.plans.updated(p);
         void this.panel.webview.postMessage({ type: 'saved' });
         return;
       }
       case 'run': {
-        const p = await (await this.f.whenConnected()).request<Plan>('plan/run', { id: this.id });
+        const p = await (await this.f.whenConnected()).request('plan/run', { id: this.id });
         this.f.client?.plans.set(p.id, p);
         return this.plans.updated(p);
       }

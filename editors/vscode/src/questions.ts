@@ -2,7 +2,7 @@
 // notifications that close when the question is settled anywhere.
 
 import * as vscode from 'vscode';
-import type { Familiar } from './extension';
+import type { Host } from './host';
 import * as fs from 'fs';
 import * as os from 'os';
 import {
@@ -36,7 +36,7 @@ export class Questions {
   /** Timestamps the UI tests read: question id → when its prompt was shown. */
   readonly shownAt = new Map<string, number>();
 
-  constructor(private readonly f: Familiar) {}
+  constructor(private readonly f: Host) {}
 
 
   /** When the person last stopped a task's turn from its view, by task. */
@@ -241,7 +241,7 @@ export class Questions {
   async markDone(t: Task, q: Question) {
     const key = `${t.id}/${q.id}`;
     try {
-      const done = await this.f.connected().request<Task>('task/markDone', { id: t.id, questionId: q.id });
+      const done = await this.f.connected().request('task/markDone', { id: t.id, questionId: q.id });
       this.resolved.set(key, 'user');
       this.prompts.delete(key);
       this.f.client?.tasks.set(done.id, done);
@@ -455,6 +455,10 @@ export class Questions {
       this.prompts.delete(key);
       throw err;
     }
+  }
+
+  hidePrompt(taskId: string, questionId: string) {
+    this.prompts.get(`${taskId}/${questionId}`)?.close();
   }
 
   closePrompt(key: string, decidedBy: string) {

@@ -5,13 +5,13 @@
 import * as vscode from 'vscode';
 import * as os from 'os';
 import * as path from 'path';
-import type { Familiar } from './extension';
+import type { Host } from './host';
 import type { SkillsChangedNotification } from './protocol';
 import type { Meta } from './client';
 import { skillErrorText } from './controls';
 import { warn } from './ui';
 
-export async function skillsChanged(f: Familiar, n: SkillsChangedNotification, meta: Meta) {
+export async function skillsChanged(f: Host, n: SkillsChangedNotification, meta: Meta) {
   const errors = n.errors ?? [];
   for (const e of errors) f.log.warn(`skill file: ${e.message}`);
   // A replayed change was shown in the window that saw it.

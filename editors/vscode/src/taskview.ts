@@ -10,8 +10,8 @@
 
 import * as vscode from 'vscode';
 import * as os from 'os';
-import type { Familiar } from './extension';
-import type { Task, TaskEventsResult, TaskHookNotification, TaskTranscriptNotification } from './protocol';
+import type { Host } from './host';
+import type { Task, TaskHookNotification, TaskTranscriptNotification } from './protocol';
 import { Code } from './protocol';
 import { callRow, composeState, header, Item, itemView, personWords, questionCard, Transcript } from './transcript';
 import { noAbsolutePaths, taskLabel } from './model';
@@ -32,7 +32,7 @@ export class Feed {
   entries = 0;
   private readonly held: (TaskTranscriptNotification | TaskHookNotification)[] = [];
 
-  constructor(private readonly f: Familiar, readonly id: string) {
+  constructor(private readonly f: Host, readonly id: string) {
     this.loaded = this.load().finally(() => {
       this.loading = false;
       for (const n of this.held.splice(0)) this.live(n);
@@ -43,7 +43,7 @@ export class Feed {
     const client = await this.f.whenConnected();
     let since = 0;
     for (;;) {
-      const r = await client.request<TaskEventsResult>('task/events', { id: this.id, sinceSeq: since, limit: 10000 });
+      const r = await client.request('task/events', { id: this.id, sinceSeq: since, limit: 10000 });
       for (const e of r.events) {
         if (e.method === 'task/transcript' && e.params?.entry && this.transcript.add(e.params.entry, e.seq)) this.entries++;
         this.transcript.alsoChanged();
@@ -93,7 +93,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
   /** The view in front: what Send, Stop, Allow and Deny act on from a key. */
   private active?: View;
 
-  constructor(private readonly f: Familiar, private readonly extensionUri: vscode.Uri) {
+  constructor(private readonly f: Host, private readonly extensionUri: vscode.Uri) {
     this.subs.push(vscode.window.registerWebviewPanelSerializer('familiar.task', this), this.outgoingChanged);
   }
 
@@ -113,7 +113,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
         this.f.questions.stopped(id);
         const t = this.f.task(id);
         if (t && (t.status === 'running' || t.status === 'waiting')) {
-          await client.request<Task>('task/interrupt', { id }).catch((err: any) => {
+          await client.request('task/interrupt', { id }).catch((err: any) => {
             // The turn ended meanwhile: the message goes as it is.
             if (err?.code !== Code.FailedPrecondition) throw err;
           });
@@ -130,10 +130,10 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
       if (q && q.kind === 'question' && q.allowText) {
         // The agent asked in words (or, after a Stop, what to do instead):
         // the message is the answer, as in any chat.
-        this.f.questions.prompts.get(`${id}/${q.id}`)?.close();
+        this.f.questions.hidePrompt(id, q.id);
         await client.request('task/respond', { id, questionId: q.id, text });
       } else {
-        const t = await client.request<Task>('task/send', { id, text });
+        const t = await client.request('task/send', { id, text });
         this.f.client?.tasks.set(t.id, t);
       }
       o.state = 'sent';
@@ -155,7 +155,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
     trace({ ev: 'stop', task: id });
     this.f.questions.stopped(id);
     const client = await this.f.whenConnected();
-    const t = await client.request<Task>('task/interrupt', { id });
+    const t = await client.request('task/interrupt', { id });
     this.f.client?.tasks.set(t.id, t);
   }
 
@@ -427,7 +427,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
             lastHead = '';
             sendHead();
             const got = this.f.whenConnected()
-              .then((client) => client.request<Task>('task/get', { id }))
+              .then((client) => client.request('task/get', { id }))
               .then((t) => { marks.taskGetMs = Date.now() - opened; if (!view.disposed && view.id === id) update(t); })
               .catch(() => undefined);
             await feed.loaded;

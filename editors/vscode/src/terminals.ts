@@ -1,19 +1,21 @@
 // The terminals of tasks: each a pseudoterminal fed by paging the task's output log.
 
 import * as vscode from 'vscode';
-import type { Familiar } from './extension';
+import type { Host } from './host';
 import { OutputPump } from './pump';
 import { Code } from './protocol';
 import { statusText, taskLabel, typed, withoutResumeHint } from './model';
 import type { Status, Task } from './protocol';
 import { Item, itemAsText, personWords } from './transcript';
+import type { Feed } from './taskview';
 
 export class Terminals implements vscode.Disposable {
   // pump: the output log's pager, or for a stream task the feed's subscription.
   private readonly terminals = new Map<string, { term: vscode.Terminal; pump: { dispose(): void; wake(): void } }>();
   private readonly sub: vscode.Disposable;
 
-  constructor(private readonly f: Familiar) {
+  /** feed: a task's conversation, as its task view reads it (a stream task's terminal shows it). */
+  constructor(private readonly f: Host, private readonly feed: (id: string) => Feed) {
     this.sub = vscode.window.onDidCloseTerminal((t) => {
       for (const [id, v] of this.terminals) if (v.term === t) { v.pump.dispose(); this.terminals.delete(id); }
     });
@@ -122,7 +124,7 @@ export class Terminals implements vscode.Disposable {
       onDidWrite: write.event,
       open: () => {
         write.fire(`\x1b[2m[familiar: "${taskLabel(t)}" runs under the stream driver: its conversation, as text]\x1b[0m\r\n`);
-        const feed = this.f.taskViews.feed(id);
+        const feed = this.feed(id);
         feed.loaded.then(() => {
           for (const it of feed.transcript.items) show(it);
           sub = feed.listen(show);

@@ -1,13 +1,13 @@
 // The Tasks view: tasks grouped by where they are, redrawn in coalesced bursts.
 
 import * as vscode from 'vscode';
-import type { Familiar } from './extension';
+import type { Host } from './host';
 import { describe, estimateOrWhyNot, modeNote, redrawn, rowKey, secondsUntil, GroupId, groups, groupOfTask, plural, taskStatusText, taskLabel, tasksIn, truncate, undoable, undoText } from './model';
 import type { Task } from './protocol';
 import { statusHoldsWorktree } from './protocol';
 import { escapeMd } from './ui';
-import { isQueueNode, QueueNode } from './mergequeue';
-import { isPlanNode, PlanNode } from './plans';
+import { isQueueNode, MergeQueue, QueueNode } from './mergequeue';
+import { isPlanNode, Plans, PlanNode } from './plans';
 import { forecastLines, forecastSummary, forecastText } from './queuemodel';
 
 export type Node = { kind: 'group'; id: GroupId } | { kind: 'task'; id: string } | QueueNode | PlanNode
@@ -51,7 +51,8 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   /** Each drawn task's own click command (rowCommand). */
   private readonly clicks = new Map<string, vscode.Disposable>();
 
-  constructor(private readonly f: Familiar) {}
+  /** queue and plans: the merge queue and the plans, whose rows lead the tree. */
+  constructor(private readonly f: Host, private readonly queue: () => MergeQueue, private readonly plans: () => Plans) {}
 
   dispose() {
     if (this.holdTimer) clearTimeout(this.holdTimer);
@@ -186,10 +187,10 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
       if (this.filter) return [this.node('search', 'search'), ...this.filter.tasks.map((t) => this.node('task', t.id))];
       // The merge queue, while it runs (and its undo window after), first;
       // then the plans under way (and those that ended in the last half hour).
-      return [...this.f.queue.roots(), ...this.f.plans.roots(), ...groups.filter((g) => all.some((t) => groupOfTask(t) === g.id)).map((g) => this.node('group', g.id))];
+      return [...this.queue().roots(), ...this.plans().roots(), ...groups.filter((g) => all.some((t) => groupOfTask(t) === g.id)).map((g) => this.node('group', g.id))];
     }
-    if (isQueueNode(n)) return this.f.queue.children(n);
-    if (isPlanNode(n)) return this.f.plans.children(n);
+    if (isQueueNode(n)) return this.queue().children(n);
+    if (isPlanNode(n)) return this.plans().children(n);
     // A task's conflict forecast is summed up on its row ("conflicts with 2
     // tasks"), listed in its tooltip and its view: rows under each ready
     // task took 2-4 more rows apiece (5 ready tasks, 17 rows).
@@ -209,8 +210,8 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
 
   getTreeItem(n: Node): vscode.TreeItem {
     const now = Date.now();
-    if (isQueueNode(n)) return this.f.queue.treeItem(n);
-    if (isPlanNode(n)) return this.f.plans.treeItem(n);
+    if (isQueueNode(n)) return this.queue().treeItem(n);
+    if (isPlanNode(n)) return this.plans().treeItem(n);
     if (n.kind === 'group') {
       const g = groups.find((x) => x.id === n.id)!;
       const count = tasksIn(n.id, this.f.client?.tasks.values() ?? []).length;
@@ -285,8 +286,8 @@ export class TaskTree implements vscode.TreeDataProvider<Node> {
   }
 
   getParent(n: Node): Node | undefined {
-    if (isQueueNode(n)) return this.f.queue.parent(n);
-    if (isPlanNode(n)) return this.f.plans.parent(n);
+    if (isQueueNode(n)) return this.queue().parent(n);
+    if (isPlanNode(n)) return this.plans().parent(n);
     if (n.kind === 'group') return undefined;
     if (n.kind !== 'task' || this.filter) return undefined;
     const t = this.f.task(n.id);

@@ -73,3 +73,19 @@ export function warn(message: string, ...rest: any[]): Thenable<any> {
 export function error(message: string, ...rest: any[]): Thenable<any> {
   return vscode.window.showErrorMessage(noLinks(plainText(message)), ...rest);
 }
+
+/** With tracing on: the extension host's CPU time and event-loop delay, once a second. */
+export function traceHost(context: vscode.ExtensionContext) {
+  if (!traceFile) return;
+  const { monitorEventLoopDelay } = require('perf_hooks') as typeof import('perf_hooks');
+  const lag = monitorEventLoopDelay({ resolution: 10 });
+  lag.enable();
+  let cpu = process.cpuUsage();
+  const timer = setInterval(() => {
+    const d = process.cpuUsage(cpu);
+    cpu = process.cpuUsage();
+    trace({ ev: 'host', cpuMs: Math.round((d.user + d.system) / 1000), lagP99Ms: Math.round(lag.percentile(99) / 1e6), lagMaxMs: Math.round(lag.max / 1e6) });
+    lag.reset();
+  }, 1000);
+  context.subscriptions.push({ dispose: () => { clearInterval(timer); lag.disable(); } });
+}
