@@ -46,6 +46,16 @@ func (s *Session) Identity() procs.Identity {
 	return procs.Identity{}
 }
 
+// LowerPriority lowers claude's niceness, and its process group's, to
+// nice (procs.Process.LowerPriority): a claude started at the priority of
+// what a person waits for takes the agents' once its work begins.
+func (s *Session) LowerPriority(nice int) error {
+	if a, ok := s.proc.(procAdapter); ok && nice > 0 {
+		return a.p.LowerPriority(nice)
+	}
+	return nil
+}
+
 // Start starts claude for one session and returns once the process runs.
 // Events flow to opts.OnEvent until the Exited event, after which Done is
 // closed.

@@ -64,6 +64,13 @@ func TestRunnerPreparedAgentTakesTheFirstPrompt(t *testing.T) {
 	if n := r.started(); n != 1 {
 		t.Errorf("%d claudes started, want the prepared one alone", n)
 	}
+	// It started at the editor's priority and works at the agents'.
+	s0.mu.Lock()
+	lowered := s0.lowered
+	s0.mu.Unlock()
+	if s0.opts.Nice != 0 || lowered != protocol.DefaultAgentNice {
+		t.Errorf("the prepared claude started at nice %d and was lowered to %d, want 0 then %d", s0.opts.Nice, lowered, protocol.DefaultAgentNice)
+	}
 	// Its id is the task's now: task/release leaves it alone.
 	if err := r.o.TaskRelease(ctx, &protocol.TaskIDParams{ID: id}); err != nil {
 		t.Fatal(err)

@@ -108,6 +108,7 @@ type fakeSession struct {
 	mu      sync.Mutex
 	answers []agent.Answer
 	prompts []string
+	lowered int // the niceness LowerPriority gave it
 }
 
 func (s *fakeSession) SessionID() string        { return "sess-1" }
@@ -125,6 +126,12 @@ func (s *fakeSession) AnswerDecided(id string, a agent.Answer) error { return s.
 func (s *fakeSession) SendPrompt(text string) error {
 	s.mu.Lock()
 	s.prompts = append(s.prompts, text)
+	s.mu.Unlock()
+	return nil
+}
+func (s *fakeSession) LowerPriority(nice int) error {
+	s.mu.Lock()
+	s.lowered = nice
 	s.mu.Unlock()
 	return nil
 }

@@ -25,6 +25,9 @@ type Session interface {
 	Resize(cols, rows int) error
 	Screen() screen.Snapshot
 	Stop(ctx context.Context) error
+	// LowerPriority lowers the agent's niceness to nice (a prepared
+	// claude, started at the priority of what a person waits for).
+	LowerPriority(nice int) error
 }
 
 var _ Session = (*agent.Session)(nil)

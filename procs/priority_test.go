@@ -219,3 +219,30 @@ func TestOwnSessionFollowsTheLatestNice(t *testing.T) {
 		t.Errorf("written %v, want [7 7 3]", written)
 	}
 }
+
+// A child started at the default priority is lowered later, its threads
+// and what it starts after (a prepared claude when its task takes it).
+func TestLowerPriorityLater(t *testing.T) {
+	checkLeaks(t)
+	p := startHelper(t, Config{Pipes: true}, "spawn")
+	pid := p.Identity().PID
+	if err := p.LowerPriority(7); err != nil {
+		t.Fatal(err)
+	}
+	threads, _ := filepath.Glob("/proc/" + itoa(pid) + "/task/*/stat")
+	if len(threads) == 0 {
+		t.Fatal("no threads listed")
+	}
+	for _, th := range threads {
+		if n := niceOf(t, th); n != 7 {
+			t.Errorf("%s: nice %d, want 7", th, n)
+		}
+	}
+	if _, err := p.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	m := waitOutputMatch(t, p, regexp.MustCompile(`spawned (\d+)`))
+	if n := niceOf(t, "/proc/"+m[1]+"/stat"); n != 7 {
+		t.Errorf("spawned child: nice %d, want 7", n)
+	}
+}

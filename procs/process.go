@@ -429,6 +429,25 @@ func (p *Process) wait() {
 // Identity returns the child's pid, process group, start time and tree token.
 func (p *Process) Identity() Identity { return p.id }
 
+// LowerPriority gives the child's process group the niceness nice, later
+// than its start (a claude started for a prompt to come, at the priority of
+// what the person waits for, then lowered as its work begins). Processes
+// of the group get it at once and what they start inherits it; an
+// unprivileged user may only lower a priority. A group that leads a
+// session of its own (a PTY) keeps its autogroup's niceness: only pipes
+// children are lowered this way.
+func (p *Process) LowerPriority(nice int) error {
+	select {
+	case <-p.Done():
+		return nil // gone: the pid may be another's now
+	default:
+	}
+	if err := unix.Setpriority(unix.PRIO_PGRP, p.id.PGID, nice); err != nil {
+		return fmt.Errorf("setpriority %d of group %d: %w", nice, p.id.PGID, err)
+	}
+	return nil
+}
+
 // Done is closed when the child has exited and its status was collected.
 // Output may still be draining: see Output.Done.
 func (p *Process) Done() <-chan struct{} { return p.done }
