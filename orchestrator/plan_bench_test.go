@@ -55,6 +55,9 @@ func BenchmarkPlanWallTime(b *testing.B) {
 				}
 			}
 			task := e.get(b, s.TaskID)
+			at := func(x time.Time) string { return fmt.Sprintf("%5.1f", x.Sub(done.StartedAt).Seconds()) }
+			b.Logf("%s %s: could start %s, created %s, started %s, finished %s, merged %s", name, s.ID,
+				at(ready), at(task.CreatedAt), at(task.StartedAt), at(task.FinishedAt), at(s.MergedAt))
 			sched += task.StartedAt.Sub(ready)
 			integ += s.MergedAt.Sub(task.FinishedAt) - verifySec*time.Second
 		}

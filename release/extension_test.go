@@ -86,6 +86,16 @@ func TestExtensionPublishable(t *testing.T) {
 			t.Errorf("README.md links to %q: the Marketplace shows it outside the repository, so links are absolute https", m[1])
 		}
 	}
+	// Its pictures are the repository's own (taken by the UI tests,
+	// FAMILIAR_UI_SHOTS_DIR): each one it shows is there.
+	const raw = "https://raw.githubusercontent.com/familiar-dev/familiar/main/editors/vscode/"
+	for _, m := range regexp.MustCompile(`!\[[^\]]*\]\(([^)\s]+)\)`).FindAllStringSubmatch(readme, -1) {
+		if rel, ok := strings.CutPrefix(m[1], raw); ok {
+			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+				t.Errorf("README.md shows %s, which is not in the repository", rel)
+			}
+		}
+	}
 	if regexp.MustCompile(`(?i)!\[[^\]]*\]\([^)]*\.svg\)|<img[^>]+\.svg`).MatchString(readme) {
 		t.Error("README.md shows an SVG image, which vsce refuses")
 	}

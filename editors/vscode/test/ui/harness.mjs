@@ -210,10 +210,13 @@ export class Session {
     log(`${this.name}: extension after ${Date.now() - t0} ms`);
   }
 
-  async shot(what) {
+  async shot(what, marketplace) {
     this.step++;
     const f = path.join(artifacts, `${this.name}-${String(this.step).padStart(2, '0')}-${what}.png`);
     await this.page.screenshot({ path: f });
+    // The Marketplace README's screenshots are these (issue 41), kept
+    // current by running the scenarios with FAMILIAR_UI_SHOTS_DIR=images.
+    if (marketplace && process.env.FAMILIAR_UI_SHOTS_DIR) fs.copyFileSync(f, path.join(process.env.FAMILIAR_UI_SHOTS_DIR, `${marketplace}.png`));
     return f;
   }
 

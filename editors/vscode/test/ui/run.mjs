@@ -521,7 +521,7 @@ const scenarios = {
         await row('Add a, ').waitFor({ state: 'attached', timeout: 60000 });
         await v.locator('.state', { hasText: 'done: 2 of 2 steps merged' }).waitFor({ timeout: 300000 });
         await row('Add b, after a (edited), merged').waitFor({ state: 'attached', timeout: 30000 });
-        await s.shot('plan-done');
+        await s.shot('plan-done', 'plan');
         for (const f of ['plan-a.txt', 'plan-b.txt']) if (!fs.existsSync(path.join(s.repo, f))) throw new Error(`main lacks ${f}`);
         // Undo Plan: both merges taken back, main where it was.
         await v.locator('button', { hasText: 'Undo Plan' }).click();
@@ -592,7 +592,7 @@ const scenarios = {
         // Its steps in the view: the queue's row, then B handed back with its conflict.
         await row('Merge queue, running').waitFor({ state: 'attached', timeout: 60000 });
         await row(`In the merge queue: ${B}, handed back to its agent: conflicts with main in shared.txt`).waitFor({ state: 'attached', timeout: 180000 });
-        await s.shot('queue-running');
+        await s.shot('queue-running', 'merge-queue');
         const end = s.toast('the merge queue finished');
         await end.waitFor({ timeout: 300000 });
         const said = await end.innerText();
@@ -910,7 +910,7 @@ const scenarios = {
           return wt;
         };
         const wtFact = await checkView();
-        await s.shot('task-view');
+        await s.shot('task-view', 'task-view');
         // Copy puts the whole path on the clipboard.
         await wtFact.locator('button.copy').click();
         await waitFor('the worktree\'s path on the clipboard', async () => (await s.page.evaluate(() => navigator.clipboard.readText()).catch(() => '')) === worktree.path, 15000, 200);
@@ -1462,7 +1462,7 @@ async function cards(model) {
       await card().waitFor({ timeout: 60000 });
       const said = await card().innerText();
       if (!said.includes('Wants to write docs/notes.md') || said.includes(s.dir) || /worktrees/.test(said)) throw new Error(`the card says ${JSON.stringify(said)}`);
-      await s.shot('card-write');
+      await s.shot('card-write', 'question-card');
       await card().locator('button', { hasText: 'Review…' }).click();
       await s.page.locator('.monaco-diff-editor .view-lines', { hasText: 'from the card' }).first().waitFor({ timeout: 60000 });
       await s.shot('card-review');
