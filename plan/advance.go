@@ -177,6 +177,11 @@ func (pl *Planner) start(r *record, plan *protocol.Plan, id string) {
 	}
 	taskID, err := pl.host.CreateTask(context.WithoutCancel(pl.ctx), p)
 	if err != nil {
+		if pl.ctx.Err() != nil {
+			// familiar is stopping: the step starts when it runs again.
+			s.State, s.Why = protocol.StepPending, "starting"
+			return
+		}
 		s.State, s.Why = protocol.StepFailed, "its task could not be created: "+errWords(err)
 		return
 	}
