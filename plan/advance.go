@@ -71,6 +71,13 @@ func (pl *Planner) drafted(r *record, plan protocol.Plan) {
 			pl.Poke()
 			return
 		}
+	case interrupted(t) && !pl.resumed[plan.ArchitectTaskID]:
+		// familiar stopped while the architect worked: it goes on.
+		pl.resumed[plan.ArchitectTaskID] = true
+		if err := pl.host.ResumeTask(context.WithoutCancel(pl.ctx), plan.ArchitectTaskID); err != nil {
+			pl.logger.Warn("plan: resume the architect", "plan", plan.ID, "err", err)
+		}
+		return
 	case t.Status == protocol.StatusBlocked:
 		why := "its architect task is blocked"
 		if t.Blocked != nil {
