@@ -817,6 +817,13 @@ func (d *ptyDriver) sendPrompt(text string) error {
 	}
 	if restoring {
 		if err := d.clearBox(ctx); err != nil {
+			// The next prompt tries again: typed after what is left of the
+			// interrupted one, it would be joined to it (the VS Code chat
+			// scenario at load 14: "slow 1\n@@DELAY 30s\n@@TE" stayed after
+			// one batch of backspaces, and the message sent again followed it).
+			d.mu.Lock()
+			d.restoring = true
+			d.mu.Unlock()
 			return fmt.Errorf("clear the interrupted prompt: %w", err)
 		}
 	}
