@@ -1414,7 +1414,10 @@ async function chat(model) {
       const sv = await openView(s, st);
       const said2 = await sv.locator('#log .item.prompt .words').first().innerText();
       if (said2 !== 'Stream it.\nSlowly.\n@@TEXT Ready.') throw new Error(`the stream task's prompt block shows ${JSON.stringify(said2)}`);
-      await typeMessage(sv, `Stream slowly.\n@@PACE 200ms\n@@TEXT ${'word '.repeat(100)}end.`);
+      // 300 words 200 ms apart: a minute of streaming, so that Stop is still
+      // there after the screenshot below (at load 20 the 100 of before, 20 s,
+      // had ended before the click).
+      await typeMessage(sv, `Stream slowly.\n@@PACE 200ms\n@@TEXT ${'word '.repeat(300)}end.`);
       await sv.locator('#log .item.text', { hasText: 'word word word' }).waitFor({ timeout: 180000 });
       await s.shot('stream-streaming');
       const t0 = Date.now();
