@@ -98,6 +98,8 @@ type Host interface {
 	// moved), aborting a merge the queue left in progress in its worktree.
 	RestoreBranch(ctx context.Context, id, commit string) error
 
+	// Audit records an entry; it does not block, and what Publish sends
+	// after it goes out after it. The queue may call it under its lock.
 	Audit(taskID, action, actor string, data any)
 	// Publish sends a notification (durable first) about taskID ("" for
 	// none).

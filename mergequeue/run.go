@@ -569,7 +569,7 @@ func (m *Queue) end(ctx context.Context) {
 		m.logger.Warn("remove the queue's scratch worktrees", "err", err)
 	}
 	var merged, notMerged []string
-	snap := m.update(func(q *protocol.Queue) {
+	m.update(func(q *protocol.Queue) {
 		q.State = protocol.QueueDone
 		if m.cancel || ctx.Err() != nil {
 			q.State = protocol.QueueCancelled
@@ -591,8 +591,12 @@ func (m *Queue) end(ctx context.Context) {
 			notMerged = append(notMerged, it.TaskID)
 		}
 		m.running, m.handedBack = false, 0
+		// Audited before the end is announced (the host's audit and its
+		// notifications go out in the order given): a client that reads
+		// the audit when it sees the queue done finds the end there (read
+		// after, it was missing once at load 18).
+		m.host.Audit("", "queue.ended", "familiar", map[string]any{"queueId": q.ID, "state": q.State, "merged": nonNil(merged), "notMerged": nonNil(notMerged)})
 	})
-	m.host.Audit("", "queue.ended", "familiar", map[string]any{"queueId": snap.ID, "state": snap.State, "merged": nonNil(merged), "notMerged": nonNil(notMerged)})
 }
 
 func (m *Queue) cancelled() bool {
