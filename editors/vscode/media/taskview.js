@@ -426,11 +426,14 @@
           nodes.set(it.key, n);
           (it.kind === 'hook' ? hookFrag : frag).appendChild(n);
         }
-        const height = document.body.scrollHeight;
         const first = earlierRow && earlierRow.parentNode === log ? earlierRow.nextSibling : log.firstChild;
+        // The row read before stays where it was on the screen, whatever
+        // the browser's own scroll anchoring did (it moves the page too,
+        // except at its very top: adding both put the page at its end).
+        const before = first ? first.getBoundingClientRect().top : 0;
         log.insertBefore(frag, first);
         if (hookFrag.childNodes.length) { hookBox().insertBefore(hookFrag, hookBox().firstChild); countHooks(); }
-        window.scrollBy(0, document.body.scrollHeight - height);
+        if (first) window.scrollBy(0, first.getBoundingClientRect().top - before);
         showEarlier(m.earlier || 0);
         break;
       }

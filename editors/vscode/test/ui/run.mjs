@@ -356,6 +356,10 @@ const scenarios = {
         await waitFor('more earlier rows', async () => (await rows()) > scrolled, 30000, 100);
         log(`bigview: ${drawn} rows drawn at first, ${scrolled} after scrolling up, ${await rows()} after a click`);
         await s.shot('earlier');
+        // The person stays where they read: the rows put in above do not move the page to the end.
+        const where = await v.locator('body').evaluate(() => ({ y: window.scrollY, h: document.body.scrollHeight, vh: window.innerHeight }));
+        log(`bigview: after the earlier rows the page is at ${where.y} of ${where.h - where.vh} px; ${await rows()} rows`);
+        if (where.y > where.h - where.vh - 2 * where.vh) throw new Error(`the earlier rows moved the page to its end (${where.y} of ${where.h - where.vh} px)`);
       } finally {
         rpc.close();
       }
