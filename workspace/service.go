@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -93,11 +92,9 @@ func (s *Service) Initialize(ctx context.Context, p *protocol.InitializeParams) 
 		ws, err = s.open(ctx, root)
 		if err != nil {
 			s.mu.Unlock()
-			var pe *protocol.Error
-			if errors.As(err, &pe) {
-				return nil, err
-			}
-			return nil, protocol.InvalidParams("workspaceRoot", err.Error())
+			// One error boundary (issue 38): by the error's kind, and an
+			// error of no kind is internal (logged whole, its text not sent).
+			return nil, protocol.ErrorOf(err, protocol.ErrorContext{What: "open " + root, Field: "workspaceRoot"})
 		}
 		s.ws = ws
 		if s.OnOpen != nil {
