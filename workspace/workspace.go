@@ -88,8 +88,9 @@ func Open(ctx context.Context, root string, o Options) (*Workspace, error) {
 		ws.DataDir = DefaultDataDir(ws.Root)
 	}
 	if err := os.MkdirAll(ws.DataDir, 0o700); err != nil {
-		// Said to the person: it is theirs to fix (permissions, a full disk).
-		return nil, protocol.Unavailable(fmt.Sprintf("familiar cannot make its data dir %s: %v", ws.DataDir, errors.Unwrap(err)))
+		// The path error stays whole: familiar serve says it with what to
+		// do (startupRefusal).
+		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	ws.GitVersion, _ = repo.GitVersion(ctx)
 	ws.CLI, ws.CLIErr = agent.FindCLI(ctx, o.ClaudePath, o.ToolsDir)
