@@ -127,4 +127,3 @@ func printPlan(w io.Writer, p *protocol.Plan) {
 		(time.Duration(t.WallMs) * time.Millisecond).Round(100*time.Millisecond),
 		(time.Duration(t.WorkMs) * time.Millisecond).Round(100*time.Millisecond), t.Tokens, t.CostUSD)
 }
-

@@ -335,15 +335,9 @@ func (pl *Planner) List() *protocol.PlanListResult {
 func (pl *Planner) Update(ctx context.Context, p *protocol.PlanUpdateParams) (*protocol.Plan, error) {
 	pl.act.Lock()
 	defer pl.act.Unlock()
-	r, err := pl.find(p.ID)
+	r, plan, err := pl.changeable(p.ID)
 	if err != nil {
 		return nil, err
-	}
-	plan := clonePlan(r.Plan)
-	switch plan.State {
-	case protocol.PlanDraft, protocol.PlanRunning, protocol.PlanHeld:
-	default:
-		return nil, protocol.FailedPrecondition(fmt.Sprintf("the plan is %s: its steps can no longer change", plan.State), "")
 	}
 	old := map[string]protocol.PlanStep{}
 	for _, s := range plan.Steps {
@@ -474,18 +468,27 @@ func (pl *Planner) Skip(ctx context.Context, p *protocol.PlanStepParams) (*proto
 	return plan, err
 }
 
-func (pl *Planner) changeStep(p *protocol.PlanStepParams, action string, change func(*protocol.Plan, *protocol.PlanStep) error) (*protocol.Plan, error) {
-	pl.act.Lock()
-	defer pl.act.Unlock()
-	r, err := pl.find(p.ID)
+// changeable is a plan whose steps may still change (a draft, running or
+// held), and a copy of it to change; act is held.
+func (pl *Planner) changeable(id string) (*record, protocol.Plan, error) {
+	r, err := pl.find(id)
 	if err != nil {
-		return nil, err
+		return nil, protocol.Plan{}, err
 	}
 	plan := clonePlan(r.Plan)
 	switch plan.State {
-	case protocol.PlanRunning, protocol.PlanHeld, protocol.PlanDraft:
-	default:
-		return nil, protocol.FailedPrecondition(fmt.Sprintf("the plan is %s", plan.State), "")
+	case protocol.PlanDraft, protocol.PlanRunning, protocol.PlanHeld:
+		return r, plan, nil
+	}
+	return nil, protocol.Plan{}, protocol.FailedPrecondition(fmt.Sprintf("the plan is %s: its steps can no longer change", plan.State), "")
+}
+
+func (pl *Planner) changeStep(p *protocol.PlanStepParams, action string, change func(*protocol.Plan, *protocol.PlanStep) error) (*protocol.Plan, error) {
+	pl.act.Lock()
+	defer pl.act.Unlock()
+	r, plan, err := pl.changeable(p.ID)
+	if err != nil {
+		return nil, err
 	}
 	i := slices.IndexFunc(plan.Steps, func(s protocol.PlanStep) bool { return s.ID == p.Step })
 	if i < 0 {
