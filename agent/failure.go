@@ -332,8 +332,12 @@ func screenFailure(text, status string, now time.Time) *Failure {
 // retryLine reads the CLI's retry status line: "API error · retrying in 1s ·
 // attempt 1/10", "Connection refused — a firewall or proxy may be blocking
 // it (ECONNREFUSED) · retrying in 4s · attempt 4/10" (testdata api-retry,
-// api-retry-refused).
-var retryLine = regexp.MustCompile(`^(.*?) · retrying in \S+ · attempt (\d+)/(\d+)`)
+// api-retry-refused). Up to 2.1.300 it says "Retrying": "401 invalid
+// x-api-key · Retrying in 2s · attempt 3/10", "Unable to connect to API
+// (ConnectionRefused) · Retrying in 1s · attempt 1/10" (2.1.200); read as
+// "retrying", a task on those versions stayed "thinking" through claude's
+// ten retries (issue 37).
+var retryLine = regexp.MustCompile(`^(.*?) · [Rr]etrying in \S+ · attempt (\d+)/(\d+)`)
 
 // httpStatus finds an HTTP error status in a retry message.
 var httpStatus = regexp.MustCompile(`\b[45]\d\d\b`)

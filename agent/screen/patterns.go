@@ -28,8 +28,9 @@ var (
 	// The spinner line while the CLI backs off after a failed API call:
 	// "API error · retrying in 1s · attempt 1/10", "Connection refused — a
 	// firewall or proxy may be blocking it (ECONNREFUSED) · retrying in 4s ·
-	// attempt 4/10".
-	reRetrying = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+(API error · Retrying .*|.+ · retrying in \S+ · attempt \d+/\d+.*)$`) // "Retrying" up to 2.1.300
+	// attempt 4/10"; up to 2.1.300 "Retrying" ("Unable to connect to API
+	// (ConnectionRefused) · Retrying in 1s · attempt 1/2" in 2.1.200).
+	reRetrying = regexp.MustCompile(`^\s*[·✢✳✶✻✽*]\s+(.+ · [Rr]etrying in \S+ · attempt \d+/\d+.*)$`)
 
 	// Tool permission dialogs.
 	// "Do you want to proceed?", "... create new.txt?", "... make this edit

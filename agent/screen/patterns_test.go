@@ -145,6 +145,10 @@ var recordedScreens = []struct {
 	{"api-retry-refused", screen.Classification{State: screen.Working, Pattern: "api-retry",
 		Text:   "Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED) · retrying in Ns · attempt N/2",
 		Detail: "⏸ manual mode on · esc to interrupt · ← for agents"}},
+	// Issue 37: an unreachable API while claude retries ten times.
+	{"api-retry-unreachable", screen.Classification{State: screen.Working, Pattern: "api-retry",
+		Text:   "Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED) · retrying in Ns · attempt N/10",
+		Detail: "⏸ manual mode on · esc to interrupt · ← for agents"}},
 	// Issue 22: the retry line names the status from the third retry on.
 	{"api-retry-status", screen.Classification{State: screen.Working, Pattern: "api-retry",
 		Text: "500 fake boom · retrying in Ns · attempt N/3", Detail: "⏸ manual mode on · esc to interrupt · ← for agents"}},
@@ -201,6 +205,19 @@ var olderScreens = []struct {
 		Text: "<spinner>", Detail: "esc to interrupt · ← for agents"}},
 	{"2.1.200", "api-retry", screen.Classification{State: screen.Working, Pattern: "api-retry",
 		Text: "API error · retrying in Ns · attempt N/10", Detail: "esc to interrupt · ← for agents"}},
+	// Up to 2.1.300 the retry line says "Retrying" (normalize hides it;
+	// the agent's TestParseRetryLine reads these lines as they are), and
+	// 2.1.200 names a refused connection in its own words.
+	{"2.1.200", "api-retry-unreachable", screen.Classification{State: screen.Working, Pattern: "api-retry",
+		Text: "Unable to connect to API (ConnectionRefused) · retrying in Ns · attempt N/10", Detail: "esc to interrupt · ← for agents"}},
+	{"2.1.200", "api-retry-refused", screen.Classification{State: screen.Working, Pattern: "api-retry",
+		Text: "Unable to connect to API (ConnectionRefused) · retrying in Ns · attempt N/2", Detail: "esc to interrupt · ← for agents"}},
+	{"2.1.200", "api-gave-up-refused", screen.Classification{State: screen.Failed, Pattern: "api-error",
+		Text: "API Error: Unable to connect to API (ConnectionRefused)"}},
+	{"2.1.200", "api-retry-status", screen.Classification{State: screen.Working, Pattern: "api-retry",
+		Text: "500 fake boom · retrying in Ns · attempt N/3", Detail: "esc to interrupt · ← for agents"}},
+	{"2.1.200", "api-retry-401", screen.Classification{State: screen.Working, Pattern: "api-retry",
+		Text: "401 fake invalid x-api-key · retrying in Ns · attempt N/3", Detail: "esc to interrupt · ← for agents"}},
 	{"2.1.200", "permission-bash", screen.Classification{State: screen.Permission, Pattern: "permission",
 		Title: "Bash command", Text: "Do you want to proceed?", Detail: "echo hi > created.txt\nCreate a file",
 		Options: []screen.Option{

@@ -232,11 +232,22 @@ var scenarios = []scenario{
 			// wait in three recordings), then the error.
 			s.notShown("api-retry-refused", "a refused connection is retried at once: no retry line stays on the screen")
 		} else {
-			s.capture("api-retry-refused", hasAll("ECONNREFUSED", "attempt 1/2", "esc to interrupt"))
+			// 2.1.200 says "Unable to connect to API (ConnectionRefused)".
+			s.capture("api-retry-refused", hasAll("attempt 1/2", "esc to interrupt"), hasAny("ECONNREFUSED", "ConnectionRefused"))
 		}
 		// 2.1.332 retries under a spinner with the prompt open and no "esc
 		// to interrupt": the error names the end.
-		s.capture("api-gave-up-refused", hasAll("? for shortcuts", "ECONNREFUSED"), lacks("esc to interrupt"))
+		s.capture("api-gave-up-refused", hasAll("? for shortcuts"), hasAny("ECONNREFUSED", "ConnectionRefused"), lacks("esc to interrupt"))
+	}},
+	// Issue 37: an unreachable API with claude's own ten retries, the case
+	// a person meets (2.1.332 too keeps its line then). 2.1.300 takes the
+	// two quick retries of api-retry-refused too fast to capture; up to
+	// 2.1.300 the line says "Retrying", and 2.1.200 names the refusal
+	// "Unable to connect to API (ConnectionRefused)".
+	{name: "api-retry-unreachable", baseURL: closedPort, run: func(s *session) {
+		s.waitIdle()
+		s.submit("go")
+		s.capture("api-retry-unreachable", hasAll("attempt 3/10", "esc to interrupt"), hasAny("ECONNREFUSED", "ConnectionRefused"))
 	}},
 	// Issue 22: the line names the status only from the third retry on
 	// ("API error" before); a refused login is retried like a 5xx.
