@@ -98,11 +98,23 @@ function installExtension(extensionsDir) {
 }
 
 /**
+ * Installs a VSIX with code-server's own --install-extension into a fresh
+ * extensions dir and profile (what `code --install-extension` does for a
+ * person), in the session's HOME: nothing of the development tree is used.
+ */
+function installVSIX(vsix, { userData, extensions, home, xdg }) {
+  const out = execFileSync(paths.node24, [paths.codeServer, '--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix],
+    { env: { PATH: process.env.PATH, HOME: home, ...xdg }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 180000 });
+  log(`installed ${path.basename(vsix)}: ${out.trim().split('\n').pop()}`);
+}
+
+/**
  * One VS Code session: a temp dir with a git repo, HOME and XDG dirs, a
  * code-server on a free loopback port, and a chromium page on it.
  * opts.env adds/overrides environment for code-server (and so for the
  * extension host and familiar); opts.settings adds user settings;
- * opts.gitRepo false leaves the folder without git.
+ * opts.gitRepo false leaves the folder without git; opts.vsix installs that
+ * VSIX instead of the built tree, with familiar.path unset.
  */
 export async function startSession(name, opts = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `familiar-ui-${name}-`));
@@ -133,9 +145,12 @@ export async function startSession(name, opts = {}) {
   const extensions = path.join(dir, 'extensions');
   fs.mkdirSync(path.join(userData, 'User'), { recursive: true });
   fs.mkdirSync(extensions, { recursive: true });
-  installExtension(extensions);
+  // opts.vsix: installed by code-server itself, as a person's --install-extension does.
+  if (opts.vsix) installVSIX(opts.vsix, { userData, extensions, home, xdg });
+  else installExtension(extensions);
   fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify({
-    'familiar.path': paths.familiar,
+    // Unset with a VSIX: the extension runs the familiar it carries.
+    ...(opts.vsix ? {} : { 'familiar.path': paths.familiar }),
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
     'workbench.enableExperiments': false,

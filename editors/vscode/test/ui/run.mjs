@@ -5,7 +5,7 @@
 // mode, skills, mcp (issue 26: Change Mode…, skills and directives in New Task, MCP servers).
 // chat (issue 36: the message box, Stop, Stop and send, both drivers; Enter → model and Stop → turn end figures in test-artifacts/chat.json),
 // cards (issue 36: questions answered on their card, accept edits, inline options, a reload with a view open, Open Worktree).
-// plan (issue 39: New Plan…, a step edited, Run, the steps' progress, Undo Plan), schema (issue 41: a JSON tasks file's typo squiggled),
+// plan (issue 39: New Plan…, a step edited, Run, the steps' progress, Undo Plan), schema (issue 41: a JSON tasks file's typo squiggled), vsix (issue 41: the built VSIX installed into a clean code-server runs its own familiar; FAMILIAR_VSIX),
 // keep (issue 36: keep or discard each file before merging), mention (issue 36: @-mentions reach the model), bigview (issue 36: a 5,000-entry view's open time and the host's event loop while it streams; test-artifacts/bigview.json).
 // FAMILIAR_UI_RUNS sets the latency sample count (default 20).
 
@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { artifacts, extDir, log, paths, percentile, socketClient, startModel, startSession, toastTimes, waitFor, watchToasts } from './harness.mjs';
+import { artifacts, daemonPids, extDir, log, paths, percentile, socketClient, startModel, startSession, toastTimes, waitFor, watchToasts } from './harness.mjs';
 
 /** Runs fn in a fresh session; on failure keeps a screenshot and the code-server log. */
 async function withSession(name, opts, fn) {
@@ -363,6 +363,61 @@ const scenarios = {
       } finally {
         rpc.close();
       }
+    });
+  },
+
+  /**
+   * Issue 41: the linux-x64 VSIX (FAMILIAR_VSIX, made by
+   * scripts/platform-vsix.sh as make dist makes it) installed with
+   * code-server's --install-extension into a clean profile, familiar.path
+   * unset and no familiar on PATH: the extension starts, runs the familiar
+   * it carries (the process's own executable, its log's line), and a task
+   * made in New Task runs against the scripted model.
+   */
+  async vsix(model) {
+    const vsix = process.env.FAMILIAR_VSIX;
+    if (!vsix || !fs.existsSync(vsix)) throw new Error(`FAMILIAR_VSIX (${vsix ?? 'unset'}) names no VSIX: make one with scripts/platform-vsix.sh linux-x64 <familiar> <out.vsix> (.ci/run-vscode does)`);
+    // No familiar on PATH: one found there would hide a VSIX that carries none.
+    const dirs = (process.env.PATH ?? '').split(path.delimiter).filter((d) => d && !fs.existsSync(path.join(d, 'familiar')));
+    await withSession('vsix', { env: { ...model.env, PATH: dirs.join(path.delimiter) }, vsix }, async (s) => {
+      const ext = path.join(s.dir, 'extensions');
+      const installed = fs.readdirSync(ext).filter((d) => d.startsWith('familiar-dev.familiar-'));
+      if (installed.length !== 1) throw new Error(`the extensions dir holds ${JSON.stringify(fs.readdirSync(ext))}, not one familiar`);
+      // code-server's record of it: installed from a VSIX.
+      const record = JSON.parse(fs.readFileSync(path.join(ext, 'extensions.json'), 'utf8')).find((e) => e.identifier?.id === 'familiar-dev.familiar');
+      if (record?.metadata?.source !== 'vsix') throw new Error(`code-server's record of the extension: ${JSON.stringify(record)}`);
+      const bundled = fs.realpathSync(path.join(ext, installed[0], 'bin', 'familiar'));
+      const version = JSON.parse(execFileSync(bundled, ['version', '--json'], { encoding: 'utf8' })).version;
+      log(`vsix: installed ${installed[0]}, bin/familiar mode ${(fs.statSync(bundled).mode & 0o777).toString(8)}, familiar ${version}`);
+      await s.ready();
+      await s.openView();
+      // The familiar processes (the extension's `serve --stdio` and the
+      // background familiar it started) run the installed binary.
+      const exes = () => fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map((pid) => {
+        try {
+          return { pid, exe: fs.readlinkSync(`/proc/${pid}/exe`), args: fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean) };
+        } catch {
+          return undefined;
+        }
+      }).filter((p) => p && path.basename(p.args[0] ?? '') === 'familiar');
+      const serve = await waitFor('the extension\'s familiar serve --stdio', () => exes().find((p) => p.args.includes('--stdio')), 60000, 200);
+      if (serve.exe !== bundled) throw new Error(`the extension runs ${serve.exe} (${serve.args.join(' ')}), not the VSIX's ${bundled}`);
+      const daemons = daemonPids(path.join(s.dir, 'state'));
+      if (daemons.length !== 1) throw new Error(`background familiars: ${JSON.stringify(daemons)}`);
+      const daemonExe = fs.readlinkSync(`/proc/${daemons[0]}/exe`);
+      if (daemonExe !== bundled) throw new Error(`the background familiar runs ${daemonExe}, not the VSIX's ${bundled}`);
+      // What the person reads in Familiar: Show Log.
+      await s.command('Familiar: Show Log');
+      await s.page.locator('.part.panel .view-lines', { hasText: `${bundled} (bundled with the extension): familiar ${version}` }).first().waitFor({ timeout: 30000 });
+      const title = 'Hello from the VSIX';
+      await s.newTask(title, '@@TEXT The installed extension works.');
+      await waitRow(s, title, ['done, no changes', 'ready to merge'], 180000);
+      const v = await openView(s, title);
+      await v.locator('#log .item.text', { hasText: 'The installed extension works.' }).waitFor({ timeout: 60000 });
+      await s.shot('installed');
+      await s.command('Extensions: Show Installed Extensions');
+      await s.page.locator('.extensions-viewlet .monaco-list-row', { hasText: 'Familiar' }).first().waitFor({ timeout: 60000 });
+      await s.shot('extensions');
     });
   },
 
@@ -1916,7 +1971,7 @@ async function load(s, floodDir, agentNice) {
   }
 }
 
-const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'chat', 'cards', 'keep', 'mention', 'bigview', 'plan', 'schema', 'load'];
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : ['main', 'noclaude', 'reload', 'control', 'view', 'manage', 'queue', 'mode', 'skills', 'mcp', 'chat', 'cards', 'keep', 'mention', 'bigview', 'plan', 'schema', 'vsix', 'load'];
 fs.mkdirSync(artifacts, { recursive: true });
 for (const p of [paths.node24, paths.codeServer, paths.chromium, paths.familiar, paths.fakemodel, paths.fakeagent]) {
   if (!fs.existsSync(p)) {
