@@ -83,6 +83,10 @@ type Options struct {
 	ConfirmWithin time.Duration // how long a keystroke has to show an effect (default 3 s)
 	GraceTimeout  time.Duration // SIGTERM → SIGKILL
 	Nice          int           // lowers the priority of claude and all it starts (procs.Config.Nice)
+	// OwnSession starts a stream claude in a session of its own
+	// (procs.Config.OwnSession): its own scheduling group at nice 0, not
+	// the background familiar's lowered one, until LowerPriority.
+	OwnSession bool
 	Clock         clock.Clock
 	Logger        *slog.Logger
 

@@ -123,10 +123,12 @@ func Start(ctx context.Context, opts Options) (*Session, error) {
 		OnLogError: func(err error) {
 			s.emit(Event{Kind: EventProblem, Problem: ProblemOutputLog + ": " + err.Error()})
 		},
-		Grace:  opts.GraceTimeout,
-		Nice:   opts.Nice,
-		Clock:  opts.Clock,
-		Logger: s.logger,
+		Grace: opts.GraceTimeout,
+		Nice:  opts.Nice,
+		// Under a PTY claude leads a session anyway.
+		OwnSession: opts.OwnSession && d.pipes(),
+		Clock:      opts.Clock,
+		Logger:     s.logger,
 	}
 	if opts.NoProgress > 0 {
 		// Progress is what the agent does, not bytes: the TUI's spinner

@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/familiar-dev/familiar/agent"
+	"github.com/familiar-dev/familiar/agent/transcript"
 	"github.com/familiar-dev/familiar/clock"
-
 	"github.com/familiar-dev/familiar/protocol"
 )
 
@@ -64,12 +65,26 @@ func TestRunnerPreparedAgentTakesTheFirstPrompt(t *testing.T) {
 	if n := r.started(); n != 1 {
 		t.Errorf("%d claudes started, want the prepared one alone", n)
 	}
-	// It started at the editor's priority and works at the agents'.
-	s0.mu.Lock()
-	lowered := s0.lowered
-	s0.mu.Unlock()
-	if s0.opts.Nice != 0 || lowered != protocol.DefaultAgentNice {
-		t.Errorf("the prepared claude started at nice %d and was lowered to %d, want 0 then %d", s0.opts.Nice, lowered, protocol.DefaultAgentNice)
+	// It started at the editor's priority, keeps it until its answer
+	// begins (the person waits for that) and works at the agents'.
+	lowered := func() int {
+		s0.mu.Lock()
+		defer s0.mu.Unlock()
+		return s0.lowered
+	}
+	if s0.opts.Nice != 0 || lowered() != 0 {
+		t.Errorf("the prepared claude started at nice %d and was lowered to %d before it answered, want 0 and 0", s0.opts.Nice, lowered())
+	}
+	s0.opts.OnEvent(agent.Event{Kind: agent.EventTranscript, Transcript: &transcript.Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: transcript.KindUsage}}})
+	if lowered() != 0 {
+		t.Errorf("lowered to %d by a usage entry, want 0 until the answer begins", lowered())
+	}
+	s0.opts.OnEvent(agent.Event{Kind: agent.EventTranscript, Transcript: &transcript.Entry{TranscriptEntry: protocol.TranscriptEntry{Kind: transcript.KindText, Text: "On it."}}})
+	if lowered() != protocol.DefaultAgentNice {
+		t.Errorf("lowered to %d once its answer began, want %d", lowered(), protocol.DefaultAgentNice)
+	}
+	if !s0.opts.OwnSession {
+		t.Error("the prepared claude shares the background familiar's session (and its lowered autogroup), want one of its own")
 	}
 	// Its id is the task's now: task/release leaves it alone.
 	if err := r.o.TaskRelease(ctx, &protocol.TaskIDParams{ID: id}); err != nil {

@@ -85,6 +85,28 @@ func (p *Process) niceAutogroup(f *os.File, nice int) {
 	}
 }
 
+// niceAutogroupLater holds the child's own session's autogroup, opened at
+// its start, until LowerPriority asks for a niceness, which it then writes
+// as niceAutogroup does (and any later one), until the child exits. It closes f.
+func (p *Process) niceAutogroupLater(f *os.File) {
+	defer p.wg.Done()
+	defer f.Close()
+	for {
+		select {
+		case <-p.done:
+			return
+		case nice := <-p.lowerLater:
+			_, stopped, err := whileLimited(p.clk, p.done, p.lowerLater, nice, func(n int) (bool, error) { return writeAutogroup(f, n) })
+			if stopped || errors.Is(err, syscall.ESRCH) {
+				return
+			}
+			if err != nil {
+				p.logger.Warn("procs: the agent's session keeps its scheduling share", "pid", p.id.PID, "nice", nice, "err", err)
+			}
+		}
+	}
+}
+
 // whileLimited calls write(nice) until it succeeds, fails for another
 // reason than the kernel's rate limit (again false), autogroupTries run out
 // or stop is closed, waiting autogroupRetry between tries. A value received

@@ -246,3 +246,40 @@ func TestLowerPriorityLater(t *testing.T) {
 		t.Errorf("spawned child: nice %d, want 7", n)
 	}
 }
+
+// A pipes child started with OwnSession leads a session of its own: on
+// Linux with autogroups a scheduling group of its own, at niceness 0
+// whatever familiar's is, which LowerPriority lowers with the processes.
+func TestOwnSessionPipesLowerLater(t *testing.T) {
+	checkLeaks(t)
+	p := startHelper(t, Config{Pipes: true, OwnSession: true}, "spawn")
+	pid := p.Identity().PID
+	if sid, err := unix.Getsid(pid); err != nil || sid != pid {
+		t.Fatalf("session of the child %d: %d (%v), want its own", pid, sid, err)
+	}
+	ag := "/proc/" + itoa(pid) + "/autogroup"
+	read := func() string { b, _ := os.ReadFile(ag); return strings.TrimSpace(string(b)) }
+	hasAutogroups := read() != ""
+	if hasAutogroups {
+		own, _ := os.ReadFile("/proc/self/autogroup")
+		if got := read(); got == strings.TrimSpace(string(own)) || !strings.HasSuffix(got, "nice 0") {
+			t.Errorf("%s = %q, want a group of its own at nice 0 (familiar's is %q)", ag, got, strings.TrimSpace(string(own)))
+		}
+	} else {
+		t.Log("no autogroup here: only the processes' niceness is checked")
+	}
+	if err := p.LowerPriority(7); err != nil {
+		t.Fatal(err)
+	}
+	if n := niceOf(t, "/proc/"+itoa(pid)+"/stat"); n != 7 {
+		t.Errorf("nice %d, want 7", n)
+	}
+	if hasAutogroups && !testenv.Eventually(10*time.Second, func() bool { return strings.HasSuffix(read(), "nice 7") }) {
+		t.Errorf("%s = %q, want it lowered to nice 7", ag, read())
+	}
+	// Input and output still go through the pipes.
+	if _, err := p.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitOutputMatch(t, p, regexp.MustCompile(`spawned (\d+)`))
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -55,6 +56,13 @@ type Config struct {
 	// process group (for the stream-json driver) instead of under a PTY in
 	// its own session (the default).
 	Pipes bool
+	// OwnSession, with Pipes, makes the child lead a session of its own
+	// (Setsid, no controlling terminal) rather than a group in familiar's.
+	// On Linux with autogroups that is a scheduling group of its own,
+	// starting at niceness 0 whatever familiar's is: a claude a person
+	// waits for does not share the background familiar's lowered share
+	// (issue 40). LowerPriority lowers that group too.
+	OwnSession bool
 	// Size is the initial PTY size; zero means 24×80.
 	Size Size
 	// Nice, when positive, lowers the scheduling priority of the child and
@@ -161,6 +169,11 @@ type Process struct {
 
 	stopRecord chan struct{} // closed by close: ends the lineage recorder
 
+	// lowerLater takes the niceness LowerPriority gives the child's own
+	// session's autogroup (OwnSession started at 0); nil when there is
+	// none to lower. Buffered 1: the newest value waits there.
+	lowerLater chan int
+
 	done   chan struct{}
 	status ExitStatus // written once before done is closed
 
@@ -265,7 +278,7 @@ func Start(cfg Config) (*Process, error) {
 		childEnds = []*os.File{ends[0][0], ends[1][1], ends[2][1]}
 		p.stdin = ends[0][1]
 		p.readers = []*os.File{ends[1][0], ends[2][0]}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !cfg.OwnSession, Setsid: cfg.OwnSession}
 	} else {
 		master, tty, err := pty.Open()
 		if err != nil {
@@ -308,11 +321,22 @@ func Start(cfg Config) (*Process, error) {
 		p.id = Identity{PID: pid, Tree: token}
 	}
 	p.id.PGID = pid // Setsid / Setpgid made it the leader of its own group
-	var autogroup *os.File
-	if cfg.Nice > 0 {
+	var autogroup, later *os.File
+	session := !cfg.Pipes || cfg.OwnSession
+	switch {
+	case cfg.Nice > 0:
 		// Before the waiter starts: the pid cannot have been reused yet.
-		if autogroup, err = lowerPriority(pid, cfg.Nice, !cfg.Pipes); err != nil {
+		if autogroup, err = lowerPriority(pid, cfg.Nice, session); err != nil {
 			p.logger.Warn("procs: the child's priority is not lowered fully", "pid", pid, "nice", cfg.Nice, "err", err)
+		}
+	case cfg.OwnSession:
+		// Opened now, while the pid is surely the child's, for
+		// LowerPriority to write later.
+		if later, err = openAutogroup(strconv.Itoa(pid)); err != nil {
+			later = nil
+			if !errors.Is(err, os.ErrNotExist) {
+				p.logger.Warn("procs: the child's session cannot be lowered later", "pid", pid, "err", err)
+			}
 		}
 	}
 
@@ -347,6 +371,11 @@ func Start(cfg Config) (*Process, error) {
 	if autogroup != nil {
 		p.wg.Add(1)
 		go p.niceAutogroup(autogroup, cfg.Nice)
+	}
+	if later != nil {
+		p.lowerLater = make(chan int, 1)
+		p.wg.Add(1)
+		go p.niceAutogroupLater(later)
 	}
 	for i, o := range p.outputs {
 		go func() {
@@ -434,8 +463,9 @@ func (p *Process) Identity() Identity { return p.id }
 // what the person waits for, then lowered as its work begins). Processes
 // of the group get it at once and what they start inherits it; an
 // unprivileged user may only lower a priority. A group that leads a
-// session of its own (a PTY) keeps its autogroup's niceness: only pipes
-// children are lowered this way.
+// session of its own under a PTY keeps its autogroup's niceness; one of
+// pipes started with OwnSession has its autogroup lowered too, in the
+// background while the kernel rate-limits it.
 func (p *Process) LowerPriority(nice int) error {
 	select {
 	case <-p.Done():
@@ -444,6 +474,15 @@ func (p *Process) LowerPriority(nice int) error {
 	}
 	if err := unix.Setpriority(unix.PRIO_PGRP, p.id.PGID, nice); err != nil {
 		return fmt.Errorf("setpriority %d of group %d: %w", nice, p.id.PGID, err)
+	}
+	if p.lowerLater != nil {
+		for {
+			select {
+			case p.lowerLater <- nice:
+				return nil
+			case <-p.lowerLater: // an older value not written yet: the newest wins
+			}
+		}
 	}
 	return nil
 }
