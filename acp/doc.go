@@ -19,7 +19,8 @@
 //	                       fit how claude logs in: a refused key is replaced, not set)
 //	session/update         from task/transcript (text, thinking, tool calls, plan, usage),
 //	                       task/question, task/updated (each "retrying (n of m)" of
-//	                       claude's as familiar's words, while it retries)
+//	                       claude's as familiar's words, while it retries; a task familiar
+//	                       stops is said once: claude's own error message is not repeated)
 //	request_permission     with locations: the file an edit or a read is about
 //	request_permission     a permission question that policy left to a person
 //	session/cancel         task/interrupt: ends the turn, keeps the task

@@ -93,10 +93,13 @@ type world struct {
 	longer time.Duration
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldWith(t, fakeapi.PromptScript()) }
+
+// newWorldWith is newWorld with the fake Messages API answering from script.
+func newWorldWith(t *testing.T, script fakeapi.Script) *world {
 	claude := testenv.Claude(t)
 	mods := nodeModules(t)
-	api := fakeapi.Start(fakeapi.PromptScript())
+	api := fakeapi.Start(script)
 	t.Cleanup(api.Close)
 	state := t.TempDir()
 	w := &world{t: t, api: api, repo: testenv.GitRepo(t, map[string]string{"README.md": "hello\n"}), mods: mods}

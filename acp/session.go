@@ -74,11 +74,14 @@ type session struct {
 
 // turn is one session/prompt waiting for the agent's turn to end.
 type turn struct {
-	done       chan string // the stop reason, once
-	once       sync.Once
-	cancelled  bool // session/cancel was received
-	sawWork    bool // the task ran since the prompt
-	textSeen   bool // some agent text was sent
+	done      chan string // the stop reason, once
+	once      sync.Once
+	cancelled bool // session/cancel was received
+	sawWork   bool // the task ran since the prompt
+	textSeen  bool // some agent text was sent
+	// said is the agent's text sent in this turn (claude's own "API
+	// Error: …" among it), so familiar's end does not say it again.
+	said       strings.Builder
 	lastStatus protocol.Status
 	// retry is the last "retrying (n of m)" said in this turn, so each
 	// attempt is said once.
@@ -774,12 +777,34 @@ func (s *session) observe(t protocol.Task) {
 			return
 		}
 		if t.Blocked != nil {
-			s.note(fmt.Sprintf("familiar stopped this task (%s): %s", t.Blocked.Reason, t.Blocked.Detail))
+			s.mu.Lock()
+			said := tu.said.String()
+			s.mu.Unlock()
+			s.note(blockedWords(*t.Blocked, said))
 		}
 		tu.end(stopEndTurn)
 	case protocol.StatusMerged:
 		tu.end(stopEndTurn)
 	}
+}
+
+// blockedWords is what the person reads when familiar stops a task: the
+// reason and its detail, without the error claude's own message in the
+// turn already said (said: the turn's agent text). An API that failed
+// every time ended a turn with claude's "API Error: 500 …" and then the
+// same error again in familiar's words (issue 37).
+func blockedWords(b protocol.Blocked, said string) string {
+	detail := strings.TrimSpace(b.Detail)
+	if i := strings.LastIndex(detail, " (claude gave up after "); i > 0 {
+		// "<claude's message> (claude gave up after 3 retries)".
+		msg, rest := strings.TrimSpace(detail[:i]), strings.TrimSuffix(strings.TrimPrefix(detail[i:], " ("), ")")
+		if strings.Contains(said, msg) {
+			return fmt.Sprintf("familiar stopped this task (%s): %s, with the error above.", b.Reason, rest)
+		}
+	} else if detail != "" && strings.Contains(said, detail) {
+		return fmt.Sprintf("familiar stopped this task (%s): the error above.", b.Reason)
+	}
+	return fmt.Sprintf("familiar stopped this task (%s): %s", b.Reason, detail)
 }
 
 func (s *session) completed(r protocol.TaskResult) {
@@ -806,6 +831,7 @@ func (s *session) message(text string) {
 	s.mu.Lock()
 	if s.turn != nil {
 		s.turn.textSeen = true
+		s.turn.said.WriteString(text)
 	}
 	s.mu.Unlock()
 	s.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": textContent(text)})

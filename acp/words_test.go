@@ -241,3 +241,28 @@ func TestQuestionFiles(t *testing.T) {
 		}
 	}
 }
+
+// A task familiar stopped after claude's own error message says the error
+// once (issue 37: an API failing every time said it twice at the end).
+func TestBlockedWordsSayTheErrorOnce(t *testing.T) {
+	boom := "API Error: 500 fake boom. This is a server-side issue."
+	for _, tc := range []struct {
+		b    protocol.Blocked
+		said string
+		want string
+	}{
+		{protocol.Blocked{Reason: protocol.BlockedAPIError, Detail: boom + " (claude gave up after 3 retries)"}, "familiar: retrying\n" + boom,
+			"familiar stopped this task (api_error): claude gave up after 3 retries, with the error above."},
+		{protocol.Blocked{Reason: protocol.BlockedAPIError, Detail: boom}, boom,
+			"familiar stopped this task (api_error): the error above."},
+		// Nothing said before it: the whole detail.
+		{protocol.Blocked{Reason: protocol.BlockedAPIError, Detail: boom + " (claude gave up after 3 retries)"}, "",
+			"familiar stopped this task (api_error): " + boom + " (claude gave up after 3 retries)"},
+		{protocol.Blocked{Reason: protocol.BlockedTimeout, Detail: "no progress for 10 min"}, "working on it",
+			"familiar stopped this task (timeout): no progress for 10 min"},
+	} {
+		if got := blockedWords(tc.b, tc.said); got != tc.want {
+			t.Errorf("%+v after %q:\n got %q\nwant %q", tc.b, tc.said, got, tc.want)
+		}
+	}
+}

@@ -163,6 +163,7 @@ function makeClient(state) {
         seen.kinds.push(n.update.sessionUpdate + "@" + (Date.now() - t0));
         if (s && n.update.sessionUpdate === "agent_message_chunk" && !s.firstTextAt) s.firstTextAt = Date.now();
         if (s) s.updates.push(n.update);
+        if (s && s.timed) s.timed.push({ at: Date.now(), update: n.update });
       } catch (e) {
         process.stderr.write("session/update handler: " + e.stack + "\n" + JSON.stringify(n) + "\n");
         throw e;
@@ -363,6 +364,34 @@ const scenarios = {
       expect(e.code === -32000, "prompt error code: " + JSON.stringify(e), s);
       expect(/refused the key in ANTHROPIC_API_KEY/.test(e.message) && /replace it/.test(e.message) && !/retrying/.test(e.message), "prompt error words: " + JSON.stringify(e), s);
       process.stdout.write(JSON.stringify({ refused: e.message }) + "\n");
+    });
+  },
+  // A prompt whose API calls fail (issue 37): what the person is told and
+  // when, for the Go test to judge (acp/failures_e2e_test.go). ACP_FAIL_PROMPT
+  // is the prompt; the scenario waits until a message matches
+  // ACP_FAIL_SAID, then (ACP_FAIL_END unset) cancels the turn, and prints
+  // the times, every message and how the prompt ended.
+  async failure() {
+    await withAgent(async (ctx) => {
+      const s = await newSession(ctx);
+      s.timed = [];
+      const said = new RegExp(process.env.ACP_FAIL_SAID);
+      const sentAt = Date.now();
+      const ended = ctx.request(acp.methods.agent.session.prompt, { sessionId: s.id, prompt: [{ type: "text", text: process.env.ACP_FAIL_PROMPT }] })
+        .then((r) => ({ stopReason: r.stopReason, at: Date.now() }), (e) => ({ error: { code: e.code, message: e.message }, at: Date.now() }));
+      let end = null;
+      ended.then((r) => (end = r));
+      let saidAt = 0;
+      while (!saidAt && !end) {
+        const m = s.timed.find((x) => x.update.sessionUpdate === "agent_message_chunk" && said.test(x.update.content.text));
+        if (m) saidAt = m.at;
+        else await new Promise((res) => setTimeout(res, 50));
+      }
+      if (!saidAt && end?.error && said.test(end.error.message)) saidAt = end.at;
+      if (!process.env.ACP_FAIL_END && !end) await ctx.notify(acp.methods.agent.session.cancel, { sessionId: s.id });
+      end = await ended;
+      const messages = s.timed.filter((x) => x.update.sessionUpdate === "agent_message_chunk").map((x) => ({ at: x.at, text: x.update.content.text }));
+      process.stdout.write(JSON.stringify({ failure: { sentAt, saidAt, end, messages } }) + "\n");
     });
   },
   // session/close, session/resume and session/delete, and the slash
