@@ -476,6 +476,8 @@ const scenarios = {
       expect(edit.toolCall.title === "Edit README.md", "title " + edit.toolCall.title);
       const d = edit.toolCall.content?.[0];
       expect(d && d.type === "diff" && d.path === readme && d.oldText === "hello" && d.newText === "hello edited", "the edit's diff " + JSON.stringify(edit.toolCall.content));
+      // The editor can open the file the permission is about (issue 37).
+      expect(edit.toolCall.locations?.some((l) => l.path === readme), "the edit's locations " + JSON.stringify(edit.toolCall.locations));
 
       s.onPermission = async () => "reject_always";
       const at = s.updates.length;
