@@ -266,3 +266,41 @@ func TestBlockedWordsSayTheErrorOnce(t *testing.T) {
 		}
 	}
 }
+
+// A refused login's auth_required names the fix that fits how claude logs
+// in (issue 37 item 4): a refused key is replaced, not set; a claude.ai
+// login is logged into again; no login at all is made.
+func TestAuthWordsFitTheLogin(t *testing.T) {
+	detail := "the model API refused the credentials (HTTP 401: authentication_failed); " + "run `claude auth login` (or /login inside claude), or set ANTHROPIC_API_KEY"
+	for _, tc := range []struct {
+		auth      *protocol.AuthStatus
+		want, not []string
+	}{
+		{&protocol.AuthStatus{Method: "api_key", Source: "ANTHROPIC_API_KEY"},
+			[]string{"HTTP 401", "refused the key in ANTHROPIC_API_KEY", "replace it"}, []string{"set ANTHROPIC_API_KEY", "retrying"}},
+		{&protocol.AuthStatus{Method: "claude_login", Source: "~/.claude/.credentials.json"},
+			[]string{"claude.ai login was refused or has expired", "claude auth login"}, []string{"ANTHROPIC_API_KEY"}},
+		{&protocol.AuthStatus{Method: "oauth_token", Source: "CLAUDE_CODE_OAUTH_TOKEN"},
+			[]string{"CLAUDE_CODE_OAUTH_TOKEN", "claude setup-token"}, []string{"set ANTHROPIC_API_KEY"}},
+		{&protocol.AuthStatus{Method: "api_key_helper", Source: "settings.json"},
+			[]string{"apiKeyHelper in settings.json", "fix the helper"}, []string{"set ANTHROPIC_API_KEY"}},
+		{&protocol.AuthStatus{Method: "none"}, []string{"not logged in", "claude auth login"}, nil},
+		{nil, []string{"not logged in"}, nil}, // an older familiar says nothing of its login
+	} {
+		s := &session{f: &familiar{claudeAuth: tc.auth}}
+		got := s.authWords(detail)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%+v: %q lacks %q", tc.auth, got, w)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(got, w) {
+				t.Errorf("%+v: %q says %q", tc.auth, got, w)
+			}
+		}
+		if strings.Count(got, "claude auth login") > 1 {
+			t.Errorf("%+v: %q names the fix twice", tc.auth, got)
+		}
+	}
+}
