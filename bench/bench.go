@@ -64,6 +64,9 @@ type Options struct {
 	// Self[0] is the executable, the rest the arguments that select the
 	// bench command; Run adds -child and its flags (see RunOverheadChild).
 	Self []string
+	// Familiar is a familiar executable for the measurements that run it
+	// as an editor does (familiar serve --stdio); "" skips them.
+	Familiar string
 
 	// Out receives the tables; Log progress lines. nil discards.
 	Out, Log io.Writer

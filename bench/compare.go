@@ -62,9 +62,12 @@ func comparePrompt(i int) string {
 const (
 	SystemFamiliarPTY    = "familiar pty"
 	SystemFamiliarStream = "familiar stream"
-	SystemStreamFloor    = "claude stream-json, direct (floor)"
-	SystemACP            = "claude-code-acp " + ACPVersion
-	SystemAgentACP       = "claude-agent-acp " + AgentACPVersion
+	// familiar as an editor runs it: serve --stdio and the background
+	// familiar it starts (firstRequest only).
+	SystemFamiliarPTYDaemon = "familiar pty, through serve --stdio and the background familiar"
+	SystemStreamFloor       = "claude stream-json, direct (floor)"
+	SystemACP               = "claude-code-acp " + ACPVersion
+	SystemAgentACP          = "claude-agent-acp " + AgentACPVersion
 	// The interactive CLI with no familiar: its hooks answered at once by
 	// a bare HTTP handler (see tuiFloor).
 	SystemTUIFloor         = "claude TUI, PermissionRequest hook, direct (floor)"
@@ -258,6 +261,10 @@ type familiarContender struct {
 	taskID string
 	qid    string // the pending question
 	cold   bool   // follow-ups: its claude is let go when a turn ends
+	// serve, for one driven through familiar serve --stdio (ws nil), ends
+	// it and stops its background familiar.
+	serve       func()
+	daemonState string // its background familiar's XDG_STATE_HOME
 }
 
 type clientNote struct {
@@ -370,7 +377,12 @@ func (c *familiarContender) close() {
 	if c.ln != nil {
 		c.ln.Close()
 	}
-	c.ws.Close()
+	if c.ws != nil {
+		c.ws.Close()
+	}
+	if c.serve != nil {
+		c.serve()
+	}
 }
 
 // ---- the floor: a direct stream-json client of claude ----

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -120,7 +121,14 @@ func TestFirstRequestOneRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{ModuleRoot: root, StartRuns: 1, Out: io.Discard, Log: io.Discard}
+	// familiar itself, for its start through serve --stdio.
+	familiarBin := filepath.Join(tmp, "familiar")
+	build := exec.Command("go", "build", "-o", familiarBin, "./cmd/familiar")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/familiar: %v\n%s", err, out)
+	}
+	opts := Options{ModuleRoot: root, StartRuns: 1, Familiar: familiarBin, Out: io.Discard, Log: io.Discard}
 	if err := opts.defaults(); err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +136,8 @@ func TestFirstRequestOneRound(t *testing.T) {
 	if err := r.firstRequest(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.report.FirstRequest) != 6 {
-		t.Fatalf("%d systems, want 6: %+v", len(r.report.FirstRequest), r.report.FirstRequest)
+	if len(r.report.FirstRequest) != 7 {
+		t.Fatalf("%d systems, want 7: %+v", len(r.report.FirstRequest), r.report.FirstRequest)
 	}
 	for _, f := range r.report.FirstRequest {
 		if f.Skipped != "" {
@@ -143,7 +151,7 @@ func TestFirstRequestOneRound(t *testing.T) {
 		}
 		// familiar's start is split into its steps, from task/create to
 		// claude's first request; no step takes longer than the whole.
-		familiar := f.System == SystemFamiliarPTY || f.System == SystemFamiliarStream
+		familiar := f.System == SystemFamiliarPTY || f.System == SystemFamiliarStream || f.System == SystemFamiliarPTYDaemon
 		var names []string
 		for _, st := range f.Steps {
 			names = append(names, st.Step)

@@ -50,6 +50,7 @@ func (r *runner) firstRequest(ctx context.Context) error {
 		{name: SystemFamiliarPTY, startsOnAsk: true, start: func(ctx context.Context, api *demomodel.Server) (contender, error) {
 			return r.startFamiliar(ctx, api, protocol.DriverPTY)
 		}},
+		{name: SystemFamiliarPTYDaemon, startsOnAsk: true, start: r.startFamiliarDaemon(protocol.DriverPTY)},
 		{name: SystemFamiliarStream, startsOnAsk: true, start: func(ctx context.Context, api *demomodel.Server) (contender, error) {
 			return r.startFamiliar(ctx, api, protocol.DriverStream)
 		}},
@@ -90,8 +91,11 @@ func (r *runner) firstRequest(ctx context.Context) error {
 		if len(reqs) == 0 {
 			return 0, fmt.Errorf("asked with no model request")
 		}
-		if _, ok := c.(*familiarContender); ok {
+		if fc, ok := c.(*familiarContender); ok {
 			began, steps, spawn := starts.take()
+			if fc.daemonState != "" {
+				began, steps, spawn = daemonStartSteps(fc.daemonState)
+			}
 			e.steps.addStart(t0, reqs[0].At, began, steps, spawn)
 		}
 		return reqs[0].At.Sub(t0), nil

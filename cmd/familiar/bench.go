@@ -97,7 +97,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	opts := bench.Options{
 		Runs: *runs, CompareRuns: *cmpRuns, CompareOnly: *cmpOnly, StartRuns: *startRuns, FloodMB: *floodMB, Window: *window,
 		FakeAgent: *fake, ClaudePath: *claude, ToolsDir: toolsDir(),
-		Self: []string{exe, "bench"}, Out: stdout, Log: stderr,
+		Self: []string{exe, "bench"}, Familiar: exe, Out: stdout, Log: stderr,
 	}
 	if *only != "" {
 		opts.Only = strings.Split(*only, ",")
