@@ -77,15 +77,60 @@ export function error(message: string, ...rest: any[]): Thenable<any> {
 /** With tracing on: the extension host's CPU time and event-loop delay, once a second. */
 export function traceHost(context: vscode.ExtensionContext) {
   if (!traceFile) return;
-  const { monitorEventLoopDelay } = require('perf_hooks') as typeof import('perf_hooks');
+  const { monitorEventLoopDelay, PerformanceObserver } = require('perf_hooks') as typeof import('perf_hooks');
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
+  // The garbage collector's pauses (the whole host's: every extension's
+  // garbage): a long one holds the event loop as any work does.
+  let gcMs = 0, gcMaxMs = 0;
+  const gc = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gcMs += e.duration;
+      gcMaxMs = Math.max(gcMaxMs, e.duration);
+    }
+  });
+  gc.observe({ entryTypes: ['gc'] });
   let cpu = process.cpuUsage();
   const timer = setInterval(() => {
     const d = process.cpuUsage(cpu);
     cpu = process.cpuUsage();
-    trace({ ev: 'host', cpuMs: Math.round((d.user + d.system) / 1000), lagP99Ms: Math.round(lag.percentile(99) / 1e6), lagMaxMs: Math.round(lag.max / 1e6) });
+    trace({ ev: 'host', cpuMs: Math.round((d.user + d.system) / 1000), lagP99Ms: Math.round(lag.percentile(99) / 1e6), lagMaxMs: Math.round(lag.max / 1e6),
+      gcMs: Math.round(gcMs), gcMaxMs: Math.round(gcMaxMs), heapMB: Math.round(process.memoryUsage().heapUsed / 1e6) });
     lag.reset();
+    gcMs = gcMaxMs = 0;
   }, 1000);
-  context.subscriptions.push({ dispose: () => { clearInterval(timer); lag.disable(); } });
+  context.subscriptions.push({ dispose: () => { clearInterval(timer); lag.disable(); gc.disconnect(); } });
+  const prefix = process.env.FAMILIAR_VSCODE_PROFILE;
+  if (prefix) profileHost(context, prefix);
+}
+
+/**
+ * With tracing on and FAMILIAR_VSCODE_PROFILE=<prefix>: the extension host's
+ * CPU profile (<prefix>.NN.cpuprofile) and its sampled allocations, the
+ * collected ones included (<prefix>.NN.heapprofile), in pieces of 10 s, for
+ * finding what holds its event loop (DevTools reads both).
+ */
+function profileHost(context: vscode.ExtensionContext, prefix: string) {
+  const inspector = require('inspector') as typeof import('inspector');
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) => new Promise<any>((resolve, reject) => session.post(method, params, (err: any, r: any) => (err ? reject(err) : resolve(r))));
+  const start = () => Promise.all([
+    post('Profiler.start'),
+    post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }),
+  ]);
+  void Promise.all([post('Profiler.enable'), post('HeapProfiler.enable')]).then(() => post('Profiler.setSamplingInterval', { interval: 200 })).then(start).catch(() => undefined);
+  let n = 0;
+  const timer = setInterval(async () => {
+    try {
+      const [cpu, heap] = await Promise.all([post('Profiler.stop'), post('HeapProfiler.stopSampling')]);
+      const base = `${prefix}.${String(++n).padStart(2, '0')}`;
+      fs.writeFileSync(`${base}.cpuprofile`, JSON.stringify(cpu.profile));
+      fs.writeFileSync(`${base}.heapprofile`, JSON.stringify(heap.profile));
+      await start();
+    } catch {
+      // Profiling never breaks the extension.
+    }
+  }, 10000);
+  context.subscriptions.push({ dispose: () => { clearInterval(timer); session.disconnect(); } });
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { noAbsolutePaths, plainText, settingsFrom, shortPath, activityText, compareTime, counts, describe, duration, EndAnnouncer, endNotice, groupOf, stillEnded, isMultiSelect, noLinks, roughly, tasksIn, statusText, taskLabel, money, relPath, permissionDetail, typed, withoutResumeHint, proposedText, permissionWhat, alwaysChoices, linkText } from '../src/model';
+import { noAbsolutePaths, plainText, settingsFrom, shortPath, activityText, compareTime, counts, describe, duration, EndAnnouncer, endNotice, groupOf, stillEnded, isMultiSelect, noLinks, roughly, tasksIn, statusText, taskLabel, money, relPath, permissionDetail, typed, withoutResumeHint, proposedText, permissionWhat, alwaysChoices, linkText, truncate } from '../src/model';
 import type { Question, Task, TaskCompletedNotification } from '../src/protocol';
 import type { TaskEnd } from '../src/model';
 
@@ -287,4 +287,26 @@ test('the settings sent by default keep a finished task\'s claude warm ten minut
   const s = settingsFrom((_k, def) => def);
   assert.equal(s.warmAgentSec, 600);
   assert.equal(settingsFrom(<T>(k: string, def: T) => (k === 'warmAgentSec' ? 0 : def) as T).warmAgentSec, 0);
+});
+
+test('truncate reads only what it shows, and cuts as collapsing the whole would', () => {
+  const whole = (s: string, n: number) => {
+    const one = s.replace(/\s+/g, ' ').trim();
+    return one.length > n ? one.slice(0, n - 1) + '…' : one;
+  };
+  // Words and runs of whitespace of every length, the cut falling anywhere (in a run too).
+  let seed = 7;
+  const rnd = (k: number) => (seed = (seed * 1103515245 + 12345) % 2147483648) % k;
+  for (let i = 0; i < 300; i++) {
+    let s = '';
+    const len = rnd(3) === 0 ? rnd(40) : rnd(3000);
+    while (s.length < len) s += rnd(3) ? 'word'.slice(0, 1 + rnd(4)) : [' ', '\n', '\t  ', ' '.repeat(1 + rnd(900))][rnd(4)];
+    for (const n of [1, 2, 10, 300]) assert.equal(truncate(s, n), whole(s, n), `n=${n} s=${JSON.stringify(s.slice(0, 80))}…`);
+  }
+  // Mostly whitespace: the prefix grows until it holds enough.
+  const sparse = Array.from({ length: 50 }, (_, i) => `w${i}` + ' '.repeat(5000)).join('');
+  assert.equal(truncate(sparse, 100), whole(sparse, 100));
+  assert.equal(truncate(' '.repeat(100000), 10), '');
+  const long = 'x '.repeat(50000);
+  assert.equal(truncate(long, 300), whole(long, 300));
 });

@@ -178,6 +178,8 @@ export async function startSession(name, opts = {}) {
     FAMILIAR_CLAUDE: paths.claude,
     FAMILIAR_TOOLS_DIR: path.join(dir, 'no-tools'),
     FAMILIAR_VSCODE_TRACE: trace,
+    // The extension host's profiles, for finding what holds its event loop (ui.ts profileHost).
+    FAMILIAR_VSCODE_PROFILE: process.env.FAMILIAR_VSCODE_PROFILE,
     ...opts.env,
   };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];

@@ -330,7 +330,9 @@ const scenarios = {
         const host = s.traceLines().filter((l) => l.ev === 'host' && l.at >= from && l.at <= to);
         const lagMax = host.map((l) => l.lagMaxMs).sort((a, b) => a - b);
         const streaming = { seconds: host.length, lagMaxMsMedian: percentile(lagMax, 50), lagMaxMsP95: percentile(lagMax, 95), lagMaxMs: lagMax[lagMax.length - 1] ?? 0,
-          over50ms: lagMax.filter((x) => x > 50).length, cpuMsPerSecMedian: percentile(host.map((l) => l.cpuMs).sort((a, b) => a - b), 50), loadavg: os.loadavg() };
+          over50ms: lagMax.filter((x) => x > 50).length, cpuMsPerSecMedian: percentile(host.map((l) => l.cpuMs).sort((a, b) => a - b), 50),
+          gcMsPerSecMedian: percentile(host.map((l) => l.gcMs ?? 0), 50), gcPauseMaxMs: Math.max(0, ...host.map((l) => l.gcMaxMs ?? 0)),
+          gcPausesOver50ms: host.filter((l) => (l.gcMaxMs ?? 0) > 50).length, loadavg: os.loadavg() };
         log(`bigview: ${calls} calls streaming into the open view: ${JSON.stringify(streaming)}`);
         await s.shot('streamed');
         // Opened afresh: the tab closed, the row clicked again.
