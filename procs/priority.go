@@ -72,31 +72,20 @@ func setAutogroupNice(f *os.File, nice int) (again bool, err error) {
 	return false, err
 }
 
-// niceAutogroup sets the session's autogroup niceness, retrying while the
-// kernel rate-limits it, until it succeeds, the child exits or the tries
-// run out. It closes f.
-func (p *Process) niceAutogroup(f *os.File, nice int) {
-	defer p.wg.Done()
-	defer f.Close()
-	_, stopped, err := whileLimited(p.clk, p.done, nil, nice, func(n int) (bool, error) { return writeAutogroup(f, n) })
-	// ESRCH: the child is gone already, nothing to lower.
-	if err != nil && !stopped && !errors.Is(err, syscall.ESRCH) {
-		p.logger.Warn("procs: the agent's session keeps its scheduling share", "pid", p.id.PID, "nice", nice, "err", err)
-	}
-}
-
-// niceAutogroupLater holds the child's own session's autogroup, opened at
-// its start, until LowerPriority asks for a niceness, which it then writes
-// as niceAutogroup does (and any later one), until the child exits. It closes f.
-func (p *Process) niceAutogroupLater(f *os.File) {
+// niceAutogroup holds the child's own session's autogroup, opened at its
+// start, and writes each niceness asked for on autogroupNice, retrying
+// while the kernel rate-limits it (a newer value replaces one not written
+// yet), until the child exits. It closes f.
+func (p *Process) niceAutogroup(f *os.File) {
 	defer p.wg.Done()
 	defer f.Close()
 	for {
 		select {
 		case <-p.done:
 			return
-		case nice := <-p.lowerLater:
-			_, stopped, err := whileLimited(p.clk, p.done, p.lowerLater, nice, func(n int) (bool, error) { return writeAutogroup(f, n) })
+		case nice := <-p.autogroupNice:
+			_, stopped, err := whileLimited(p.clk, p.done, p.autogroupNice, nice, func(n int) (bool, error) { return writeAutogroup(f, n) })
+			// ESRCH: the child is gone already, nothing to set.
 			if stopped || errors.Is(err, syscall.ESRCH) {
 				return
 			}

@@ -1,6 +1,7 @@
 package procs
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -141,9 +142,10 @@ func TestAutogroupRetriesWhileRateLimited(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := &Process{clk: clk, done: make(chan struct{}), logger: slog.New(slog.DiscardHandler)}
+		p := &Process{clk: clk, done: make(chan struct{}), logger: slog.New(slog.DiscardHandler), autogroupNice: make(chan int, 1)}
+		p.autogroupNice <- 7
 		p.wg.Add(1)
-		go p.niceAutogroup(f, 7)
+		go p.niceAutogroup(f)
 		for i := range 4 { // four refusals, each followed by a timer
 			if !clk.WaitForTimers(1, 10*time.Second) {
 				t.Fatal("no retry timer after a refused write")
@@ -156,10 +158,13 @@ func TestAutogroupRetriesWhileRateLimited(t *testing.T) {
 		p.wg.Wait()
 		return tries.Load()
 	}
-	// The limit lifts: the fourth write succeeds.
+	// The limit lifts: the fifth write succeeds, and no other follows
+	// until the child exits.
 	if n := run(func(p *Process, clk *clock.Fake) {
 		close(limited)
 		clk.Advance(autogroupRetry)
+		testenv.Eventually(10*time.Second, func() bool { return tries.Load() == 5 })
+		close(p.done)
 	}); n != 5 {
 		t.Errorf("%d writes, want 5 (four refused, then one that succeeds)", n)
 	}
@@ -282,4 +287,44 @@ func TestOwnSessionPipesLowerLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitOutputMatch(t, p, regexp.MustCompile(`spawned (\d+)`))
+}
+
+// A child being stopped gets its session's share back: Terminate sets its
+// own autogroup to nice 0 before SIGTERM, so its exit is not starved
+// under load (issue 40: closed means closed); its processes keep their
+// niceness.
+func TestTerminateGivesTheShareBack(t *testing.T) {
+	checkLeaks(t)
+	if _, err := os.Stat("/proc/self/autogroup"); err != nil {
+		t.Skip("no autogroups on this kernel")
+	}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{{"pty", Config{Nice: 7}}, {"pipes, own session", Config{Nice: 7, Pipes: true, OwnSession: true}}} {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.Grace = time.Minute // ended below, once seen
+			p := startHelper(t, c.cfg, "ignore-term")
+			waitOutput(t, p.Output(), "ready")
+			ag := "/proc/" + itoa(p.Identity().PID) + "/autogroup"
+			read := func() string { b, _ := os.ReadFile(ag); return strings.TrimSpace(string(b)) }
+			if !testenv.Eventually(10*time.Second, func() bool { return strings.HasSuffix(read(), "nice 7") }) {
+				t.Fatalf("%s = %q, want nice 7 before it is stopped", ag, read())
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- p.Terminate(ctx) }()
+			waitOutput(t, p.Output(), "got SIGTERM")
+			if !testenv.Eventually(10*time.Second, func() bool { return strings.HasSuffix(read(), "nice 0") }) {
+				t.Errorf("%s = %q while it stops, want nice 0", ag, read())
+			}
+			if n := niceOf(t, "/proc/"+itoa(p.Identity().PID)+"/stat"); n != 7 {
+				t.Errorf("its nice %d while it stops, want 7 still", n)
+			}
+			cancel() // SIGKILL now
+			if err := <-done; err != nil {
+				t.Logf("terminate: %v", err)
+			}
+		})
+	}
 }

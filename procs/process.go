@@ -169,10 +169,11 @@ type Process struct {
 
 	stopRecord chan struct{} // closed by close: ends the lineage recorder
 
-	// lowerLater takes the niceness LowerPriority gives the child's own
-	// session's autogroup (OwnSession started at 0); nil when there is
-	// none to lower. Buffered 1: the newest value waits there.
-	lowerLater chan int
+	// autogroupNice takes the niceness for the autogroup of the child's
+	// own session (niceAutogroup writes it): Nice, LowerPriority's, 0 as
+	// Terminate stops it. nil when there is none. Buffered 1: the newest
+	// value waits there (setAutogroupNice).
+	autogroupNice chan int
 
 	done   chan struct{}
 	status ExitStatus // written once before done is closed
@@ -321,19 +322,20 @@ func Start(cfg Config) (*Process, error) {
 		p.id = Identity{PID: pid, Tree: token}
 	}
 	p.id.PGID = pid // Setsid / Setpgid made it the leader of its own group
-	var autogroup, later *os.File
+	// A child leading a session of its own (a PTY, or OwnSession) has an
+	// autogroup of its own where the kernel has them: opened now, while
+	// the pid is surely the child's, and held until it exits, to lower it
+	// (Nice, LowerPriority) and to give it its share back as it is stopped.
+	var autogroup *os.File
 	session := !cfg.Pipes || cfg.OwnSession
-	switch {
-	case cfg.Nice > 0:
+	if cfg.Nice > 0 {
 		// Before the waiter starts: the pid cannot have been reused yet.
 		if autogroup, err = lowerPriority(pid, cfg.Nice, session); err != nil {
 			p.logger.Warn("procs: the child's priority is not lowered fully", "pid", pid, "nice", cfg.Nice, "err", err)
 		}
-	case cfg.OwnSession:
-		// Opened now, while the pid is surely the child's, for
-		// LowerPriority to write later.
-		if later, err = openAutogroup(strconv.Itoa(pid)); err != nil {
-			later = nil
+	} else if session {
+		if autogroup, err = openAutogroup(strconv.Itoa(pid)); err != nil {
+			autogroup = nil
 			if !errors.Is(err, os.ErrNotExist) {
 				p.logger.Warn("procs: the child's session cannot be lowered later", "pid", pid, "err", err)
 			}
@@ -369,13 +371,12 @@ func Start(cfg Config) (*Process, error) {
 	p.wg.Add(1 + len(p.outputs))
 	go p.wait()
 	if autogroup != nil {
+		p.autogroupNice = make(chan int, 1)
+		if cfg.Nice > 0 {
+			p.autogroupNice <- cfg.Nice
+		}
 		p.wg.Add(1)
-		go p.niceAutogroup(autogroup, cfg.Nice)
-	}
-	if later != nil {
-		p.lowerLater = make(chan int, 1)
-		p.wg.Add(1)
-		go p.niceAutogroupLater(later)
+		go p.niceAutogroup(autogroup)
 	}
 	for i, o := range p.outputs {
 		go func() {
@@ -475,16 +476,23 @@ func (p *Process) LowerPriority(nice int) error {
 	if err := unix.Setpriority(unix.PRIO_PGRP, p.id.PGID, nice); err != nil {
 		return fmt.Errorf("setpriority %d of group %d: %w", nice, p.id.PGID, err)
 	}
-	if p.lowerLater != nil {
-		for {
-			select {
-			case p.lowerLater <- nice:
-				return nil
-			case <-p.lowerLater: // an older value not written yet: the newest wins
-			}
+	p.setAutogroupNice(nice)
+	return nil
+}
+
+// setAutogroupNice asks for the child's own autogroup's niceness; the
+// newest value asked for wins. It does not block.
+func (p *Process) setAutogroupNice(nice int) {
+	if p.autogroupNice == nil {
+		return
+	}
+	for {
+		select {
+		case p.autogroupNice <- nice:
+			return
+		case <-p.autogroupNice: // an older value not written yet
 		}
 	}
-	return nil
 }
 
 // Done is closed when the child has exited and its status was collected.
@@ -585,6 +593,12 @@ func (p *Process) Resize(sz Size) error {
 func (p *Process) Terminate(ctx context.Context) error {
 	p.termMu.Lock()
 	defer p.termMu.Unlock()
+	// What it does as it stops (claude's exit, its SessionEnd hook) gets
+	// the editor's share back: lowered, a warm claude at load 11-14 went
+	// 1.2-1.6 s after session/close, where it goes in 0.1 s on a quiet
+	// machine (issue 40 asks 2 s). Its process niceness stays: within its
+	// own group alone that costs it nothing.
+	p.setAutogroupNice(0)
 	t := &terminator{
 		root:   p.id,
 		exited: p.done,

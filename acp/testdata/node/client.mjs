@@ -972,14 +972,32 @@ async function closedGone(ctx, s) {
 }
 
 // goneAfter does act and waits for every claude of the test to go: what
-// they were and held before, how long they took.
+// they were and held before, how long they took (watched while act runs
+// too: a claude may go before its request is answered), and how long act
+// took to be answered.
 async function goneAfter(event, s, act) {
   const held = claudes();
   const rssKiB = held.reduce((n, p) => n + treeRssKiB(p), 0);
   const at = Date.now();
-  await act();
-  await until(() => claudes().length === 0, "the claude to go after " + event + " (held: " + held + ")", s, 10000);
-  return { claudes: held.length, rssKiB, goneMs: Date.now() - at };
+  let goneAt = 0, acting = true;
+  const watch = (async () => {
+    while (acting && !goneAt) {
+      if (claudes().length === 0) goneAt = Date.now();
+      else await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  try {
+    await act();
+  } finally {
+    acting = false;
+    await watch;
+  }
+  const answeredMs = Date.now() - at;
+  if (!goneAt) {
+    await until(() => claudes().length === 0, "the claude to go after " + event + " (held: " + held + ")", s, 10000);
+    goneAt = Date.now();
+  }
+  return { claudes: held.length, rssKiB, goneMs: goneAt - at, answeredMs };
 }
 function tree(root) {
   const kids = {};
