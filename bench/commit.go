@@ -17,8 +17,9 @@ import (
 // store: every notification waits for its commit before a client sees it,
 // a question too (a status change's audit entry and its events in one
 // commit, store.AppendBatch). The figure is the file system's and the OS's:
-// bbolt syncs twice per commit, and Go's sync is fdatasync on Linux but
-// fcntl(F_FULLFSYNC), a flush of the drive's cache, on macOS.
+// a write that finds the store idle is answered after the journal's one
+// sync (bbolt's commit, two syncs, follows it), and Go's sync is fdatasync
+// on Linux but fcntl(F_FULLFSYNC), a flush of the drive's cache, on macOS.
 type CommitResult struct {
 	// Kind: CommitLone (one event) or CommitQuestion (an audit entry and
 	// two events: a status change and its question).
@@ -63,6 +64,11 @@ func (r *runner) storeCommit(ctx context.Context) error {
 		lat := make([]time.Duration, 0, commitRuns)
 		for range commitRuns {
 			if err := ctx.Err(); err != nil {
+				return err
+			}
+			// A question comes to an idle store: the previous write's commit
+			// is finished before the clock starts (LastSeq waits for it).
+			if _, err := st.LastSeq(); err != nil {
 				return err
 			}
 			began := time.Now()

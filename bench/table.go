@@ -121,7 +121,7 @@ func tableStoreCommit(w io.Writer, rep *Report) {
 	if c.OS == "darwin" {
 		sync = "F_FULLFSYNC, a flush of the drive's cache"
 	}
-	fmt.Fprintf(w, "### Store commit, one at a time, in a store made in %s (%s): every notification waits for its commit, two syncs (%s) each\n\n", c.Where, c.OS, sync)
+	fmt.Fprintf(w, "### Store commit, one at a time, in a store made in %s (%s): a notification that finds the store idle waits for the journal's one sync (%s); bbolt's commit, two more, follows it\n\n", c.Where, c.OS, sync)
 	t := newTable(w, "commit", "commits", "p50 ms", "p95 ms", "p99 ms", "max ms")
 	for _, c := range rep.StoreCommit {
 		t.row(c.Kind, c.Latency.N, c.Latency.P50, c.Latency.P95, c.Latency.P99, c.Latency.Max)

@@ -40,11 +40,11 @@ func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (uint64, error) {
 		return 0, err
 	}
 	var seq uint64
-	err = s.submit(ctx, func(tx *bolt.Tx) error {
-		n, err := appendAuditTx(tx, e.TaskID, v)
+	err = s.submitOp(ctx, &writeOp{journaled: true, apply: func(w wtx) error {
+		n, err := appendAuditTx(w, e.TaskID, v)
 		seq = n
 		return err
-	})
+	}})
 	if err != nil {
 		return 0, fmt.Errorf("store: append audit %s: %w", e.Action, err)
 	}
@@ -73,21 +73,16 @@ func (s *Store) encodeAudit(e AuditEntry) ([]byte, error) {
 	return v, nil
 }
 
-func appendAuditTx(tx *bolt.Tx, taskID string, v []byte) (uint64, error) {
-	audit := tx.Bucket(bucketAudit)
-	n, err := audit.NextSequence()
+func appendAuditTx(w wtx, taskID string, v []byte) (uint64, error) {
+	n, err := w.nextSequence([][]byte{bucketAudit})
 	if err != nil {
 		return 0, err
 	}
-	if err := audit.Put(u64(n), v); err != nil {
+	if err := w.put([][]byte{bucketAudit}, u64(n), v); err != nil {
 		return 0, err
 	}
 	if taskID != "" {
-		tb, err := tx.Bucket(bucketAuditByTask).CreateBucketIfNotExists([]byte(taskID))
-		if err != nil {
-			return 0, err
-		}
-		if err := tb.Put(u64(n), []byte{}); err != nil {
+		if err := w.put([][]byte{bucketAuditByTask, []byte(taskID)}, u64(n), []byte{}); err != nil {
 			return 0, err
 		}
 	}

@@ -35,6 +35,7 @@ func (s *Store) Backup() error {
 	}
 	s.backupMu.Lock()
 	defer s.backupMu.Unlock()
+	s.awaitCommitted() // a write answered from the journal belongs in it
 	commits := s.commits.Load()
 	tmp := s.path + ".backup.tmp"
 	err := guard(func() error {
@@ -79,6 +80,7 @@ func (s *Store) backupLoop(clk clock.Clock, every time.Duration) {
 			return
 		case <-t.C():
 		}
+		s.awaitCommitted()
 		if s.commits.Load() != s.backedUp.Load() {
 			if err := s.Backup(); err != nil {
 				s.log.Warn("store: periodic backup failed; the previous backups are kept", "err", err)

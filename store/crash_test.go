@@ -28,6 +28,8 @@ func runHelper(mode string) int {
 		return appendUntilKilled(os.Getenv(helperDBEnv))
 	case helperQuestions:
 		return questionCommits(os.Getenv(helperDBEnv))
+	case helperJournalKilled:
+		return answeredThenKilled(os.Getenv(helperDBEnv))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 		return 2

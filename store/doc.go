@@ -22,7 +22,9 @@
 // next to it is damage, not a first start), familiar.db.backup-1 and -2 (the
 // newest two online backups, Tx.WriteTo every Options.BackupEvery while
 // written to, and at Close), familiar.db.damaged-<time> (a damaged file moved
-// aside) and familiar.db.recoveries.json (the last repairs, for doctor).
+// aside), familiar.db.recoveries.json (the last repairs, for doctor) and
+// familiar.db.journal (writes answered after one sync, before bbolt's
+// commit; see journal.go; removed at a clean Close).
 //
 // # Faults
 //

@@ -84,27 +84,30 @@ func (s *Store) AppendEvents(ctx context.Context, evs []NewEvent) ([]uint64, err
 	}
 	seqs := make([]uint64, len(evs))
 	var ceiling uint64
-	err := s.submit(ctx, func(tx *bolt.Tx) error {
-		for i, e := range evs {
-			n, err := s.nextSeqTx(tx)
-			if err != nil {
-				return err
+	err := s.submitOp(ctx, &writeOp{
+		journaled: true,
+		apply: func(w wtx) error {
+			for i, e := range evs {
+				n, err := s.nextSeqTx(w)
+				if err != nil {
+					return err
+				}
+				seqs[i] = n
+				if e.Transient {
+					continue
+				}
+				if err := appendEventTx(w, n, s.clock.Now().UTC(), e.TaskID, tails[i]); err != nil {
+					return err
+				}
 			}
-			seqs[i] = n
-			if e.Transient {
-				continue
-			}
-			if err := appendEventTx(tx, n, s.clock.Now().UTC(), e.TaskID, tails[i]); err != nil {
-				return err
-			}
-		}
-		ceiling = tx.Bucket(bucketEvents).Sequence()
-		return nil
+			ceiling = w.tx.Bucket(bucketEvents).Sequence()
+			return nil
+		},
+		onCommit: func() { s.committed(seqs[len(seqs)-1], ceiling) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: append %d events: %w", len(evs), err)
 	}
-	s.committed(seqs[len(seqs)-1], ceiling)
 	return seqs, nil
 }
 
@@ -139,33 +142,36 @@ func (s *Store) AppendBatch(ctx context.Context, audits []AuditEntry, evs []NewE
 	}
 	seqs := make([]uint64, len(evs))
 	var ceiling uint64
-	err := s.submit(ctx, func(tx *bolt.Tx) error {
-		for i, a := range audits {
-			if _, err := appendAuditTx(tx, a.TaskID, vals[i]); err != nil {
-				return err
+	op := &writeOp{
+		journaled: true,
+		apply: func(w wtx) error {
+			for i, a := range audits {
+				if _, err := appendAuditTx(w, a.TaskID, vals[i]); err != nil {
+					return err
+				}
 			}
-		}
-		for i, e := range evs {
-			n, err := s.nextSeqTx(tx)
-			if err != nil {
-				return err
+			for i, e := range evs {
+				n, err := s.nextSeqTx(w)
+				if err != nil {
+					return err
+				}
+				seqs[i] = n
+				if e.Transient {
+					continue
+				}
+				if err := appendEventTx(w, n, s.clock.Now().UTC(), e.TaskID, tails[i]); err != nil {
+					return err
+				}
 			}
-			seqs[i] = n
-			if e.Transient {
-				continue
-			}
-			if err := appendEventTx(tx, n, s.clock.Now().UTC(), e.TaskID, tails[i]); err != nil {
-				return err
-			}
-		}
-		ceiling = tx.Bucket(bucketEvents).Sequence()
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: append %d audit entries and %d events: %w", len(audits), len(evs), err)
+			ceiling = w.tx.Bucket(bucketEvents).Sequence()
+			return nil
+		},
 	}
 	if len(seqs) > 0 {
-		s.committed(seqs[len(seqs)-1], ceiling)
+		op.onCommit = func() { s.committed(seqs[len(seqs)-1], ceiling) }
+	}
+	if err := s.submitOp(ctx, op); err != nil {
+		return nil, fmt.Errorf("store: append %d audit entries and %d events: %w", len(audits), len(evs), err)
 	}
 	return seqs, nil
 }
@@ -198,18 +204,15 @@ func encodeEventTail(taskID, kind string, data json.RawMessage) ([]byte, error) 
 // appendEventTx writes one event in the writer's transaction. at is stamped
 // here, not at the call, so that At never goes backwards as seq goes forward
 // (with a monotonic clock).
-func appendEventTx(tx *bolt.Tx, n uint64, at time.Time, taskID string, tail []byte) error {
-	events := tx.Bucket(bucketEvents)
+func appendEventTx(w wtx, n uint64, at time.Time, taskID string, tail []byte) error {
 	var taskSeq uint64
 	if taskID != "" {
-		tb, err := tx.Bucket(bucketEventsByTask).CreateBucketIfNotExists([]byte(taskID))
-		if err != nil {
+		path := [][]byte{bucketEventsByTask, []byte(taskID)}
+		var err error
+		if taskSeq, err = w.nextSequence(path); err != nil {
 			return err
 		}
-		if taskSeq, err = tb.NextSequence(); err != nil {
-			return err
-		}
-		if err := tb.Put(u64(n), []byte{}); err != nil {
+		if err := w.put(path, u64(n), []byte{}); err != nil {
 			return err
 		}
 	}
@@ -220,7 +223,7 @@ func appendEventTx(tx *bolt.Tx, n uint64, at time.Time, taskID string, tail []by
 	v = at.AppendFormat(v, time.RFC3339Nano)
 	v = append(v, `",`...)
 	v = append(v, tail...)
-	return events.Put(u64(n), v)
+	return w.put([][]byte{bucketEvents}, u64(n), v)
 }
 
 // Events returns up to limit (<= 0 means DefaultLimit) events with seq >
@@ -237,7 +240,9 @@ func (s *Store) Events(taskID string, sinceSeq uint64, limit int) ([]Event, uint
 	var out []Event
 	// Read before the transaction: every event up to it is committed (or
 	// was transient), so the page stops there and a client that drops
-	// notifications up to lastSeq misses none.
+	// notifications up to lastSeq misses none. Events answered from the
+	// journal are waited for first, so a caller reads what it appended.
+	s.awaitCommitted()
 	lastSeq := s.visibleSeq()
 	visible := lastSeq
 	err := s.view(func(tx *bolt.Tx) error {

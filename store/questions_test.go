@@ -19,8 +19,12 @@ const (
 )
 
 // questionCommits commits one question's writes (an audit entry and two
-// events, as the orchestrator does when a task asks) at a time, between
-// markers.
+// events, as the orchestrator does when a task asks) at a time, with
+// markers around the call: what happens between them is what the question's
+// notification waits for. A write answered from the journal is committed
+// to bbolt after it returns; the writer is held until the closing marker
+// is out, so that commit's syncs fall after it, before the next opening
+// one.
 func questionCommits(path string) int {
 	s, err := Open(path, Options{LockTimeout: 5 * time.Second, BackupEvery: -1})
 	if err != nil {
@@ -28,6 +32,8 @@ func questionCommits(path string) int {
 		return 1
 	}
 	defer s.Close()
+	marked := make(chan struct{})
+	s.afterJournal = func() error { <-marked; return nil }
 	data := json.RawMessage(`{"id":"t-0123456789","question":{"id":"q1","kind":"permission","tool":"Bash","input":{"command":"go test ./..."}}}`)
 	for i := range questions {
 		unix.Getpgid(markerPID + 2*i)
@@ -38,6 +44,10 @@ func questionCommits(path string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		// Every question here is answered from the journal (an idle store,
+		// journaled writes): its commit waits for this.
+		marked <- struct{}{}
+		s.awaitCommitted()
 	}
 	return 0
 }

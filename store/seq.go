@@ -82,14 +82,13 @@ func (s *Store) numberTransient(ctx context.Context, n int) ([]uint64, error) {
 // durable ceiling above it. It may run again if the batch is replayed:
 // the seqs of a replayed batch are fresh ones (gaps are allowed; reuse is
 // not).
-func (s *Store) nextSeqTx(tx *bolt.Tx) (uint64, error) {
+func (s *Store) nextSeqTx(w wtx) (uint64, error) {
 	s.seq.mu.Lock()
 	defer s.seq.mu.Unlock()
 	s.seq.last++
 	n := s.seq.last
-	b := tx.Bucket(bucketEvents)
-	if b.Sequence() < n {
-		if err := b.SetSequence(n + seqReserve); err != nil {
+	if w.tx.Bucket(bucketEvents).Sequence() < n {
+		if err := w.raiseSequence([][]byte{bucketEvents}, n+seqReserve); err != nil {
 			return 0, err
 		}
 	}

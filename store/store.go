@@ -130,6 +130,17 @@ type Store struct {
 	// beforeCommit, if set (tests only, before any write), runs in the writer
 	// goroutine before each transaction; tests use it to hold the writer.
 	beforeCommit func()
+
+	// afterJournal, if set (tests only, before any write), runs in the
+	// writer once a batch is answered from the journal and before bbolt
+	// commits it; an error it returns fails that commit.
+	afterJournal func() error
+
+	jnl  *journal    // nil when inspecting; only the writer uses it
+	owed []owedWrite // writer only; see commit
+
+	inflightMu sync.Mutex
+	inflight   chan struct{} // guarded by inflightMu; see awaitCommitted
 }
 
 // Open opens (creating if needed) the database at path, normally
@@ -238,6 +249,29 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := writePIDFile(s.pidPath); err != nil {
 		log.Warn("store: cannot record our pid; a second familiar will not be able to name us", "path", s.pidPath, "err", err)
 	}
+	// The journal's records were written against the schema the database
+	// had then, so they go in before any migration.
+	jpath := journalPath(path)
+	switch {
+	case opts.Inspect:
+		if recs, _ := readJournal(jpath); len(recs) > 0 {
+			log.Warn("store: the journal holds writes the next familiar will apply", "path", jpath, "records", len(recs))
+		}
+	case recovery != nil:
+		discardJournal(jpath, log)
+	default:
+		if _, err := replayJournal(db, jpath, log); err != nil {
+			removePIDFile(s.pidPath, log)
+			db.Close()
+			return nil, fmt.Errorf("store: %s: %w", path, err)
+		}
+		var err error
+		if s.jnl, err = openJournal(jpath); err != nil {
+			// Every write then waits for its commit, as before the journal.
+			log.Warn("store: no journal; every write waits for bbolt's commit", "err", err)
+			s.jnl = nil
+		}
+	}
 	if err := guard(func() error { return migrate(db, log) }); err != nil {
 		removePIDFile(s.pidPath, log)
 		db.Close()
@@ -321,6 +355,11 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 		s.signalWriter()
 		<-s.writerDone
+		if s.jnl != nil {
+			if err := s.jnl.close(len(s.owed) > 0); err != nil {
+				s.log.Warn("store: closing the journal", "err", err)
+			}
+		}
 		close(s.stopBackups)
 		if s.backupDone != nil {
 			<-s.backupDone
@@ -350,6 +389,7 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) error {
 	if s.dbClosed.Load() {
 		return ErrClosed
 	}
+	s.awaitCommitted()
 	err := guard(func() error { return s.db.View(fn) })
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ErrClosed
@@ -363,5 +403,6 @@ func (s *Store) LastSeq() (uint64, error) {
 	if s.dbClosed.Load() {
 		return 0, fmt.Errorf("store: last seq: %w", ErrClosed)
 	}
+	s.awaitCommitted()
 	return s.visibleSeq(), nil
 }

@@ -360,6 +360,7 @@ func TestBatchIsBounded(t *testing.T) {
 	before := s.commits.Load()
 	release()
 	wg.Wait()
+	s.awaitCommitted() // the last batch may have been answered from the journal
 	if got := s.commits.Load() - before; got != 3 {
 		t.Errorf("commits = %d, want 3 (the blocker, %d, then 10)", got, maxBatch)
 	}

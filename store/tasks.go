@@ -56,11 +56,11 @@ func validJSON(what string, data json.RawMessage) error {
 // PutTask creates or replaces the task rec.ID. It returns once the task is
 // durable (if ctx ends first, see Cancellation in the package doc).
 func (s *Store) PutTask(ctx context.Context, rec TaskRecord) error {
-	apply, err := s.taskWrite(rec)
+	op, err := s.taskWrite(rec)
 	if err != nil {
 		return err
 	}
-	if err := s.submit(ctx, apply); err != nil {
+	if err := s.submitOp(ctx, op); err != nil {
 		return fmt.Errorf("store: put task %q: %w", rec.ID, err)
 	}
 	return nil
@@ -71,12 +71,11 @@ func (s *Store) PutTask(ctx context.Context, rec TaskRecord) error {
 // earlier one, so an event appended afterwards is never durable before it.
 // Wait waits until it is durable and returns its error.
 func (s *Store) QueueTask(rec TaskRecord) (wait func(context.Context) error) {
-	apply, err := s.taskWrite(rec)
+	op, err := s.taskWrite(rec)
 	if err != nil {
 		return func(context.Context) error { return err }
 	}
-	op, err := s.enqueue(apply)
-	if err != nil {
+	if err := s.enqueueOp(op); err != nil {
 		return func(context.Context) error { return fmt.Errorf("store: put task %q: %w", rec.ID, err) }
 	}
 	return func(ctx context.Context) error {
@@ -88,7 +87,7 @@ func (s *Store) QueueTask(rec TaskRecord) (wait func(context.Context) error) {
 }
 
 // taskWrite checks rec and returns the write that puts it.
-func (s *Store) taskWrite(rec TaskRecord) (func(tx *bolt.Tx) error, error) {
+func (s *Store) taskWrite(rec TaskRecord) (*writeOp, error) {
 	if err := validID("task id", rec.ID); err != nil {
 		return nil, fmt.Errorf("store: put task: %w", err)
 	}
@@ -111,8 +110,8 @@ func (s *Store) taskWrite(rec TaskRecord) (func(tx *bolt.Tx) error, error) {
 	// is before the writer has encoded it.
 	rec.Data = bytes.Clone(rec.Data)
 	id := []byte(rec.ID)
-	return func(tx *bolt.Tx) error {
-		tasks := tx.Bucket(bucketTasks)
+	return &writeOp{journaled: true, apply: func(w wtx) error {
+		tasks := w.tx.Bucket(bucketTasks)
 		created := rec.CreatedAt
 		if old := tasks.Get(id); old != nil {
 			var ov taskValue
@@ -130,8 +129,8 @@ func (s *Store) taskWrite(rec TaskRecord) (func(tx *bolt.Tx) error, error) {
 		if err != nil {
 			return err
 		}
-		return tasks.Put(id, v)
-	}, nil
+		return w.put([][]byte{bucketTasks}, id, v)
+	}}, nil
 }
 
 // GetTask returns the task id, or an error matching ErrNotFound.
