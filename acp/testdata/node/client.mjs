@@ -1071,6 +1071,8 @@ scenarios.firsttext = async () => {
     const stop = await prompt(ctx, s, "hello\n@@TEXT Hi there.");
     expect(stop === "end_turn" && s.firstTextAt, "stopReason " + stop, s);
     out.firstTextMs = s.firstTextAt - sent;
+    out.sentAt = sent; // epoch ms, for the test to split at the model's request
+    out.firstTextAt = s.firstTextAt;
   });
   process.stdout.write(JSON.stringify(out) + "\n");
 };
