@@ -235,21 +235,7 @@ func (s *Store) commit(batch []*writeOp, journal bool) {
 			continue
 		}
 		n := s.commits.Add(1)
-		refused := len(batch)
-		if early {
-			refused = 0
-		}
-		if err != nil {
-			// Nothing of the batch is stored: every caller not answered from
-			// the journal hears so, with a kind it can act on (full disk or
-			// unavailable).
-			err = fmt.Errorf("store: commit %d writes: %w", len(batch), classify(err))
-			s.log.Debug("store: commit failed", "writes", len(batch), "answeredFromJournal", early, "owed", len(s.owed), "err", err)
-			s.setHealth(err, refused)
-		} else {
-			if len(batch) > 1 {
-				s.log.Debug("store: group commit", "writes", len(batch), "commits", n, "journaled", early)
-			}
+		if err == nil {
 			for _, ow := range s.owed {
 				for _, f := range ow.onCommit {
 					f()
@@ -261,8 +247,24 @@ func (s *Store) commit(batch []*writeOp, journal bool) {
 			}
 		}
 		if early {
+			// Before OnHealth: a reader there must not wait for us.
 			s.setInflight(nil)
-		} else {
+		}
+		if err != nil {
+			// Nothing of the batch is stored: every caller not answered from
+			// the journal hears so, with a kind it can act on (full disk or
+			// unavailable).
+			err = fmt.Errorf("store: commit %d writes: %w", len(batch), classify(err))
+			s.log.Debug("store: commit failed", "writes", len(batch), "answeredFromJournal", early, "owed", len(s.owed), "err", err)
+			refused := len(batch)
+			if early {
+				refused = 0
+			}
+			s.setHealth(err, refused)
+		} else if len(batch) > 1 {
+			s.log.Debug("store: group commit", "writes", len(batch), "commits", n, "journaled", early)
+		}
+		if !early {
 			for _, op := range batch {
 				if err == nil && op.onCommit != nil {
 					op.onCommit()
