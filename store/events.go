@@ -71,40 +71,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []NewEvent) ([]uint64, err
 	if stored == 0 {
 		return s.numberTransient(ctx, len(evs))
 	}
-	tails := make([][]byte, len(evs))
-	for i, e := range evs {
-		if e.Transient {
-			continue
-		}
-		tail, err := encodeEventTail(e.TaskID, e.Kind, e.Data)
-		if err != nil {
-			return nil, err
-		}
-		tails[i] = tail
-	}
-	seqs := make([]uint64, len(evs))
-	var ceiling uint64
-	err := s.submitOp(ctx, &writeOp{
-		journaled: true,
-		apply: func(w wtx) error {
-			for i, e := range evs {
-				n, err := s.nextSeqTx(w)
-				if err != nil {
-					return err
-				}
-				seqs[i] = n
-				if e.Transient {
-					continue
-				}
-				if err := appendEventTx(w, n, s.clock.Now().UTC(), e.TaskID, tails[i]); err != nil {
-					return err
-				}
-			}
-			ceiling = w.tx.Bucket(bucketEvents).Sequence()
-			return nil
-		},
-		onCommit: func() { s.committed(seqs[len(seqs)-1], ceiling) },
-	})
+	seqs, err := s.appendWrite(ctx, nil, nil, evs)
 	if err != nil {
 		return nil, fmt.Errorf("store: append %d events: %w", len(evs), err)
 	}
@@ -129,6 +96,16 @@ func (s *Store) AppendBatch(ctx context.Context, audits []AuditEntry, evs []NewE
 		}
 		vals[i] = v
 	}
+	seqs, err := s.appendWrite(ctx, audits, vals, evs)
+	if err != nil {
+		return nil, fmt.Errorf("store: append %d audit entries and %d events: %w", len(audits), len(evs), err)
+	}
+	return seqs, nil
+}
+
+// appendWrite writes audit entries (their encoded values in vals) and
+// events in one journaled write and returns the events' seqs once durable.
+func (s *Store) appendWrite(ctx context.Context, audits []AuditEntry, vals [][]byte, evs []NewEvent) ([]uint64, error) {
 	tails := make([][]byte, len(evs))
 	for i, e := range evs {
 		if e.Transient {
@@ -171,7 +148,7 @@ func (s *Store) AppendBatch(ctx context.Context, audits []AuditEntry, evs []NewE
 		op.onCommit = func() { s.committed(seqs[len(seqs)-1], ceiling) }
 	}
 	if err := s.submitOp(ctx, op); err != nil {
-		return nil, fmt.Errorf("store: append %d audit entries and %d events: %w", len(audits), len(evs), err)
+		return nil, err
 	}
 	return seqs, nil
 }
