@@ -304,10 +304,10 @@ func (s *session) run(ctx context.Context, cmd, arg string) (any, error) {
 			return fmt.Sprintf("%s (%s) was no longer granted.", g.Rule, scopeWords(g.Scope)), nil
 		}
 		// Only a rule claude's matcher reads as familiar's was handed to
-		// claude: a prefix or a directory never was, so claude asks
-		// familiar again at the next call.
+		// claude (a prefix or a directory never was), and only the claude
+		// that asked keeps it, while it runs: familiar says so only then.
 		if res.HeldByClaude {
-			return fmt.Sprintf("Revoked %s (%s): familiar asks for such calls again. A claude session already running keeps it until it restarts.", g.Rule, scopeWords(g.Scope)), nil
+			return fmt.Sprintf("Revoked %s (%s). The claude working on this task now was given it and keeps it until it stops; familiar asks for such calls again after that.", g.Rule, scopeWords(g.Scope)), nil
 		}
 		return fmt.Sprintf("Revoked %s (%s): familiar asks for such calls again, from the next call on.", g.Rule, scopeWords(g.Scope)), nil
 	case "retry":

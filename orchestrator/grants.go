@@ -108,15 +108,33 @@ func (o *Orchestrator) PolicyList(ctx context.Context, p *protocol.PolicyListPar
 }
 
 // PolicyRevoke is policy/revoke. A revoked rule stops allowing at once for
-// every question familiar decides; a session that is running keeps a rule
-// the CLI was given with the allow-always answer until it restarts (only
-// rules claude reads as familiar does are given: HeldByClaude says so).
+// every question familiar decides; the claude that was given it with the
+// allow-always answer keeps it while it runs (only rules claude reads as
+// familiar does are given). HeldByClaude says so only when such a claude
+// may still run: the task's, or for a file's grant any task's. A task's
+// claude that ended with its turn held nothing, and the next call was
+// asked again while /revoke said it would not be (issue 37).
 func (o *Orchestrator) PolicyRevoke(ctx context.Context, p *protocol.PolicyRevokeParams) (*protocol.PolicyRevokeResult, error) {
 	res, err := o.policyRevoke(ctx, p)
-	if res != nil && res.Revoked {
-		res.HeldByClaude = policy.ClaudeAgrees(p.Rule)
+	if res != nil && res.Revoked && policy.ClaudeAgrees(p.Rule) {
+		res.HeldByClaude = o.claudeRuns(p.TaskID)
 	}
 	return res, err
+}
+
+// claudeRuns reports whether the task's claude runs, or with no task any
+// task's.
+func (o *Orchestrator) claudeRuns(taskID string) bool {
+	if taskID != "" {
+		a, err := o.get(taskID)
+		return err == nil && a.view().agentPhase == agentUp
+	}
+	for _, a := range o.actors() {
+		if a.view().agentPhase == agentUp {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *Orchestrator) policyRevoke(ctx context.Context, p *protocol.PolicyRevokeParams) (*protocol.PolicyRevokeResult, error) {
@@ -150,10 +168,13 @@ func (o *Orchestrator) policyRevoke(ctx context.Context, p *protocol.PolicyRevok
 }
 
 // revokeNote says, for the audit, whether a running claude keeps a revoked
-// rule: only one handed to it with the allow-always answer.
-func revokeNote(rule string) string {
-	if policy.ClaudeAgrees(rule) {
-		return "a running session keeps the rule until it restarts"
+// rule: only one handed to it with the allow-always answer, while it runs.
+func revokeNote(rule string, agent agentPhase) string {
+	switch {
+	case !policy.ClaudeAgrees(rule):
+		return "familiar asks again from the next call: the rule was never handed to claude"
+	case agent != agentUp:
+		return "familiar asks again from the next call: no claude that was handed the rule runs"
 	}
-	return "familiar asks again from the next call: the rule was never handed to claude"
+	return "the claude running now keeps the rule until it stops"
 }

@@ -263,7 +263,7 @@ func (in cmdRevoke) apply(st *stepper) error {
 	}
 	s.T.Grants = kept
 	st.emit(effAudit{action: "policy.revoked", actor: "user", data: map[string]any{
-		"rule": in.rule, "scope": protocol.GrantTask, "note": revokeNote(in.rule)}})
+		"rule": in.rule, "scope": protocol.GrantTask, "note": revokeNote(in.rule, s.agent)}})
 	st.changed()
 	return nil
 }
