@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/familiar-dev/familiar/demomodel"
@@ -87,9 +88,16 @@ func (r *runner) firstRequest(ctx context.Context) error {
 		if _, err := c.ask(ctx, 0); err != nil {
 			return 0, err
 		}
-		reqs := api.MainRequests()
+		// The request that carries the prompt: a request before it (none
+		// seen so far) would not be what the person waits for.
+		var reqs []demomodel.Request
+		for _, req := range api.MainRequests() {
+			if strings.Contains(req.LastUserText(), "round 0") {
+				reqs = append(reqs, req)
+			}
+		}
 		if len(reqs) == 0 {
-			return 0, fmt.Errorf("asked with no model request")
+			return 0, fmt.Errorf("asked with no model request carrying the prompt (%d main requests)", len(api.MainRequests()))
 		}
 		if fc, ok := c.(*familiarContender); ok {
 			began, steps, spawn := starts.take()
