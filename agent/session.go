@@ -87,8 +87,8 @@ type Options struct {
 	// (procs.Config.OwnSession): its own scheduling group at nice 0, not
 	// the background familiar's lowered one, until LowerPriority.
 	OwnSession bool
-	Clock         clock.Clock
-	Logger        *slog.Logger
+	Clock      clock.Clock
+	Logger     *slog.Logger
 
 	// OnEvent receives every event, in order, from one goroutine.
 	OnEvent func(Event)
