@@ -91,11 +91,24 @@ export function traceHost(context: vscode.ExtensionContext) {
   });
   gc.observe({ entryTypes: ['gc'] });
   let cpu = process.cpuUsage();
+  // How long the event loop's thread waited for a CPU (Linux: schedstat's
+  // run-queue time): on a loaded machine a delay is the machine's, not the
+  // host's work, and this tells the two apart.
+  const runWait = () => {
+    try {
+      return Number(fs.readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]) / 1e6;
+    } catch {
+      return NaN;
+    }
+  };
+  let waited = runWait();
   const timer = setInterval(() => {
     const d = process.cpuUsage(cpu);
     cpu = process.cpuUsage();
+    const w = runWait();
     trace({ ev: 'host', cpuMs: Math.round((d.user + d.system) / 1000), lagP99Ms: Math.round(lag.percentile(99) / 1e6), lagMaxMs: Math.round(lag.max / 1e6),
-      gcMs: Math.round(gcMs), gcMaxMs: Math.round(gcMaxMs), heapMB: Math.round(process.memoryUsage().heapUsed / 1e6) });
+      gcMs: Math.round(gcMs), gcMaxMs: Math.round(gcMaxMs), heapMB: Math.round(process.memoryUsage().heapUsed / 1e6), runWaitMs: Number.isNaN(w) ? undefined : Math.round(w - waited) });
+    waited = w;
     lag.reset();
     gcMs = gcMaxMs = 0;
   }, 1000);
