@@ -48,15 +48,7 @@ func (s *Store) submitOp(ctx context.Context, op *writeOp) error {
 	return op.wait(ctx)
 }
 
-// enqueue queues apply for the writer without waiting.
-func (s *Store) enqueue(apply func(tx *bolt.Tx) error) (*writeOp, error) {
-	op := &writeOp{apply: func(w wtx) error { return apply(w.tx) }}
-	if err := s.enqueueOp(op); err != nil {
-		return nil, err
-	}
-	return op, nil
-}
-
+// enqueueOp queues op for the writer without waiting.
 func (s *Store) enqueueOp(op *writeOp) error {
 	op.done = make(chan error, 1)
 	s.mu.Lock()
