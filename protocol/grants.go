@@ -67,8 +67,10 @@ func (p *PolicyRevokeParams) Validate() error {
 
 type PolicyRevokeResult struct {
 	Revoked bool `json:"revoked"`
-	// HeldByClaude: the rule was also handed to the claude of a session
+	// HeldByClaude: the rule was also handed to a claude that still runs
 	// (an exact command, a single file: rules claude's matcher reads as
-	// familiar's), which keeps it until it restarts; familiar's added.
+	// familiar's), which keeps it until it stops (a task's claude stops
+	// with its turn); false once it has, and familiar asks from the next
+	// call.
 	HeldByClaude bool `json:"heldByClaude,omitempty"`
 }

@@ -42,12 +42,18 @@ export async function showGrants(f: Host) {
   if (!g) return;
   const where = g.scope === 'task' ? 'this task' : g.scope === 'repository' ? 'this repository' : 'you, in every repository';
   const yes = await vscode.window.showQuickPick([
-    { label: `$(trash) Revoke ${g.rule}`, revoke: true, detail: `Agents ask again before what it allowed, for ${where}. A claude session already running keeps it until it restarts.` },
+    { label: `$(trash) Revoke ${g.rule}`, revoke: true, detail: `Agents ask again before what it allowed, for ${where}, from their next call.` },
     { label: 'Keep it', revoke: false },
   ], { title: `Revoke ${g.rule}?`, ignoreFocusOut: true });
   if (!yes?.revoke) return;
   const res = await client.request('policy/revoke', { rule: g.rule, scope: g.scope, taskId: g.taskId });
-  vscode.window.setStatusBarMessage(res.revoked ? `$(check) Familiar: revoked ${g.rule} for ${where}` : `Familiar: ${g.rule} was no longer granted`, 5000);
+  if (res.revoked && res.heldByClaude) {
+    // A claude that was handed the rule keeps it until it stops: say so
+    // rather than let the person believe the next call is asked.
+    void vscode.window.showInformationMessage(`Familiar: revoked ${g.rule} for ${where}. A claude still at work was handed it and keeps it until its turn ends; after that it is asked again.`);
+  } else {
+    vscode.window.setStatusBarMessage(res.revoked ? `$(check) Familiar: revoked ${g.rule} for ${where}` : `Familiar: ${g.rule} was no longer granted`, 5000);
+  }
 }
 
 /** Where to take a person from the warning about a setting familiar names. */

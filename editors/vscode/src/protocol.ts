@@ -515,9 +515,11 @@ export interface PolicyRevokeParams {
 export interface PolicyRevokeResult {
   revoked: boolean;
   /**
-   * HeldByClaude: the rule was also handed to the claude of a session
+   * HeldByClaude: the rule was also handed to a claude that still runs
    * (an exact command, a single file: rules claude's matcher reads as
-   * familiar's), which keeps it until it restarts; familiar's added.
+   * familiar's), which keeps it until it stops (a task's claude stops
+   * with its turn); false once it has, and familiar asks from the next
+   * call.
    */
   heldByClaude?: boolean;
 }
