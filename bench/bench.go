@@ -52,6 +52,9 @@ type Options struct {
 	FloodMB int
 	// Window is how long CPU and latencies are sampled (default 10 s).
 	Window time.Duration
+	// Hog is how many busy loops of its own the bench runs beside every
+	// scenario: the load a measurement is taken at (0: none).
+	Hog int
 
 	// ModuleRoot is familiar's source tree (default: found from the
 	// working directory); the fake agent is built from it.
@@ -126,7 +129,10 @@ type Report struct {
 	Compare       []CompareResult      `json:"compare,omitempty"`
 	FollowUp      []FollowUpResult     `json:"followUp,omitempty"`
 	FirstRequest  []FirstRequestResult `json:"firstRequest,omitempty"`
-	StoreCommit   []CommitResult       `json:"storeCommit,omitempty"`
+	// FirstRequestLoad is the 1-minute load average as the first-request
+	// scenario began and as it ended.
+	FirstRequestLoad [2]float64     `json:"firstRequestLoad,omitempty"`
+	StoreCommit      []CommitResult `json:"storeCommit,omitempty"`
 	// Skipped says what did not run here and why.
 	Skipped     []string           `json:"skipped,omitempty"`
 	DurationSec float64            `json:"durationSec"`
@@ -140,6 +146,7 @@ type ReportOptions struct {
 	StartRuns   int     `json:"startRuns"`
 	FloodMiB    int     `json:"floodMiB"`
 	WindowSec   float64 `json:"windowSec"`
+	Hog         int     `json:"busyLoops,omitempty"`
 }
 
 type runner struct {
@@ -169,7 +176,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Machine: Machine{
 			CPUs: runtime.NumCPU(), MemGiB: memTotalGiB(), Kernel: kernel(), Go: runtime.Version(), LoadAvg: loadAvg(),
 		},
-		Options:   ReportOptions{Runs: opts.Runs, CompareRuns: opts.CompareRuns, StartRuns: opts.StartRuns, FloodMiB: opts.FloodMB, WindowSec: opts.Window.Seconds()},
+		Options:   ReportOptions{Runs: opts.Runs, CompareRuns: opts.CompareRuns, StartRuns: opts.StartRuns, FloodMiB: opts.FloodMB, WindowSec: opts.Window.Seconds(), Hog: opts.Hog},
 		Scenarios: map[string]float64{},
 	}
 	r := &runner{opts: opts, report: rep, moduleRoot: opts.ModuleRoot}
@@ -194,6 +201,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		r.claude, r.claudeErr = agent.CLI{}, err.Error()
 	}
 	rep.ClaudeVersion = r.claude.Version
+	if opts.Hog > 0 {
+		h, err := startHog(opts.Hog)
+		if err != nil {
+			return nil, err
+		}
+		defer h.stop()
+		r.logf("%d busy loops running", opts.Hog)
+	}
 
 	steps := map[string]func(context.Context) error{
 		ScenarioDetect:     r.detection,

@@ -39,9 +39,14 @@ func (r *runner) startFamiliarDaemon(driver protocol.Driver) func(ctx context.Co
 			return nil, err
 		}
 		// FAMILIAR_LOG=debug: the background familiar logs its start's
-		// steps (daemonStartSteps).
+		// steps (daemonStartSteps). Its state is its own, but every start
+		// shares one XDG_DATA_HOME, as a person's starts do: claude, which
+		// inherits it, registers its URL handler there (a .desktop file and
+		// xdg-mime, three processes beside its start) only when none is
+		// there. A new one per start made every familiar start pay for that
+		// and no floor's (TUI floors keep the user's).
 		env := append(os.Environ(), "FAMILIAR_CLAUDE="+r.claude.Path, "FAMILIAR_LOG=debug",
-			"XDG_STATE_HOME="+filepath.Join(state, "state"), "XDG_DATA_HOME="+filepath.Join(state, "data"))
+			"XDG_STATE_HOME="+filepath.Join(state, "state"), "XDG_DATA_HOME="+filepath.Join(r.tmp, "xdg-data"))
 		for k, v := range api.Env() {
 			env = append(env, k+"="+v)
 		}

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,8 +25,46 @@ type FirstRequestResult struct {
 	// orchestrator's steps (worktree, submodules, tracked files, prompt,
 	// skills, MCP config, login check, spawn with its config dir and
 	// exec), and claude's own time from its spawn to the first request.
-	Steps   []StepResult `json:"steps,omitempty"`
-	Skipped string       `json:"skipped,omitempty"`
+	Steps []StepResult `json:"steps,omitempty"`
+	// PerRound holds each start against the TUI floor's start of the same
+	// round: the rounds are interleaved, so the two ran minutes apart at
+	// most, and a drift of the machine's load that moves both p50s moves
+	// their ratio far less (runs of the same kind differed by more than
+	// the gap between the systems, issue 40).
+	PerRound *RoundRatio `json:"perRound,omitempty"`
+	Skipped  string      `json:"skipped,omitempty"`
+}
+
+// RoundRatio is the distribution of one system's start divided by
+// Against's start in the same round.
+type RoundRatio struct {
+	Against string  `json:"against"`
+	N       int     `json:"n"`
+	P50     float64 `json:"p50"`
+	P95     float64 `json:"p95"`
+}
+
+// roundRatio is a's i-th start over b's, for each round both have.
+func roundRatio(against string, a, b []time.Duration) *RoundRatio {
+	n := min(len(a), len(b))
+	if n == 0 {
+		return nil
+	}
+	rs := make([]float64, 0, n)
+	for i := range n {
+		if b[i] > 0 {
+			rs = append(rs, float64(a[i])/float64(b[i]))
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	slices.Sort(rs)
+	at := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(rs)))) - 1
+		return math.Round(rs[max(0, min(i, len(rs)-1))]*1000) / 1000
+	}
+	return &RoundRatio{Against: against, N: len(rs), P50: at(0.5), P95: at(0.95)}
 }
 
 // firstRequest starts StartRuns fresh sessions of each system, interleaved,
@@ -67,6 +107,8 @@ func (r *runner) firstRequest(ctx context.Context) error {
 			kept = append(kept, e)
 		}
 	}
+	r.report.FirstRequestLoad[0] = loadAvg()[0]
+	defer func() { r.report.FirstRequestLoad[1] = loadAvg()[0] }()
 	starts := &startSteps{}
 	r.startLog = starts
 	defer func() { r.startLog = nil }()
@@ -125,11 +167,23 @@ func (r *runner) firstRequest(ctx context.Context) error {
 			e.lat = append(e.lat, d)
 		}
 	}
+	var floor *entry
+	for _, e := range kept {
+		if e.name == SystemTUIFloor && e.res.Skipped == "" {
+			floor = e
+		}
+	}
 	for _, e := range kept {
 		e.res.First = distOf(e.lat)
 		e.res.Steps = e.steps.results()
+		if floor != nil && e != floor && e.res.Skipped == "" {
+			e.res.PerRound = roundRatio(floor.name, e.lat, floor.lat)
+		}
 		if e.res.Skipped == "" {
 			r.logf("first request %s: p50 %.1f / p95 %.1f ms (%d runs)", e.name, e.res.First.P50, e.res.First.P95, e.res.First.N)
+			if pr := e.res.PerRound; pr != nil {
+				r.logf("  ÷ %s, round by round: p50 %.3f / p95 %.3f", pr.Against, pr.P50, pr.P95)
+			}
 			for _, st := range e.res.Steps {
 				r.logf("  %s: p50 %.1f / p95 %.1f ms", st.Step, st.Dist.P50, st.Dist.P95)
 			}

@@ -83,3 +83,27 @@ func TestShuffledVariesWhoComesBefore(t *testing.T) {
 		t.Errorf("shuffled changed its argument: %v", systems)
 	}
 }
+
+func TestRoundRatioPairsEachRound(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range v {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	// The machine got slower halfway: the p50s are far apart (1000 vs
+	// 1500) but each round's pair is 1.1× the floor.
+	a := ms(1100, 1100, 1100, 2200, 2200)
+	b := ms(1000, 1000, 1000, 2000, 2000)
+	r := roundRatio("floor", a, b)
+	if r == nil || r.N != 5 || r.P50 != 1.1 || r.P95 != 1.1 || r.Against != "floor" {
+		t.Fatalf("roundRatio = %+v, want 1.1× over 5 rounds", r)
+	}
+	if r := roundRatio("floor", ms(100, 300), ms(100)); r.N != 1 || r.P50 != 1 {
+		t.Fatalf("unequal lengths pair only the rounds both have: %+v", r)
+	}
+	if roundRatio("floor", nil, ms(1)) != nil || roundRatio("floor", ms(1), ms(0)) != nil {
+		t.Fatal("no pair (or a zero floor) gives no ratio")
+	}
+}

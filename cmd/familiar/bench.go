@@ -46,6 +46,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		startRuns = fs.Int("start-runs", 5, "tasks and worktrees made by the start scenario")
 		floodMB   = fs.Int("flood-mb", 200, "MiB the flooding child writes")
 		window    = fs.Duration("window", 10*time.Second, "how long CPU and latencies are sampled")
+		hog       = fs.Int("hog", 0, "busy loops of the bench's own running beside the scenarios (a chosen load)")
 		out       = fs.String("out", "", "directory for the JSON and README.md (default bench/results in the source tree)")
 		noWrite   = fs.Bool("no-write", false, "print the tables only")
 		fake      = fs.String("fakeagent", "", "a built internal/fakeagent (default: build one)")
@@ -95,7 +96,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	opts := bench.Options{
-		Runs: *runs, CompareRuns: *cmpRuns, CompareOnly: *cmpOnly, StartRuns: *startRuns, FloodMB: *floodMB, Window: *window,
+		Runs: *runs, CompareRuns: *cmpRuns, CompareOnly: *cmpOnly, StartRuns: *startRuns, FloodMB: *floodMB, Window: *window, Hog: *hog,
 		FakeAgent: *fake, ClaudePath: *claude, ToolsDir: toolsDir(),
 		Self: []string{exe, "bench"}, Familiar: exe, Out: stdout, Log: stderr,
 	}
