@@ -207,6 +207,11 @@ func (r Request) promptSteps() (steps []Reply, turns int, ok bool) {
 	for _, m := range r.Messages[at+1:] {
 		switch m.Role {
 		case "assistant":
+			if m.resumedUnanswered() {
+				// Not a model turn: claude's stand-in for a request that
+				// got no answer before its process was killed.
+				continue
+			}
 			if !inTurn {
 				turns++
 			}
@@ -216,6 +221,17 @@ func (r Request) promptSteps() (steps []Reply, turns int, ok bool) {
 		}
 	}
 	return steps, turns, true
+}
+
+// unansweredText is what claude puts in a resumed session's history for a
+// request that was in flight when its process was killed (CLAUDE-CLI.md,
+// "A session resumed after a kill"): an assistant entry the model never
+// sent.
+const unansweredText = "No response requested."
+
+// resumedUnanswered says m is claude's stand-in for an unanswered request.
+func (m Message) resumedUnanswered() bool {
+	return m.Role == "assistant" && len(m.Content) == 1 && m.Content[0].Type == "text" && strings.TrimSpace(m.Content[0].Text) == unansweredText
 }
 
 // ParseDirectives returns the steps a prompt's directives describe, in

@@ -143,6 +143,18 @@ func TestPromptScript(t *testing.T) {
 			req:  mainReq(user(text(script)), toolCall("t1"), user(Block{Type: "tool_result", ToolUseID: "t1"}, reminder())),
 			want: tool("echo again"),
 		},
+		{
+			// CLAUDE-CLI.md §6: a resumed session's stand-in for a request
+			// that a kill left unanswered is no turn of the model's.
+			name: "claude's stand-in for an unanswered request is not a turn",
+			req:  mainReq(user(reminder(), text(script)), env(), answer("No response requested."), user(text("Continue the task where you left off."))),
+			want: tool("echo hi"),
+		},
+		{
+			name: "the same words among others are the model's",
+			req:  mainReq(user(text(script)), Message{Role: "assistant", Content: []Block{text("No response requested."), text("and more")}}, user(text("go on"))),
+			want: tool("echo again"),
+		},
 		{"no directives", mainReq(user(reminder(), text("hello")), env()), Reply{Text: NoDirectiveText}},
 		{
 			name: "a title side request quoting the prompt gets JSON",

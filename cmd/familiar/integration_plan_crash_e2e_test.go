@@ -111,6 +111,116 @@ func TestCrashDuringPlanMergeSettlesOnStart(t *testing.T) {
 	}
 }
 
+// familiar is killed (kill -9) while a plan step's agent is in the middle
+// of its turn, before it wrote anything. The next familiar stops that
+// agent's claude if it outlived its terminal (no orphan) and continues the
+// step's task from its session (it waited on nobody).
+//   - The agent then does its work: the plan goes on, step one merged once,
+//     then step two on top of it, main holding both and nothing of step one
+//     before its agent finished; plan/undo puts main back.
+//   - The agent says it is done but changed nothing (nonsense after the
+//     restart): nothing is merged, the plan is held on that step with why,
+//     step two never starts, and main stays where it was.
+func TestCrashWhileAPlanStepWorks(t *testing.T) {
+	for _, tc := range []struct {
+		name, rest string
+		finishes   bool
+	}{
+		{"the agent then does its work", strings.TrimPrefix(planWrites("one.txt", "one\n"), "go\n"), true},
+		{"the agent then says it is done but changed nothing", "@@TEXT All done, one.txt is there.", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := fakeapi.Start(fakeapi.PromptScript())
+			defer api.Close()
+			r := newDaemonRig(t, api)
+			before := gitOut(t, r.repo, "rev-parse", "main")
+
+			w := r.window()
+			w.client.Result("initialize", map[string]any{"workspaceRoot": r.repo,
+				"settings": map[string]any{"permissionPolicy": map[string]any{"default": "allow"}}}, nil)
+			var plan protocol.Plan
+			w.client.Result("plan/create", map[string]any{"run": true, "verify": "", "baseRef": "main", "steps": []map[string]any{
+				{"id": "one", "title": "Add one.txt", "description": "take your time\n@@DELAY 6s\n" + tc.rest},
+				{"id": "two", "title": "Add two.txt on top of one", "needs": []string{"one"}, "description": planWrites("two.txt", "two\n")},
+			}}, &plan)
+			if _, ok := api.WaitFor(func(reqs []fakeapi.Request) bool {
+				for _, q := range reqs {
+					if strings.Contains(q.LastUserText(), "take your time") {
+						return true
+					}
+				}
+				return false
+			}, 120*time.Second); !ok {
+				t.Fatal("step one's agent never asked the model")
+			}
+			var mid protocol.Plan
+			w.client.Result("plan/get", map[string]any{"id": plan.ID}, &mid)
+			oneTask := planStep(&mid, "one").TaskID
+			var working protocol.Task
+			w.client.Result("task/get", map[string]any{"id": oneTask}, &working)
+			if working.Agent == nil || working.Agent.PID == 0 {
+				t.Fatalf("step one's task has no agent while its model works: %s %+v", working.Status, working.Agent)
+			}
+			pid := r.info().PID
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Await(t, 30*time.Second, "the killed familiar to be gone", func() bool { return !daemon.Alive(pid) })
+			w.close(t)
+			if got := gitOut(t, r.repo, "rev-parse", "main"); got != before {
+				t.Fatalf("main moved while step one's agent worked: %s, was %s", got, before)
+			}
+
+			again := r.window()
+			again.client.Result("initialize", map[string]any{"workspaceRoot": r.repo}, nil)
+			testenv.Await(t, 30*time.Second, "the killed familiar's claude to be gone", func() bool { return !daemon.Alive(working.Agent.PID) })
+			var done protocol.Plan
+			testenv.Await(t, 180*time.Second, "the plan to end or be held", func() bool {
+				again.client.Result("plan/get", map[string]any{"id": plan.ID}, &done)
+				return done.State == protocol.PlanHeld || done.State.Ended()
+			})
+			one := planStep(&done, "one")
+			if one.TaskID != oneTask {
+				t.Errorf("step one after the restart ran as task %s, not %s, the one interrupted", one.TaskID, oneTask)
+			}
+			if !tc.finishes {
+				if done.State != protocol.PlanHeld || one.State != protocol.StepFailed || !strings.Contains(one.Why, "changed nothing") {
+					b, _ := json.Marshal(done)
+					t.Fatalf("a step whose agent changed nothing: plan %s, step %s %q; want held on a failed step that says so: %s", done.State, one.State, one.Why, b)
+				}
+				if s := planStep(&done, "two"); s.TaskID != "" {
+					t.Errorf("step two started though step one did nothing: %+v", s)
+				}
+				if got := gitOut(t, r.repo, "rev-parse", "main"); got != before {
+					t.Errorf("main moved (%s, was %s) for a step that changed nothing", got, before)
+				}
+				return
+			}
+			if done.State != protocol.PlanDone {
+				b, _ := json.Marshal(done)
+				t.Fatalf("after the restart the plan ended %s: %s", done.State, b)
+			}
+			if one.State != protocol.StepMerged {
+				t.Errorf("step one after the restart: %+v", one)
+			}
+			for _, f := range []string{"one.txt", "two.txt"} {
+				if got := gitOut(t, r.repo, "show", "main:"+f); got != strings.TrimSuffix(f, ".txt") {
+					t.Errorf("main:%s = %q", f, got)
+				}
+			}
+			log := gitOut(t, r.repo, "log", "--format=%s", before+"..main")
+			if n := strings.Count("\n"+log+"\n", "\nAdd one.txt\n"); n != 1 {
+				t.Errorf("step one merged %d times:\n%s", n, log)
+			}
+			var undone protocol.Plan
+			again.client.Result("plan/undo", map[string]any{"id": plan.ID}, &undone)
+			if got := gitOut(t, r.repo, "rev-parse", "main"); got != before {
+				t.Errorf("plan/undo left main at %s, want %s (before the plan); plan %s", got, before, undone.State)
+			}
+		})
+	}
+}
+
 func planStep(p *protocol.Plan, id string) protocol.PlanStep {
 	for _, s := range p.Steps {
 		if s.ID == id {
