@@ -77,7 +77,10 @@ export class Announcements {
     }
     const n = endNotice(t?.title ?? end.id, end, r && { changedFiles: r.changedFiles?.length ?? 0, costUsd: r.costUsd, summary: r.summary });
     trace({ ev: 'end', task: end.id, status: end.status, reason: end.reason, text: n.text, actions: n.actions });
-    this.f.log.info(`task ${end.id} ended: ${end.status}${end.reason ? ` (${end.reason})` : ''}`);
+    // "merging" is the protocol's name for a task whose work waits to be
+    // merged; with nothing to merge the log says what the view says.
+    const ended = end.success && end.noChanges ? 'done, no changes' : end.status;
+    this.f.log.info(`task ${end.id} ended: ${ended}${end.reason ? ` (${end.reason})` : ''}`);
     if (n.level === 'info' && vscode.window.state.focused && this.act.activeTask() === end.id) {
       // The person is reading this task's conversation, where the end
       // shows: a notification would only cover its message box.
