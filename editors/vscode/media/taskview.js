@@ -185,6 +185,10 @@
   // that says how many there are).
   let earlierRow = null;
   let asking = false;
+  // The rows kept while following the end (the host's window); past twice
+  // that the host is asked to take the oldest back (trim, one at a time).
+  let windowRows = 0;
+  let trimming = false;
   const askEarlier = () => { if (!asking) { asking = true; vscode.postMessage({ type: 'earlier' }); } };
   const seen = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) askEarlier(); });
   function showEarlier(n) {
@@ -398,6 +402,8 @@
       case 'reset': {
         log.textContent = '';
         nodes.clear();
+        windowRows = m.window || 0;
+        trimming = false;
         if (hooks) { hooks.remove(); hooks = null; }
         // Built off the page and put in at once: one layout, not one per row.
         const frag = document.createDocumentFragment();
@@ -443,6 +449,23 @@
         // Whether to follow the end is read once per batch (it forces a layout).
         const atEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
         for (const it of m.items) put(it);
+        if (atEnd) {
+          window.scrollTo(0, document.body.scrollHeight);
+          if (windowRows && !trimming && log.childElementCount > 2 * windowRows) {
+            trimming = true;
+            vscode.postMessage({ type: 'trim' });
+          }
+        }
+        break;
+      }
+      case 'trimmed': {
+        trimming = false;
+        const atEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+        for (const key of m.keys) {
+          const n = nodes.get(key);
+          if (n) { n.remove(); nodes.delete(key); }
+        }
+        showEarlier(m.earlier || 0);
         if (atEnd) window.scrollTo(0, document.body.scrollHeight);
         break;
       }

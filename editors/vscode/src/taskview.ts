@@ -392,7 +392,7 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
       const all = feed.transcript.items;
       const from = Math.max(0, all.length - windowRows);
       hidden = new Set(all.slice(0, from).map((it) => it.key));
-      post({ type: 'reset', items: views(all.slice(from)), earlier: from });
+      post({ type: 'reset', items: views(all.slice(from)), earlier: from, window: windowRows });
     };
     const earlier = () => {
       const all = feed.transcript.items;
@@ -401,6 +401,24 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
       const from = Math.max(0, end - windowRows);
       for (const it of all.slice(from, end)) hidden.delete(it.key);
       post({ type: 'earlier', items: views(all.slice(from, end)), earlier: from });
+    };
+    // The person follows the end of a long stream (the page asks, at the
+    // end, once it holds twice the window): the rows before the last
+    // windowRows go back among the earlier ones, put back a page at a time
+    // as before. Without it a view left open grew by every call: with
+    // 2,500 calls streaming in, the page's layout took a third of a core
+    // on the machine the extension host shares (issue 36).
+    const trim = () => {
+      const all = feed.transcript.items;
+      let end = 0;
+      while (end < all.length && hidden.has(all[end].key)) end++;
+      // Answered even when there is nothing to take: the page asks again only after an answer.
+      if (all.length - end <= 2 * windowRows) return post({ type: 'trimmed', keys: [], earlier: end });
+      const upTo = all.length - windowRows;
+      const gone = all.slice(end, upTo);
+      for (const it of gone) hidden.add(it.key);
+      // Hook calls stay drawn in their own box, counted there.
+      post({ type: 'trimmed', keys: gone.filter((it) => it.kind !== 'hook').map((it) => it.key), earlier: upTo });
     };
     subs.push(this.outgoingChanged.event((tid) => { if (tid === id && ready) sendHead(); }), this.watchArrivals(id, feed));
     subs.push(panel.onDidChangeViewState((e) => { if (e.webviewPanel.active) this.active = view; }));
@@ -458,6 +476,9 @@ export class TaskViews implements vscode.WebviewPanelSerializer, vscode.Disposab
           }
           case 'earlier':
             if (loaded) earlier();
+            return;
+          case 'trim':
+            if (loaded) trim();
             return;
           case 'rendered':
             trace({ ev: 'taskview', task: id, items: m.items, entries: feed.entries, ms: Date.now() - opened, ...marks });

@@ -352,8 +352,18 @@ const scenarios = {
           // seconds over 50 ms in which it hardly waited: the host's own doing.
           runWaitMsPerSecMedian: percentile(host.map((l) => l.runWaitMs ?? 0), 50),
           ...ownDelay(host), loadavg: os.loadavg() };
-        log(`bigview: ${calls} calls streaming into the open view: ${JSON.stringify(streaming)}`);
+        // Followed to its end, the page kept about the last window of rows
+        // (300; the oldest go back among the earlier ones past 600), and
+        // those come back when asked for.
+        const sv = view(s);
+        const streamedRows = await sv.locator('#log > .item').count();
+        const earlierSaid = (await sv.locator('.earlier button').textContent({ timeout: 5000 }).catch(() => '')) ?? '';
+        streaming.rowsDrawn = streamedRows;
+        log(`bigview: ${calls} calls streaming into the open view: ${JSON.stringify(streaming)}; "${earlierSaid}"`);
+        if (streamedRows > 2 * 300 + 100 || !/earlier entries/.test(earlierSaid)) throw new Error(`the streamed view kept ${streamedRows} rows ("${earlierSaid}"), want at most about 600 and the rest as earlier entries`);
         await s.shot('streamed');
+        await sv.locator('.earlier button').evaluate((b) => b.click());
+        await waitFor('the trimmed rows back when asked for', async () => (await sv.locator('#log > .item').count()) > streamedRows, 30000, 100);
         // Opened afresh: the tab closed, the row clicked again.
         await s.page.keyboard.press('Control+W');
         await s.page.locator('.tabs-container .tab', { hasText: title }).waitFor({ state: 'detached', timeout: 15000 });
