@@ -65,30 +65,7 @@ func TestJournalKeepsAnsweredWritesThroughAKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, FileName)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+helperJournalKilled, helperDBEnv+"="+path)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() || lines.Text() != "task" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("child said %q, %v\n%s", lines.Text(), lines.Err(), stderr.String())
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	if recs, err := readJournal(journalPath(path)); err != nil || len(recs) == 0 {
-		t.Fatalf("journal after the kill: %d records, %v; want the answered one", len(recs), err)
-	}
+	path := killedAfterAnswer(t)
 
 	var logs lockedBuffer
 	s, err := Open(path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), BackupEvery: -1})
@@ -118,6 +95,78 @@ func TestJournalKeepsAnsweredWritesThroughAKill(t *testing.T) {
 	}
 	if got := allEvents(t, s, "t1", 100); got[len(got)-1].TaskSeq != uint64(len(got)) {
 		t.Errorf("task seqs after the replay: %+v", got)
+	}
+}
+
+// killedAfterAnswer runs answeredThenKilled in a child, kills it (SIGKILL)
+// once its task update was answered from the journal, and returns the
+// database's path, its journal holding that update.
+func killedAfterAnswer(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), FileName)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+helperJournalKilled, helperDBEnv+"="+path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "task" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child said %q, %v\n%s", lines.Text(), lines.Err(), stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if recs, err := readJournal(journalPath(path)); err != nil || len(recs) == 0 {
+		t.Fatalf("journal after the kill: %d records, %v; want the answered one", len(recs), err)
+	}
+	return path
+}
+
+// familiar audit export reads a stopped familiar's store read-only. After
+// a kill between answering writes and committing them it reads what was
+// answered: OpenReadOnly applies the journal's records first (the one
+// write it makes) and removes the journal; the next start finds nothing
+// left to apply and the answered update still there.
+func TestReadOnlyOpenAppliesALeftJournal(t *testing.T) {
+	checkLeaks(t)
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	path := killedAfterAnswer(t)
+	var logs lockedBuffer
+	ro, err := OpenReadOnly(path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ro.GetTask("t1")
+	ro.Close()
+	if err != nil || rec.Status != "waiting" || !sameJSON(rec.Data, raw(`{"n":2}`)) {
+		t.Errorf("read-only after the kill: task = %+v, %v; want the answered update", rec, err)
+	}
+	if !strings.Contains(logs.String(), "answered from the journal") {
+		t.Errorf("the replay was not logged:\n%s", logs.String())
+	}
+	if _, err := os.Stat(journalPath(path)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the applied journal is still there: %v", err)
+	}
+	logs = lockedBuffer{}
+	s, err := Open(path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), BackupEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if rec, err := s.GetTask("t1"); err != nil || rec.Status != "waiting" {
+		t.Errorf("after the next start: task = %+v, %v", rec, err)
+	}
+	if strings.Contains(logs.String(), "answered from the journal") {
+		t.Errorf("the next start applied the journal again:\n%s", logs.String())
 	}
 }
 

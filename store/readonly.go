@@ -35,7 +35,9 @@ func (opts Options) withDefaults() (*slog.Logger, clock.Clock, time.Duration) {
 // OpenReadOnly opens the database at path to read what a stopped familiar
 // left (familiar audit export). It takes bbolt's shared lock, starts no
 // writer, writes no pid file and migrates nothing: every write returns
-// ErrClosed. A familiar that starts meanwhile waits for the lock (its
+// ErrClosed. The one write it makes is a journal a crash left: those writes
+// were answered (an audit entry among them), so they are applied first, as
+// the next familiar's start would apply them (applyLeftJournal). A familiar that starts meanwhile waits for the lock (its
 // LockTimeout) rather than failing, as the read takes milliseconds.
 //
 // It fails with an error wrapping os.ErrNotExist when there is no database
@@ -46,6 +48,9 @@ func OpenReadOnly(path string, opts Options) (*Store, error) {
 	log, clk, timeout := opts.withDefaults()
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err := applyLeftJournal(path, timeout, log); err != nil {
+		return nil, err
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: true})
 	if errors.Is(err, berrors.ErrTimeout) {
@@ -84,4 +89,36 @@ func OpenReadOnly(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// applyLeftJournal applies the records of the journal at path's side that
+// bbolt has not committed, when there are any: familiar was killed between
+// answering writes and committing them. Read without them, an audit export
+// after a crash would leave out entries a client was told were written.
+// It opens the database for writing (bbolt's exclusive lock, so never under
+// a running familiar: that one holds it) only when the journal has records,
+// and removes the journal once they are committed.
+func applyLeftJournal(path string, timeout time.Duration, log *slog.Logger) error {
+	jpath := journalPath(path)
+	if recs, _ := readJournal(jpath); len(recs) == 0 {
+		return nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return lockedError(path, pidPath(path), log)
+	}
+	if err != nil {
+		return fmt.Errorf("store: open %s to apply its journal: %w", path, err)
+	}
+	_, err = replayJournal(db, jpath, log)
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", path, err)
+	}
+	if err := os.Remove(jpath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		log.Warn("store: cannot remove the applied journal; the next start skips its records", "path", jpath, "err", err)
+	}
+	return nil
 }
