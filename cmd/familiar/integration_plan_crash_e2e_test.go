@@ -91,22 +91,9 @@ func TestCrashDuringPlanMergeSettlesOnStart(t *testing.T) {
 			if s := planStep(&done, "one"); s.TaskID != oneTask || s.State != protocol.StepMerged {
 				t.Errorf("step one after the restart: %+v (its task was %s)", s, oneTask)
 			}
-			for _, f := range []string{"one.txt", "two.txt"} {
-				if got := gitOut(t, r.repo, "show", "main:"+f); got != strings.TrimSuffix(f, ".txt") {
-					t.Errorf("main:%s = %q", f, got)
-				}
-			}
 			// Step one is in main once: the restarted familiar did not merge
 			// what main already had a second time.
-			log := gitOut(t, r.repo, "log", "--format=%s", before+"..main")
-			if n := strings.Count("\n"+log+"\n", "\nAdd one.txt\n"); n != 1 {
-				t.Errorf("step one merged %d times:\n%s", n, log)
-			}
-			var undone protocol.Plan
-			again.client.Result("plan/undo", map[string]any{"id": plan.ID}, &undone)
-			if got := gitOut(t, r.repo, "rev-parse", "main"); got != before {
-				t.Errorf("plan/undo left main at %s, want %s (before the plan); plan %s", got, before, undone.State)
-			}
+			bothOnceThenUndo(t, r.repo, before, again, plan.ID)
 		})
 	}
 }
@@ -203,21 +190,28 @@ func TestCrashWhileAPlanStepWorks(t *testing.T) {
 			if one.State != protocol.StepMerged {
 				t.Errorf("step one after the restart: %+v", one)
 			}
-			for _, f := range []string{"one.txt", "two.txt"} {
-				if got := gitOut(t, r.repo, "show", "main:"+f); got != strings.TrimSuffix(f, ".txt") {
-					t.Errorf("main:%s = %q", f, got)
-				}
-			}
-			log := gitOut(t, r.repo, "log", "--format=%s", before+"..main")
-			if n := strings.Count("\n"+log+"\n", "\nAdd one.txt\n"); n != 1 {
-				t.Errorf("step one merged %d times:\n%s", n, log)
-			}
-			var undone protocol.Plan
-			again.client.Result("plan/undo", map[string]any{"id": plan.ID}, &undone)
-			if got := gitOut(t, r.repo, "rev-parse", "main"); got != before {
-				t.Errorf("plan/undo left main at %s, want %s (before the plan); plan %s", got, before, undone.State)
-			}
+			bothOnceThenUndo(t, r.repo, before, again, plan.ID)
 		})
+	}
+}
+
+// bothOnceThenUndo checks that main holds the two steps' files, step one
+// merged once since before, and that plan/undo puts main back at before.
+func bothOnceThenUndo(t *testing.T, repo, before string, w *familiarProc, planID string) {
+	t.Helper()
+	for _, f := range []string{"one.txt", "two.txt"} {
+		if got := gitOut(t, repo, "show", "main:"+f); got != strings.TrimSuffix(f, ".txt") {
+			t.Errorf("main:%s = %q", f, got)
+		}
+	}
+	log := gitOut(t, repo, "log", "--format=%s", before+"..main")
+	if n := strings.Count("\n"+log+"\n", "\nAdd one.txt\n"); n != 1 {
+		t.Errorf("step one merged %d times:\n%s", n, log)
+	}
+	var undone protocol.Plan
+	w.client.Result("plan/undo", map[string]any{"id": planID}, &undone)
+	if got := gitOut(t, repo, "rev-parse", "main"); got != before {
+		t.Errorf("plan/undo left main at %s, want %s (before the plan); plan %s", got, before, undone.State)
 	}
 }
 
