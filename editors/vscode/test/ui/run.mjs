@@ -332,7 +332,10 @@ const scenarios = {
       try {
         const calls = Number(process.env.FAMILIAR_UI_BIG_CALLS ?? 2500);
         const perStep = 100;
-        const steps = Array.from({ length: calls }, (_, i) => `${i % perStep ? '@@ALSO' : '@@TOOL'} Glob {"pattern":"*.md"}`);
+        // Read, which claude 2.1.330 has: its Glob answers "No such tool
+        // available" (CLAUDE-CLI.md §4.2), and 2,500 failed rows are not what
+        // a long task's view holds.
+        const steps = Array.from({ length: calls }, (_, i) => `${i % perStep ? '@@ALSO' : '@@TOOL'} Read {"file_path":"a.md"}`);
         const title = 'Five thousand entries';
         await rpc.request('task/create', { title, permissionPolicy: { default: 'allow' }, description: '@@DELAY 3s\n' + steps.join('\n') + '\n@@TEXT Every call made.' });
         await waitRow(s, title, ['running', 'starting'], 180000);
@@ -360,10 +363,12 @@ const scenarios = {
         const earlierSaid = (await sv.locator('.earlier button').textContent({ timeout: 5000 }).catch(() => '')) ?? '';
         streaming.rowsDrawn = streamedRows;
         log(`bigview: ${calls} calls streaming into the open view: ${JSON.stringify(streaming)}; "${earlierSaid}"`);
-        if (streamedRows > 2 * 300 + 100 || !/earlier entries/.test(earlierSaid)) throw new Error(`the streamed view kept ${streamedRows} rows ("${earlierSaid}"), want at most about 600 and the rest as earlier entries`);
+        if (calls > 2 * 300 && (streamedRows > 2 * 300 + 100 || !/earlier entries/.test(earlierSaid))) throw new Error(`the streamed view kept ${streamedRows} rows ("${earlierSaid}"), want at most about 600 and the rest as earlier entries`);
         await s.shot('streamed');
-        await sv.locator('.earlier button').evaluate((b) => b.click());
-        await waitFor('the trimmed rows back when asked for', async () => (await sv.locator('#log > .item').count()) > streamedRows, 30000, 100);
+        if (calls > 2 * 300) {
+          await sv.locator('.earlier button').evaluate((b) => b.click());
+          await waitFor('the trimmed rows back when asked for', async () => (await sv.locator('#log > .item').count()) > streamedRows, 30000, 100);
+        }
         // Opened afresh: the tab closed, the row clicked again.
         await s.page.keyboard.press('Control+W');
         await s.page.locator('.tabs-container .tab', { hasText: title }).waitFor({ state: 'detached', timeout: 15000 });
