@@ -170,11 +170,13 @@ export function callRow(c: ToolCall, worktree?: string): { title: string; status
   const files = (c.files ?? []).map((f) => relPath(f, worktree));
   let title = c.title || c.name;
   if (worktree) title = title.split(worktree.replace(/\/+$/, '') + '/').join('');
+  // A file the title already names ("Read a.md") is not said again beside it.
+  const named = new Set(title.split(/\s+/));
   return {
     title,
     status: c.status,
     duration: c.durationMs ? (c.durationMs < 1000 ? `${c.durationMs} ms` : duration(c.durationMs / 1000)) : '',
-    files,
+    files: files.filter((f) => !named.has(f)),
   };
 }
 

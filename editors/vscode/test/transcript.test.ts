@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { alwaysCovers, composeState, header, itemAsText, itemView, lineDiff, personWords, questionCard, Transcript } from '../src/transcript';
+import { alwaysCovers, callRow, composeState, header, itemAsText, itemView, lineDiff, personWords, questionCard, Transcript } from '../src/transcript';
 import { blockedLabel, notRetrying } from '../src/model';
 import { createParams, Draft } from '../src/draft';
 import type { Task, TranscriptEntry } from '../src/protocol';
@@ -27,10 +27,18 @@ test('a transcript joins a response\'s chunks, updates a tool call in place, sum
   assert.deepEqual(tr.items.map((i) => i.kind), ['prompt', 'text', 'tool', 'turn']);
   assert.equal(tr.items[1].text, 'I will write it.');
   const v = itemView(tr.items[2], '/w/t1');
-  assert.deepEqual(v.row, { title: 'Write notes.md', status: 'completed', duration: '2s', files: ['notes.md'], kind: 'edit' });
+  // The file is named in the title, so not again beside it.
+  assert.deepEqual(v.row, { title: 'Write notes.md', status: 'completed', duration: '2s', files: [], kind: 'edit' });
   assert.deepEqual(v.diffs, [{ path: 'notes.md', lines: [['+', 'hello']] }]);
   assert.equal(itemView(tr.items[3]).usage, '300 tokens in · 30 out · $0.005');
   assert.equal(itemAsText(tr.items[2], '/w/t1'), '\x1b[36m✓ Write notes.md\x1b[0m \x1b[2m2s\x1b[0m\r\n');
+});
+
+test('a call\'s row names beside its title only the files the title does not', () => {
+  const c = { id: 'c2', name: 'Bash', kind: 'execute', title: 'sed -i s/a/b/ /w/t1/notes.md', status: 'completed', startedAt: at,
+    files: ['/w/t1/notes.md', '/w/t1/docs/notes.md', '/w/t1/a.md'] } as any;
+  assert.deepEqual(callRow(c, '/w/t1').files, ['docs/notes.md', 'a.md'], 'a file is left out only when the title names that very path');
+  assert.deepEqual(callRow({ ...c, title: 'Read data.md', files: ['/w/t1/a.md'] }, '/w/t1').files, ['a.md'], 'a name inside another is no match');
 });
 
 test('a line diff keeps common lines', () => {
